@@ -1,0 +1,364 @@
+"""GPT-2 checkpoints on disk: a directory in Hugging Face's layout (``config.json``,
+``model.safetensors``, ``vocab.json`` + ``merges.txt``) plus Parity's small
+``parity-checkpoint.json`` manifest (name, source, sha256 of each file). ``load_model``
+reads and validates one into NumPy parameter dataclasses; ``resolve_model_dir`` picks
+the default model (``$PARITY_MODEL``, a fetched real GPT-2, else the synthetic GPT-2
+small, synthesized on first use)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from compiler.gpt2.config import CheckpointError, GPT2Config, read_config
+from compiler.gpt2.tokenizer import GPT2Tokenizer, TokenizerError, file_sha256, load_tokenizer
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+VOCAB_FILE = "vocab.json"
+MERGES_FILE = "merges.txt"
+MANIFEST_FILE = "parity-checkpoint.json"
+CHECKPOINT_FILES = (CONFIG_FILE, WEIGHTS_FILE, VOCAB_FILE, MERGES_FILE)
+
+# Buffers that Hugging Face stores next to the weights (the causal mask) and that the model recomputes.
+_IGNORED_TENSOR = re.compile(r"h\.\d+\.attn\.(bias|masked_bias)")
+_HF_PREFIX = "transformer."
+
+
+@dataclass
+class LayerNormParams:
+    g: np.ndarray
+    b: np.ndarray
+
+
+@dataclass
+class LinearParams:
+    """Conv1D layout as stored by GPT-2: ``y = x @ w + b`` with ``w`` of shape (in, out)."""
+
+    w: np.ndarray
+    b: np.ndarray
+
+
+@dataclass
+class BlockParams:
+    ln_1: LayerNormParams
+    attn_c_attn: LinearParams
+    attn_c_proj: LinearParams
+    ln_2: LayerNormParams
+    mlp_c_fc: LinearParams
+    mlp_c_proj: LinearParams
+
+
+@dataclass
+class GPT2Params:
+    wte: np.ndarray
+    wpe: np.ndarray
+    blocks: list[BlockParams]
+    ln_f: LayerNormParams
+
+
+@dataclass(frozen=True)
+class CheckpointInfo:
+    """What names a checkpoint in every output: its name and the sha256 of its model.safetensors.
+    ``path`` is the checkpoint directory."""
+
+    name: str
+    sha256: str
+    path: Path
+
+
+@dataclass
+class GPT2Model:
+    config: GPT2Config
+    params: GPT2Params
+    tokenizer: GPT2Tokenizer
+    checkpoint: CheckpointInfo
+
+
+def expected_shapes(config: GPT2Config) -> dict[str, tuple[int, ...]]:
+    """Every parameter tensor of a GPT-2 checkpoint, by Hugging Face name, with its shape."""
+    d, v, t = config.n_embd, config.vocab_size, config.n_ctx
+    shapes: dict[str, tuple[int, ...]] = {"wte.weight": (v, d), "wpe.weight": (t, d)}
+    for i in range(config.n_layer):
+        p = f"h.{i}."
+        shapes |= {
+            p + "ln_1.weight": (d,), p + "ln_1.bias": (d,),
+            p + "attn.c_attn.weight": (d, 3 * d), p + "attn.c_attn.bias": (3 * d,),
+            p + "attn.c_proj.weight": (d, d), p + "attn.c_proj.bias": (d,),
+            p + "ln_2.weight": (d,), p + "ln_2.bias": (d,),
+            p + "mlp.c_fc.weight": (d, 4 * d), p + "mlp.c_fc.bias": (4 * d,),
+            p + "mlp.c_proj.weight": (4 * d, d), p + "mlp.c_proj.bias": (d,),
+        }  # fmt: skip
+    shapes |= {"ln_f.weight": (d,), "ln_f.bias": (d,)}
+    return shapes
+
+
+# --- sha256 with an in-memory cache (GPT-2 small's weights are ~500 MB) -------------------------
+
+_hash_cache: dict[tuple[str, int, int], str] = {}
+_hash_lock = threading.Lock()
+
+
+def checkpoint_sha256(path: Path) -> str:
+    """sha256 of a file, cached in memory by (path, size, mtime)."""
+    path = Path(path).resolve()
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    with _hash_lock:
+        cached = _hash_cache.get(key)
+    if cached is None:
+        cached = file_sha256(path)
+        with _hash_lock:
+            _hash_cache[key] = cached
+    return cached
+
+
+# --- manifest -------------------------------------------------------------------------------------
+
+
+def read_manifest(model_dir: Path) -> dict[str, Any] | None:
+    path = Path(model_dir) / MANIFEST_FILE
+    if not path.exists():
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CheckpointError(f"{path}: unreadable manifest ({err})") from None
+    if not isinstance(manifest, dict):
+        raise CheckpointError(f"{path}: manifest must be a JSON object")
+    return manifest
+
+
+def write_manifest(model_dir: Path, manifest: dict[str, Any]) -> None:
+    write_text_atomic(Path(model_dir) / MANIFEST_FILE, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def build_manifest(model_dir: Path, name: str, source: str, **extra: Any) -> dict[str, Any]:
+    """A manifest recording the sha256 of every checkpoint file present in ``model_dir``."""
+    hashes = {f: checkpoint_sha256(Path(model_dir) / f) for f in CHECKPOINT_FILES if (Path(model_dir) / f).is_file()}
+    return {"name": name, "source": source, **extra, "sha256": hashes}
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def checkpoint_info(model_dir: str | Path) -> CheckpointInfo:
+    """Name and sha256 of a checkpoint directory; the hash always comes from the actual weights file and
+    must equal the manifest's record when there is one."""
+    model_dir = Path(model_dir)
+    weights = model_dir / WEIGHTS_FILE
+    if not weights.is_file():
+        raise CheckpointError(f"{model_dir}: missing {WEIGHTS_FILE}")
+    sha = checkpoint_sha256(weights)
+    manifest = read_manifest(model_dir) or {}
+    recorded = (manifest.get("sha256") or {}).get(WEIGHTS_FILE) if isinstance(manifest.get("sha256"), dict) else None
+    if recorded is not None and recorded != sha:
+        raise CheckpointError(
+            f"{weights}: sha256 {sha} differs from {recorded} recorded in {MANIFEST_FILE} "
+            "(the file was modified or is corrupt)"
+        )
+    name = manifest.get("name")
+    if not isinstance(name, str) or not name:
+        name = model_dir.resolve().name
+    return CheckpointInfo(name=name, sha256=sha, path=model_dir)
+
+
+# --- weights --------------------------------------------------------------------------------------
+
+
+def read_safetensors(path: Path) -> dict[str, np.ndarray]:
+    """All tensors of a safetensors file as NumPy arrays; any format problem is a ``CheckpointError``."""
+    from safetensors import SafetensorError, safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: missing {path.name}")
+    if path.stat().st_size < 8:
+        raise CheckpointError(f"{path}: truncated safetensors file ({path.stat().st_size} bytes, no header)")
+    tensors: dict[str, np.ndarray] = {}
+    try:
+        with safe_open(str(path), framework="numpy") as handle:
+            for key in handle.keys():
+                try:
+                    tensors[key] = handle.get_tensor(key)
+                except (SafetensorError, TypeError, ValueError) as err:
+                    raise CheckpointError(f"{path}: tensor {key!r} cannot be read as a NumPy array ({err})") from None
+    except SafetensorError as err:
+        raise CheckpointError(f"{path}: corrupt or truncated safetensors file ({err})") from None
+    except OSError as err:
+        raise CheckpointError(f"{path}: cannot read ({err})") from None
+    return tensors
+
+
+def _strip_prefix(tensors: dict[str, np.ndarray], source: Path) -> dict[str, np.ndarray]:
+    stripped: dict[str, np.ndarray] = {}
+    for key, value in tensors.items():
+        name = key[len(_HF_PREFIX):] if key.startswith(_HF_PREFIX) else key
+        if name in stripped:
+            raise CheckpointError(f"{source}: tensor {name!r} appears both with and without the {_HF_PREFIX!r} prefix")
+        stripped[name] = value
+    return stripped
+
+
+def check_tensors(tensors: dict[str, np.ndarray], config: GPT2Config, source: Path) -> dict[str, np.ndarray]:
+    """Validate names, shapes and dtypes against ``config``; returns the parameter tensors only."""
+    tensors = _strip_prefix(tensors, source)
+    shapes = expected_shapes(config)
+    lm_head = tensors.pop("lm_head.weight", None)
+    if lm_head is not None and not (lm_head.shape == shapes["wte.weight"] and np.array_equal(lm_head, tensors.get("wte.weight"))):
+        raise CheckpointError(f"{source}: tensor 'lm_head.weight' is not tied to 'wte.weight'; GPT-2 ties them")
+    missing = [name for name in shapes if name not in tensors]
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise CheckpointError(f"{source}: missing tensor {missing[0]!r}{more}")
+    unexpected = [name for name in tensors if name not in shapes and not _IGNORED_TENSOR.fullmatch(name)]
+    if unexpected:
+        raise CheckpointError(f"{source}: unexpected tensor {unexpected[0]!r} for a {config.n_layer}-layer GPT-2")
+    params = {}
+    for name, shape in shapes.items():
+        array = tensors[name]
+        if array.dtype != np.float32:
+            raise CheckpointError(f"{source}: tensor {name!r} has dtype {array.dtype}; float32 is required")
+        if tuple(array.shape) != shape:
+            raise CheckpointError(
+                f"{source}: tensor {name!r} has shape {tuple(array.shape)}, expected {shape} from config.json"
+            )
+        params[name] = np.ascontiguousarray(array)
+    return params
+
+
+def params_from_tensors(tensors: dict[str, np.ndarray], n_layer: int) -> GPT2Params:
+    def ln(prefix: str) -> LayerNormParams:
+        return LayerNormParams(g=tensors[prefix + ".weight"], b=tensors[prefix + ".bias"])
+
+    def linear(prefix: str) -> LinearParams:
+        return LinearParams(w=tensors[prefix + ".weight"], b=tensors[prefix + ".bias"])
+
+    blocks = [
+        BlockParams(
+            ln_1=ln(f"h.{i}.ln_1"),
+            attn_c_attn=linear(f"h.{i}.attn.c_attn"),
+            attn_c_proj=linear(f"h.{i}.attn.c_proj"),
+            ln_2=ln(f"h.{i}.ln_2"),
+            mlp_c_fc=linear(f"h.{i}.mlp.c_fc"),
+            mlp_c_proj=linear(f"h.{i}.mlp.c_proj"),
+        )
+        for i in range(n_layer)
+    ]
+    return GPT2Params(wte=tensors["wte.weight"], wpe=tensors["wpe.weight"], blocks=blocks, ln_f=ln("ln_f"))
+
+
+def load_params(model_dir: str | Path, config: GPT2Config) -> GPT2Params:
+    weights = Path(model_dir) / WEIGHTS_FILE
+    tensors = check_tensors(read_safetensors(weights), config, weights)
+    return params_from_tensors(tensors, config.n_layer)
+
+
+def load_model(model_dir: str | Path) -> GPT2Model:
+    """Read and validate a GPT-2 checkpoint directory (config, weights, tokenizer)."""
+    model_dir = Path(model_dir)
+    if not model_dir.is_dir():
+        raise CheckpointError(f"{model_dir}: not a checkpoint directory (it does not exist)")
+    config = read_config(model_dir / CONFIG_FILE)
+    info = checkpoint_info(model_dir)
+    params = load_params(model_dir, config)
+    try:
+        tokenizer = load_tokenizer(model_dir)
+    except TokenizerError as err:
+        raise CheckpointError(f"{model_dir}: {err}") from None
+    if tokenizer.vocab_size > config.vocab_size:
+        raise CheckpointError(
+            f"{model_dir}: the tokenizer has {tokenizer.vocab_size} tokens but field 'vocab_size' is {config.vocab_size}"
+        )
+    return GPT2Model(config=config, params=params, tokenizer=tokenizer, checkpoint=info)
+
+
+# --- writing checkpoint directories atomically -------------------------------------------------
+
+
+def apply_umask_permissions(directory: Path) -> None:
+    """Give a staged directory and its files ordinary permissions (temporary directories are created 0700)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(directory, 0o777 & ~umask)
+    for path in directory.iterdir():
+        if path.is_file():
+            os.chmod(path, 0o666 & ~umask)
+
+
+def is_occupied(path: Path) -> bool:
+    return path.exists() and (not path.is_dir() or any(path.iterdir()))
+
+
+def move_into_place(staging: Path, dest: Path, overwrite: bool, accept_existing) -> None:
+    """Rename ``staging`` to ``dest``; with ``overwrite``, the old ``dest`` is swapped out first and then removed."""
+    trash = staging.parent / "replaced"
+    if overwrite and dest.exists():
+        os.replace(dest, trash)
+    try:
+        os.replace(staging, dest)  # replaces an empty directory; fails on a non-empty one
+    except OSError:
+        if trash.exists():
+            os.replace(trash, dest)  # put the checkpoint being replaced back
+        # Another process may have finished the same checkpoint first; keep theirs when it is the same one.
+        if is_complete_checkpoint(dest) and accept_existing():
+            return
+        raise CheckpointError(f"cannot move the new checkpoint into {dest}: it appeared meanwhile") from None
+
+
+# --- the default model ----------------------------------------------------------------------------
+
+MODEL_ENV = "PARITY_MODEL"
+FETCHED_DIR_NAME = "gpt2"
+DEFAULT_SYNTHETIC = ("gpt2-small", 0)
+
+
+def models_root() -> Path:
+    from compiler.paths import cache_root
+
+    return cache_root() / "models"
+
+
+def is_complete_checkpoint(model_dir: Path) -> bool:
+    """All files present, manifest included (written last, and directories land by atomic rename)."""
+    model_dir = Path(model_dir)
+    return all((model_dir / f).is_file() for f in (*CHECKPOINT_FILES, MANIFEST_FILE))
+
+
+def resolve_model_dir(arg: str | Path | None, progress=None) -> Path:
+    """The checkpoint directory to use: ``arg`` if given; else ``$PARITY_MODEL``; else a fetched real GPT-2
+    under the cache; else the synthetic GPT-2 small (seed 0), synthesized there on first use."""
+    if arg is not None:
+        path = Path(arg).expanduser()
+        if not path.is_dir():
+            raise CheckpointError(f"model directory {path} does not exist")
+        return path
+    env = os.environ.get(MODEL_ENV)
+    if env:
+        path = Path(env).expanduser()
+        if not path.is_dir():
+            raise CheckpointError(f"${MODEL_ENV} points at {path}, which does not exist")
+        return path
+    fetched = models_root() / FETCHED_DIR_NAME
+    if is_complete_checkpoint(fetched):
+        return fetched
+    from compiler.gpt2.synth import synthetic_name, synthesize_checkpoint
+
+    config_name, seed = DEFAULT_SYNTHETIC
+    synthetic = models_root() / synthetic_name(config_name, seed)
+    if not is_complete_checkpoint(synthetic):
+        synthesize_checkpoint(synthetic, config=config_name, seed=seed, progress=progress, exist_ok=True)
+    return synthetic
