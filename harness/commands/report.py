@@ -1,0 +1,40 @@
+"""`parity report FILE.json`: re-render a saved verification report in the
+terminal, and optionally as HTML or JUnit XML."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "re-render a saved `parity verify` JSON report (terminal, --html, --junit)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("report", help="a JSON report written by `parity verify`")
+    parser.add_argument("--html", dest="html_path", default=None, help="also write it as HTML here")
+    parser.add_argument("--junit", dest="junit_path", default=None, help="also write it as JUnit XML here")
+    parser.add_argument("--exit-code", action="store_true",
+                        help="exit with the report's verdict (0 pass, 1 divergence/regression, 2 error)")
+
+
+def run(args, *, console=None) -> int:
+    from rich.console import Console
+
+    from harness import report as reports
+    from harness.verify import EXIT_ERROR, VerifyError, exit_code, load_report
+
+    console = console or Console()
+    try:
+        report = load_report(args.report)
+    except VerifyError as exc:
+        Console(stderr=True).print(f"[bold red]parity report: error:[/] {exc}", highlight=False)
+        return EXIT_ERROR
+    reports.render_terminal(report, console)
+    try:
+        if args.html_path:
+            console.print(f"report written: {reports.write_html(report, args.html_path)}", highlight=False)
+        if args.junit_path:
+            console.print(f"report written: {reports.write_junit(report, args.junit_path)}", highlight=False)
+    except OSError as exc:
+        Console(stderr=True).print(f"[bold red]parity report: could not write:[/] {exc}", highlight=False)
+        return EXIT_ERROR
+    return exit_code(report) if args.exit_code else 0

@@ -1,0 +1,157 @@
+"""The HTML report: one self-contained file (no scripts, no external assets) with
+the banner, per-mode summary, first-divergence details and, per mode, a
+step × layer heatmap of max abs error drawn as inline SVG."""
+
+from __future__ import annotations
+
+import html
+import math
+
+from harness.compare import model_order_key
+from harness.report import banner_text, fmt_error, read_source_line, token_summary
+
+CELL_W, CELL_H = 26, 20
+LABEL_W, HEADER_H = 70, 110
+# Colour stops: green far below tolerance, yellow at the tolerance, red at 10x it.
+GREEN, YELLOW, RED = (26, 152, 80), (254, 224, 139), (215, 48, 39)
+DECADES_BELOW = 8
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}
+.pass{color:#1a7f37;font-weight:bold}.diverged{color:#c62828;font-weight:bold}
+.error{color:#8e24aa;font-weight:bold}.skipped{color:#b8860b;font-weight:bold}
+.banner{background:#c62828;color:#fff;font-size:1.4em;font-weight:bold;padding:1em;border:6px double #fff;
+outline:4px solid #c62828;white-space:pre-wrap}
+.source{font-family:monospace;background:#fff8dc;padding:.4em;border-left:4px solid #c62828}
+code{background:#f3f3f3;padding:0 3px}
+"""
+
+
+def _mix(a, b, t):
+    return tuple(round(x + (y - x) * t) for x, y in zip(a, b))
+
+
+def error_color(error: float | None, tolerance: float) -> str:
+    """Heatmap colour of one max abs error on a log scale anchored at the tolerance."""
+    if error is None:
+        return "#000000"
+    tolerance = max(tolerance, 1e-300)
+    if error <= 0:
+        rgb = GREEN
+    else:
+        position = math.log10(error) - math.log10(tolerance)  # 0 at tolerance, 1 at 10x
+        if position <= 0:
+            rgb = _mix(GREEN, YELLOW, max(0.0, 1 + position / DECADES_BELOW))
+        else:
+            rgb = _mix(YELLOW, RED, min(1.0, position))
+    return "#%02x%02x%02x" % rgb
+
+
+def heatmap_svg(mode_name: str, mode: dict, tolerance: float) -> str:
+    """Rows: decoding steps; columns: tensors in model order (grouped by layer)."""
+    checks = mode.get("checks", [])
+    tensors = sorted({c["tensor"] for c in checks}, key=model_order_key)
+    steps = sorted({c["step"] for c in checks})
+    by_key = {(c["step"], c["tensor"]): c for c in checks}
+    width = LABEL_W + CELL_W * len(tensors) + 10
+    height = HEADER_H + CELL_H * len(steps) + 40
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="heatmap" data-mode="{html.escape(mode_name)}" '
+           f'width="{width}" height="{height}" font-family="monospace" font-size="10">',
+           f'<title>max abs error per step and tensor — {html.escape(mode_name)}</title>']
+    for col, tensor in enumerate(tensors):
+        x = LABEL_W + col * CELL_W + CELL_W / 2
+        out.append(f'<text transform="translate({x:.1f},{HEADER_H - 6}) rotate(-60)">{html.escape(tensor)}</text>')
+    for row, step in enumerate(steps):
+        y = HEADER_H + row * CELL_H
+        out.append(f'<text x="4" y="{y + CELL_H * 0.7:.1f}">step {step}</text>')
+        for col, tensor in enumerate(tensors):
+            x = LABEL_W + col * CELL_W
+            check = by_key.get((step, tensor))
+            if check is None:
+                continue
+            err = check["max_abs_error"]
+            tip = (f"step {step} {tensor}: max abs error {fmt_error(err)}, rel {fmt_error(check['max_rel_error'])}"
+                   f", dtype {'ok' if check['dtype_match'] else 'MISMATCH'}, {'pass' if check['passed'] else 'FAIL'}")
+            stroke = ' stroke="#000" stroke-width="2"' if not check["passed"] else ' stroke="#fff"'
+            out.append(f'<rect class="cell{"" if check["passed"] else " fail"}" x="{x}" y="{y}" width="{CELL_W}" '
+                       f'height="{CELL_H}" fill="{error_color(err, tolerance)}"{stroke}><title>{html.escape(tip)}</title></rect>')
+            if not check["passed"]:
+                out.append(f'<text x="{x + CELL_W / 2 - 3}" y="{y + CELL_H * 0.7:.1f}" fill="#000" font-weight="bold">✗</text>')
+    # legend
+    legend_y = HEADER_H + CELL_H * len(steps) + 12
+    for i in range(11):
+        err = tolerance * 10 ** (-DECADES_BELOW + i * (DECADES_BELOW + 1) / 10)
+        out.append(f'<rect x="{LABEL_W + i * 18}" y="{legend_y}" width="18" height="10" fill="{error_color(err, tolerance)}"/>')
+    out.append(f'<text x="{LABEL_W + 11 * 18 + 6}" y="{legend_y + 9}">≤{tolerance * 10 ** -DECADES_BELOW:.0e} … atol {tolerance:.0e} (yellow) … ≥10× (red); black = undefined; ✗ = fails</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def render_html(report: dict) -> str:
+    e = html.escape
+    tol = report.get("tolerance") or {"rtol": 3e-4, "atol": 3e-4}
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             "<title>parity verify report</title>", f"<style>{CSS}</style></head><body>",
+             "<h1>parity verify report</h1>"]
+    banner = banner_text(report)
+    if banner:
+        parts.append(f'<div class="banner">⚠ {e(banner)}</div>')
+    ref, ckpt = report["reference"], report["checkpoint"]
+    parts.append("<table>")
+    for label, value in (
+        ("reference", f"{ref.get('kind')} {ref.get('url')} @ {ref.get('revision')} (numpy {ref.get('numpy_version')})"),
+        ("checkpoint", f"{ckpt.get('name')} sha256 {ckpt.get('sha256')}"),
+        ("prompt", repr(report.get("prompt"))),
+        ("input ids", str(report.get("input_ids"))),
+        ("reference completion", repr(report.get("completion"))),
+        ("tolerance", f"rtol={tol['rtol']:g} atol={tol['atol']:g}"),
+        ("created", str(report.get("created"))),
+    ):
+        parts.append(f"<tr><th>{e(label)}</th><td>{e(value)}</td></tr>")
+    parts.append("</table><h2>Summary</h2><table><tr><th>mode</th><th>target</th><th>status</th>"
+                 "<th>max abs error</th><th>forced tokens</th><th>free-running tokens</th><th>reason</th></tr>")
+    for name, mode in report["modes"].items():
+        parts.append(
+            f"<tr><td>{e(name)}</td><td>{e(str(mode.get('target', '')))}</td>"
+            f"<td class=\"{e(mode['status'])}\">{e(mode['status'])}</td><td>{fmt_error(mode.get('max_abs_error'))}</td>"
+            f"<td>{token_summary(mode.get('forced_tokens', {}))}</td><td>{token_summary(mode.get('tokens', {}))}</td>"
+            f"<td>{e(mode.get('reason') or '')}</td></tr>")
+    parts.append("</table>")
+    for name, mode in report["modes"].items():
+        parts.append(f"<h2>{e(name)}</h2>")
+        fd = mode.get("first_divergence")
+        if fd:
+            parts.append("<h3>First divergence</h3><table>")
+            for label, value in (("step", fd["step"]), ("tensor", fd["tensor"]),
+                                 ("max abs error", fmt_error(fd.get("max_abs_error"))), ("why", fd.get("reason")),
+                                 ("op", fd.get("op") or "— (not localized)"), ("source", fd.get("source") or "—"),
+                                 ("localization", fd.get("localization"))):
+                if value is not None:
+                    parts.append(f"<tr><th>{e(label)}</th><td>{e(str(value))}</td></tr>")
+            parts.append("</table>")
+            line = read_source_line(fd)
+            if line:
+                parts.append(f'<div class="source">{e(line)}</div>')
+        tokens = mode.get("tokens", {})
+        if tokens.get("actual"):
+            parts.append(f"<p>tokens expected <code>{e(str(tokens['expected']))}</code>, "
+                         f"free-running <code>{e(str(tokens['actual']))}</code>, forced "
+                         f"<code>{e(str(mode.get('forced_tokens', {}).get('actual')))}</code></p>")
+        for tie in mode.get("near_ties", []):
+            parts.append(f"<p>near-tie ({e(tie['kind'])}) at step {tie['step']}: reference margin "
+                         f"{tie['margin']:.3g} &lt; atol — still a failure</p>")
+        if mode.get("checks"):
+            parts.append("<h3>Max abs error heatmap (rows: steps, columns: tensors by layer)</h3>")
+            parts.append(heatmap_svg(name, mode, tol["atol"]))
+        elif mode.get("reason"):
+            parts.append(f"<p>{e(mode['reason'])}</p>")
+    if report.get("regressions"):
+        parts.append("<h2>Error-budget regressions</h2><table><tr><th>mode</th><th>step</th><th>tensor</th>"
+                     "<th>baseline</th><th>now</th></tr>")
+        for r in report["regressions"]:
+            parts.append(f"<tr><td>{e(r['mode'])}</td><td>{r['step']}</td><td>{e(r['tensor'])}</td>"
+                         f"<td>{fmt_error(r['baseline_max_abs_error'])}</td><td>{fmt_error(r['max_abs_error'])}</td></tr>")
+        parts.append("</table>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,343 @@
+"""Renders a verification report dict (see ``harness.schema``) for people and
+tools: the rich terminal report (banner, per-mode summary, per-layer max-error
+table, first-divergence panel with the source line), JSON, JUnit XML and HTML
+(``harness.render_html``), and writes each atomically, by default into a
+timestamped file under ``reports/``."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from rich import box
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from harness.compare import model_order_key, tensor_layer
+
+STATUS_STYLE = {"pass": "bold green", "diverged": "bold red", "error": "bold magenta", "skipped": "yellow"}
+
+BUNDLED_BANNER = (
+    "THE REFERENCE IS THE BUNDLED FALLBACK, NOT THE PINNED UPSTREAM tiny-gpt2.\n"
+    "The pinned upstream could not be fetched, so this run compared against Parity's own re-implementation. "
+    "Agreement here does not prove agreement with upstream. Use --strict-reference to make this an error."
+)
+
+
+# ---------------------------------------------------------------- atomic files
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write `text` to `path` via a temporary file in the same folder and
+    os.replace, so a reader never sees a half-written report."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def report_to_json(report: dict) -> str:
+    # allow_nan=False: the schema only admits finite numbers (undefined errors are null)
+    return json.dumps(report, indent=2, allow_nan=False) + "\n"
+
+
+def write_json(report: dict, path) -> Path:
+    return atomic_write_text(path, report_to_json(report))
+
+
+def timestamped_paths(reports_dir, now: _dt.datetime | None = None) -> dict[str, Path]:
+    """Default report paths: reports/verify-YYYYmmdd-HHMMSS-ffffff.{json,html}."""
+    now = now or _dt.datetime.now()
+    stem = Path(reports_dir) / f"verify-{now.strftime('%Y%m%d-%H%M%S-%f')}"
+    return {"json": stem.with_suffix(".json"), "html": stem.with_suffix(".html")}
+
+
+# ---------------------------------------------------------------- shared helpers
+
+def fmt_error(value) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
+def banner_text(report: dict) -> str | None:
+    """The loud banner every report carries when the reference is the bundled fallback."""
+    if report.get("banner"):
+        return report["banner"]
+    if report.get("reference", {}).get("kind") == "bundled":
+        return BUNDLED_BANNER
+    return None
+
+
+def layer_names(report: dict) -> list[str]:
+    """Layers in model order across every mode's checks: embedding, h.0, ..., logits."""
+    tensors = {c["tensor"] for m in report["modes"].values() for c in m.get("checks", [])}
+    seen: list[str] = []
+    for tensor in sorted(tensors, key=model_order_key):
+        if tensor_layer(tensor) not in seen:
+            seen.append(tensor_layer(tensor))
+    return seen
+
+
+def layer_errors(mode: dict) -> dict[str, dict]:
+    """Per layer: max abs error over steps and tensors, and how many checks failed."""
+    out: dict[str, dict] = {}
+    for c in mode.get("checks", []):
+        layer = out.setdefault(tensor_layer(c["tensor"]), {"max": None, "failed": 0, "undefined": False})
+        if c["max_abs_error"] is None:
+            layer["undefined"] = True
+        elif layer["max"] is None or c["max_abs_error"] > layer["max"]:
+            layer["max"] = c["max_abs_error"]
+        layer["failed"] += 0 if c["passed"] else 1
+    return out
+
+
+def token_summary(tokens: dict) -> str:
+    expected, actual = tokens.get("expected", []), tokens.get("actual", [])
+    if not actual:
+        return "—"
+    same = sum(1 for a, b in zip(expected, actual) if a == b)
+    return f"{same}/{len(expected)}"
+
+
+def read_source_line(fd: dict) -> str | None:
+    if fd.get("source_text"):
+        return fd["source_text"]
+    from harness.verify import source_text
+
+    return source_text(fd.get("source"))
+
+
+# ---------------------------------------------------------------- terminal
+
+def render_terminal(report: dict, console: Console | None = None) -> None:
+    console = console or Console()
+    banner = banner_text(report)
+    if banner:
+        console.print(Panel(Text(banner, style="bold white on red", justify="center"),
+                            title="!! BUNDLED REFERENCE !!", border_style="bold red", box=box.DOUBLE))
+
+    ref, ckpt = report["reference"], report["checkpoint"]
+    header = Table.grid(padding=(0, 2))
+    header.add_column(style="bold")
+    header.add_column()
+    header.add_row("reference", f"{ref.get('kind')}  {ref.get('url')} @ {ref.get('revision')}  "
+                                f"(numpy {ref.get('numpy_version')})")
+    header.add_row("checkpoint", f"{ckpt.get('name')}  sha256 {ckpt.get('sha256')}")
+    header.add_row("prompt", repr(report.get("prompt")))
+    header.add_row("input ids", str(report.get("input_ids")))
+    if report.get("completion") is not None:
+        header.add_row("reference completion", repr(report["completion"]))
+    tol = report.get("tolerance")
+    if tol:
+        header.add_row("tolerance", f"rtol={tol['rtol']:g} atol={tol['atol']:g}")
+    console.print(Panel(header, title="parity verify", border_style="cyan"))
+
+    console.print(summary_table(report))
+    layers = layer_table(report)
+    if layers is not None:
+        console.print(layers)
+    for name, mode in report["modes"].items():
+        if mode.get("first_divergence"):
+            console.print(divergence_panel(name, mode))
+        elif mode["status"] == "diverged" and mode.get("reason"):
+            console.print(Panel(mode["reason"], title=f"{name}: token divergence", border_style="red"))
+        for tie in mode.get("near_ties", []):
+            label = "forced" if tie["kind"] == "forced_tokens" else "free-running"
+            console.print(f"[yellow]near-tie[/] {name} {label} step {tie['step']}: reference picked "
+                          f"{tie['expected']}, compiler {tie['actual']}; reference margin {tie['margin']:.3g} "
+                          "is below atol — still a failure, but a within-tolerance logit error explains it")
+    if report.get("regressions"):
+        console.print(regression_table(report["regressions"]))
+    console.print(verdict_text(report))
+
+
+def summary_table(report: dict) -> Table:
+    table = Table(title="Summary per mode", box=box.SIMPLE_HEAVY)
+    for column in ("mode", "target", "status", "max abs error", "forced tokens", "free-running tokens", "checks failed", "reason"):
+        table.add_column(column, overflow="fold")
+    for name, mode in report["modes"].items():
+        failed = sum(1 for c in mode.get("checks", []) if not c["passed"])
+        table.add_row(
+            name, mode.get("target", ""), Text(mode["status"], style=STATUS_STYLE.get(mode["status"], "")),
+            fmt_error(mode.get("max_abs_error")), token_summary(mode.get("forced_tokens", {})),
+            token_summary(mode.get("tokens", {})), f"{failed}/{len(mode.get('checks', []))}",
+            mode.get("reason") or "",
+        )
+    return table
+
+
+def layer_table(report: dict) -> Table | None:
+    layers = layer_names(report)
+    if not layers:
+        return None
+    modes = [(n, m) for n, m in report["modes"].items() if m.get("checks")]
+    table = Table(title="Max abs error per layer (over all steps)", box=box.SIMPLE)
+    table.add_column("layer")
+    per_mode = {}
+    for name, mode in modes:
+        table.add_column(name, justify="right")
+        per_mode[name] = layer_errors(mode)
+    for layer in layers:
+        cells = []
+        for name, _ in modes:
+            entry = per_mode[name].get(layer)
+            if entry is None:
+                cells.append(Text("·", style="dim"))
+                continue
+            text = "undefined" if entry["undefined"] else fmt_error(entry["max"])
+            if entry["failed"]:
+                cells.append(Text(f"{text} ✗{entry['failed']}", style="bold red"))
+            else:
+                cells.append(Text(text, style="green"))
+        table.add_row(layer, *cells)
+    return table
+
+
+def divergence_panel(name: str, mode: dict) -> Panel:
+    fd = mode["first_divergence"]
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column(overflow="fold")
+    grid.add_row("step", str(fd["step"]))
+    grid.add_row("tensor", fd["tensor"])
+    grid.add_row("max abs error", fmt_error(fd.get("max_abs_error")))
+    if fd.get("reason"):
+        grid.add_row("why", fd["reason"])
+    grid.add_row("op", fd.get("op") or "— (not localized)")
+    grid.add_row("source", fd.get("source") or "—")
+    line = read_source_line(fd)
+    parts = [grid]
+    if line:
+        parts.append(Text("  " + line, style="bold yellow"))
+    if fd.get("localization"):
+        parts.append(Text(fd["localization"], style="dim"))
+    return Panel(Group(*parts), title=f"First divergence — {name}", border_style="red")
+
+
+def regression_table(regressions: list[dict]) -> Table:
+    table = Table(title="Error-budget regressions (max abs error grew > 10× since baseline)", box=box.SIMPLE)
+    for column in ("mode", "step", "tensor", "baseline", "now", "ratio"):
+        table.add_column(column)
+    for r in regressions:
+        ratio = "undefined" if r.get("ratio") is None else f"{r['ratio']:.3g}×"
+        table.add_row(r["mode"], str(r["step"]), r["tensor"], fmt_error(r["baseline_max_abs_error"]),
+                      fmt_error(r["max_abs_error"]), Text(ratio, style="bold red"))
+    return table
+
+
+def verdict_text(report: dict) -> Text:
+    from harness.verify import exit_code
+
+    code = exit_code(report)
+    if code == 0:
+        return Text("PASS: every mode agrees with the reference (skipped modes count as pass)", style="bold green")
+    if code == 1:
+        return Text("FAIL: divergence or error-budget regression (exit 1)", style="bold red")
+    return Text("ERROR: a mode could not run (exit 2) — see the reason column", style="bold magenta")
+
+
+# ---------------------------------------------------------------- JUnit
+
+def render_junit(report: dict) -> str:
+    """JUnit XML: one testsuite per mode, one testcase per tensor (failing when
+    any step fails) plus one per token comparison; error-budget regressions in
+    their own suite."""
+    root = ET.Element("testsuites", name="parity verify")
+    for name, mode in report["modes"].items():
+        suite = ET.SubElement(root, "testsuite", name=f"parity.{name}")
+        cases = []
+        if mode["status"] in ("skipped", "error") and not mode.get("checks"):
+            case = ET.Element("testcase", classname=f"parity.{name}", name=name)
+            ET.SubElement(case, "skipped" if mode["status"] == "skipped" else "error",
+                          message=mode.get("reason") or mode["status"])
+            cases.append(case)
+        else:
+            by_tensor: dict[str, list[dict]] = {}
+            for check in mode.get("checks", []):
+                by_tensor.setdefault(check["tensor"], []).append(check)
+            for tensor in sorted(by_tensor, key=model_order_key):
+                cases.append(_tensor_case(name, tensor, by_tensor[tensor]))
+            if mode["status"] == "error":
+                case = ET.Element("testcase", classname=f"parity.{name}", name="run")
+                ET.SubElement(case, "error", message=mode.get("reason") or "error")
+                cases.append(case)
+            else:
+                for key, label in (("forced_tokens", "tokens.forced"), ("tokens", "tokens.free_running")):
+                    if key in mode:
+                        cases.append(_token_case(name, label, mode[key], mode.get("near_ties", []), key))
+        for case in cases:
+            suite.append(case)
+        _count(suite)
+    if "regressions" in report and report.get("baseline") is not None:
+        suite = ET.SubElement(root, "testsuite", name="parity.baseline")
+        if not report["regressions"]:
+            ET.SubElement(suite, "testcase", classname="parity.baseline", name="error-budget")
+        for r in report["regressions"]:
+            case = ET.SubElement(suite, "testcase", classname=f"parity.baseline.{r['mode']}",
+                                 name=f"{r['tensor']}@step{r['step']}")
+            ET.SubElement(case, "failure", message=(
+                f"max abs error grew from {fmt_error(r['baseline_max_abs_error'])} to {fmt_error(r['max_abs_error'])}"))
+        _count(suite)
+    _count(root)
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _tensor_case(mode: str, tensor: str, checks: list[dict]) -> ET.Element:
+    case = ET.Element("testcase", classname=f"parity.{mode}", name=tensor)
+    failing = [c for c in checks if not c["passed"]]
+    if failing:
+        worst = max((c["max_abs_error"] for c in checks if c["max_abs_error"] is not None), default=None)
+        first = failing[0]
+        message = (f"{len(failing)} of {len(checks)} steps fail; first at step {first['step']}"
+                   f" ({first.get('reason') or 'outside tolerance'}); max abs error {fmt_error(worst)}")
+        failure = ET.SubElement(case, "failure", message=message)
+        failure.text = "\n".join(
+            f"step {c['step']}: dtype_match={c['dtype_match']} max_abs_error={fmt_error(c['max_abs_error'])} "
+            f"max_rel_error={fmt_error(c['max_rel_error'])} {c.get('reason') or ''}".rstrip() for c in failing)
+    return case
+
+
+def _token_case(mode: str, label: str, tokens: dict, near_ties: list[dict], key: str) -> ET.Element:
+    case = ET.Element("testcase", classname=f"parity.{mode}", name=label)
+    if not tokens.get("agree"):
+        ties = [t for t in near_ties if t["kind"] == key]
+        message = f"expected {tokens.get('expected')}, got {tokens.get('actual')}"
+        if ties:
+            message += "; near-tie at step(s) " + ", ".join(f"{t['step']} (margin {t['margin']:.3g})" for t in ties)
+        ET.SubElement(case, "failure", message=message)
+    return case
+
+
+def _count(element: ET.Element) -> None:
+    cases = list(element.iter("testcase"))
+    element.set("tests", str(len(cases)))
+    element.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
+    element.set("errors", str(sum(1 for c in cases if c.find("error") is not None)))
+    element.set("skipped", str(sum(1 for c in cases if c.find("skipped") is not None)))
+
+
+def write_junit(report: dict, path) -> Path:
+    return atomic_write_text(path, render_junit(report))
+
+
+def write_html(report: dict, path) -> Path:
+    from harness.render_html import render_html
+
+    return atomic_write_text(path, render_html(report))

@@ -1,0 +1,136 @@
+"""The verification report's JSON schema — the stable contract other tools read —
+as a JSON-Schema (draft 2020-12) dict, plus a small validator for the subset of
+JSON Schema it uses (type, enum, properties, required, items, minimum), so the
+harness needs no extra dependency to check its own output or a baseline."""
+
+from __future__ import annotations
+
+import math
+
+SCHEMA_ID = "https://parity.invalid/schemas/verify-report.json"
+
+_INT_LIST = {"type": "array", "items": {"type": "integer", "minimum": 0}}
+_ERROR = {"type": ["number", "null"], "minimum": 0}
+
+TOKENS = {
+    "type": "object",
+    "required": ["expected", "actual", "agree"],
+    "properties": {"expected": _INT_LIST, "actual": _INT_LIST, "agree": {"type": "boolean"}},
+}
+
+CHECK = {
+    "type": "object",
+    "required": ["step", "tensor", "dtype_match", "max_abs_error", "max_rel_error", "passed"],
+    "properties": {
+        "step": {"type": "integer", "minimum": 0},
+        "tensor": {"type": "string"},
+        "dtype_match": {"type": "boolean"},
+        "max_abs_error": _ERROR,
+        "max_rel_error": _ERROR,
+        "passed": {"type": "boolean"},
+    },
+}
+
+FIRST_DIVERGENCE = {
+    "type": ["object", "null"],
+    "required": ["step", "tensor", "max_abs_error", "op", "source"],
+    "properties": {
+        "step": {"type": "integer", "minimum": 0},
+        "tensor": {"type": "string"},
+        "max_abs_error": _ERROR,
+        "op": {"type": ["string", "null"]},
+        "source": {"type": ["string", "null"]},
+    },
+}
+
+MODE = {
+    "type": "object",
+    "required": ["status", "reason", "tokens", "max_abs_error", "first_divergence", "checks"],
+    "properties": {
+        "status": {"enum": ["pass", "diverged", "error", "skipped"]},
+        "reason": {"type": ["string", "null"]},
+        "tokens": TOKENS,
+        "max_abs_error": _ERROR,
+        "first_divergence": FIRST_DIVERGENCE,
+        "checks": {"type": "array", "items": CHECK},
+    },
+}
+
+REPORT_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": SCHEMA_ID,
+    "title": "parity verify report",
+    "type": "object",
+    "required": ["reference", "checkpoint", "prompt", "input_ids", "modes"],
+    "properties": {
+        "reference": {
+            "type": "object",
+            "required": ["kind", "url", "revision", "numpy_version"],
+            "properties": {
+                "kind": {"enum": ["upstream", "bundled", "path"]},
+                "url": {"type": ["string", "null"]},
+                "revision": {"type": ["string", "null"]},
+                "numpy_version": {"type": ["string", "null"]},
+            },
+        },
+        "checkpoint": {
+            "type": "object",
+            "required": ["name", "sha256"],
+            "properties": {"name": {"type": ["string", "null"]}, "sha256": {"type": ["string", "null"]}},
+        },
+        "prompt": {"type": "string"},
+        "input_ids": _INT_LIST,
+        "modes": {"type": "object", "additionalProperties": MODE},
+        "regressions": {"type": "array", "items": {"type": "object"}},
+    },
+}
+
+
+class SchemaError(ValueError):
+    """A document does not follow the schema; the message gives the JSON path."""
+
+
+_TYPES = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    # bool is an int subclass in Python but not a JSON number
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
+    "null": lambda v: v is None,
+}
+
+
+def validate(document, schema: dict, path: str = "$") -> None:
+    """Raise SchemaError at the first place `document` breaks `schema`."""
+    if "enum" in schema and document not in schema["enum"]:
+        raise SchemaError(f"{path}: {document!r} is not one of {schema['enum']}")
+    if "type" in schema:
+        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        if not any(_TYPES[t](document) for t in types):
+            raise SchemaError(f"{path}: expected {' or '.join(types)}, got {type(document).__name__} {document!r:.60}")
+    if document is None:
+        return
+    if "minimum" in schema and _TYPES["number"](document) and document < schema["minimum"]:
+        raise SchemaError(f"{path}: {document!r} is below the minimum {schema['minimum']}")
+    if isinstance(document, dict):
+        for key in schema.get("required", []):
+            if key not in document:
+                raise SchemaError(f"{path}: missing required key {key!r}")
+        properties = schema.get("properties", {})
+        for key, value in document.items():
+            if key in properties:
+                validate(value, properties[key], f"{path}.{key}")
+            elif isinstance(schema.get("additionalProperties"), dict):
+                validate(value, schema["additionalProperties"], f"{path}.{key}")
+            elif schema.get("additionalProperties") is False:
+                raise SchemaError(f"{path}: unexpected key {key!r}")
+    if isinstance(document, list) and "items" in schema:
+        for index, item in enumerate(document):
+            validate(item, schema["items"], f"{path}[{index}]")
+
+
+def validate_report(report: dict) -> None:
+    """Raise SchemaError unless `report` follows REPORT_SCHEMA."""
+    validate(report, REPORT_SCHEMA)

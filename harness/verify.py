@@ -1,0 +1,386 @@
+"""Lockstep differential verification: drives every requested compiler mode over
+the reference capture one decoding step at a time (always feeding the
+reference's own sequence, so one divergence cannot cascade), compares each
+step's tensors and tokens, localizes the first divergence to an op and source
+line, checks the error budget against a baseline, and assembles the report
+dict (the JSON schema in ``harness.schema``). ``run_verification`` is the pure
+core with injectable capture/runner seams; ``verify`` wires it to the real
+reference environment and compiler."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import linecache
+import os
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from harness.compare import (
+    Tolerance,
+    compare_tensor,
+    compare_tokens,
+    find_regressions,
+    first_divergence,
+    max_error,
+    model_order_key,
+    upstream_tensor_name,
+)
+
+MODE_NAMES = ("subgraph", "fused", "gpu")
+TARGETS = ("cpu", "gpu")
+DEFAULT_MODES = ("subgraph", "fused")
+DEFAULT_PROMPT = "Alan Turing theorized that computers would one day become"
+DEFAULT_TOKENS = 10
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+EXIT_PASS, EXIT_DIVERGED, EXIT_ERROR = 0, 1, 2
+
+
+class VerifyError(Exception):
+    """Verification could not run (bad arguments, environment, reference set-up).
+    The message says what is wrong and what to do; the CLI exits 2."""
+
+
+class ReferenceInconsistency(VerifyError):
+    """The reference disagrees with itself (its decomposition vs its own full
+    forward). Not a compiler divergence: the capture cannot be trusted."""
+
+
+@dataclass(frozen=True)
+class ModePlan:
+    """One compiler configuration to verify: report key, compile mode, target."""
+
+    name: str
+    kind: str  # "subgraph" | "fused"
+    target: str  # "cpu" | "gpu"
+
+
+def plan_modes(modes: Iterable[str], target: str = "cpu") -> list[ModePlan]:
+    """Expand user modes into plans. On the CPU target the report keys are
+    "subgraph" and "fused"; anything on the GPU is keyed "gpu-subgraph" /
+    "gpu-fused", and mode "gpu" means both of those."""
+    if target not in TARGETS:
+        raise VerifyError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
+    plans: list[ModePlan] = []
+    modes = list(modes)
+    if not modes:
+        raise VerifyError(f"no modes given; choose from {', '.join(MODE_NAMES)}")
+    for mode in modes:
+        if mode not in MODE_NAMES:
+            raise VerifyError(f"unknown mode {mode!r}; choose from {', '.join(MODE_NAMES)} (comma-separated)")
+        kinds, on = (("subgraph", "fused"), "gpu") if mode == "gpu" else ((mode,), target)
+        for kind in kinds:
+            plan = ModePlan(name=kind if on == "cpu" else f"gpu-{kind}", kind=kind, target=on)
+            if plan not in plans:
+                plans.append(plan)
+    return plans
+
+
+def source_text(source: str | None) -> str | None:
+    """The text of a "path/to/file.py:LINE" location, or None when unreadable."""
+    if not source or ":" not in source:
+        return None
+    path, _, line = source.rpartition(":")
+    if not line.isdigit():
+        return None
+    for candidate in (Path(path), PROJECT_ROOT / path):
+        if candidate.is_file():
+            text = linecache.getline(str(candidate), int(line)).rstrip("\n")
+            return text.strip() or None
+    return None
+
+
+def _error_entry(plan: ModePlan, status: str, reason: str, expected: list[int]) -> dict:
+    return {
+        "status": status, "reason": reason, "kind": plan.kind, "target": plan.target,
+        "tokens": {"expected": list(expected), "actual": [], "agree": False},
+        "forced_tokens": {"expected": list(expected), "actual": [], "agree": False},
+        "max_abs_error": None, "first_divergence": None, "checks": [], "near_ties": [],
+    }
+
+
+def _describe_exception(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def _localize(runner, capture, step: int, tensor: str, n_layer: int, tol: Tolerance) -> dict:
+    """Re-run the sublayer that produced `tensor` op by op on the reference's
+    own upstream value; returns op/source/max_abs_error (None when unknown)
+    and a sentence about how the localization went."""
+    upstream_name = upstream_tensor_name(tensor, n_layer)
+    upstream = None if upstream_name is None else capture.tensor(step, upstream_name)
+    ids = list(capture.input_ids) + list(capture.output_ids[:step])
+    try:
+        found = runner.localize(tensor, ids, upstream, tol.rtol, tol.atol)
+    except Exception as exc:  # localization is a diagnosis aid; its failure must not hide the divergence
+        return {"op": None, "source": None, "localization": f"localization failed: {_describe_exception(exc)}"}
+    if not found:
+        return {"op": None, "source": None, "localization": (
+            "every op of this sublayer agrees with NumPy when re-run on the reference's input "
+            f"({upstream_name or 'token ids'}); the error is accumulated rather than caused by one op")}
+    return {"op": found.get("op"), "source": found.get("source"),
+            "op_max_abs_error": found.get("max_abs_error"),
+            "localization": f"re-ran the sublayer on the reference's {upstream_name or 'token ids'}: "
+                            f"first diverging op is {found.get('op')}"}
+
+
+def _mode_reason(entry: dict, tol: Tolerance) -> str | None:
+    fd = entry["first_divergence"]
+    parts = []
+    if fd is not None:
+        err = fd.get("max_abs_error")
+        err_text = "undefined (non-finite mismatch or shape)" if err is None else f"{err:.3g}"
+        text = f"first divergence at step {fd['step']} in {fd['tensor']} (max abs error {err_text})"
+        if fd.get("reason"):
+            text += f": {fd['reason']}"
+        if fd.get("op"):
+            text += f"; op {fd['op']} at {fd.get('source') or 'unknown source'}"
+        parts.append(text)
+    for label, key in (("forced", "forced_tokens"), ("free-running", "tokens")):
+        tokens = entry[key]
+        if not tokens["agree"]:
+            first = next((i for i, (a, b) in enumerate(zip(tokens["expected"], tokens["actual"])) if a != b),
+                         min(len(tokens["expected"]), len(tokens["actual"])))
+            tie = next((t for t in entry["near_ties"] if t["kind"] == key and t["step"] == first), None)
+            text = f"{label} tokens differ from step {first}"
+            if tie is not None:
+                text += (f" (near-tie: the reference's top-1/top-2 margin {tie['margin']:.3g} is below "
+                         f"atol {tol.atol:g}, so an in-tolerance logit error can flip the pick)")
+            parts.append(text)
+    return "; ".join(parts) or None
+
+
+def run_mode(plan: ModePlan, capture, runner_factory: Callable[[str, str], Any], tol: Tolerance,
+             device_check: Callable[[], tuple[bool, str]] | None = None,
+             progress: Callable[[str, int, int], None] | None = None) -> dict:
+    """Verify one mode against the capture; never raises for compiler failures
+    (they become status "error")."""
+    input_ids = [int(t) for t in capture.input_ids]
+    expected = [int(t) for t in capture.output_ids]
+    steps = len(expected)
+    if plan.target == "gpu":
+        available, why = device_check() if device_check else (False, "no GPU device check available")
+        if not available:
+            return _error_entry(plan, "skipped", f"no GPU device: {why}", expected)
+    started = time.perf_counter()
+    try:
+        runner = runner_factory(plan.kind, plan.target)
+    except Exception as exc:
+        return _error_entry(plan, "error", f"compiling {plan.kind} for {plan.target} failed: {_describe_exception(exc)}", expected)
+
+    names = sorted(capture.tensor_names, key=model_order_key) if plan.kind == "subgraph" else ["logits"]
+    n_layer = sum(1 for n in capture.tensor_names if n.endswith(".attention"))
+    checks, forced = [], []
+    try:
+        for step in range(steps):
+            if progress:
+                progress(f"{plan.name}: step {step + 1}/{steps}", step, steps + 1)
+            ids = input_ids + expected[:step]
+            trace: dict = {}
+            logits = runner.forward(ids, trace=trace)
+            if "logits" not in trace:
+                trace["logits"] = logits
+            for name in names:
+                reference = capture.tensor(step, name)
+                if name not in trace:
+                    check = compare_tensor(step, name, reference, np.zeros((0,)), tol)
+                    check.reason = f"the compiler produced no {name!r} tensor"
+                else:
+                    check = compare_tensor(step, name, reference, trace[name], tol)
+                checks.append(check)
+            forced.append(int(np.argmax(np.asarray(logits))))
+        if progress:
+            progress(f"{plan.name}: free-running decode", steps, steps + 1)
+        free = [int(t) for t in runner.generate(input_ids, steps)]
+    except Exception as exc:
+        entry = _error_entry(plan, "error", f"running {plan.kind} on {plan.target} failed: {_describe_exception(exc)}", expected)
+        entry["checks"] = [c.to_json() for c in checks]
+        return entry
+
+    margins = list(capture.margins) if capture.margins is not None else None
+    forced_checks = compare_tokens(expected, forced, margins, tol)
+    free_checks = compare_tokens(expected, free, margins, tol, cascade=True)
+    near_ties = [{"kind": kind, "step": t.step, "expected": t.expected, "actual": t.actual, "margin": t.margin}
+                 for kind, token_checks in (("forced_tokens", forced_checks), ("tokens", free_checks))
+                 for t in token_checks if t.near_tie]
+
+    entry = {
+        "status": "pass", "reason": None, "kind": plan.kind, "target": plan.target,
+        "tokens": {"expected": expected, "actual": free, "agree": free == expected},
+        "forced_tokens": {"expected": expected, "actual": forced, "agree": forced == expected},
+        "max_abs_error": max_error(checks),
+        "first_divergence": None,
+        "checks": [c.to_json() for c in checks],
+        "near_ties": near_ties,
+    }
+    first = first_divergence(checks)
+    if first is not None:
+        fd = {"step": first.step, "tensor": first.tensor, "max_abs_error": first.max_abs_error,
+              "op": None, "source": None, "reason": first.reason}
+        if plan.kind == "subgraph" and hasattr(runner, "localize"):
+            fd.update(_localize(runner, capture, first.step, first.tensor, n_layer, tol))
+        fd["source_text"] = source_text(fd.get("source"))
+        entry["first_divergence"] = fd
+    if first is not None or not entry["tokens"]["agree"] or not entry["forced_tokens"]["agree"]:
+        entry["status"] = "diverged"
+        entry["reason"] = _mode_reason(entry, tol)
+    entry["duration_s"] = round(time.perf_counter() - started, 3)
+    return entry
+
+
+def run_verification(capture, runner_factory: Callable[[str, str], Any], plans: list[ModePlan],
+                     tol: Tolerance = Tolerance(), *, checkpoint: dict, prompt: str,
+                     device_check: Callable[[], tuple[bool, str]] | None = None,
+                     banner: str | None = None, baseline: dict | None = None,
+                     progress: Callable[[str, int, int], None] | None = None) -> dict:
+    """Verify every plan against one reference capture and return the report
+    dict. `capture` needs input_ids, output_ids, margins, tensor_names,
+    tensor(step, name), reference (dict) and completion; `runner_factory(kind,
+    target)` returns an object with forward(ids, trace), generate(ids, n) and,
+    for subgraph mode, localize(...). Raises ReferenceInconsistency when the
+    capture records one."""
+    meta = getattr(capture, "meta", None) or {}
+    if meta.get("reference_inconsistency"):
+        raise ReferenceInconsistency(
+            "the reference disagrees with itself — its step-by-step decomposition does not match its own full "
+            f"forward: {meta['reference_inconsistency']}. This is not a compiler divergence; fix or re-pin the "
+            "reference (--reference / --reference-rev) and delete the stale capture in captures/.")
+    report = {
+        "reference": dict(capture.reference),
+        "checkpoint": {"name": checkpoint.get("name"), "sha256": checkpoint.get("sha256")},
+        "prompt": prompt,
+        "input_ids": [int(t) for t in capture.input_ids],
+        "output_ids": [int(t) for t in capture.output_ids],
+        "completion": getattr(capture, "completion", None),
+        "margins": None if capture.margins is None else [float(m) for m in capture.margins],
+        "tolerance": {"rtol": tol.rtol, "atol": tol.atol},
+        "banner": banner,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "modes": {},
+        "regressions": [],
+    }
+    for plan in plans:
+        report["modes"][plan.name] = run_mode(plan, capture, runner_factory, tol, device_check, progress)
+    if baseline is not None:
+        report["baseline"] = baseline.get("created") or True
+        report["regressions"] = find_regressions(baseline, report)
+    return report
+
+
+def exit_code(report: dict) -> int:
+    """0 when every mode passed or was skipped and nothing regressed; 2 when a
+    mode could not run (error); otherwise 1."""
+    statuses = [m["status"] for m in report["modes"].values()]
+    if "error" in statuses:
+        return EXIT_ERROR
+    if "diverged" in statuses or report.get("regressions"):
+        return EXIT_DIVERGED
+    return EXIT_PASS
+
+
+def load_report(path: str | os.PathLike) -> dict:
+    """Read and schema-check a report JSON; VerifyError names what is wrong."""
+    from harness.schema import SchemaError, validate_report
+
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise VerifyError(f"report {path} does not exist; pass the path of a JSON report written by `parity verify`") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise VerifyError(f"report {path} is not readable JSON ({exc}); regenerate it with `parity verify --json {path}`") from None
+    try:
+        validate_report(data)
+    except SchemaError as exc:
+        raise VerifyError(f"report {path} does not follow the report schema: {exc}") from None
+    return data
+
+
+@dataclass
+class VerifyOptions:
+    """Everything `parity verify` takes (the CLI's parsed arguments)."""
+
+    modes: list[str] = field(default_factory=lambda: list(DEFAULT_MODES))
+    target: str = "cpu"
+    reference: str = "auto"
+    reference_rev: str | None = None
+    strict_reference: bool = False
+    model: str | None = None
+    prompt: str = DEFAULT_PROMPT
+    tokens: int = DEFAULT_TOKENS
+    rtol: float = 3e-4
+    atol: float = 3e-4
+    baseline: str | None = None
+    captures_dir: str | None = None
+
+
+def _checkpoint_of(model) -> dict:
+    ckpt = getattr(model, "checkpoint", None)
+    return {"name": getattr(ckpt, "name", None), "sha256": getattr(ckpt, "sha256", None)}
+
+
+def _capture_checkpoint_sha(meta: dict) -> str | None:
+    for key in ("checkpoint_sha256",):
+        if meta.get(key):
+            return meta[key]
+    ckpt = meta.get("checkpoint")
+    return ckpt.get("sha256") if isinstance(ckpt, dict) else None
+
+
+def verify(options: VerifyOptions, progress: Callable[[str, int, int], None] | None = None) -> dict:
+    """Resolve the reference, load the model, capture, verify every mode and
+    return the report. Raises VerifyError (exit 2) for anything that stops
+    verification from running."""
+    if options.tokens < 1:
+        raise VerifyError(f"--tokens must be at least 1, got {options.tokens}")
+    if not options.prompt:
+        raise VerifyError("--prompt must not be empty")
+    try:
+        tol = Tolerance(options.rtol, options.atol)
+    except ValueError as exc:
+        raise VerifyError(str(exc)) from None
+    plans = plan_modes(options.modes, options.target)
+    baseline = load_report(options.baseline) if options.baseline else None
+
+    from compiler.gpt2 import compile_model, load_model, resolve_model_dir
+    from reference_env.captures import capture as take_capture
+    from reference_env.captures import resolve_reference
+    from reference_env.errors import ReferenceSetupError as setup_error
+    try:
+        model_dir = resolve_model_dir(options.model)
+        model = load_model(model_dir)
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise VerifyError(f"could not load the model ({exc}); pass --model DIR with a checkpoint, "
+                          "or create one with `parity synth-model DIR`") from None
+    try:
+        resolved = resolve_reference(spec=options.reference, revision=options.reference_rev,
+                                     strict=options.strict_reference)
+        cap = take_capture(resolved, model_dir, options.prompt, options.tokens,
+                           captures_dir=options.captures_dir)
+    except setup_error as exc:
+        raise VerifyError(f"reference set-up failed: {exc}") from None
+
+    checkpoint = _checkpoint_of(model)
+    captured_sha = _capture_checkpoint_sha(cap.meta or {})
+    if captured_sha and checkpoint["sha256"] and captured_sha != checkpoint["sha256"]:
+        raise VerifyError(f"the reference capture is of checkpoint {captured_sha[:12]}… but the model is "
+                          f"{checkpoint['sha256'][:12]}…; delete the stale capture under captures/ and rerun")
+
+    def device_check():
+        from compiler.gpu import device_available
+        return device_available()
+
+    def runner_factory(kind: str, target: str):
+        return compile_model(model, mode=kind, target=target)
+
+    return run_verification(cap, runner_factory, plans, tol, checkpoint=checkpoint, prompt=options.prompt,
+                            device_check=device_check, banner=getattr(resolved, "banner", None),
+                            baseline=baseline, progress=progress)

@@ -1,0 +1,367 @@
+"""Lockstep verification, localization, statuses and `parity verify` exit codes,
+driven through the run_verification / verify_fn seams with a fake reference
+capture and fake compiler runners (no reference env, no compiler)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from harness import cli
+from harness.commands import verify as verify_command
+from harness.compare import Tolerance, top_margin
+from harness.verify import (
+    ModePlan,
+    ReferenceInconsistency,
+    VerifyError,
+    exit_code,
+    plan_modes,
+    run_verification,
+)
+
+PROMPT_IDS = [3, 1, 4, 1]
+N_LAYER, N_EMBD, VOCAB, STEPS = 2, 8, 16, 3
+CHECKPOINT = {"name": "fake-tiny", "sha256": "ab" * 32}
+REFERENCE = {"kind": "upstream", "url": "file:///tmp/ref.git", "revision": "f" * 40, "numpy_version": "2.4.6"}
+
+
+class FakeCapture:
+    """A reference capture with the real capture's attributes, built from a seed.
+    Logits are arranged so the greedy pick at `near_tie_step` wins by `tie_margin`."""
+
+    def __init__(self, seed=0, near_tie_step=None, tie_margin=1e-5, meta=None):
+        rng = np.random.default_rng(seed)
+        self.input_ids = list(PROMPT_IDS)
+        self.meta = dict(meta or {})
+        self.reference = dict(REFERENCE)
+        self.completion = "fake completion"
+        self.tensor_names = ["embedding"] + [f"h.{i}.{p}" for i in range(N_LAYER) for p in ("attention", "output")] + ["logits"]
+        self._tensors = {}
+        self.output_ids = []
+        for step in range(STEPS):
+            t = len(PROMPT_IDS) + step
+            self._tensors[step, "embedding"] = rng.standard_normal((t, N_EMBD)).astype(np.float32)
+            for name in self.tensor_names[1:-1]:
+                self._tensors[step, name] = rng.standard_normal((t, N_EMBD))
+            logits = rng.standard_normal(VOCAB)
+            top = int(np.argmax(logits))
+            if step == near_tie_step:
+                runner_up = (top + 1) % VOCAB
+                logits[runner_up] = logits[top] - tie_margin
+            self._tensors[step, "logits"] = logits
+            self.output_ids.append(top)
+        self.margins = [top_margin(self._tensors[s, "logits"]) for s in range(STEPS)]
+        self.steps = STEPS
+
+    def tensor(self, step, name):
+        return self._tensors[step, name]
+
+
+class FakeRunner:
+    """Returns the capture's tensors, optionally perturbed: faults maps
+    (step, tensor) -> additive delta. Records the ids it is fed."""
+
+    def __init__(self, capture, kind, faults=None, dtype_override=None, generated=None, fail_forward=False,
+                 localized=None):
+        self.capture, self.kind = capture, kind
+        self.faults = faults or {}
+        self.dtype_override = dtype_override or {}
+        self.generated = generated
+        self.fail_forward = fail_forward
+        self.localized = localized if localized is not None else {"op": "exp", "source": "compiler/ops.py:1", "max_abs_error": 0.5}
+        self.fed, self.localize_calls = [], []
+
+    def forward(self, ids, trace=None):
+        if self.fail_forward:
+            raise RuntimeError("kernel exploded")
+        self.fed.append(list(ids))
+        step = len(ids) - len(PROMPT_IDS)
+        names = self.capture.tensor_names if self.kind == "subgraph" else ["logits"]
+        values = {}
+        for name in names:
+            value = self.capture.tensor(step, name).copy()
+            delta = self.faults.get((step, name))
+            if delta is not None:
+                value.flat[0] += delta
+            if name in self.dtype_override:
+                value = value.astype(self.dtype_override[name])
+            values[name] = value
+        if trace is not None:
+            trace.update(values)
+        return values["logits"]
+
+    def generate(self, ids, n_tokens):
+        return list(self.generated if self.generated is not None else self.capture.output_ids[:n_tokens])
+
+    def localize(self, tensor, ids, upstream, rtol, atol):
+        self.localize_calls.append((tensor, list(ids), None if upstream is None else upstream.copy(), rtol, atol))
+        return self.localized
+
+
+def factory(capture, runners=None, raise_for=(), **kwargs):
+    runners = runners if runners is not None else {}
+
+    def make(kind, target):
+        if kind in raise_for:
+            raise ValueError(f"cannot compile {kind}")
+        runner = FakeRunner(capture, kind, **kwargs)
+        runners[(kind, target)] = runner
+        return runner
+    return make
+
+
+def verify_fake(capture, make, plans=None, **kwargs):
+    plans = plans or plan_modes(["subgraph", "fused"])
+    kwargs.setdefault("device_check", lambda: (False, "no CUDA driver"))
+    return run_verification(capture, make, plans, Tolerance(), checkpoint=CHECKPOINT, prompt="p", **kwargs)
+
+
+# ------------------------------------------------------------------ planning
+
+def test_plan_modes_expands_gpu_and_names_gpu_targets():
+    assert plan_modes(["subgraph", "fused"]) == [ModePlan("subgraph", "subgraph", "cpu"), ModePlan("fused", "fused", "cpu")]
+    assert plan_modes(["gpu"]) == [ModePlan("gpu-subgraph", "subgraph", "gpu"), ModePlan("gpu-fused", "fused", "gpu")]
+    assert plan_modes(["fused", "subgraph"], "gpu") == [ModePlan("gpu-fused", "fused", "gpu"),
+                                                        ModePlan("gpu-subgraph", "subgraph", "gpu")]
+    assert plan_modes(["fused", "fused"]) == [ModePlan("fused", "fused", "cpu")]
+
+
+@pytest.mark.parametrize("modes, target", [(["banana"], "cpu"), ([], "cpu"), (["fused"], "tpu")])
+def test_plan_modes_rejects_bad_input(modes, target):
+    with pytest.raises(VerifyError):
+        plan_modes(modes, target)
+
+
+# ------------------------------------------------------------------ lockstep verification
+
+def test_clean_run_passes_every_mode_and_feeds_the_reference_sequence():
+    capture = FakeCapture()
+    runners = {}
+    report = verify_fake(capture, factory(capture, runners))
+    assert exit_code(report) == 0
+    sub, fused = report["modes"]["subgraph"], report["modes"]["fused"]
+    assert sub["status"] == fused["status"] == "pass"
+    assert len(sub["checks"]) == STEPS * (2 * N_LAYER + 2)
+    assert len(fused["checks"]) == STEPS and {c["tensor"] for c in fused["checks"]} == {"logits"}
+    assert sub["max_abs_error"] == 0.0 and sub["first_divergence"] is None
+    assert sub["tokens"] == {"expected": capture.output_ids, "actual": capture.output_ids, "agree": True}
+    assert sub["forced_tokens"]["actual"] == capture.output_ids
+    expected_feed = [PROMPT_IDS + capture.output_ids[:s] for s in range(STEPS)]
+    assert runners[("subgraph", "cpu")].fed == expected_feed
+    assert runners[("fused", "cpu")].fed == expected_feed
+    assert report["reference"] == REFERENCE and report["checkpoint"] == CHECKPOINT
+
+
+def test_fault_is_reported_at_its_step_and_tensor_and_localized_on_the_reference_input():
+    capture = FakeCapture()
+    runners = {}
+    # a later fault and an in-tolerance wobble must not mask the earliest real one
+    faults = {(1, "h.1.attention"): 1e-2, (2, "h.0.output"): 1.0, (0, "h.0.output"): 1e-5}
+    report = verify_fake(capture, factory(capture, runners, faults=faults), plans=plan_modes(["subgraph"]))
+    mode = report["modes"]["subgraph"]
+    assert mode["status"] == "diverged" and exit_code(report) == 1
+    fd = mode["first_divergence"]
+    assert (fd["step"], fd["tensor"], fd["op"], fd["source"]) == (1, "h.1.attention", "exp", "compiler/ops.py:1")
+    assert fd["max_abs_error"] == pytest.approx(1e-2, rel=1e-9)
+    failing = sorted((c["step"], c["tensor"]) for c in mode["checks"] if not c["passed"])
+    assert failing == [(1, "h.1.attention"), (2, "h.0.output")]
+    (tensor, ids, upstream, rtol, atol), = runners[("subgraph", "cpu")].localize_calls
+    assert tensor == "h.1.attention" and ids == PROMPT_IDS + capture.output_ids[:1]
+    np.testing.assert_array_equal(upstream, capture.tensor(1, "h.0.output"))
+    assert (rtol, atol) == (3e-4, 3e-4)
+    assert mode["max_abs_error"] == pytest.approx(1.0)
+    # the tokens still agree: the fault did not move an argmax
+    assert mode["tokens"]["agree"] and "step 1 in h.1.attention" in mode["reason"]
+
+
+def test_localize_finding_nothing_is_explained_and_fused_mode_is_not_localized():
+    capture = FakeCapture()
+    runners = {}
+    make = factory(capture, runners, faults={(0, "logits"): 5.0}, localized=None)
+    # localized=None in FakeRunner means "use the default"; force a None result instead
+    report_runners = {}
+
+    def make_none(kind, target):
+        runner = make(kind, target)
+        runner.localized = None
+        report_runners[kind] = runner
+        return runner
+
+    report = verify_fake(capture, make_none)
+    sub = report["modes"]["subgraph"]["first_divergence"]
+    assert sub["tensor"] == "logits" and sub["op"] is None and "agrees with NumPy" in sub["localization"]
+    np.testing.assert_array_equal(report_runners["subgraph"].localize_calls[0][2], capture.tensor(0, f"h.{N_LAYER - 1}.output"))
+    fused = report["modes"]["fused"]["first_divergence"]
+    assert fused["tensor"] == "logits" and fused["op"] is None and report_runners["fused"].localize_calls == []
+
+
+def test_dtype_mismatch_fails_even_with_equal_values():
+    capture = FakeCapture()
+    report = verify_fake(capture, factory(capture, dtype_override={"h.0.attention": np.float32}),
+                         plans=plan_modes(["subgraph"]))
+    mode = report["modes"]["subgraph"]
+    bad = [c for c in mode["checks"] if c["tensor"] == "h.0.attention"]
+    assert all(not c["dtype_match"] and not c["passed"] for c in bad)
+    assert mode["first_divergence"]["tensor"] == "h.0.attention" and mode["first_divergence"]["step"] == 0
+    assert "dtype float32 != reference float64" in mode["first_divergence"]["reason"]
+
+
+def test_free_running_mismatch_on_a_near_tie_is_a_labelled_failure():
+    capture = FakeCapture(near_tie_step=2, tie_margin=1e-5)
+    assert capture.margins[2] == pytest.approx(1e-5, rel=1e-6)
+    generated = capture.output_ids[:2] + [(capture.output_ids[2] + 1) % VOCAB]
+    report = verify_fake(capture, factory(capture, generated=generated), plans=plan_modes(["fused"]))
+    mode = report["modes"]["fused"]
+    assert mode["status"] == "diverged" and exit_code(report) == 1
+    assert mode["forced_tokens"]["agree"] and not mode["tokens"]["agree"]
+    assert mode["first_divergence"] is None
+    assert mode["near_ties"] == [{"kind": "tokens", "step": 2, "expected": capture.output_ids[2],
+                                  "actual": generated[2], "margin": pytest.approx(1e-5, rel=1e-6)}]
+    assert "near-tie" in mode["reason"]
+
+
+def test_token_mismatch_with_a_clear_margin_is_not_a_near_tie():
+    capture = FakeCapture()
+    assert min(capture.margins) > 3e-4
+    generated = [(t + 1) % VOCAB for t in capture.output_ids]
+    report = verify_fake(capture, factory(capture, generated=generated), plans=plan_modes(["fused"]))
+    mode = report["modes"]["fused"]
+    assert mode["status"] == "diverged" and mode["near_ties"] == []
+    assert "free-running tokens differ from step 0" in mode["reason"] and "near-tie" not in mode["reason"]
+
+
+def test_a_mode_that_raises_is_an_error_and_the_others_still_run():
+    capture = FakeCapture()
+    report = verify_fake(capture, factory(capture, raise_for=("fused",)))
+    assert report["modes"]["subgraph"]["status"] == "pass"
+    fused = report["modes"]["fused"]
+    assert fused["status"] == "error" and "cannot compile fused" in fused["reason"]
+    assert exit_code(report) == 2
+
+
+def test_forward_raising_is_an_error():
+    capture = FakeCapture()
+    report = verify_fake(capture, factory(capture, fail_forward=True), plans=plan_modes(["subgraph"]))
+    assert report["modes"]["subgraph"]["status"] == "error"
+    assert "RuntimeError: kernel exploded" in report["modes"]["subgraph"]["reason"]
+
+
+def test_gpu_modes_skip_with_the_reason_without_a_device():
+    capture = FakeCapture()
+    built = {}
+    report = verify_fake(capture, factory(capture, built), plans=plan_modes(["gpu"]),
+                         device_check=lambda: (False, "no CUDA driver found"))
+    assert set(report["modes"]) == {"gpu-subgraph", "gpu-fused"}
+    for mode in report["modes"].values():
+        assert mode["status"] == "skipped" and "no CUDA driver found" in mode["reason"]
+    assert built == {} and exit_code(report) == 0
+
+
+def test_gpu_modes_run_when_a_device_is_available():
+    capture = FakeCapture()
+    built = {}
+    report = verify_fake(capture, factory(capture, built), plans=plan_modes(["subgraph", "fused"], "gpu"),
+                         device_check=lambda: (True, "H200"))
+    assert set(built) == {("subgraph", "gpu"), ("fused", "gpu")}
+    assert all(m["status"] == "pass" for m in report["modes"].values())
+
+
+def test_reference_inconsistency_is_not_a_compiler_divergence():
+    capture = FakeCapture(meta={"reference_inconsistency": "gpt2_minimal logits differ by 0.3"})
+    with pytest.raises(ReferenceInconsistency, match="not a compiler divergence"):
+        verify_fake(capture, factory(capture))
+
+
+def test_baseline_regression_fails_even_inside_tolerance():
+    capture = FakeCapture()
+    baseline = verify_fake(capture, factory(capture))  # every error exactly 0
+    report = verify_fake(capture, factory(capture, faults={(0, "embedding"): 1e-6}), baseline=baseline)
+    assert all(m["status"] == "pass" for m in report["modes"].values())
+    assert [(r["mode"], r["step"], r["tensor"]) for r in report["regressions"]] == [("subgraph", 0, "embedding")]
+    assert exit_code(report) == 1
+    same = verify_fake(capture, factory(capture), baseline=baseline)
+    assert same["regressions"] == [] and exit_code(same) == 0
+
+
+# ------------------------------------------------------------------ CLI exit codes
+
+def _cli_args(*argv):
+    return cli.build_parser(["verify", *argv]).parse_args(["verify", *argv])
+
+
+def _seam(capture, **kwargs):
+    def verify_fn(options, progress):
+        plans = plan_modes(options.modes, options.target)
+        return run_verification(capture, factory(capture, **kwargs), plans, Tolerance(options.rtol, options.atol),
+                                checkpoint=CHECKPOINT, prompt=options.prompt,
+                                device_check=lambda: (False, "no device"))
+    return verify_fn
+
+
+def test_cli_exit_zero_and_default_timestamped_reports(tmp_path):
+    args = _cli_args("--reports-dir", str(tmp_path / "reports"))
+    assert verify_command.run(args, verify_fn=_seam(FakeCapture())) == 0
+    written = sorted(p.suffix for p in (tmp_path / "reports").iterdir())
+    assert written == [".html", ".json"]
+    assert not list((tmp_path / "reports").glob(".*tmp"))
+
+
+def test_cli_exit_one_on_divergence_and_writes_requested_reports(tmp_path):
+    capture = FakeCapture()
+    args = _cli_args("--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml"),
+                     "--reports-dir", str(tmp_path / "unused"))
+    assert verify_command.run(args, verify_fn=_seam(capture, faults={(0, "logits"): 1.0})) == 1
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["modes"]["fused"]["status"] == "diverged"
+    assert (tmp_path / "r.xml").exists() and not (tmp_path / "unused").exists()
+
+
+def test_cli_exit_one_on_regression_against_a_baseline_file(tmp_path):
+    capture = FakeCapture()
+    base = tmp_path / "base.json"
+    assert verify_command.run(_cli_args("--json", str(base)), verify_fn=_seam(capture)) == 0
+
+    def verify_fn(options, progress):
+        from harness.verify import load_report
+        plans = plan_modes(options.modes, options.target)
+        return run_verification(capture, factory(capture, faults={(1, "h.0.output"): 1e-5}), plans, Tolerance(),
+                                checkpoint=CHECKPOINT, prompt=options.prompt, baseline=load_report(options.baseline))
+
+    args = _cli_args("--baseline", str(base), "--json", str(tmp_path / "new.json"))
+    assert verify_command.run(args, verify_fn=verify_fn) == 1
+    new = json.loads((tmp_path / "new.json").read_text())
+    assert [(r["step"], r["tensor"]) for r in new["regressions"]] == [(1, "h.0.output")]
+
+
+def test_cli_exit_two_on_mode_error_and_on_verify_error(tmp_path):
+    capture = FakeCapture()
+    assert verify_command.run(_cli_args("--json", str(tmp_path / "e.json")),
+                              verify_fn=_seam(capture, raise_for=("subgraph",))) == 2
+
+    def broken(options, progress):
+        raise VerifyError("reference set-up failed: no uv")
+    assert verify_command.run(_cli_args("--json", str(tmp_path / "x.json")), verify_fn=broken) == 2
+    assert not (tmp_path / "x.json").exists()
+
+
+def _parity(*argv, cwd):
+    return subprocess.run([sys.executable, "-m", "harness.cli", *argv], capture_output=True, text=True, cwd=cwd,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--modes", "banana"], "unknown mode 'banana'"),
+    (["--tokens", "0"], "must be at least 1"),
+    (["--rtol", "nan"], "must be a finite number"),
+    (["--target", "tpu"], "invalid choice"),
+    (["--baseline", "does-not-exist.json"], "does not exist"),
+])
+def test_real_cli_bad_arguments_exit_two_with_a_message(tmp_path, argv, message):
+    proc = _parity("verify", *argv, "--reports-dir", str(tmp_path), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+    assert list(tmp_path.iterdir()) == []
