@@ -1,0 +1,228 @@
+"""Report rendering on a hand-built report dict: the terminal report (banner,
+summary, per-layer table, first-divergence panel with the source text), JSON
+schema validation, JUnit failure counts, the HTML heatmap, atomic writes and
+`parity report`."""
+
+from __future__ import annotations
+
+import json
+import os
+import xml.etree.ElementTree as ET
+
+import pytest
+from rich.console import Console
+
+from harness import cli
+from harness import report as reports
+from harness.commands import report as report_command
+from harness.render_html import error_color, render_html
+from harness.schema import REPORT_SCHEMA, SchemaError, validate, validate_report
+
+TENSORS = ["embedding", "h.0.attention", "h.0.output", "h.1.attention", "h.1.output", "logits"]
+
+
+def _check(step, tensor, err, passed=True, dtype_match=True):
+    return {"step": step, "tensor": tensor, "dtype_match": dtype_match, "max_abs_error": err,
+            "max_rel_error": None if err is None else err / 2, "passed": passed}
+
+
+def make_report(source="compiler/ops.py:41", source_text=None, kind="bundled", banner=None):
+    sub_checks = [_check(s, t, 1e-7) for s in range(2) for t in TENSORS]
+    # step 0 h.1.attention fails outright; step 1 h.1.attention and logits too
+    for check in sub_checks:
+        if check["tensor"] == "h.1.attention":
+            check.update(max_abs_error=2e-2, passed=False)
+        if check["step"] == 1 and check["tensor"] == "logits":
+            check.update(max_abs_error=None, max_rel_error=None, passed=False)
+    fd = {"step": 0, "tensor": "h.1.attention", "max_abs_error": 2e-2, "op": "exp", "source": source,
+          "reason": "3 of 40 values outside rtol=0.0003 atol=0.0003"}
+    if source_text is not None:
+        fd["source_text"] = source_text
+    tokens = {"expected": [7, 8], "actual": [7, 9], "agree": False}
+    return {
+        "reference": {"kind": kind, "url": "file:///x/tiny-gpt2.git", "revision": "b8bd1dce" * 5, "numpy_version": "2.4.6"},
+        "checkpoint": {"name": "synthetic-tiny", "sha256": "cd" * 32},
+        "prompt": "Alan Turing", "input_ids": [36235, 39141], "completion": " one two",
+        "tolerance": {"rtol": 3e-4, "atol": 3e-4}, "banner": banner, "created": "2026-01-01T00:00:00+00:00",
+        "modes": {
+            "subgraph": {"status": "diverged", "reason": "first divergence at step 0 in h.1.attention", "kind": "subgraph",
+                         "target": "cpu", "tokens": tokens, "forced_tokens": {"expected": [7, 8], "actual": [7, 8], "agree": True},
+                         "max_abs_error": 2e-2, "first_divergence": fd, "checks": sub_checks,
+                         "near_ties": [{"kind": "tokens", "step": 1, "expected": 8, "actual": 9, "margin": 1e-5}]},
+            "fused": {"status": "pass", "reason": None, "kind": "fused", "target": "cpu",
+                      "tokens": {"expected": [7, 8], "actual": [7, 8], "agree": True},
+                      "forced_tokens": {"expected": [7, 8], "actual": [7, 8], "agree": True},
+                      "max_abs_error": 3e-6, "first_divergence": None,
+                      "checks": [_check(0, "logits", 3e-6), _check(1, "logits", 1e-6)], "near_ties": []},
+            "gpu-subgraph": {"status": "skipped", "reason": "no GPU device: no CUDA driver", "kind": "subgraph",
+                             "target": "gpu", "tokens": {"expected": [7, 8], "actual": [], "agree": False},
+                             "max_abs_error": None, "first_divergence": None, "checks": []},
+        },
+        "regressions": [],
+    }
+
+
+def _terminal(report) -> str:
+    console = Console(record=True, width=200, force_terminal=False)
+    reports.render_terminal(report, console)
+    return console.export_text()
+
+
+def test_terminal_report_shows_summary_layers_divergence_and_banner(tmp_path):
+    src = tmp_path / "ops.py"
+    src.write_text("def softmax(x):\n    e = np.exp(x - x.max(axis=-1, keepdims=True))\n    return e\n")
+    text = _terminal(make_report(source=f"{src}:2"))
+    assert "BUNDLED FALLBACK" in text
+    for needle in ("Summary per mode", "diverged", "pass", "skipped", "no CUDA driver",
+                   "Max abs error per layer", "First divergence — subgraph", "h.1.attention", "exp",
+                   f"{src}:2", "e = np.exp(x - x.max(axis=-1, keepdims=True))", "near-tie", "FAIL"):
+        assert needle in text, needle
+    layer_rows = [line.split()[0] for line in text.splitlines() if line.strip().split(" ")[0] in ("embedding", "h.0", "h.1", "logits")]
+    assert layer_rows[:4] == ["embedding", "h.0", "h.1", "logits"]
+    h1 = next(line for line in text.splitlines() if line.strip().startswith("h.1 "))
+    assert "0.02" in h1 and "✗2" in h1  # two failing steps in layer 1 (both attention checks)
+
+
+def test_terminal_report_uses_stored_source_text_and_no_banner_for_upstream():
+    text = _terminal(make_report(source="gone/file.py:9", source_text="y = np.tanh(x)", kind="upstream"))
+    assert "y = np.tanh(x)" in text and "BUNDLED" not in text
+
+
+def test_explicit_banner_text_is_shown():
+    text = _terminal(make_report(kind="bundled", banner="USING THE BUNDLED REFERENCE"))
+    assert "USING THE BUNDLED REFERENCE" in text
+
+
+def test_report_validates_and_round_trips_through_json(tmp_path):
+    report = make_report()
+    validate_report(report)
+    path = reports.write_json(report, tmp_path / "sub" / "r.json")
+    assert json.loads(path.read_text()) == report
+    assert [p.name for p in path.parent.iterdir()] == ["r.json"]
+
+
+@pytest.mark.parametrize("mutate, where", [
+    (lambda r: r.pop("modes"), "missing required key 'modes'"),
+    (lambda r: r["modes"]["fused"].update(status="ok"), "$.modes.fused.status"),
+    (lambda r: r["reference"].update(kind="github"), "$.reference.kind"),
+    (lambda r: r["modes"]["fused"]["checks"][0].update(passed="yes"), "$.modes.fused.checks[0].passed"),
+    (lambda r: r["modes"]["fused"]["checks"][0].update(max_abs_error=-1.0), "below the minimum"),
+    (lambda r: r["modes"]["subgraph"]["first_divergence"].pop("op"), "missing required key 'op'"),
+    (lambda r: r.update(input_ids=[1.5]), "$.input_ids[0]"),
+    (lambda r: r["modes"]["fused"]["tokens"].update(agree=1), "$.modes.fused.tokens.agree"),
+])
+def test_schema_rejects_broken_reports(mutate, where):
+    report = make_report()
+    mutate(report)
+    with pytest.raises(SchemaError) as info:
+        validate_report(report)
+    assert where in str(info.value)
+
+
+def test_schema_is_a_json_schema_document():
+    assert REPORT_SCHEMA["$schema"].startswith("https://json-schema.org/")
+    json.dumps(REPORT_SCHEMA)
+    validate(None, {"type": ["object", "null"], "required": ["x"]})
+
+
+def test_json_refuses_non_finite_numbers(tmp_path):
+    report = make_report()
+    report["modes"]["fused"]["max_abs_error"] = float("inf")
+    with pytest.raises(ValueError):
+        reports.write_json(report, tmp_path / "r.json")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_junit_has_one_case_per_tensor_and_the_right_failures():
+    root = ET.fromstring(reports.render_junit(make_report()))
+    suites = {s.get("name"): s for s in root.findall("testsuite")}
+    sub = suites["parity.subgraph"]
+    names = [c.get("name") for c in sub.findall("testcase")]
+    assert names == TENSORS + ["tokens.forced", "tokens.free_running"]
+    failed = [c.get("name") for c in sub.findall("testcase") if c.find("failure") is not None]
+    assert failed == ["h.1.attention", "logits", "tokens.free_running"]
+    assert sub.get("tests") == "8" and sub.get("failures") == "3"
+    assert "2 of 2 steps fail; first at step 0" in sub.find("testcase[@name='h.1.attention']/failure").get("message")
+    assert "near-tie at step(s) 1" in sub.find("testcase[@name='tokens.free_running']/failure").get("message")
+    assert suites["parity.fused"].get("failures") == "0" and suites["parity.fused"].get("tests") == "3"
+    gpu = suites["parity.gpu-subgraph"]
+    assert gpu.get("skipped") == "1" and "no CUDA driver" in gpu.find("testcase/skipped").get("message")
+    assert root.get("failures") == "3" and root.get("tests") == "12"
+
+
+def test_junit_reports_regressions_and_errors():
+    report = make_report()
+    report["baseline"] = "2025-12-31T00:00:00+00:00"
+    report["regressions"] = [{"mode": "fused", "step": 0, "tensor": "logits", "baseline_max_abs_error": 1e-7,
+                              "max_abs_error": 3e-6, "ratio": 30.0}]
+    report["modes"]["fused"]["status"] = "error"
+    report["modes"]["fused"]["checks"] = []
+    report["modes"]["fused"]["reason"] = "compiling fused for cpu failed: boom"
+    root = ET.fromstring(reports.render_junit(report))
+    base = root.find("testsuite[@name='parity.baseline']")
+    assert base.get("failures") == "1" and "grew from 1e-07 to 3e-06" in base.find("testcase/failure").get("message")
+    fused = root.find("testsuite[@name='parity.fused']")
+    assert fused.get("errors") == "1" and "boom" in fused.find("testcase/error").get("message")
+
+
+def test_html_is_self_contained_with_a_heatmap():
+    page = render_html(make_report())
+    assert page.startswith("<!DOCTYPE html>") and "<script" not in page and "http://" not in page.replace(
+        'xmlns="http://www.w3.org/2000/svg"', "")
+    assert "BUNDLED FALLBACK" in page
+    assert page.count('<svg xmlns="http://www.w3.org/2000/svg" class="heatmap"') == 2  # subgraph and fused
+    sub_svg = page[page.index('data-mode="subgraph"'):page.index("</svg>")]
+    assert sub_svg.count('class="cell') == 2 * len(TENSORS)
+    assert sub_svg.count('class="cell fail"') == 3
+    assert 'fill="#000000"' in sub_svg  # the undefined (non-finite) logits cell
+    assert "First divergence" in page and "compiler/ops.py:41" in page
+
+
+def test_heatmap_colours_are_anchored_at_the_tolerance():
+    assert error_color(0.0, 3e-4) == "#1a9850"
+    assert error_color(3e-4, 3e-4) == "#fee08b"
+    assert error_color(3e-3, 3e-4) == error_color(1.0, 3e-4) == "#d73027"
+    assert error_color(None, 3e-4) == "#000000"
+
+
+def test_atomic_write_leaves_the_old_file_when_interrupted(tmp_path, monkeypatch):
+    path = tmp_path / "r.json"
+    path.write_text("old")
+
+    def broken_replace(src, dst):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(KeyboardInterrupt):
+        reports.write_json(make_report(), path)
+    assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_timestamped_paths_are_distinct_and_under_the_reports_dir(tmp_path):
+    paths = reports.timestamped_paths(tmp_path)
+    assert paths["json"].parent == tmp_path and paths["json"].suffix == ".json"
+    assert paths["html"].with_suffix(".json") == paths["json"]
+
+
+def _report_args(*argv):
+    return cli.build_parser(["report", *argv]).parse_args(["report", *argv])
+
+
+def test_parity_report_re_renders_and_writes_html_and_junit(tmp_path):
+    report_path = reports.write_json(make_report(), tmp_path / "r.json")
+    console = Console(record=True, width=200)
+    args = _report_args(str(report_path), "--html", str(tmp_path / "r.html"), "--junit", str(tmp_path / "r.xml"))
+    assert report_command.run(args, console=console) == 0
+    assert "First divergence — subgraph" in console.export_text()
+    assert 'class="heatmap"' in (tmp_path / "r.html").read_text()
+    ET.parse(tmp_path / "r.xml")
+    assert report_command.run(_report_args(str(report_path), "--exit-code"), console=Console(record=True)) == 1
+
+
+@pytest.mark.parametrize("content", ["{not json", json.dumps({"modes": {}})])
+def test_parity_report_rejects_bad_files_with_exit_two(tmp_path, content, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    assert report_command.run(_report_args(str(bad)), console=Console(record=True)) == 2
+    assert report_command.run(_report_args(str(tmp_path / "missing.json")), console=Console(record=True)) == 2
+
