@@ -36,19 +36,21 @@ class BadInput(Exception):
     pass
 
 
-def checkpoint_sha256(model_dir) -> str:
-    """The checkpoint's identity: sha256 over config.json then model.safetensors (both files
-    name what the model computes). Parity imports this same function for capture keys."""
-    model_dir = Path(model_dir)
+def file_sha256(path) -> str:
     digest = hashlib.sha256()
-    for name in ("config.json", "model.safetensors"):
-        path = model_dir / name
-        digest.update(name.encode() + b"\0")
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 22), b""):
-                digest.update(chunk)
-        digest.update(b"\0")
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            digest.update(chunk)
     return digest.hexdigest()
+
+
+def checkpoint_sha256(model_dir) -> str:
+    """A checkpoint's identity, as everywhere in Parity: the sha256 of its model.safetensors."""
+    return file_sha256(Path(model_dir) / "model.safetensors")
+
+
+def config_sha256(model_dir) -> str:
+    return file_sha256(Path(model_dir) / "config.json")
 
 
 def locate_reference(checkout: Path) -> tuple[Path, str]:
@@ -318,6 +320,8 @@ def run_capture(checkout: Path, model_dir: Path, prompt: str, n_tokens: int) -> 
         "dtypes": dtypes,
         "shapes": shapes,
         "config": hp,
+        "checkpoint_sha256": checkpoint_sha256(model_dir),
+        "config_sha256": config_sha256(model_dir),
         "checkpoint_dtypes": sorted({str(v.dtype) for v in tensors.values()}),
         "numpy_version": np.__version__,
         "python_version": platform.python_version(),
@@ -344,7 +348,8 @@ def write_atomically(out: Path, meta: dict, arrays: dict) -> None:
             np.savez(f, **arrays)
             f.flush()
             os.fsync(f.fileno())
-        digest = hashlib.sha256(Path(tmp_npz).read_bytes()).hexdigest()
+        digest = file_sha256(tmp_npz)
+        os.chmod(tmp_npz, 0o644)
         os.replace(tmp_npz, out)
     finally:
         if os.path.exists(tmp_npz):
@@ -358,6 +363,7 @@ def write_atomically(out: Path, meta: dict, arrays: dict) -> None:
             f.write("\n")
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp_json, 0o644)
         os.replace(tmp_json, json_path)
     finally:
         if os.path.exists(tmp_json):

@@ -130,7 +130,8 @@ def _has_commit(repo: git.Repo, revision: str) -> bool:
 
 
 def _unreachable(url: str, exc: git.GitCommandError) -> ReferenceUnreachableError:
-    detail = " ".join((exc.stderr or str(exc)).replace("stderr:", "").strip(" '\n").split())
+    text = (exc.stderr or str(exc)).replace("stderr:", "").strip(" '\n")
+    detail = " ".join(line.strip() for line in text.splitlines() if not line.strip().startswith("Cloning into"))
     return ReferenceUnreachableError(
         f"cannot fetch the reference from {url}: {detail[-400:]}. Check the URL and the network, "
         "or pass --reference PATH to a local clone"
@@ -189,3 +190,15 @@ def ensure_checkout(url: str, revision: str, base: Path | None = None) -> Checko
     if not repo.head.is_valid() or repo.head.commit.hexsha != revision or not repo.head.is_detached:
         repo.git.checkout("--detach", "--quiet", revision)
     return verify_checkout(dest, revision, url)
+
+
+def remote_head(url: str) -> str:
+    """The commit the remote's HEAD points at (for a URL given without a revision)."""
+    try:
+        out = git.cmd.Git().ls_remote(url, "HEAD", env=_GIT_ENV)
+    except git.GitCommandError as exc:
+        raise _unreachable(url, exc) from exc
+    sha = out.split()[0] if out.strip() else ""
+    if not _FULL_SHA.match(sha):
+        raise ReferenceRevisionError(f"{url} has no HEAD to pin; pass --reference-rev SHA")
+    return sha
