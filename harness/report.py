@@ -187,7 +187,7 @@ def layer_table(report: dict) -> Table | None:
     if not layers:
         return None
     modes = [(n, m) for n, m in report["modes"].items() if m.get("checks")]
-    table = Table(title="Max abs error per layer (over all steps)", box=box.SIMPLE)
+    table = Table(title="Max abs error per layer, all steps", box=box.SIMPLE)
     table.add_column("layer")
     per_mode = {}
     for name, mode in modes:

@@ -236,6 +236,14 @@ def run_mode(plan: ModePlan, capture, runner_factory: Callable[[str, str], Any],
     return entry
 
 
+def describe_inconsistency(found) -> str:
+    """One line per self-check the reference failed (the capture meta's list of dicts)."""
+    if isinstance(found, list):
+        return "; ".join(f"{item.get('function', '?')}: {item.get('reason') or item.get('status')}"
+                         if isinstance(item, dict) else str(item) for item in found)
+    return str(found)
+
+
 def run_verification(capture, runner_factory: Callable[[str, str], Any], plans: list[ModePlan],
                      tol: Tolerance = Tolerance(), *, checkpoint: dict, prompt: str,
                      device_check: Callable[[], tuple[bool, str]] | None = None,
@@ -251,8 +259,8 @@ def run_verification(capture, runner_factory: Callable[[str, str], Any], plans: 
     if meta.get("reference_inconsistency"):
         raise ReferenceInconsistency(
             "the reference disagrees with itself — its step-by-step decomposition does not match its own full "
-            f"forward: {meta['reference_inconsistency']}. This is not a compiler divergence; fix or re-pin the "
-            "reference (--reference / --reference-rev) and delete the stale capture in captures/.")
+            f"forward: {describe_inconsistency(meta['reference_inconsistency'])}. This is not a compiler divergence; "
+            "fix or re-pin the reference (--reference / --reference-rev) and delete the stale capture in captures/.")
     report = {
         "reference": dict(capture.reference),
         "checkpoint": {"name": checkpoint.get("name"), "sha256": checkpoint.get("sha256")},
@@ -267,6 +275,8 @@ def run_verification(capture, runner_factory: Callable[[str, str], Any], plans: 
         "modes": {},
         "regressions": [],
     }
+    if meta.get("whole_forward_checks") is not None:
+        report["reference_checks"] = meta["whole_forward_checks"]
     for plan in plans:
         report["modes"][plan.name] = run_mode(plan, capture, runner_factory, tol, device_check, progress)
     if baseline is not None:

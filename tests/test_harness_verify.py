@@ -271,9 +271,11 @@ def test_gpu_modes_run_when_a_device_is_available():
 
 
 def test_reference_inconsistency_is_not_a_compiler_divergence():
-    capture = FakeCapture(meta={"reference_inconsistency": "gpt2_minimal logits differ by 0.3"})
-    with pytest.raises(ReferenceInconsistency, match="not a compiler divergence"):
+    found = [{"function": "gpt2_minimal.gpt2", "status": "inconsistent", "reason": "step 2: max abs diff 3.000e-01"}]
+    capture = FakeCapture(meta={"reference_inconsistency": found})
+    with pytest.raises(ReferenceInconsistency, match="not a compiler divergence") as info:
         verify_fake(capture, factory(capture))
+    assert "gpt2_minimal.gpt2: step 2: max abs diff 3.000e-01" in str(info.value)
 
 
 def test_baseline_regression_fails_even_inside_tolerance():
