@@ -285,6 +285,20 @@ def run_verification(capture, runner_factory: Callable[[str, str], Any], plans: 
     return report
 
 
+def skipped_report(plans: list[ModePlan], reason: str, *, checkpoint: dict, resolved, prompt: str,
+                   tol: Tolerance) -> dict:
+    """A report in which every mode is skipped, made without capturing the reference."""
+    reference = {"kind": getattr(resolved, "kind", None), "url": getattr(resolved, "url", None),
+                 "revision": getattr(resolved, "revision", None), "numpy_version": None}
+    return {
+        "reference": reference, "checkpoint": checkpoint, "prompt": prompt, "input_ids": [],
+        "tolerance": {"rtol": tol.rtol, "atol": tol.atol}, "banner": getattr(resolved, "banner", None),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "modes": {plan.name: _error_entry(plan, "skipped", reason, []) for plan in plans},
+        "regressions": [],
+    }
+
+
 def exit_code(report: dict) -> int:
     """0 when every mode passed or was skipped and nothing regressed; 2 when a
     mode could not run (error); otherwise 1."""
@@ -360,10 +374,14 @@ def verify(options: VerifyOptions, progress: Callable[[str, int, int], None] | N
     plans = plan_modes(options.modes, options.target)
     baseline = load_report(options.baseline) if options.baseline else None
 
-    from compiler.gpt2 import compile_model, load_model, resolve_model_dir
-    from reference_env.captures import capture as take_capture
-    from reference_env.captures import resolve_reference
-    from reference_env.errors import ReferenceSetupError as setup_error
+    try:
+        from compiler.gpt2 import compile_model, load_model, resolve_model_dir
+        from reference_env.captures import capture as take_capture
+        from reference_env.captures import resolve_reference
+        from reference_env.errors import ReferenceSetupError as setup_error
+    except ImportError as exc:
+        raise VerifyError(f"Parity's installation is incomplete ({exc}); reinstall it with `pip install -e .`") from None
+
     try:
         model_dir = resolve_model_dir(options.model)
         model = load_model(model_dir)
@@ -373,6 +391,23 @@ def verify(options: VerifyOptions, progress: Callable[[str, int, int], None] | N
     try:
         resolved = resolve_reference(spec=options.reference, revision=options.reference_rev,
                                      strict=options.strict_reference)
+    except setup_error as exc:
+        raise VerifyError(f"reference set-up failed: {exc}") from None
+
+    def device_check():
+        try:
+            from compiler.gpu import device_available
+        except ImportError as exc:
+            return False, f"the GPU target is not available in this build ({exc})"
+        return device_available()
+
+    # Without a device, GPU-only runs need no reference capture: report every mode skipped at once.
+    if all(plan.target == "gpu" for plan in plans):
+        available, why = device_check()
+        if not available:
+            return skipped_report(plans, f"no GPU device: {why}", checkpoint=_checkpoint_of(model),
+                                  resolved=resolved, prompt=options.prompt, tol=tol)
+    try:
         cap = take_capture(resolved, model_dir, options.prompt, options.tokens,
                            captures_dir=options.captures_dir)
     except setup_error as exc:
@@ -383,10 +418,6 @@ def verify(options: VerifyOptions, progress: Callable[[str, int, int], None] | N
     if captured_sha and checkpoint["sha256"] and captured_sha != checkpoint["sha256"]:
         raise VerifyError(f"the reference capture is of checkpoint {captured_sha[:12]}… but the model is "
                           f"{checkpoint['sha256'][:12]}…; delete the stale capture under captures/ and rerun")
-
-    def device_check():
-        from compiler.gpu import device_available
-        return device_available()
 
     def runner_factory(kind: str, target: str):
         return compile_model(model, mode=kind, target=target)

@@ -367,3 +367,84 @@ def test_real_cli_bad_arguments_exit_two_with_a_message(tmp_path, argv, message)
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------------ verify() glue, with the real pieces faked
+
+class FakeResolved:
+    kind, url, revision, banner = "bundled", "file:///tmp/bundled.git", "e" * 40, "BUNDLED REFERENCE IN USE"
+
+
+@pytest.fixture
+def glue(monkeypatch):
+    """Replace the compiler and reference entry points verify() imports with fakes."""
+    import types
+
+    from reference_env.errors import ReferenceSetupError
+
+    state = {"capture": FakeCapture(meta={"checkpoint_sha256": CHECKPOINT["sha256"]}), "captured": 0,
+             "device": (False, "no CUDA driver"), "resolve_error": None, "model_error": None}
+
+    class Model:
+        checkpoint = types.SimpleNamespace(**CHECKPOINT)
+
+    def load_model(path):
+        if state["model_error"]:
+            raise state["model_error"]
+        return Model()
+
+    def resolve_reference(spec, revision=None, strict=False):
+        if state["resolve_error"]:
+            raise state["resolve_error"]
+        return FakeResolved()
+
+    def capture(resolved, model_dir, prompt, tokens, captures_dir=None, progress=None):
+        state["captured"] += 1
+        return state["capture"]
+
+    def compile_model(model, mode, target):
+        return FakeRunner(state["capture"], mode)
+
+    import compiler.gpt2
+    monkeypatch.setattr(compiler.gpt2, "load_model", load_model, raising=False)
+    monkeypatch.setattr(compiler.gpt2, "resolve_model_dir", lambda d: d or "default-model", raising=False)
+    monkeypatch.setattr(compiler.gpt2, "compile_model", compile_model, raising=False)
+    monkeypatch.setitem(sys.modules, "reference_env.captures",
+                        types.SimpleNamespace(capture=capture, resolve_reference=resolve_reference))
+    monkeypatch.setitem(sys.modules, "compiler.gpu",
+                        types.SimpleNamespace(device_available=lambda: state["device"]))
+    state["setup_error"] = ReferenceSetupError
+    return state
+
+
+def test_verify_glue_passes_and_records_the_banner(glue):
+    from harness.verify import VerifyOptions, verify
+    report = verify(VerifyOptions(tokens=STEPS))
+    assert exit_code(report) == 0 and report["banner"] == "BUNDLED REFERENCE IN USE"
+    assert report["checkpoint"] == CHECKPOINT and glue["captured"] == 1
+
+
+def test_verify_glue_gpu_without_device_skips_without_capturing(glue):
+    from harness.verify import VerifyOptions, verify
+    report = verify(VerifyOptions(modes=["gpu"], target="gpu"))
+    assert {m: e["status"] for m, e in report["modes"].items()} == {"gpu-subgraph": "skipped", "gpu-fused": "skipped"}
+    assert "no CUDA driver" in report["modes"]["gpu-fused"]["reason"]
+    assert glue["captured"] == 0 and exit_code(report) == 0
+    assert report["reference"]["kind"] == "bundled"
+    from harness.schema import validate_report
+    validate_report(report)
+
+
+def test_verify_glue_errors_say_what_to_do(glue):
+    from harness.verify import VerifyOptions, verify
+    glue["resolve_error"] = glue["setup_error"]("strict mode: upstream unreachable; drop --strict-reference")
+    with pytest.raises(VerifyError, match="reference set-up failed: strict mode"):
+        verify(VerifyOptions())
+    glue["resolve_error"] = None
+    glue["model_error"] = FileNotFoundError("no config.json in /nowhere")
+    with pytest.raises(VerifyError, match="parity synth-model"):
+        verify(VerifyOptions())
+    glue["model_error"] = None
+    glue["capture"].meta["checkpoint_sha256"] = "99" * 32
+    with pytest.raises(VerifyError, match="delete the stale capture"):
+        verify(VerifyOptions())
