@@ -84,6 +84,11 @@ def banner_text(report: dict) -> str | None:
     return None
 
 
+def banner_title(report: dict) -> str:
+    kind = report.get("reference", {}).get("kind")
+    return "BUNDLED REFERENCE" if kind == "bundled" else "REFERENCE IS NOT THE PIN"
+
+
 def layer_names(report: dict) -> list[str]:
     """Layers in model order across every mode's checks: embedding, h.0, ..., logits."""
     tensors = {c["tensor"] for m in report["modes"].values() for c in m.get("checks", [])}
@@ -130,7 +135,7 @@ def render_terminal(report: dict, console: Console | None = None) -> None:
     banner = banner_text(report)
     if banner:
         console.print(Panel(Text(banner, style="bold white on red", justify="center"),
-                            title="!! BUNDLED REFERENCE !!", border_style="bold red", box=box.DOUBLE))
+                            title=f"!! {banner_title(report)} !!", border_style="bold red", box=box.DOUBLE))
 
     ref, ckpt = report["reference"], report["checkpoint"]
     header = Table.grid(padding=(0, 2))

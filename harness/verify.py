@@ -160,7 +160,7 @@ def _mode_reason(entry: dict, tol: Tolerance) -> str | None:
 
 def run_mode(plan: ModePlan, capture, runner_factory: Callable[[str, str], Any], tol: Tolerance,
              device_check: Callable[[], tuple[bool, str]] | None = None,
-             progress: Callable[[str, int, int], None] | None = None) -> dict:
+             progress: Callable[[str, int | None, int | None], None] | None = None) -> dict:
     """Verify one mode against the capture; never raises for compiler failures
     (they become status "error")."""
     input_ids = [int(t) for t in capture.input_ids]
@@ -171,6 +171,8 @@ def run_mode(plan: ModePlan, capture, runner_factory: Callable[[str, str], Any],
         if not available:
             return _error_entry(plan, "skipped", f"no GPU device: {why}", expected)
     started = time.perf_counter()
+    if progress:
+        progress(f"{plan.name}: compiling for {plan.target}", 0, steps + 1)
     try:
         runner = runner_factory(plan.kind, plan.target)
     except Exception as exc:
@@ -248,7 +250,7 @@ def run_verification(capture, runner_factory: Callable[[str, str], Any], plans: 
                      tol: Tolerance = Tolerance(), *, checkpoint: dict, prompt: str,
                      device_check: Callable[[], tuple[bool, str]] | None = None,
                      banner: str | None = None, baseline: dict | None = None,
-                     progress: Callable[[str, int, int], None] | None = None) -> dict:
+                     progress: Callable[[str, int | None, int | None], None] | None = None) -> dict:
     """Verify every plan against one reference capture and return the report
     dict. `capture` needs input_ids, output_ids, margins, tensor_names,
     tensor(step, name), reference (dict) and completion; `runner_factory(kind,
@@ -359,7 +361,7 @@ def _capture_checkpoint_sha(meta: dict) -> str | None:
     return ckpt.get("sha256") if isinstance(ckpt, dict) else None
 
 
-def verify(options: VerifyOptions, progress: Callable[[str, int, int], None] | None = None) -> dict:
+def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | None], None] | None = None) -> dict:
     """Resolve the reference, load the model, capture, verify every mode and
     return the report. Raises VerifyError (exit 2) for anything that stops
     verification from running."""
@@ -382,6 +384,10 @@ def verify(options: VerifyOptions, progress: Callable[[str, int, int], None] | N
     except ImportError as exc:
         raise VerifyError(f"Parity's installation is incomplete ({exc}); reinstall it with `pip install -e .`") from None
 
+    def say(message: str) -> None:
+        if progress is not None:
+            progress(message, None, None)
+
     try:
         model_dir = resolve_model_dir(options.model)
         model = load_model(model_dir)
@@ -390,7 +396,7 @@ def verify(options: VerifyOptions, progress: Callable[[str, int, int], None] | N
                           "or create one with `parity synth-model DIR`") from None
     try:
         resolved = resolve_reference(spec=options.reference, revision=options.reference_rev,
-                                     strict=options.strict_reference)
+                                     strict=options.strict_reference, progress=say)
     except setup_error as exc:
         raise VerifyError(f"reference set-up failed: {exc}") from None
 
@@ -409,7 +415,7 @@ def verify(options: VerifyOptions, progress: Callable[[str, int, int], None] | N
                                   resolved=resolved, prompt=options.prompt, tol=tol)
     try:
         cap = take_capture(resolved, model_dir, options.prompt, options.tokens,
-                           captures_dir=options.captures_dir)
+                           captures_dir=options.captures_dir, progress=say)
     except setup_error as exc:
         raise VerifyError(f"reference set-up failed: {exc}") from None
 

@@ -393,7 +393,7 @@ def glue(monkeypatch):
             raise state["model_error"]
         return Model()
 
-    def resolve_reference(spec, revision=None, strict=False):
+    def resolve_reference(spec, revision=None, strict=False, progress=None):
         if state["resolve_error"]:
             raise state["resolve_error"]
         return FakeResolved()

@@ -134,8 +134,12 @@ class _progress:
         self.task = self.bar.add_task("verifying", total=None)
         return self.update
 
-    def update(self, description: str, completed: int, total: int) -> None:
-        self.bar.update(self.task, description=description, completed=completed, total=total)
+    def update(self, description: str, completed: int | None = None, total: int | None = None) -> None:
+        if completed is None:  # a message from the reference set-up: keep it on screen above the bar
+            self.bar.console.print(f"[dim]{description}[/]", highlight=False)
+            self.bar.update(self.task, description=description.splitlines()[0][:80], total=None)
+        else:
+            self.bar.update(self.task, description=description, completed=completed, total=total)
 
     def __exit__(self, *exc):
         if self.bar is not None:
