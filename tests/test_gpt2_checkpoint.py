@@ -267,3 +267,21 @@ def test_default_is_synthetic_gpt2_small_synthesized_once(tmp_path, monkeypatch)
     assert resolve_model_dir(None) == path  # second call reuses it
     assert (path / "model.safetensors").stat().st_mtime_ns == mtime
     assert sorted(p.name for p in (tmp_path / "models").iterdir()) == ["synthetic-gpt2-small-seed0"]
+
+
+def test_bfloat16_tensor_is_rejected_by_name(tiny_dir, tmp_path):
+    # NumPy has no bfloat16, so build the file by hand: header JSON + raw bytes, per the safetensors format.
+    dest = variant(tiny_dir, tmp_path)
+    raw = tiny_tensors(tiny_dir)
+    header, blobs, offset = {}, [], 0
+    for name, array in raw.items():
+        data = array.astype(np.float16).tobytes() if name == "ln_f.weight" else array.tobytes()
+        dtype = "BF16" if name == "ln_f.weight" else "F32"
+        header[name] = {"dtype": dtype, "shape": list(array.shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    encoded = json.dumps(header).encode()
+    encoded += b" " * (-len(encoded) % 8)
+    (dest / "model.safetensors").write_bytes(len(encoded).to_bytes(8, "little") + encoded + b"".join(blobs))
+    with pytest.raises(CheckpointError, match=r"tensor 'ln_f\.weight' has dtype bfloat16; float32 is required"):
+        load_model(dest)

@@ -7,6 +7,7 @@ small, synthesized on first use)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -179,65 +180,102 @@ def checkpoint_info(model_dir: str | Path) -> CheckpointInfo:
 # --- weights --------------------------------------------------------------------------------------
 
 
-def read_safetensors(path: Path) -> dict[str, np.ndarray]:
-    """All tensors of a safetensors file as NumPy arrays; any format problem is a ``CheckpointError``."""
-    from safetensors import SafetensorError, safe_open
+# safetensors dtype codes -> NumPy names, for error messages
+_DTYPE_NAMES = {"F16": "float16", "BF16": "bfloat16", "F32": "float32", "F64": "float64", "I8": "int8",
+                "U8": "uint8", "I16": "int16", "I32": "int32", "I64": "int64", "BOOL": "bool"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TensorEntry:
+    key: str  # name in the file (maybe with the ``transformer.`` prefix)
+    dtype: str  # NumPy name
+    shape: tuple[int, ...]
+
+
+def _open_safetensors(path: Path):
+    from safetensors import safe_open
 
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: missing {path.name}")
-    if path.stat().st_size < 8:
-        raise CheckpointError(f"{path}: truncated safetensors file ({path.stat().st_size} bytes, no header)")
-    tensors: dict[str, np.ndarray] = {}
+    size = path.stat().st_size
+    if size < 8:
+        raise CheckpointError(f"{path}: truncated safetensors file ({size} bytes, no header)")
+    return safe_open(str(path), framework="numpy")
+
+
+@contextlib.contextmanager
+def _safetensors_errors(path: Path):
+    from safetensors import SafetensorError
+
     try:
-        with safe_open(str(path), framework="numpy") as handle:
-            for key in handle.keys():
-                try:
-                    tensors[key] = handle.get_tensor(key)
-                except (SafetensorError, TypeError, ValueError) as err:
-                    raise CheckpointError(f"{path}: tensor {key!r} cannot be read as a NumPy array ({err})") from None
+        yield
     except SafetensorError as err:
         raise CheckpointError(f"{path}: corrupt or truncated safetensors file ({err})") from None
     except OSError as err:
         raise CheckpointError(f"{path}: cannot read ({err})") from None
+
+
+def read_safetensors_index(path: Path) -> dict[str, TensorEntry]:
+    """Name (``transformer.`` prefix removed) -> dtype and shape, from the header alone."""
+    index: dict[str, TensorEntry] = {}
+    with _safetensors_errors(path), _open_safetensors(path) as handle:
+        for key in handle.keys():
+            info = handle.get_slice(key)
+            dtype = _DTYPE_NAMES.get(info.get_dtype(), info.get_dtype())
+            name = key[len(_HF_PREFIX):] if key.startswith(_HF_PREFIX) else key
+            if name in index:
+                raise CheckpointError(f"{path}: tensor {name!r} appears both with and without the {_HF_PREFIX!r} prefix")
+            index[name] = TensorEntry(key=key, dtype=dtype, shape=tuple(info.get_shape()))
+    return index
+
+
+def read_tensors(path: Path, index: dict[str, TensorEntry], names) -> dict[str, np.ndarray]:
+    tensors = {}
+    with _safetensors_errors(path), _open_safetensors(path) as handle:
+        for name in names:
+            try:
+                tensors[name] = handle.get_tensor(index[name].key)
+            except (TypeError, ValueError) as err:
+                raise CheckpointError(f"{path}: tensor {name!r} cannot be read as a NumPy array ({err})") from None
     return tensors
 
 
-def _strip_prefix(tensors: dict[str, np.ndarray], source: Path) -> dict[str, np.ndarray]:
-    stripped: dict[str, np.ndarray] = {}
-    for key, value in tensors.items():
-        name = key[len(_HF_PREFIX):] if key.startswith(_HF_PREFIX) else key
-        if name in stripped:
-            raise CheckpointError(f"{source}: tensor {name!r} appears both with and without the {_HF_PREFIX!r} prefix")
-        stripped[name] = value
-    return stripped
-
-
-def check_tensors(tensors: dict[str, np.ndarray], config: GPT2Config, source: Path) -> dict[str, np.ndarray]:
-    """Validate names, shapes and dtypes against ``config``; returns the parameter tensors only."""
-    tensors = _strip_prefix(tensors, source)
+def check_index(index: dict[str, TensorEntry], config: GPT2Config, source: Path) -> None:
+    """Validate tensor names, dtypes and shapes against ``config`` before reading any data."""
     shapes = expected_shapes(config)
-    lm_head = tensors.pop("lm_head.weight", None)
-    if lm_head is not None and not (lm_head.shape == shapes["wte.weight"] and np.array_equal(lm_head, tensors.get("wte.weight"))):
-        raise CheckpointError(f"{source}: tensor 'lm_head.weight' is not tied to 'wte.weight'; GPT-2 ties them")
-    missing = [name for name in shapes if name not in tensors]
+    missing = [name for name in shapes if name not in index]
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         raise CheckpointError(f"{source}: missing tensor {missing[0]!r}{more}")
-    unexpected = [name for name in tensors if name not in shapes and not _IGNORED_TENSOR.fullmatch(name)]
+    allowed = set(shapes) | {"lm_head.weight"}
+    unexpected = [name for name in index if name not in allowed and not _IGNORED_TENSOR.fullmatch(name)]
     if unexpected:
         raise CheckpointError(f"{source}: unexpected tensor {unexpected[0]!r} for a {config.n_layer}-layer GPT-2")
-    params = {}
+    if "lm_head.weight" in index:
+        shapes = shapes | {"lm_head.weight": shapes["wte.weight"]}
     for name, shape in shapes.items():
-        array = tensors[name]
+        entry = index[name]
+        if entry.dtype != "float32":
+            raise CheckpointError(f"{source}: tensor {name!r} has dtype {entry.dtype}; float32 is required")
+        if entry.shape != shape:
+            raise CheckpointError(f"{source}: tensor {name!r} has shape {entry.shape}, expected {shape} from config.json")
+
+
+def read_parameters(path: Path, config: GPT2Config) -> dict[str, np.ndarray]:
+    """The validated float32 parameter tensors of a GPT-2 safetensors file (mask buffers are never read)."""
+    path = Path(path)
+    index = read_safetensors_index(path)
+    check_index(index, config, path)
+    names = list(expected_shapes(config))
+    tensors = read_tensors(path, index, names + (["lm_head.weight"] if "lm_head.weight" in index else []))
+    lm_head = tensors.pop("lm_head.weight", None)
+    if lm_head is not None and not np.array_equal(lm_head, tensors["wte.weight"]):
+        raise CheckpointError(f"{path}: tensor 'lm_head.weight' is not tied to 'wte.weight'; GPT-2 ties them")
+    for name, array in tensors.items():  # the header said float32; make sure the data agrees
         if array.dtype != np.float32:
-            raise CheckpointError(f"{source}: tensor {name!r} has dtype {array.dtype}; float32 is required")
-        if tuple(array.shape) != shape:
-            raise CheckpointError(
-                f"{source}: tensor {name!r} has shape {tuple(array.shape)}, expected {shape} from config.json"
-            )
-        params[name] = np.ascontiguousarray(array)
-    return params
+            raise CheckpointError(f"{path}: tensor {name!r} has dtype {array.dtype}; float32 is required")
+    return {name: np.ascontiguousarray(array) for name, array in tensors.items()}
 
 
 def params_from_tensors(tensors: dict[str, np.ndarray], n_layer: int) -> GPT2Params:
@@ -262,9 +300,7 @@ def params_from_tensors(tensors: dict[str, np.ndarray], n_layer: int) -> GPT2Par
 
 
 def load_params(model_dir: str | Path, config: GPT2Config) -> GPT2Params:
-    weights = Path(model_dir) / WEIGHTS_FILE
-    tensors = check_tensors(read_safetensors(weights), config, weights)
-    return params_from_tensors(tensors, config.n_layer)
+    return params_from_tensors(read_parameters(Path(model_dir) / WEIGHTS_FILE, config), config.n_layer)
 
 
 def load_model(model_dir: str | Path) -> GPT2Model:
