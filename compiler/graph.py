@@ -1,0 +1,111 @@
+"""The typed tensor graph: a node is an input, a constant, or one application of
+a primitive (see ``primitives``) with static attributes, a static shape, a NumPy
+dtype and the user source location that created it."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+_ids = itertools.count()
+
+_COMPILER_DIR = os.path.dirname(os.path.abspath(__file__))
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
+# Frames in these compiler modules are machinery, not user code; compiler/ops.py and
+# compiler/gpt2/ are formulas written like user code, so their lines are reported.
+_INTERNAL = {
+    os.path.join(_COMPILER_DIR, name)
+    for name in ("graph.py", "tracer.py", "primitives.py", "numpy_api.py", "jit.py", "lowering.py", "dtypes.py", "diagnose.py")
+}
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    file: str
+    line: int
+
+    def short(self) -> str:
+        try:
+            rel = os.path.relpath(self.file)
+        except ValueError:
+            rel = self.file
+        if rel.startswith(".."):
+            rel = self.file
+        return f"{rel}:{self.line}"
+
+    def __str__(self) -> str:
+        return self.short()
+
+
+UNKNOWN_LOC = SourceLoc("<unknown>", 0)
+
+
+def user_location() -> SourceLoc:
+    """The innermost stack frame that belongs to user code (not compiler machinery, not NumPy)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        fname = os.path.abspath(frame.f_code.co_filename)
+        if fname not in _INTERNAL and not fname.startswith(_NUMPY_DIR) and not fname.startswith("<frozen"):
+            return SourceLoc(fname, frame.f_lineno)
+        frame = frame.f_back
+    return UNKNOWN_LOC
+
+
+@dataclass(eq=False)
+class Node:
+    op: str                      # "input", "const", or a primitive name
+    inputs: tuple                # of Node
+    attrs: dict                  # static attributes (hashable values)
+    shape: tuple
+    dtype: np.dtype
+    loc: SourceLoc = UNKNOWN_LOC
+    value: np.ndarray | None = None   # constants only
+    index: int | None = None          # inputs only: position in the flattened argument list
+    name: str | None = None           # inputs only: the argument's name, for error messages
+    id: int = field(default_factory=lambda: next(_ids))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def is_const(self) -> bool:
+        return self.op == "const"
+
+    def describe(self) -> str:
+        return f"{self.op}{self.shape}:{self.dtype} at {self.loc}"
+
+
+def const_node(value, loc: SourceLoc | None = None) -> Node:
+    arr = np.asarray(value)
+    return Node("const", (), {}, tuple(arr.shape), arr.dtype, loc or user_location(), value=arr)
+
+
+def input_node(index: int, name: str, shape, dtype) -> Node:
+    return Node("input", (), {}, tuple(shape), np.dtype(dtype), UNKNOWN_LOC, index=index, name=name)
+
+
+def topological(outputs: list[Node]) -> list[Node]:
+    """Nodes reachable from ``outputs``, every node after its inputs."""
+    order, seen = [], set()
+    stack = [(n, False) for n in reversed(outputs)]
+    while stack:
+        node, expanded = stack.pop()
+        if node.id in seen:
+            continue
+        if expanded:
+            seen.add(node.id)
+            order.append(node)
+            continue
+        stack.append((node, True))
+        for inp in reversed(node.inputs):
+            if inp.id not in seen:
+                stack.append((inp, False))
+    return order

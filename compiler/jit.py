@@ -1,0 +1,236 @@
+"""``jit``: trace a Python function on typed placeholders, compile it for a target
+and run it on NumPy arrays. Specializations are keyed by the argument structure,
+shapes, dtypes, static values and target; the compiled boundary validates and
+copies inputs so native code only ever sees well-formed, checked buffers."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import dtypes as dt
+from .backend import get_target
+from .graph import Node, input_node, topological
+from .lowering import LoweredModule, build_module
+from .tracer import Tensor
+
+# --------------------------------------------------------------------------- pytrees
+# Arrays are dynamic leaves; everything else (ints, strings, None, ...) is static and
+# part of the specialization key.
+
+
+def _flatten(obj, path: str, leaves: list, paths: list):
+    if isinstance(obj, (np.ndarray, np.generic)):
+        leaves.append(np.asarray(obj))
+        paths.append(path)
+        return ("array",)
+    if isinstance(obj, Tensor):
+        raise TypeError(f"argument {path}: a traced Tensor cannot be passed to a compiled function (call the plain function instead)")
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return ("namedtuple", type(obj), tuple(_flatten(v, f"{path}.{f}", leaves, paths) for f, v in zip(obj._fields, obj)))
+    if isinstance(obj, (tuple, list)):
+        return (type(obj).__name__, tuple(_flatten(v, f"{path}[{i}]", leaves, paths) for i, v in enumerate(obj)))
+    if isinstance(obj, dict):
+        keys = tuple(obj)
+        return ("dict", keys, tuple(_flatten(obj[k], f"{path}[{k!r}]", leaves, paths) for k in keys))
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        names = tuple(f.name for f in dataclasses.fields(obj))
+        return ("dataclass", type(obj), names, tuple(_flatten(getattr(obj, n), f"{path}.{n}", leaves, paths) for n in names))
+    try:
+        hash(obj)
+    except TypeError:
+        raise TypeError(f"argument {path}: static value of type {type(obj).__name__} is not hashable and is not an array") from None
+    return ("static", type(obj), obj)
+
+
+def _unflatten(tree, leaves):
+    kind = tree[0]
+    if kind == "array":
+        return next(leaves)
+    if kind == "static":
+        return tree[2]
+    if kind == "namedtuple":
+        return tree[1](*[_unflatten(t, leaves) for t in tree[2]])
+    if kind in ("tuple", "list"):
+        items = [_unflatten(t, leaves) for t in tree[1]]
+        return tuple(items) if kind == "tuple" else items
+    if kind == "dict":
+        return {k: _unflatten(t, leaves) for k, t in zip(tree[1], tree[2])}
+    if kind == "dataclass":
+        cls, names, subtrees = tree[1], tree[2], tree[3]
+        obj = cls.__new__(cls)
+        for n, t in zip(names, subtrees):
+            object.__setattr__(obj, n, _unflatten(t, leaves))
+        return obj
+    raise AssertionError(kind)
+
+
+def _flatten_outputs(out, path="result"):
+    if isinstance(out, Tensor):
+        return [out.node], ("array",)
+    if isinstance(out, (tuple, list)):
+        nodes, trees = [], []
+        for i, o in enumerate(out):
+            n, t = _flatten_outputs(o, f"{path}[{i}]")
+            nodes += n
+            trees.append(t)
+        return nodes, (type(out).__name__, tuple(trees))
+    if isinstance(out, dict):
+        nodes, trees = [], []
+        for k, o in out.items():
+            n, t = _flatten_outputs(o, f"{path}[{k!r}]")
+            nodes += n
+            trees.append(t)
+        return nodes, ("dict", tuple(out), tuple(trees))
+    raise TypeError(
+        f"a compiled function must return tensors computed from its arguments; {path} is a {type(out).__name__}")
+
+
+# --------------------------------------------------------------------------- specializations
+
+
+@dataclass
+class Specialization:
+    inputs: list[Node]
+    outputs: list[Node]
+    out_tree: tuple
+    lowered: LoweredModule
+    index_checks: list[tuple]   # (leaf position, axis size, argument path)
+    paths: list[str]
+    kernel: object = None
+
+    @property
+    def ir(self) -> str:
+        return self.lowered.text
+
+
+def trace(fn, args, kwargs, func_name="main"):
+    """Trace ``fn`` on placeholders for the array leaves of ``args``; returns (inputs, outputs, out_tree, paths)."""
+    leaves, paths = [], []
+    names = _argument_names(fn, len(args))
+    tree = tuple(_flatten(a, names[i], leaves, paths) for i, a in enumerate(args))
+    inputs = []
+    for i, (leaf, path) in enumerate(zip(leaves, paths)):
+        if leaf.dtype not in dt.SUPPORTED:
+            raise TypeError(f"argument {path}: dtype {leaf.dtype} is not supported (supported: {', '.join(sorted(str(d) for d in dt.SUPPORTED))})")
+        inputs.append(input_node(i, path, leaf.shape, leaf.dtype))
+    placeholders = iter(Tensor(n) for n in inputs)
+    traced_args = _unflatten(("tuple", tree), placeholders)
+    out = fn(*traced_args, **kwargs)
+    outputs, out_tree = _flatten_outputs(out)
+    return inputs, outputs, out_tree, paths
+
+
+def _argument_names(fn, count):
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for i in range(count):
+        if i < len(params) and params[i].kind in (params[i].POSITIONAL_ONLY, params[i].POSITIONAL_OR_KEYWORD):
+            names.append(repr(params[i].name)[1:-1])
+        elif params and params[-1].kind == params[-1].VAR_POSITIONAL or not params:
+            names.append(f"#{i}")
+        else:
+            names.append(f"#{i}")
+    return names
+
+
+def _index_checks(inputs, outputs, paths):
+    checks = []
+    for node in topological(outputs):
+        if node.op == "gather" and node.inputs[1].op == "input":
+            idx = node.inputs[1]
+            checks.append((idx.index, node.inputs[0].shape[node.attrs["axis"]], paths[idx.index]))
+    return checks
+
+
+_faults: dict = {}
+
+
+class JitFunction:
+    """A traced-and-compiled function; call it with NumPy arrays."""
+
+    def __init__(self, fn, target: str = "cpu"):
+        self.fn = fn
+        self.target = target
+        self._cache: dict = {}
+        self._lock = threading.Lock()
+        self.compile_count = 0
+        functools.update_wrapper(self, fn)
+
+    def _key(self, args, kwargs):
+        leaves, paths = [], []
+        names = _argument_names(self.fn, len(args))
+        tree = tuple(_flatten(a, names[i], leaves, paths) for i, a in enumerate(args))
+        for k, v in kwargs.items():
+            try:
+                hash(v)
+            except TypeError:
+                raise TypeError(f"keyword argument {k!r} is static and must be hashable, got {type(v).__name__}") from None
+        sig = tuple((leaf.shape, leaf.dtype.str) for leaf in leaves)
+        key = (tree, sig, tuple(sorted(kwargs.items())), self.target, tuple(sorted(_faults.items())))
+        return key, leaves, paths
+
+    def specialize(self, *args, **kwargs) -> Specialization:
+        key, _, _ = self._key(args, kwargs)
+        return self._specialization(key, args, kwargs)
+
+    def _specialization(self, key, args, kwargs) -> Specialization:
+        with self._lock:
+            spec = self._cache.get(key)
+            if spec is None:
+                inputs, outputs, out_tree, paths = trace(self.fn, args, kwargs)
+                lowered = build_module(inputs, outputs, faults=dict(_faults))
+                spec = Specialization(inputs, outputs, out_tree, lowered, _index_checks(inputs, outputs, paths), paths)
+                self._cache[key] = spec
+            if spec.kernel is None:
+                spec.kernel = get_target(self.target).compile(spec.lowered)
+                self.compile_count += 1
+            return spec
+
+    def lower(self, *args, **kwargs) -> LoweredModule:
+        """Trace only: the tensor-level module, without compiling."""
+        inputs, outputs, _, _ = trace(self.fn, args, kwargs)
+        return build_module(inputs, outputs, faults=dict(_faults))
+
+    def __call__(self, *args, **kwargs):
+        key, leaves, paths = self._key(args, kwargs)
+        spec = self._specialization(key, args, kwargs)
+        return run_specialization(spec, leaves)
+
+
+def _boundary_arrays(leaves: list[np.ndarray]) -> list[np.ndarray]:
+    """Contiguous, non-aliasing copies where needed; native code assumes dense row-major buffers."""
+    out = []
+    for leaf in leaves:
+        arr = np.ascontiguousarray(leaf)
+        if any(np.may_share_memory(arr, prev) for prev in out):
+            arr = arr.copy()
+        out.append(arr)
+    return out
+
+
+def run_specialization(spec: Specialization, leaves: list[np.ndarray]):
+    arrays = _boundary_arrays(leaves)
+    for pos, size, path in spec.index_checks:
+        idx = arrays[pos]
+        if idx.size and (idx.min() < -size or idx.max() >= size):
+            bad = idx[(idx < -size) | (idx >= size)].flat[0]
+            raise ValueError(f"argument {path}: index {int(bad)} is out of range for an axis of size {size}")
+    outputs = [np.empty(shape, dtype) for shape, dtype in spec.lowered.out_specs]
+    spec.kernel(arrays + list(spec.lowered.hidden) + outputs)
+    return _unflatten(spec.out_tree, iter(outputs))
+
+
+def jit(fn=None, *, target: str = "cpu"):
+    """Compile ``fn`` (decorator or call). ``target`` is "cpu" or "gpu"."""
+    if fn is None:
+        return lambda f: JitFunction(f, target)
+    return JitFunction(fn, target)

@@ -1,0 +1,383 @@
+"""Lowering of a traced graph to one MLIR module of ``linalg`` on tensors.
+
+Inputs become read-only tensor arguments, results are written into caller-owned
+memrefs (destination-passing), small constants are inlined and large ones become
+hidden arguments. Every op carries the user's source location as ``loc(file:line)``
+so the IR, and everything derived from it, points back at user code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import dtypes as dt
+from .graph import Node, SourceLoc, topological
+from .primitives import PRIMITIVES, cast_scalar, elementwise_scalar, scalar_const
+
+INLINE_CONST_LIMIT = 16  # elements; larger constants are passed as hidden arguments
+
+
+@dataclass
+class LoweredModule:
+    text: str
+    func_name: str
+    hidden: list[np.ndarray] = field(default_factory=list)   # appended after user inputs
+    out_specs: list[tuple] = field(default_factory=list)      # (shape, dtype) per output
+
+
+class _Region:
+    """Collects the scalar ops of one linalg region."""
+
+    def __init__(self, em: "Emitter"):
+        self.em, self.lines = em, []
+
+    def op(self, text: str) -> str:
+        name = self.em.fresh("s")
+        self.lines.append(f"{name} = {text}")
+        return name
+
+
+def _loc(loc: SourceLoc) -> str:
+    f = loc.file.replace("\\", "\\\\").replace('"', '\\"')
+    return f'loc("{f}":{loc.line}:0)'
+
+
+def _dims(n: int) -> str:
+    return ", ".join(f"d{i}" for i in range(n))
+
+
+def _map(n: int, results: list[str]) -> str:
+    return f"affine_map<({_dims(n)}) -> ({', '.join(results)})>"
+
+
+def is_splat(value: np.ndarray) -> bool:
+    """All elements identical, bit for bit (so 0.0 and -0.0, or two NaNs, are told apart)."""
+    flat = np.ascontiguousarray(value).reshape(-1)
+    if flat.size == 0:
+        return False
+    if flat.dtype.kind == "f":
+        flat = flat.view(f"u{flat.dtype.itemsize}")
+    return bool((flat == flat[0]).all())
+
+
+def _const_text(value: np.ndarray) -> str:
+    value = np.asarray(value)
+    dtype = value.dtype
+    flat = value.reshape(-1)
+    if is_splat(value):
+        v = flat[0]
+        if dtype.kind == "f":
+            bits = np.asarray(v, dtype).view(f"u{dtype.itemsize}")
+            return f"0x{int(bits):0{dtype.itemsize * 2}X}"
+        if dtype.kind == "b":
+            return "true" if bool(v) else "false"
+        return str(int(np.asarray(v).astype(f"i{dtype.itemsize}")))
+    if dtype.kind == "b":
+        def nest(a):
+            if a.ndim == 0:
+                return "true" if bool(a) else "false"
+            return "[" + ", ".join(nest(x) for x in a) + "]"
+        return nest(value)
+    return '"0x' + np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<")).tobytes().hex().upper() + '"'
+
+
+class Emitter:
+    def __init__(self, func_name: str, inputs: list[Node], faults: dict | None = None):
+        self.func_name = func_name
+        self.inputs = inputs
+        self.faults = faults or {}
+        self.lines: list[str] = []
+        self.names: dict[int, str] = {}
+        self.hidden: list[np.ndarray] = []
+        self.hidden_types: list[str] = []
+        self.counter = 0
+
+    # -- basics
+    def fresh(self, prefix: str = "v") -> str:
+        self.counter += 1
+        return f"%{prefix}{self.counter}"
+
+    def line(self, text: str, loc: SourceLoc | None = None) -> None:
+        self.lines.append(f"    {text}" + (f" {_loc(loc)}" if loc else ""))
+
+    def assign(self, text: str, loc: SourceLoc | None = None) -> str:
+        name = self.fresh()
+        self.line(f"{name} = {text}", loc)
+        return name
+
+    def empty(self, shape, dtype) -> str:
+        return self.assign(f"tensor.empty() : {dt.tensor_type(shape, dtype)}")
+
+    def filled(self, shape, dtype, value, loc) -> str:
+        empty = self.empty(shape, dtype)
+        t = dt.mlir_type(dtype)
+        region = _Region(self)
+        c = scalar_const(region, value, dtype)
+        for ln in region.lines:
+            self.line(ln, loc)
+        return self.assign(f"linalg.fill ins({c} : {t}) outs({empty} : {dt.tensor_type(shape, dtype)}) -> {dt.tensor_type(shape, dtype)}", loc)
+
+    # -- values
+    def value(self, node: Node) -> str:
+        if node.id in self.names:
+            return self.names[node.id]
+        if node.op == "input":
+            name = f"%arg{node.index}"
+        elif node.op == "const":
+            name = self._constant(node)
+        else:
+            name = PRIMITIVES[node.op].lower(self, node, _Operands(self, node))
+            name = self._maybe_fault(node, name)
+        self.names[node.id] = name
+        return name
+
+    def _constant(self, node: Node) -> str:
+        t = dt.tensor_type(node.shape, node.dtype)
+        if node.size <= INLINE_CONST_LIMIT or is_splat(node.value):
+            return self.assign(f"arith.constant dense<{_const_text(node.value)}> : {t}", node.loc)
+        self.hidden.append(np.ascontiguousarray(node.value))
+        self.hidden_types.append(t)
+        return f"%hidden{len(self.hidden) - 1}"
+
+    def _maybe_fault(self, node: Node, name: str) -> str:
+        factor = self.faults.get(node.op)
+        if factor is None or node.dtype.kind != "f":
+            return name
+        probe = Node("multiply", (node,), {"compute": (node.dtype,)}, node.shape, node.dtype, node.loc)
+        const = float(factor)
+
+        def body(rb, args):
+            c = scalar_const(rb, const, node.dtype)
+            return rb.op(f"arith.mulf {args[0]}, {c} : {dt.mlir_type(node.dtype)}")
+
+        return self._generic(probe.shape, probe.dtype, [(name, node.shape)], body, node.loc)
+
+    # -- broadcasting: drop the size-1 dims an operand is broadcast along (collapse_shape),
+    # so every indexing map is a projected permutation, the form fusion handles best.
+    def broadcast_operand(self, name: str, shape: tuple, dtype, out_shape: tuple, loc):
+        rank, offset = len(out_shape), len(out_shape) - len(shape)
+        keep = [i for i, d in enumerate(shape) if d != 1 or out_shape[offset + i] == 1]
+        if len(keep) != len(shape):
+            if keep:
+                groups, current = [], []
+                for i in range(len(shape)):
+                    current.append(i)
+                    if i in keep:
+                        groups.append(current)
+                        current = []
+                if current:
+                    groups[-1].extend(current)
+            else:
+                groups = []
+            reassoc = "[" + ", ".join("[" + ", ".join(map(str, g)) + "]" for g in groups) + "]"
+            new_shape = tuple(shape[i] for i in keep)
+            name = self.assign(
+                f"tensor.collapse_shape {name} {reassoc} : {dt.tensor_type(shape, dtype)} into {dt.tensor_type(new_shape, dtype)}", loc)
+            shape = new_shape
+        return name, shape, _map(rank, [f"d{offset + i}" for i in keep])
+
+    def _generic(self, out_shape, out_dtype, operands, body, loc, extra_maps=None):
+        """A parallel linalg.generic; operands: (name, shape[, dtype]) broadcast to out_shape."""
+        rank = len(out_shape)
+        names, types, maps, elem = [], [], [], []
+        for operand in operands:
+            name, shape, dtype = operand if len(operand) == 3 else (*operand, out_dtype)
+            name, shape, amap = self.broadcast_operand(name, shape, dtype, out_shape, loc)
+            names.append(name)
+            types.append(dt.tensor_type(shape, dtype))
+            maps.append(amap)
+            elem.append(dtype)
+        out_t = dt.tensor_type(out_shape, out_dtype)
+        init = self.empty(out_shape, out_dtype)
+        maps.append(_map(rank, [f"d{i}" for i in range(rank)]))
+        region = _Region(self)
+        args = [self.fresh("in") for _ in names]
+        res = body(region, args)
+        its = ", ".join(['"parallel"'] * rank)
+        ins = f"ins({', '.join(names)} : {', '.join(types)}) " if names else ""
+        head = (f"linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = [{its}]}} "
+                f"{ins}outs({init} : {out_t}) {{")
+        result = self.fresh()
+        self.lines.append(f"    {result} = {head}")
+        bb = ", ".join([f"{a}: {dt.mlir_type(e)}" for a, e in zip(args, elem)] + [f"{self.fresh('o')}: {dt.mlir_type(out_dtype)}"])
+        self.lines.append(f"    ^bb0({bb}):")
+        for ln in region.lines:
+            self.lines.append(f"      {ln}")
+        self.lines.append(f"      linalg.yield {res} : {dt.mlir_type(out_dtype)}")
+        self.lines.append(f"    }} -> {out_t} {_loc(loc)}")
+        return result
+
+    # -- primitive lowerings
+    def elementwise(self, node: Node, operands) -> str:
+        compute = node.attrs["compute"]
+        tensor_ops, scalars = [], {}
+        for i, inp in enumerate(node.inputs):
+            if inp.is_const() and inp.size == 1:
+                scalars[i] = inp.value.reshape(())
+            else:
+                tensor_ops.append((i, operands[i], inp.shape, inp.dtype))
+
+        def body(rb, args):
+            vals, k = [], 0
+            for i, inp in enumerate(node.inputs):
+                if i in scalars:
+                    vals.append(scalar_const(rb, scalars[i].astype(compute[i]), compute[i]))
+                else:
+                    vals.append(cast_scalar(rb, args[k], inp.dtype, compute[i]))
+                    k += 1
+            if node.op in ("cast", "broadcast_to"):
+                return cast_scalar(rb, vals[0], compute[0], node.dtype)
+            return elementwise_scalar(rb, node.op, vals, np.dtype(compute[-1]), node.dtype)
+
+        return self._generic(node.shape, node.dtype, [(n, s, d) for _, n, s, d in tensor_ops], body, node.loc)
+
+    def reduce(self, node: Node, x: str) -> str:
+        src = node.inputs[0]
+        dtype, t = node.dtype, dt.mlir_type(node.dtype)
+        kind = dtype.kind
+        if node.op == "reduce_sum":
+            identity, op = 0, {"f": "arith.addf", "i": "arith.addi", "u": "arith.addi", "b": "arith.ori"}[kind]
+        else:
+            identity = {"f": -np.inf, "i": np.iinfo(dtype).min if kind == "i" else 0, "u": 0, "b": False}[kind]
+            op = {"f": "arith.maximumf", "i": "arith.maxsi", "u": "arith.maxui", "b": "arith.ori"}[kind]
+        init = self.filled(node.shape, dtype, identity, node.loc)
+        result = self.fresh()
+        a, b, s = self.fresh("in"), self.fresh("acc"), self.fresh("s")
+        dims = ", ".join(str(d) for d in node.attrs["axes"])
+        self.lines.append(
+            f"    {result} = linalg.reduce ins({x} : {dt.tensor_type(src.shape, dtype)}) outs({init} : {dt.tensor_type(node.shape, dtype)}) dimensions = [{dims}]")
+        self.lines.append(f"      ({a}: {t}, {b}: {t}) {{")
+        self.lines.append(f"        {s} = {op} {a}, {b} : {t}")
+        self.lines.append(f"        linalg.yield {s} : {t}")
+        self.lines.append(f"      }} {_loc(node.loc)}")
+        return result
+
+    def matmul(self, node: Node, operands) -> str:
+        a, b = node.inputs
+        init = self.filled(node.shape, node.dtype, 0, node.loc)
+        op = "linalg.matmul" if node.ndim == 2 else "linalg.batch_matmul"
+        out_t = dt.tensor_type(node.shape, node.dtype)
+        return self.assign(
+            f"{op} ins({operands[0]}, {operands[1]} : {dt.tensor_type(a.shape, a.dtype)}, {dt.tensor_type(b.shape, b.dtype)}) "
+            f"outs({init} : {out_t}) -> {out_t}", node.loc)
+
+    def reshape(self, x: str, src: Node, shape: tuple, loc) -> str:
+        cur_shape = src.shape
+        if len(cur_shape) > 1 or (len(cur_shape) == 1 and len(shape) == 0):
+            flat = (src.size,) if shape else ()
+            groups = "[[" + ", ".join(str(i) for i in range(len(cur_shape))) + "]]" if flat else "[]"
+            x = self.assign(f"tensor.collapse_shape {x} {groups} : {dt.tensor_type(cur_shape, src.dtype)} into {dt.tensor_type(flat, src.dtype)}", loc)
+            cur_shape = flat
+        if len(cur_shape) == 0 and shape:
+            x = self.assign(f"tensor.expand_shape {x} [] output_shape [1] : {dt.tensor_type((), src.dtype)} into {dt.tensor_type((1,), src.dtype)}", loc)
+            cur_shape = (1,)
+        if len(shape) > 1:
+            groups = "[[" + ", ".join(str(i) for i in range(len(shape))) + "]]"
+            out = ", ".join(str(d) for d in shape)
+            x = self.assign(f"tensor.expand_shape {x} {groups} output_shape [{out}] : {dt.tensor_type(cur_shape, src.dtype)} into {dt.tensor_type(shape, src.dtype)}", loc)
+        return x
+
+    def transpose(self, node: Node, x: str) -> str:
+        src = node.inputs[0]
+        init = self.empty(node.shape, node.dtype)
+        perm = ", ".join(str(p) for p in node.attrs["perm"])
+        result = self.fresh()
+        self.lines.append(
+            f"    {result} = linalg.transpose ins({x} : {dt.tensor_type(src.shape, src.dtype)}) outs({init} : {dt.tensor_type(node.shape, node.dtype)}) permutation = [{perm}] {_loc(node.loc)}")
+        return result
+
+    def slice(self, node: Node, x: str) -> str:
+        src = node.inputs[0]
+        fmt = lambda xs: "[" + ", ".join(str(v) for v in xs) + "]"
+        return self.assign(
+            f"tensor.extract_slice {x}{fmt(node.attrs['starts'])}{fmt(node.shape)}{fmt(node.attrs['steps'])} : "
+            f"{dt.tensor_type(src.shape, src.dtype)} to {dt.tensor_type(node.shape, node.dtype)}", node.loc)
+
+    def gather(self, node: Node, operands) -> str:
+        x, idx = node.inputs
+        axis, k = node.attrs["axis"], idx.ndim
+        table = operands[0]
+        it = dt.mlir_type(idx.dtype)
+        n = x.shape[axis]
+        src_t = dt.tensor_type(x.shape, x.dtype)
+
+        def body(rb, args):
+            cast_op = "arith.index_castui" if idx.dtype.kind == "u" else "arith.index_cast"
+            i = rb.op(f"{cast_op} {args[0]} : {it} to index")
+            if idx.dtype.kind == "i":  # negative indices count from the end, as in NumPy
+                zero, size = rb.op("arith.constant 0 : index"), rb.op(f"arith.constant {n} : index")
+                neg = rb.op(f"arith.cmpi slt, {i}, {zero} : index")
+                wrapped = rb.op(f"arith.addi {i}, {size} : index")
+                i = rb.op(f"arith.select {neg}, {wrapped}, {i} : index")
+            coords = [rb.op(f"linalg.index {d} : index") for d in range(axis)]
+            coords.append(i)
+            coords += [rb.op(f"linalg.index {d} : index") for d in range(axis + k, node.ndim)]
+            return rb.op(f"tensor.extract {table}[{', '.join(coords)}] : {src_t}")
+
+        rank = node.ndim
+        idx_name = operands[1]
+        init = self.empty(node.shape, node.dtype)
+        region = _Region(self)
+        a = self.fresh("in")
+        res = body(region, [a])
+        maps = [_map(rank, [f"d{axis + j}" for j in range(k)]), _map(rank, [f"d{i}" for i in range(rank)])]
+        its = ", ".join(['"parallel"'] * rank)
+        out_t = dt.tensor_type(node.shape, node.dtype)
+        result = self.fresh()
+        self.lines.append(
+            f"    {result} = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = [{its}]}} "
+            f"ins({idx_name} : {dt.tensor_type(idx.shape, idx.dtype)}) outs({init} : {out_t}) {{")
+        self.lines.append(f"    ^bb0({a}: {it}, {self.fresh('o')}: {dt.mlir_type(node.dtype)}):")
+        for ln in region.lines:
+            self.lines.append(f"      {ln}")
+        self.lines.append(f"      linalg.yield {res} : {dt.mlir_type(node.dtype)}")
+        self.lines.append(f"    }} -> {out_t} {_loc(node.loc)}")
+        return result
+
+    def concat(self, node: Node, operands) -> str:
+        axis = node.attrs["axis"]
+        acc = self.empty(node.shape, node.dtype)
+        out_t = dt.tensor_type(node.shape, node.dtype)
+        offset = 0
+        for i, part in enumerate(node.inputs):
+            offs = [0] * node.ndim
+            offs[axis] = offset
+            fmt = lambda xs: "[" + ", ".join(str(v) for v in xs) + "]"
+            acc = self.assign(
+                f"tensor.insert_slice {operands[i]} into {acc}{fmt(offs)}{fmt(part.shape)}{fmt([1] * node.ndim)} : "
+                f"{dt.tensor_type(part.shape, part.dtype)} into {out_t}", node.loc)
+            offset += part.shape[axis]
+        return acc
+
+
+class _Operands:
+    """Operand names, emitted on first use (a scalar constant inlined into a region never is)."""
+
+    def __init__(self, em: Emitter, node: Node):
+        self.em, self.node = em, node
+
+    def __getitem__(self, i: int) -> str:
+        return self.em.value(self.node.inputs[i])
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self.node.inputs)))
+
+
+def build_module(inputs: list[Node], outputs: list[Node], func_name: str = "main", faults: dict | None = None) -> LoweredModule:
+    em = Emitter(func_name, inputs, faults)
+    for node in topological(outputs):
+        if node.op not in ("input", "const"):
+            em.value(node)
+    results = [em.value(o) for o in outputs]
+    for k, (o, r) in enumerate(zip(outputs, results)):
+        t = dt.tensor_type(o.shape, o.dtype)
+        m = "memref<" + "".join(f"{d}x" for d in o.shape) + dt.mlir_type(o.dtype) + ">"
+        em.line(f"bufferization.materialize_in_destination {r} in restrict writable %out{k} : ({t}, {m}) -> ()", o.loc)
+    em.line("return")
+    args = [f"%arg{n.index}: {dt.tensor_type(n.shape, n.dtype)} {{bufferization.writable = false}}" for n in inputs]
+    args += [f"%hidden{i}: {t} {{bufferization.writable = false}}" for i, t in enumerate(em.hidden_types)]
+    args += [f"%out{k}: memref<{''.join(f'{d}x' for d in o.shape)}{dt.mlir_type(o.dtype)}>" for k, o in enumerate(outputs)]
+    header = f"  func.func @{func_name}({', '.join(args)}) attributes {{llvm.emit_c_interface}} {{"
+    text = "module {\n" + header + "\n" + "\n".join(em.lines) + "\n  }\n}\n"
+    return LoweredModule(text, func_name, em.hidden, [(o.shape, o.dtype) for o in outputs])

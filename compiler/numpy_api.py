@@ -1,0 +1,371 @@
+"""The NumPy surface the tracer understands: ufuncs through ``__array_ufunc__``,
+array functions through ``__array_function__``, and indexing. Each entry
+decomposes a NumPy function into primitives with NumPy's own semantics; anything
+not listed raises ``NotImplementedError`` naming the function at trace time."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes as dt
+from . import primitives as P
+from .graph import const_node
+from .tracer import Tensor, as_node, as_operand
+
+UFUNC_PRIMITIVES = {ufunc: name for name, ufunc in P.UFUNCS.items()}
+
+
+def _node(x):
+    return as_node(x)
+
+
+def _operand(x):
+    op = as_operand(x)
+    if op is NotImplemented:
+        raise TypeError(f"unsupported operand of type {type(x).__name__}")
+    return op
+
+
+# --------------------------------------------------------------------------- ufuncs
+
+
+def apply_ufunc(ufunc, method, inputs, kwargs):
+    if method != "__call__":
+        raise NotImplementedError(f"np.{ufunc.__name__}.{method} is not supported by the compiler")
+    unsupported = {k: v for k, v in kwargs.items() if not (k in ("out", "where", "dtype", "casting", "order", "subok") and v is None)}
+    if "where" in kwargs and kwargs["where"] is True:
+        unsupported.pop("where", None)
+    if unsupported:
+        raise NotImplementedError(f"np.{ufunc.__name__}: keyword arguments {sorted(unsupported)} are not supported by the compiler")
+    if ufunc is np.matmul:
+        return Tensor(P.matmul(_node(inputs[0]), _node(inputs[1])))
+    if ufunc is np.square:
+        x = _operand(inputs[0])
+        return Tensor(P.elementwise("multiply", [x, x]))
+    if ufunc is np.positive:
+        return Tensor(_node(inputs[0]))
+    name = UFUNC_PRIMITIVES.get(ufunc)
+    if name is None:
+        raise NotImplementedError(f"np.{ufunc.__name__} is not supported by the compiler")
+    return Tensor(P.elementwise(name, [_operand(x) for x in inputs]))
+
+
+# --------------------------------------------------------------------------- reductions
+
+
+def sum_(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    _no_extras("sum", out=out, initial=initial, where=where)
+    x = _node(a)
+    if dtype is not None:
+        x = P.cast(x, dtype)
+    return Tensor(P.reduce("sum", x, axis, keepdims, "np.sum"))
+
+
+def amax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    _no_extras("max", out=out, initial=initial, where=where)
+    return Tensor(P.reduce("max", _node(a), axis, keepdims, "np.max"))
+
+
+def _count(x, axes) -> int:
+    return int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    _no_extras("mean", out=out, where=where)
+    x = _node(a)
+    axes = P.normalize_axes(axis, x.ndim, "np.mean")
+    acc = np.dtype(dtype) if dtype is not None else np.mean(np.zeros((1,) * x.ndim, x.dtype), axis=axes).dtype
+    total = P.reduce("sum", P.cast(x, acc), axes, keepdims, "np.mean")
+    return Tensor(P.elementwise("divide", [total, dt.Weak(_count(x, axes))]))
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None, correction=None):
+    _no_extras("var", out=out, where=where, mean=mean, correction=correction)
+    x = _node(a)
+    axes = P.normalize_axes(axis, x.ndim, "np.var")
+    acc = np.dtype(dtype) if dtype is not None else (np.dtype(np.float64) if x.dtype.kind in "iub" else x.dtype)
+    n = _count(x, axes)
+    # NumPy's _var: mean with keepdims, centre, square by multiplication, sum, divide by n - ddof
+    centre = P.elementwise("divide", [P.reduce("sum", P.cast(x, acc), axes, True, "np.var"), dt.Weak(n)])
+    d = P.elementwise("subtract", [x, centre])
+    sq = P.elementwise("multiply", [d, d])
+    total = P.reduce("sum", sq, axes, keepdims, "np.var")
+    return Tensor(P.elementwise("divide", [total, dt.Weak(max(n - ddof, 0))]))
+
+
+def _no_extras(name, **kwargs):
+    bad = [k for k, v in kwargs.items() if v is not None]
+    if bad:
+        raise NotImplementedError(f"np.{name}: arguments {bad} are not supported by the compiler")
+
+
+# --------------------------------------------------------------------------- shape functions
+
+
+def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    shape = newshape if shape is None else shape
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    return Tensor(_node(a)).reshape(tuple(shape), order=order)
+
+
+def transpose(a, axes=None):
+    return Tensor(P.transpose(_node(a), axes))
+
+
+def swapaxes(a, axis1, axis2):
+    x = _node(a)
+    perm = list(range(x.ndim))
+    i, j = P.normalize_axes(axis1, x.ndim, "swapaxes")[0], P.normalize_axes(axis2, x.ndim, "swapaxes")[0]
+    perm[i], perm[j] = perm[j], perm[i]
+    return Tensor(P.transpose(x, perm))
+
+
+def expand_dims(a, axis):
+    x = _node(a)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    nd = x.ndim + len(axes)
+    axes = P.normalize_axes(axes, nd, "expand_dims")
+    it = iter(x.shape)
+    return Tensor(P.reshape(x, tuple(1 if i in axes else next(it) for i in range(nd))))
+
+
+def squeeze(a, axis=None):
+    x = _node(a)
+    axes = tuple(i for i, d in enumerate(x.shape) if d == 1) if axis is None else P.normalize_axes(axis, x.ndim, "squeeze")
+    if any(x.shape[i] != 1 for i in axes):
+        raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
+    return Tensor(P.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes)))
+
+
+def broadcast_to(array, shape, subok=False):
+    return Tensor(P.broadcast_to(_node(array), tuple(shape) if not isinstance(shape, int) else (shape,)))
+
+
+def concatenate(arrays, axis=0, out=None, dtype=None, casting=None):
+    _no_extras("concatenate", out=out, casting=casting)
+    nodes = [_node(a) for a in arrays]
+    if axis is None:
+        nodes, axis = [P.reshape(n, (n.size,)) for n in nodes], 0
+    if dtype is not None:
+        nodes = [P.cast(n, dtype) for n in nodes]
+    return Tensor(P.concat(nodes, axis))
+
+
+def hstack(tup, dtype=None, casting=None):
+    nodes = [_atleast(_node(a), 1) for a in tup]
+    if not nodes:
+        raise ValueError("need at least one array to concatenate")
+    return concatenate([Tensor(n) for n in nodes], axis=0 if nodes[0].ndim == 1 else 1, dtype=dtype)
+
+
+def vstack(tup, dtype=None, casting=None):
+    nodes = [_atleast(_node(a), 2) for a in tup]
+    return concatenate([Tensor(n) for n in nodes], axis=0, dtype=dtype)
+
+
+def stack(arrays, axis=0, out=None, dtype=None, casting=None):
+    nodes = [_node(a) for a in arrays]
+    if not nodes:
+        raise ValueError("need at least one array to stack")
+    if any(n.shape != nodes[0].shape for n in nodes):
+        raise ValueError("all input arrays must have the same shape")
+    axis = P.normalize_axes(axis, nodes[0].ndim + 1, "stack")[0]
+    expanded = [Tensor(P.reshape(n, n.shape[:axis] + (1,) + n.shape[axis:])) for n in nodes]
+    return concatenate(expanded, axis=axis, dtype=dtype)
+
+
+def _atleast(x, nd):
+    if x.ndim >= nd:
+        return x
+    if nd == 1:
+        return P.reshape(x, (1,))
+    return P.reshape(x, (1,) + x.shape if x.ndim == 1 else (1, 1))
+
+
+def split(ary, indices_or_sections, axis=0):
+    x = _node(ary)
+    axis = P.normalize_axes(axis, x.ndim, "np.split")[0]
+    n = x.shape[axis]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        sections = int(indices_or_sections)
+        if sections <= 0 or n % sections:
+            raise ValueError("array split does not result in an equal division")
+        bounds = [i * (n // sections) for i in range(sections + 1)]
+    else:
+        bounds = [0] + [min(max(int(i) if i >= 0 else n + int(i), 0), n) for i in indices_or_sections] + [n]
+    parts = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        hi = max(hi, lo)
+        starts = [0] * x.ndim
+        sizes = list(x.shape)
+        starts[axis], sizes[axis] = lo, hi - lo
+        parts.append(Tensor(P.slice_(x, starts, sizes, [1] * x.ndim)))
+    return parts
+
+
+def where(condition, x=None, y=None):
+    if x is None or y is None:
+        raise NotImplementedError("np.where with one argument has a data-dependent shape and is not supported by the compiler")
+    return Tensor(P.where(_operand(condition), _operand(x), _operand(y)))
+
+
+def _tri_mask(shape, k, upper):
+    n, m = shape[-2], shape[-1]
+    rows, cols = np.arange(n)[:, None], np.arange(m)[None, :]
+    return (cols - rows >= k) if upper else (cols - rows <= k)
+
+
+def triu(m, k=0):
+    x = _node(m)
+    if x.ndim < 2:
+        raise NotImplementedError("np.triu of a 1-d tensor is not supported by the compiler")
+    mask = const_node(_tri_mask(x.shape, k, True))
+    return Tensor(P.where(mask, x, const_node(np.zeros((), x.dtype))))
+
+
+def tril(m, k=0):
+    x = _node(m)
+    if x.ndim < 2:
+        raise NotImplementedError("np.tril of a 1-d tensor is not supported by the compiler")
+    mask = const_node(_tri_mask(x.shape, k, False))
+    return Tensor(P.where(mask, x, const_node(np.zeros((), x.dtype))))
+
+
+def _like(value):
+    def like(a, dtype=None, order="K", subok=True, shape=None, device=None, **kw):
+        x = _node(a)
+        shp = x.shape if shape is None else (tuple(shape) if not isinstance(shape, int) else (shape,))
+        fill = kw.get("fill_value", value)
+        return Tensor(const_node(np.full(shp, fill, dtype=dtype or x.dtype)))
+    return like
+
+
+def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, device=None):
+    return _like(None)(a, dtype=dtype, shape=shape, fill_value=fill_value)
+
+
+def take(a, indices, axis=None, out=None, mode="raise"):
+    _no_extras("take", out=out)
+    if mode != "raise":
+        raise NotImplementedError("np.take: only mode='raise' is supported")
+    x = _node(a)
+    if axis is None:
+        x, axis = P.reshape(x, (x.size,)), 0
+    axis = P.normalize_axes(axis, x.ndim, "np.take")[0]
+    return Tensor(P.gather(x, _index_node(indices), axis))
+
+
+def shape(a):
+    return _node(a).shape
+
+
+def ndim(a):
+    return _node(a).ndim
+
+
+def size(a, axis=None):
+    x = _node(a)
+    return x.size if axis is None else x.shape[axis]
+
+
+FUNCTIONS = {
+    np.sum: sum_, np.max: amax, np.amax: amax, np.mean: mean, np.var: var,
+    np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
+    np.squeeze: squeeze, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,
+    np.vstack: vstack, np.stack: stack, np.split: split, np.where: where, np.triu: triu, np.tril: tril,
+    np.ones_like: _like(1), np.zeros_like: _like(0), np.full_like: full_like, np.take: take,
+    np.shape: shape, np.ndim: ndim, np.size: size,
+}
+
+
+def apply_function(func, args, kwargs):
+    impl = FUNCTIONS.get(func)
+    if impl is None:
+        raise NotImplementedError(f"np.{getattr(func, '__name__', func)} is not supported by the compiler")
+    return impl(*args, **kwargs)
+
+
+# --------------------------------------------------------------------------- indexing
+
+
+def _index_node(idx):
+    if isinstance(idx, Tensor):
+        return idx.node
+    arr = np.asarray(idx)
+    if arr.dtype.kind == "b":
+        raise NotImplementedError("boolean mask indexing has a data-dependent shape and is not supported by the compiler")
+    if arr.dtype.kind not in "iu":
+        raise IndexError(f"arrays used as indices must be of integer type, got {arr.dtype}")
+    return const_node(arr)
+
+
+def getitem(t: Tensor, key):
+    x = t.node
+    key = key if isinstance(key, tuple) else (key,)
+    if sum(k is Ellipsis for k in key) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if consumed > x.ndim:
+        raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, but {consumed} were indexed")
+    if Ellipsis in [k for k in key if not isinstance(k, (np.ndarray, Tensor))]:
+        i = next(i for i, k in enumerate(key) if k is Ellipsis)
+        key = key[:i] + (slice(None),) * (x.ndim - consumed) + key[i + 1:]
+    else:
+        key = key + (slice(None),) * (x.ndim - consumed)
+
+    starts, sizes, steps = [], [], []
+    gathers = []      # (dim, index node): rank-preserving (negative-step slices)
+    advanced = []     # (dim, index node)
+    out_shape = []
+    dim = 0
+    for k in key:
+        if k is None:
+            out_shape.append(("new", None))
+            continue
+        n = x.shape[dim]
+        if isinstance(k, (bool, np.bool_)):
+            raise NotImplementedError("boolean scalar indexing is not supported by the compiler")
+        if isinstance(k, (int, np.integer)):
+            i = int(k)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {dim} with size {n}")
+            starts.append(i % n), sizes.append(1), steps.append(1)
+            out_shape.append(("drop", None))
+        elif isinstance(k, slice):
+            lo, hi, st = k.indices(n)
+            count = len(range(lo, hi, st))
+            if st > 0:
+                starts.append(lo if count else 0), sizes.append(count), steps.append(st)
+            else:
+                starts.append(0), sizes.append(n), steps.append(1)
+                gathers.append((dim, const_node(np.arange(n)[k].astype(np.int64))))
+            out_shape.append(("keep", dim))
+        else:
+            idx = _index_node(k)
+            starts.append(0), sizes.append(n), steps.append(1)
+            advanced.append((dim, idx))
+            out_shape.append(("adv", idx.shape))
+        dim += 1
+    if len(advanced) > 1:
+        raise NotImplementedError("indexing with more than one integer array is not supported by the compiler")
+
+    y = P.slice_(x, starts, sizes, steps)
+    for d, idx in gathers:
+        y = P.gather(y, idx, d)
+    for d, idx in advanced:
+        y = P.gather(y, idx, d)
+    final = []
+    dim = 0
+    for kind, extra in out_shape:
+        if kind == "new":
+            final.append(1)
+        elif kind == "drop":
+            dim += 1
+        elif kind == "keep":
+            final.append(y.shape[dim + (len(advanced[0][1].shape) - 1 if advanced and advanced[0][0] < dim else 0)])
+            dim += 1
+        else:
+            final.extend(extra)
+            dim += 1
+    return Tensor(P.reshape(y, tuple(final)))

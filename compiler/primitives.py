@@ -1,0 +1,375 @@
+"""The primitive operations: the single place that defines each op's semantics —
+its shape rule, dtype rule, NumPy evaluation (used for constant folding and for
+op-by-op divergence localization) and its lowering to MLIR ``linalg`` on tensors.
+Everything the tracer accepts is decomposed into these few primitives."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from . import dtypes as dt
+from .graph import Node, const_node, user_location
+
+# --------------------------------------------------------------------------- scalar code
+# Scalar MLIR for one element, by dtype kind: "f" float, "i" signed, "u" unsigned, "b" bool.
+
+_BINARY = {
+    "add": {"f": "arith.addf", "i": "arith.addi", "u": "arith.addi", "b": "arith.ori"},
+    "subtract": {"f": "arith.subf", "i": "arith.subi", "u": "arith.subi"},
+    "multiply": {"f": "arith.mulf", "i": "arith.muli", "u": "arith.muli", "b": "arith.andi"},
+    "divide": {"f": "arith.divf"},
+    "power": {"f": "math.powf", "i": "math.ipowi", "u": "math.ipowi"},
+    "maximum": {"f": "arith.maximumf", "i": "arith.maxsi", "u": "arith.maxui", "b": "arith.ori"},
+    "minimum": {"f": "arith.minimumf", "i": "arith.minsi", "u": "arith.minui", "b": "arith.andi"},
+}
+_COMPARE = {  # (float predicate, signed predicate, unsigned/bool predicate)
+    "greater": ("ogt", "sgt", "ugt"),
+    "greater_equal": ("oge", "sge", "uge"),
+    "less": ("olt", "slt", "ult"),
+    "less_equal": ("ole", "sle", "ule"),
+    "equal": ("oeq", "eq", "eq"),
+    "not_equal": ("une", "ne", "ne"),  # NaN != NaN is True, as in NumPy
+}
+_UNARY_FLOAT = {"exp": "math.exp", "tanh": "math.tanh", "sqrt": "math.sqrt", "log": "math.log"}
+
+
+def _kind(dtype) -> str:
+    k = np.dtype(dtype).kind
+    return {"f": "f", "i": "i", "u": "u", "b": "b"}[k]
+
+
+def scalar_const(rb, value, dtype) -> str:
+    """An ``arith.constant`` of one element inside a region (floats as exact bit patterns)."""
+    t = dt.mlir_type(dtype)
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        bits = np.asarray(value, dtype).view(np.uint64 if dtype.itemsize == 8 else np.uint32)
+        text = f"0x{int(bits):0{dtype.itemsize * 2}X}"
+    elif dtype.kind == "b":
+        text = "true" if bool(value) else "false"
+    else:
+        v = int(np.asarray(value, dtype))
+        if dtype.kind == "u" and v >= 2 ** (dtype.itemsize * 8 - 1):
+            v -= 2 ** (dtype.itemsize * 8)  # signless storage of the same bits
+        text = str(v)
+    return rb.op(f"arith.constant {text} : {t}")
+
+
+def cast_scalar(rb, x: str, src, dst) -> str:
+    src, dst = np.dtype(src), np.dtype(dst)
+    if src == dst:
+        return x
+    ts, td = dt.mlir_type(src), dt.mlir_type(dst)
+    if dst.kind == "b":
+        if src.kind == "f":
+            zero = scalar_const(rb, 0.0, src)
+            return rb.op(f"arith.cmpf une, {x}, {zero} : {ts}")
+        zero = scalar_const(rb, 0, src)
+        return rb.op(f"arith.cmpi ne, {x}, {zero} : {ts}")
+    if src.kind == "f" and dst.kind == "f":
+        op = "arith.extf" if dst.itemsize > src.itemsize else "arith.truncf"
+        return rb.op(f"{op} {x} : {ts} to {td}")
+    if dst.kind == "f":
+        op = "arith.sitofp" if src.kind == "i" else "arith.uitofp"
+        return rb.op(f"{op} {x} : {ts} to {td}")
+    if src.kind == "f":
+        op = "arith.fptosi" if dst.kind == "i" else "arith.fptoui"
+        return rb.op(f"{op} {x} : {ts} to {td}")
+    if ts == td:  # int32 <-> uint32: the same bits
+        return x
+    sbits, dbits = int(ts[1:]), int(td[1:])
+    if dbits < sbits:
+        return rb.op(f"arith.trunci {x} : {ts} to {td}")
+    op = "arith.extsi" if src.kind == "i" else "arith.extui"
+    return rb.op(f"{op} {x} : {ts} to {td}")
+
+
+def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: np.dtype) -> str:
+    kind, t = _kind(compute), dt.mlir_type(compute)
+    if name in _BINARY:
+        op = _BINARY[name].get(kind)
+        if op is None:
+            raise TypeError(f"np.{name} is not supported for {compute}")
+        return rb.op(f"{op} {args[0]}, {args[1]} : {t}")
+    if name in _COMPARE:
+        fpred, spred, upred = _COMPARE[name]
+        if kind == "f":
+            return rb.op(f"arith.cmpf {fpred}, {args[0]}, {args[1]} : {t}")
+        return rb.op(f"arith.cmpi {spred if kind == 'i' else upred}, {args[0]}, {args[1]} : {t}")
+    if name in _UNARY_FLOAT:
+        if kind != "f":
+            raise TypeError(f"np.{name} needs a float operand, got {compute}")
+        return rb.op(f"{_UNARY_FLOAT[name]} {args[0]} : {t}")
+    if name == "negative":
+        if kind == "f":
+            return rb.op(f"arith.negf {args[0]} : {t}")
+        if kind == "b":
+            raise TypeError("np.negative is not supported for bool")
+        zero = scalar_const(rb, 0, compute)
+        return rb.op(f"arith.subi {zero}, {args[0]} : {t}")
+    if name == "absolute":
+        if kind == "f":
+            return rb.op(f"math.absf {args[0]} : {t}")
+        if kind == "i":
+            return rb.op(f"math.absi {args[0]} : {t}")
+        return args[0]
+    if name == "where":
+        return rb.op(f"arith.select {args[0]}, {args[1]}, {args[2]} : {t}")
+    if name == "cast":
+        return args[0]
+    raise NotImplementedError(f"no scalar lowering for {name}")
+
+
+# --------------------------------------------------------------------------- primitives
+
+
+@dataclass(frozen=True)
+class Primitive:
+    name: str
+    evaluate: Callable  # (node, list[np.ndarray]) -> np.ndarray, NumPy semantics
+    lower: Callable     # (emitter, node, list[str]) -> str (SSA name of the result tensor)
+
+
+PRIMITIVES: dict[str, Primitive] = {}
+
+
+def primitive(name: str, evaluate: Callable, lower: Callable) -> None:
+    PRIMITIVES[name] = Primitive(name, evaluate, lower)
+
+
+UFUNCS = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
+    "power": np.power, "maximum": np.maximum, "minimum": np.minimum,
+    "negative": np.negative, "exp": np.exp, "tanh": np.tanh, "sqrt": np.sqrt, "log": np.log,
+    "absolute": np.absolute,
+    "greater": np.greater, "greater_equal": np.greater_equal, "less": np.less,
+    "less_equal": np.less_equal, "equal": np.equal, "not_equal": np.not_equal,
+}
+
+
+def _eval_elementwise(node: Node, values):
+    compute = node.attrs["compute"]
+    args = [np.asarray(v).astype(c, copy=False) for v, c in zip(values, compute)]
+    with np.errstate(all="ignore"):
+        if node.op == "where":
+            return np.where(args[0], args[1], args[2]).astype(node.dtype, copy=False)
+        if node.op == "cast":
+            return args[0].astype(node.dtype)
+        return np.asarray(UFUNCS[node.op](*args)).astype(node.dtype, copy=False)
+
+
+def _lower_elementwise(em, node: Node, operands: list[str]) -> str:
+    return em.elementwise(node, operands)
+
+
+for _name in list(UFUNCS) + ["where", "cast"]:
+    primitive(_name, _eval_elementwise, _lower_elementwise)
+
+
+def _eval_reduce(node, values):
+    fn = np.sum if node.op == "reduce_sum" else np.max
+    return np.asarray(fn(values[0], axis=node.attrs["axes"])).astype(node.dtype, copy=False)
+
+
+primitive("reduce_sum", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
+primitive("reduce_max", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
+primitive("matmul", lambda n, v: np.matmul(v[0], v[1]), lambda em, n, ops: em.matmul(n, ops))
+primitive("reshape", lambda n, v: np.reshape(v[0], n.shape), lambda em, n, ops: em.reshape(ops[0], n.inputs[0], n.shape, n.loc))
+primitive("transpose", lambda n, v: np.transpose(v[0], n.attrs["perm"]).copy(), lambda em, n, ops: em.transpose(n, ops[0]))
+primitive(
+    "slice",
+    lambda n, v: v[0][tuple(slice(s, s + z * st, st) for s, z, st in zip(n.attrs["starts"], n.shape, n.attrs["steps"]))].copy(),
+    lambda em, n, ops: em.slice(n, ops[0]),
+)
+primitive("gather", lambda n, v: np.take(v[0], v[1], axis=n.attrs["axis"]), lambda em, n, ops: em.gather(n, ops))
+primitive("concat", lambda n, v: np.concatenate(v, axis=n.attrs["axis"]), lambda em, n, ops: em.concat(n, ops))
+primitive("broadcast_to", lambda n, v: np.broadcast_to(v[0], n.shape).copy(), lambda em, n, ops: em.elementwise(n, ops))
+
+
+# --------------------------------------------------------------------------- node builders
+# Shape and dtype rules: each builder validates its operands, infers the result type,
+# folds constants, and records the user's source location.
+
+
+def _make(op: str, inputs, shape, dtype, **attrs) -> Node:
+    node = Node(op, tuple(inputs), attrs, tuple(int(d) for d in shape), np.dtype(dtype), user_location())
+    if inputs and all(i.is_const() for i in inputs):
+        value = PRIMITIVES[op].evaluate(node, [i.value for i in inputs])
+        folded = const_node(np.asarray(value, dtype=node.dtype).reshape(node.shape), node.loc)
+        return folded
+    return node
+
+
+def broadcast_shapes(*shapes, what="operands") -> tuple:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError(f"{what}: shapes {' and '.join(str(tuple(s)) for s in shapes)} cannot be broadcast together") from None
+
+
+def elementwise(name: str, operands: list) -> Node:
+    """Apply a ufunc-like primitive; operands are Nodes or ``Weak`` Python scalars."""
+    ufunc = UFUNCS[name]
+    types = [o if isinstance(o, dt.Weak) else o.dtype for o in operands]
+    compute, out = dt.resolve_ufunc(ufunc, types)
+    for c in compute:
+        dt.check_supported(c, f"np.{name}")
+    dt.check_supported(out, f"np.{name}")
+    nodes = [const_node(dt.weak_to_array(o.value, c)) if isinstance(o, dt.Weak) else o for o, c in zip(operands, compute)]
+    shape = broadcast_shapes(*[n.shape for n in nodes], what=f"np.{name}")
+    return _make(name, nodes, shape, out, compute=tuple(compute))
+
+
+def where(cond: Node, x, y) -> Node:
+    xv = x.value if isinstance(x, dt.Weak) else np.empty((0,), x.dtype)
+    yv = y.value if isinstance(y, dt.Weak) else np.empty((0,), y.dtype)
+    out = np.result_type(xv, yv)
+    dt.check_supported(out, "np.where")
+    if isinstance(cond, dt.Weak):
+        cond = const_node(np.asarray(cond.value, bool))
+    nodes = [cast(cond, bool)]
+    nodes += [const_node(dt.weak_to_array(o.value, out)) if isinstance(o, dt.Weak) else o for o in (x, y)]
+    shape = broadcast_shapes(*[n.shape for n in nodes], what="np.where")
+    return _make("where", nodes, shape, out, compute=(np.dtype(bool), out, out))
+
+
+def cast(x: Node, dtype) -> Node:
+    dtype = dt.check_supported(dtype, "astype")
+    if x.dtype == dtype:
+        return x
+    return _make("cast", [x], x.shape, dtype, compute=(x.dtype,))
+
+
+def normalize_axes(axis, ndim: int, what: str) -> tuple:
+    if axis is None:
+        return tuple(range(ndim))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    out = []
+    for a in axes:
+        a = int(a)
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(f"{what}: axis {a} is out of bounds for array of dimension {ndim}")
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{what}: duplicate value in 'axis'")
+    return tuple(sorted(out))
+
+
+def reduce(kind: str, x: Node, axis, keepdims: bool, what: str) -> Node:
+    axes = normalize_axes(axis, x.ndim, what)
+    if kind == "sum":
+        out = np.sum(np.zeros((1,) * x.ndim, x.dtype), axis=axes).dtype
+        op = "reduce_sum"
+    else:
+        if any(x.shape[a] == 0 for a in axes):
+            raise ValueError(f"{what}: zero-size array to reduction operation maximum which has no identity")
+        out = x.dtype
+        op = "reduce_max"
+    x = cast(x, out)
+    if axes:
+        shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+        r = _make(op, [x], shape, out, axes=axes)
+    else:
+        r = x
+    if keepdims:
+        r = reshape(r, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
+    return r
+
+
+def reshape(x: Node, shape) -> Node:
+    shape = tuple(int(d) for d in shape)
+    if -1 in shape:
+        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        if shape.count(-1) > 1 or known == 0 or x.size % known:
+            raise ValueError(f"cannot reshape array of size {x.size} into shape {shape}")
+        shape = tuple(x.size // known if d == -1 else d for d in shape)
+    if int(np.prod(shape, dtype=np.int64)) != x.size or any(d < 0 for d in shape):
+        raise ValueError(f"cannot reshape array of size {x.size} into shape {shape}")
+    if shape == x.shape:
+        return x
+    return _make("reshape", [x], shape, x.dtype)
+
+
+def transpose(x: Node, perm=None) -> Node:
+    perm = tuple(reversed(range(x.ndim))) if perm is None else tuple(int(p) % max(x.ndim, 1) for p in perm)
+    if sorted(perm) != list(range(x.ndim)):
+        raise ValueError(f"transpose: axes {perm} don't match array of dimension {x.ndim}")
+    if perm == tuple(range(x.ndim)):
+        return x
+    return _make("transpose", [x], tuple(x.shape[p] for p in perm), x.dtype, perm=perm)
+
+
+def slice_(x: Node, starts, sizes, steps) -> Node:
+    if tuple(sizes) == x.shape:
+        return x
+    return _make("slice", [x], sizes, x.dtype, starts=tuple(starts), steps=tuple(steps))
+
+
+def gather(x: Node, idx: Node, axis: int) -> Node:
+    if idx.dtype.kind not in "iu":
+        raise IndexError(f"arrays used as indices must be of integer type, got {idx.dtype}")
+    if x.shape[axis] == 0:
+        raise IndexError("cannot gather from an empty axis")
+    if idx.is_const():
+        bad = (idx.value < -x.shape[axis]) | (idx.value >= x.shape[axis])
+        if bad.any():
+            raise ValueError(f"gather index {int(idx.value[bad].flat[0])} is out of range for axis {axis} with size {x.shape[axis]}")
+    elif idx.op != "input":
+        raise NotImplementedError("gather indices must be a function argument or a constant, so they can be bounds-checked before native code runs")
+    shape = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
+    return _make("gather", [x, idx], shape, x.dtype, axis=axis)
+
+
+def concat(xs: list[Node], axis: int) -> Node:
+    if not xs:
+        raise ValueError("need at least one array to concatenate")
+    nd = xs[0].ndim
+    if nd == 0:
+        raise ValueError("zero-dimensional arrays cannot be concatenated")
+    axis = normalize_axes(axis, nd, "concatenate")[0]
+    out = np.result_type(*[np.empty((0,), x.dtype) for x in xs])
+    for x in xs:
+        if x.ndim != nd or any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape)) if i != axis):
+            raise ValueError(f"concatenate: all the input array dimensions except for the concatenation axis must match, got {[x.shape for x in xs]}")
+    xs = [cast(x, out) for x in xs]
+    if len(xs) == 1:
+        return xs[0]
+    shape = list(xs[0].shape)
+    shape[axis] = sum(x.shape[axis] for x in xs)
+    return _make("concat", xs, shape, out, axis=axis)
+
+
+def broadcast_to(x: Node, shape) -> Node:
+    shape = tuple(int(d) for d in shape)
+    if broadcast_shapes(x.shape, shape, what="broadcast_to") != shape:
+        raise ValueError(f"cannot broadcast shape {x.shape} to {shape}")
+    if shape == x.shape:
+        return x
+    return _make("broadcast_to", [x], shape, x.dtype, compute=(x.dtype,))
+
+
+def matmul(a: Node, b: Node) -> Node:
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError("matmul: input operand does not have enough dimensions (scalars are not allowed)")
+    compute, out = dt.resolve_ufunc(np.matmul, [a.dtype, b.dtype])
+    if out.kind == "b":
+        raise TypeError("matmul of bool arrays is not supported")
+    a, b = cast(a, compute[0]), cast(b, compute[1])
+    a2 = reshape(a, (1,) + a.shape) if a.ndim == 1 else a
+    b2 = reshape(b, b.shape + (1,)) if b.ndim == 1 else b
+    if a2.shape[-1] != b2.shape[-2]:
+        raise ValueError(f"matmul: mismatch in core dimension: {a.shape} @ {b.shape}")
+    batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2], what="matmul batch dimensions")
+    m, k, n = a2.shape[-2], a2.shape[-1], b2.shape[-1]
+    if batch:
+        nb = int(np.prod(batch, dtype=np.int64))
+        a3 = reshape(broadcast_to(a2, batch + (m, k)), (nb, m, k))
+        b3 = reshape(broadcast_to(b2, batch + (k, n)), (nb, k, n))
+        r = reshape(_make("matmul", [a3, b3], (nb, m, n), out), batch + (m, n))
+    else:
+        r = _make("matmul", [a2, b2], (m, n), out)
+    final = batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
+    return reshape(r, final)
