@@ -31,7 +31,7 @@ STAGES = ("tensor", "optimized", "lowered")
 def emit(fn, *args, stage: str = "optimized", target: str = "cpu", **static) -> str:
     """The IR of ``fn`` specialized on ``args`` at one pipeline stage."""
     lowered = JitFunction(fn, target).lower(*args, **static)
-    stages = get_target(target).stages(lowered, stage) if target != "cpu" else get_target(target).stages(lowered)
+    stages = get_target(target).stages(lowered)
     if stage not in stages:
         raise ValueError(f"unknown stage {stage!r} for target {target}; choose from {', '.join(stages)}")
     return stages[stage]

@@ -99,7 +99,7 @@ class Emitter:
         return f"%{prefix}{self.counter}"
 
     def line(self, text: str, loc: SourceLoc | None = None) -> None:
-        self.lines.append(f"    {text}" + (f" {_loc(loc)}" if loc else ""))
+        self.lines.append(f"    {text} " + (_loc(loc) if loc else "loc(unknown)"))
 
     def assign(self, text: str, loc: SourceLoc | None = None) -> str:
         name = self.fresh()
