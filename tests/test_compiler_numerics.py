@@ -1,0 +1,252 @@
+"""Compiled library formulas, reductions and NumPy 2 (NEP 50) promotion checked
+against NumPy running the same code: values within tight tolerances, dtypes exactly."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from compiler import jit, ops
+
+
+def assert_same(actual, expected, rtol=1e-6, atol=1e-6):
+    """Compiled result vs NumPy's: identical dtype and shape, values within tolerance (NaN-aware)."""
+    expected = np.asarray(expected)
+    assert isinstance(actual, np.ndarray), type(actual)
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def check(fn, *args, rtol=1e-6, atol=1e-6, **static):
+    """Run ``fn`` compiled and under NumPy on the same arguments and compare."""
+    expected = fn(*args, **static)
+    actual = jit(fn)(*args, **static)
+    assert_same(actual, expected, rtol=rtol, atol=atol)
+    return actual
+
+
+# --------------------------------------------------------------------------- GELU
+
+
+def gelu_python(x: float) -> float:
+    """GELU (tanh approximation) in Python floats, independent of NumPy and the compiler."""
+    return 0.5 * x * (1.0 + math.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def test_gelu_mixed_precision_matches_numpy_and_formula():
+    x = np.linspace(-5, 5, 31).astype(np.float32)
+    y = jit(ops.gelu)(x)
+    # np.sqrt(2 / np.pi) is a float64 NumPy scalar (strong), so the result is float64
+    assert y.dtype == np.float64
+    assert_same(y, ops.gelu(x), rtol=2e-6, atol=2e-6)
+    independent = np.array([gelu_python(float(v)) for v in x])
+    np.testing.assert_allclose(y, independent, rtol=2e-6, atol=2e-6)
+    # the sign-symmetric tail: gelu(-5) is about -1.5e-6, gelu(5) about 5
+    assert y[0] < 0 and abs(y[-1] - 5.0) < 1e-5
+
+
+def test_gelu_float64_input():
+    x = np.linspace(-8, 8, 17)
+    y = check(ops.gelu, x, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(y, [gelu_python(float(v)) for v in x], rtol=1e-12, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- softmax
+
+
+def test_softmax_extreme_rows():
+    x = np.array([[10000, 9999, -10000], [-10000, -9999, -10001], [0, -np.inf, -np.inf]], np.float32)
+    y = jit(ops.softmax)(x)
+    assert y.dtype == np.float32
+    assert np.isfinite(y).all()
+    np.testing.assert_allclose(y.sum(axis=-1), 1.0, rtol=0, atol=1e-6)
+    assert y[2, 0] == 1.0 and y[2, 1] == 0.0 and y[2, 2] == 0.0
+    assert_same(y, ops.softmax(x), rtol=1e-6, atol=1e-7)
+    # independent values: softmax([1, 0, -20000]) and softmax([0, 1, -1]) shifted
+    e = math.exp(-1.0)
+    np.testing.assert_allclose(y[0], [1 / (1 + e), e / (1 + e), 0.0], rtol=1e-6, atol=1e-7)
+    z = 1 + math.exp(1.0) + math.exp(-1.0)
+    np.testing.assert_allclose(y[1], [1 / z, math.exp(1.0) / z, math.exp(-1.0) / z], rtol=1e-6, atol=1e-7)
+
+
+def test_softmax_3d_float64():
+    x = np.random.default_rng(1).standard_normal((2, 3, 7)) * 30
+    check(ops.softmax, x, rtol=1e-12, atol=1e-15)
+
+
+# --------------------------------------------------------------------------- layer norm
+
+
+@pytest.mark.parametrize("value", [3.0, -2.25, 1024.0, 0.0])
+def test_layer_norm_constant_rows_equal_bias(value):
+    rng = np.random.default_rng(2)
+    x = np.full((4, 64), value, np.float32)
+    g = rng.standard_normal(64).astype(np.float32)
+    b = rng.standard_normal(64).astype(np.float32)
+    y = jit(ops.layer_norm)(x, g, b)
+    assert y.dtype == np.float32
+    # the row equals its mean exactly, so x - mean is 0 and the output is the bias
+    np.testing.assert_array_equal(y, np.broadcast_to(b, y.shape))
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float32, 2e-6), (np.float64, 1e-12)])
+def test_layer_norm_random_rows(dtype, tol):
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((5, 64)) * 4 + 1).astype(dtype)
+    g = rng.standard_normal(64).astype(np.float32)
+    b = rng.standard_normal(64).astype(np.float32)
+    y = check(ops.layer_norm, x, g, b, rtol=tol, atol=tol)
+    assert y.dtype == dtype
+    # independent: normalized rows have mean 0 and (population) variance 1 before the affine map
+    z = (y.astype(np.float64) - b) / g
+    np.testing.assert_allclose(z.mean(axis=-1), 0.0, atol=1e-5)
+    np.testing.assert_allclose(z.var(axis=-1), 1.0, rtol=1e-4)
+
+
+# --------------------------------------------------------------------------- attention, feedforward
+
+
+def test_attention_promotes_to_float64():
+    rng = np.random.default_rng(4)
+    t, d = 6, 16
+    q, k, v = (rng.standard_normal((t, d)).astype(np.float32) for _ in range(3))
+    mask = ops.causal_mask(t)
+    y = check(ops.attention, q, k, v, mask, rtol=1e-6, atol=1e-6)
+    assert y.dtype == np.float64  # / np.sqrt(q.shape[-1]) is a float64 NumPy scalar
+    # causal: the first row attends only to the first position
+    np.testing.assert_allclose(y[0], v[0], rtol=1e-6, atol=1e-6)
+
+
+def test_attention_with_triu_inf_mask():
+    rng = np.random.default_rng(5)
+    t, d = 8, 4
+    q, k, v = (rng.standard_normal((t, d)).astype(np.float32) for _ in range(3))
+    mask = np.triu(np.ones((t, t), np.float32) * -np.inf, k=1)
+    check(ops.attention, q, k, v, mask, rtol=1e-6, atol=1e-6)
+
+
+def test_feedforward_and_linear():
+    rng = np.random.default_rng(6)
+    n, d, h = 5, 16, 64
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    w1 = (rng.standard_normal((d, h)) * 0.2).astype(np.float32)
+    b1 = (rng.standard_normal(h) * 0.2).astype(np.float32)
+    w2 = (rng.standard_normal((h, d)) * 0.2).astype(np.float32)
+    b2 = (rng.standard_normal(d) * 0.2).astype(np.float32)
+    y = check(ops.feedforward, x, w1, b1, w2, b2, rtol=2e-6, atol=2e-6)
+    assert y.dtype == np.float64  # gelu promotes
+    assert check(ops.linear, x, w1, b1, rtol=2e-6, atol=2e-6).dtype == np.float32
+
+
+# --------------------------------------------------------------------------- reductions
+
+X3 = np.random.default_rng(7).standard_normal((3, 4, 5)).astype(np.float32)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, 2, -1, -2, (0, 2), (-1, 0), (0, 1, 2)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_sum_max_axes(axis, keepdims):
+    def f(x):
+        return np.sum(x, axis=axis, keepdims=keepdims), np.max(x, axis=axis, keepdims=keepdims), x.sum(axis=axis, keepdims=keepdims)
+
+    got = jit(f)(X3)
+    for a, e in zip(got, f(X3)):
+        assert_same(a, e, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("axis", [None, 0, -1, (1, 2)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_mean_var_axes(axis, keepdims):
+    def f(x):
+        return np.mean(x, axis=axis, keepdims=keepdims), np.var(x, axis=axis, keepdims=keepdims), x.mean(axis=axis, keepdims=keepdims), x.var(axis=axis, keepdims=keepdims)
+
+    got = jit(f)(X3)
+    for a, e in zip(got, f(X3)):
+        assert_same(a, e, rtol=2e-6, atol=1e-6)
+
+
+def test_integer_reductions_follow_numpy_dtypes():
+    x = np.arange(-12, 12, dtype=np.int32).reshape(4, 6)
+    u = np.arange(24, dtype=np.uint8).reshape(4, 6)
+
+    def f(x, u):
+        return np.sum(x, axis=0), np.max(x, axis=1), np.mean(x, axis=-1), np.var(x), np.sum(u), np.max(u, axis=0)
+
+    got = jit(f)(x, u)
+    expected = f(x, u)
+    assert [g.dtype for g in got] == [np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.float64), np.dtype(np.float64),
+                                      np.dtype(np.uint64), np.dtype(np.uint8)]
+    for a, e in zip(got, expected):
+        assert_same(a, e, rtol=1e-12, atol=0)
+
+
+def test_max_of_all_negative_and_inf_rows():
+    # an accumulator left uninitialized or started at 0 would give a wrong answer here
+    x = np.array([[-5.0, -3.0, -7.0], [-np.inf, -np.inf, -np.inf], [-1e30, -np.inf, -2e30]], np.float32)
+    got = check(lambda x: np.max(x, axis=-1), x)
+    np.testing.assert_array_equal(got, np.array([-3.0, -np.inf, -1e30], np.float32))
+
+
+def test_broadcast_vectors():
+    rng = np.random.default_rng(8)
+    m = rng.standard_normal((4, 5)).astype(np.float32)
+    row = rng.standard_normal(5).astype(np.float32)
+    col = rng.standard_normal((4, 1)).astype(np.float32)
+    r = rng.standard_normal((1, 5)).astype(np.float64)
+    s = np.float32(2.5)
+    check(lambda m, row, col, r, s: (m + row) * col - r / s, m, row, col, r, s)
+    # an outer broadcast (4,1) x (1,5) -> (4,5) and a 3-D broadcast
+    check(lambda col, r: col * r, col, r)
+    t = rng.standard_normal((2, 1, 5)).astype(np.float32)
+    check(lambda t, col: np.maximum(t, col) + t**2, t, col)
+
+
+# --------------------------------------------------------------------------- NEP 50 promotion
+
+
+def test_float32_times_numpy_float64_scalar_is_float64():
+    x = np.linspace(-1, 1, 9, dtype=np.float32)
+    y = check(lambda x: x * np.sqrt(2 / np.pi), x)
+    assert y.dtype == np.float64
+
+
+def test_float32_times_python_float_stays_float32():
+    x = np.linspace(-1, 1, 9, dtype=np.float32)
+    assert check(lambda x: x * 0.5, x).dtype == np.float32
+    assert check(lambda x: 0.5 * x + 1 - 3 / (x + 2), x).dtype == np.float32
+
+
+def test_int32_plus_python_float_is_float64():
+    x = np.arange(-4, 5, dtype=np.int32)
+    assert check(lambda x: x + 1.5, x).dtype == np.float64
+
+
+def test_int8_plus_int_that_does_not_fit_raises_overflow_like_numpy():
+    x = np.arange(4, dtype=np.int8)
+    with pytest.raises(OverflowError):
+        x + 1000  # NumPy's own behaviour, which the compiler must reproduce
+    with pytest.raises(OverflowError, match="1000"):
+        jit(lambda x: x + 1000)(x)
+
+
+def test_int8_plus_int_that_fits_stays_int8_and_wraps():
+    x = np.array([120, -128, 0, 5], np.int8)
+    y = check(lambda x: x + 100, x, rtol=0, atol=0)
+    assert y.dtype == np.int8
+
+
+def test_numpy_float32_scalar_with_float64_array():
+    x = np.linspace(0, 1, 5)
+    assert check(lambda x: x * np.float32(3), x).dtype == np.float64
+    y32 = np.linspace(0, 1, 5, dtype=np.float32)
+    assert check(lambda y: y * np.float64(3), y32).dtype == np.float64
+    assert check(lambda y: y + np.int64(3), y32).dtype == np.float64  # float32 + int64 -> float64
+
+
+def test_constants_fold_and_pow_dtypes():
+    x = np.linspace(0.5, 2, 7, dtype=np.float32)
+    assert check(lambda x: x ** 3 + np.sqrt(2.0) * x, x).dtype == np.float64  # np.sqrt(2.0) is np.float64
+    assert check(lambda x: np.power(x, 0.5) - np.exp(-x), x).dtype == np.float32
