@@ -303,12 +303,12 @@ def capture_key(resolved: ResolvedReference, env: ReferenceEnv, model_dir: Path,
 
 
 def run_runner(env: ReferenceEnv, resolved: ResolvedReference, model_dir: Path, prompt: str, tokens: int,
-               out_npz: Path, extra_meta: dict) -> None:
+               out_npz: Path, extra_meta: dict, checks: str = "edges") -> None:
     """Run the capture runner with the reference env's Python, isolated from Parity (-I) and
     without writing bytecode into the checkout (-B)."""
     cmd = [str(env.python), "-B", "-I", str(RUNNER), "--checkout", str(resolved.checkout_path),
            "--model", str(model_dir), "--prompt", prompt, "--tokens", str(tokens), "--out", str(out_npz),
-           "--extra-meta", json.dumps(extra_meta)]
+           "--extra-meta", json.dumps(extra_meta), "--checks", checks]
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     environment["PYTHONDONTWRITEBYTECODE"] = "1"
     try:
@@ -327,10 +327,12 @@ def run_runner(env: ReferenceEnv, resolved: ResolvedReference, model_dir: Path, 
 
 def capture(resolved: ResolvedReference, model_dir, prompt: str, tokens: int,
             captures_dir: Path | None = None, progress: Progress = None,
-            envs_base: Path | None = None) -> Capture:
+            envs_base: Path | None = None, checks: str = "edges") -> Capture:
     """The reference's capture for (reference, checkpoint, prompt, tokens): reused from
     ``captures_dir`` when a verified one with the same key exists, otherwise taken by the
-    capture runner in the reference's own env (built if needed) and written atomically."""
+    capture runner in the reference's own env (built if needed) and written atomically.
+    ``checks``: "edges" compares the decomposition with the reference's whole forward functions
+    at the first and last step, "all" at every step plus its generate_tokens (slower)."""
     model_dir = Path(model_dir).resolve()
     _check_model_dir(model_dir)
     if int(tokens) < 1:
@@ -354,5 +356,5 @@ def capture(resolved: ResolvedReference, model_dir, prompt: str, tokens: int,
                                "installer": env.installer, "key": env.key},
              "checkout": str(resolved.checkout_path), "model_dir": str(model_dir),
              "banner": resolved.banner}
-    run_runner(env, resolved, model_dir, prompt, tokens, npz_path, extra)
+    run_runner(env, resolved, model_dir, prompt, tokens, npz_path, extra, checks)
     return load_capture(json_path, expect=key)

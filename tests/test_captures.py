@@ -154,13 +154,24 @@ def test_capture_values_match_an_independent_forward(session_capture, model12):
 def test_decomposition_equals_the_reference_whole_forward(session_capture):
     meta = session_capture.meta
     checks = {c["function"]: c for c in meta["whole_forward_checks"]}
-    for function in ("gpt2_run.gpt2", "gpt2_minimal.gpt2", "gpt2_ops.transformer_block"):
+    assert meta["checks_mode"] == "edges" and meta["checked_steps"] == [0, TOKENS - 1]
+    for function in ("gpt2_run.gpt2", "gpt2_minimal.gpt2"):
         assert checks[function]["status"] == "checked", checks[function]
-        assert checks[function]["steps_checked"] >= TOKENS
+        assert checks[function]["steps_checked"] == 2
         assert checks[function]["max_rel_diff"] <= 1e-9
+    assert checks["gpt2_ops.transformer_block"]["steps_checked"] == 2 * 12
     assert meta["reference_inconsistency"] is None
+    assert meta["generate_tokens_check"] is None  # only with checks="all"
+
+
+def test_all_checks_mode_checks_every_step_and_generate_tokens(resolved, model12, tmp_path):
+    cap = capture(resolved, model12, PROMPT, TOKENS, captures_dir=tmp_path / "caps", checks="all")
+    meta = cap.meta
+    checks = {c["function"]: c for c in meta["whole_forward_checks"]}
+    assert meta["checked_steps"] == list(range(TOKENS))
+    assert checks["gpt2_run.gpt2"]["steps_checked"] == TOKENS and checks["gpt2_run.gpt2"]["max_rel_diff"] <= 1e-9
     assert meta["generate_tokens_check"]["agree"] is True
-    assert meta["generate_tokens_check"]["tokens"] == session_capture.output_ids.tolist()
+    assert meta["generate_tokens_check"]["tokens"] == cap.output_ids.tolist()
 
 
 def test_capture_metadata_records_reference_and_environment(session_capture, resolved):
