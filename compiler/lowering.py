@@ -254,13 +254,30 @@ class Emitter:
         return result
 
     def matmul(self, node: Node, operands) -> str:
-        a, b = node.inputs
+        # A 2-d transpose feeding a matmul is folded into its indexing maps, so ``x @ w.T``
+        # never materializes the transposed weight (BLAS reads it transposed instead).
         init = self.filled(node.shape, node.dtype, 0, node.loc)
-        op = "linalg.matmul" if node.ndim == 2 else "linalg.batch_matmul"
         out_t = dt.tensor_type(node.shape, node.dtype)
+        names, types, folded = [], [], []
+        for i, inp in enumerate(node.inputs):
+            if foldable_transpose(node, inp):
+                src = inp.inputs[0]
+                names.append(self.value(src))
+                types.append(dt.tensor_type(src.shape, src.dtype))
+                folded.append(True)
+            else:
+                names.append(operands[i])
+                types.append(dt.tensor_type(inp.shape, inp.dtype))
+                folded.append(False)
+        op = "linalg.matmul" if node.ndim == 2 else "linalg.batch_matmul"
+        maps = ""
+        if any(folded):
+            a = "(d2, d0)" if folded[0] else "(d0, d2)"
+            b = "(d1, d2)" if folded[1] else "(d2, d1)"
+            maps = (f" indexing_maps = [affine_map<(d0, d1, d2) -> {a}>, affine_map<(d0, d1, d2) -> {b}>, "
+                    f"affine_map<(d0, d1, d2) -> (d0, d1)>]")
         return self.assign(
-            f"{op} ins({operands[0]}, {operands[1]} : {dt.tensor_type(a.shape, a.dtype)}, {dt.tensor_type(b.shape, b.dtype)}) "
-            f"outs({init} : {out_t}) -> {out_t}", node.loc)
+            f"{op}{maps} ins({names[0]}, {names[1]} : {types[0]}, {types[1]}) outs({init} : {out_t}) -> {out_t}", node.loc)
 
     def reshape(self, x: str, src: Node, shape: tuple, loc) -> str:
         cur_shape = src.shape
@@ -351,6 +368,10 @@ class Emitter:
         return acc
 
 
+def foldable_transpose(user: Node, inp: Node) -> bool:
+    return user.op == "matmul" and user.ndim == 2 and inp.op == "transpose" and inp.attrs["perm"] == (1, 0)
+
+
 class _Operands:
     """Operand names, emitted on first use (a scalar constant inlined into a region never is)."""
 
@@ -366,9 +387,19 @@ class _Operands:
 
 def build_module(inputs: list[Node], outputs: list[Node], func_name: str = "main", faults: dict | None = None) -> LoweredModule:
     em = Emitter(func_name, inputs, faults)
-    for node in topological(outputs):
-        if node.op not in ("input", "const"):
-            em.value(node)
+    order = topological(outputs)
+    users: dict[int, list[Node]] = {}
+    for node in order:
+        for inp in node.inputs:
+            users.setdefault(inp.id, []).append(node)
+    output_ids = {o.id for o in outputs}
+    for node in order:
+        if node.op in ("input", "const"):
+            continue
+        if node.op == "transpose" and node.id not in output_ids and node.op not in (faults or {}) and \
+                all(foldable_transpose(u, node) for u in users.get(node.id, [])):
+            continue  # emitted only if something needs it materialized
+        em.value(node)
     results = [em.value(o) for o in outputs]
     for k, (o, r) in enumerate(zip(outputs, results)):
         t = dt.tensor_type(o.shape, o.dtype)
