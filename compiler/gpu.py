@@ -1,0 +1,416 @@
+"""The NVIDIA GPU target: optimized ``linalg`` on tensors becomes CUDA kernels.
+
+After the shared tensor pipeline the module is bufferized, matmuls become a tiled
+shared-memory kernel (``gpu_matmul``), every buffer moves to device memory
+(``gpu.alloc`` + explicit ``gpu.memcpy`` in and out, never managed memory), the
+remaining linalg ops become parallel loops that are flattened, tiled and mapped
+to blocks and threads, and the launches are outlined into a ``gpu.module`` that
+is serialized for an NVVM target (default ``sm_90``) with libdevice linked for
+the math functions. PTX generation needs only the toolchain (``gpu_toolchain``);
+running needs a CUDA driver and device (``device_available``)."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .backend import (TENSOR_PIPELINE, TARGETS, NativeKernel, Target, _asm, _lock, _parse, _run_pipeline,
+                      mlir_lib_dir)
+from .gpu_matmul import substitute_matmuls
+from .gpu_toolchain import GpuToolchain, ToolchainError, find_toolchain
+from .lowering import LoweredModule
+
+DEFAULT_CHIP = "sm_90"
+THREADS_PER_BLOCK = 256
+
+# No buffer-deallocation-pipeline: every buffer becomes a device allocation that
+# the host function frees itself just before it returns.
+GPU_BUFFERIZE_PIPELINE = (
+    "builtin.module(one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
+    "canonicalize,cse)"
+)
+# No canonicalize here: it would fold away the single-iteration loops that keep
+# scalar (rank-0) work inside a kernel.
+PARALLEL_LOOPS_PIPELINE = "builtin.module(func.func(convert-linalg-to-parallel-loops))"
+MAPPING_PIPELINE = (
+    f"builtin.module(func.func(scf-parallel-loop-tiling{{parallel-loop-tile-sizes={THREADS_PER_BLOCK} no-min-max-bounds=true}},"
+    "gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"
+    "lower-affine,gpu-kernel-outlining,canonicalize,cse)"
+)
+
+
+def _host_pipeline(chip: str, libdevice: str) -> str:
+    return (
+        f"builtin.module(nvvm-attach-target{{chip={chip} O=3 l={libdevice}}},"
+        "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{index-bitwidth=64},canonicalize,cse,reconcile-unrealized-casts),"
+        "func.func(gpu-async-region),expand-strided-metadata,lower-affine,convert-scf-to-cf,"
+        "convert-math-to-llvm,finalize-memref-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
+        "gpu-to-llvm,convert-func-to-llvm,convert-cf-to-llvm,canonicalize,reconcile-unrealized-casts)"
+    )
+
+
+class DeviceUnavailableError(RuntimeError):
+    """No usable CUDA driver or device; the message says which."""
+
+
+# --------------------------------------------------------------------------- device probe
+
+
+@functools.cache
+def device_available() -> tuple[bool, str]:
+    """(True, description) when a CUDA driver and at least one device are usable, else (False, why not)."""
+    if os.environ.get("PARITY_DISABLE_GPU"):
+        return False, "GPU disabled by PARITY_DISABLE_GPU"
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False, "no CUDA driver (libcuda.so.1 not found)"
+    status = cuda.cuInit(0)
+    if status != 0:
+        return False, f"CUDA driver present but cuInit failed (CUresult {status})"
+    count = ctypes.c_int(0)
+    status = cuda.cuDeviceGetCount(ctypes.byref(count))
+    if status != 0:
+        return False, f"cuDeviceGetCount failed (CUresult {status})"
+    if count.value == 0:
+        return False, "CUDA driver present but no CUDA device"
+    name = ctypes.create_string_buffer(256)
+    device = ctypes.c_int(0)
+    if cuda.cuDeviceGet(ctypes.byref(device), 0) == 0 and cuda.cuDeviceGetName(name, 256, device) == 0:
+        return True, name.value.decode(errors="replace")
+    return True, f"{count.value} CUDA device(s)"
+
+
+# --------------------------------------------------------------------------- IR rewrites
+
+
+def _walk(op, visit):
+    for region in op.regions:
+        for block in region.blocks:
+            for child in list(block.operations):
+                visit(child.operation)
+                _walk(child.operation, visit)
+
+
+def _find(op, name: str) -> list:
+    found = []
+    _walk(op, lambda o: found.append(o) if o.name == name else None)
+    return found
+
+
+def _function(module, func_name: str):
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and op.attributes["sym_name"].value == func_name:
+            return op.operation
+    raise RuntimeError(f"module has no function @{func_name}")
+
+
+def _copies_to_linalg(func_op) -> None:
+    """memref.copy (from bufferization: slices, concatenation, results) becomes linalg.copy, so it runs as a kernel."""
+    from mlir import ir
+    from mlir.dialects import linalg
+    for copy in _find(func_op, "memref.copy"):
+        with ir.InsertionPoint(copy), copy.location:
+            linalg.copy(copy.operands[0], outs=[copy.operands[1]])
+        copy.erase()
+
+
+def _wrap_scalar_work(func_op) -> None:
+    """A linalg op with no parallel dimension (a full reduction to a scalar) lowers to plain loops in
+    host code, which must never touch device memory: give it a one-iteration parallel loop, which
+    becomes a one-thread kernel."""
+    from mlir import ir
+    from mlir.dialects import arith, scf
+    block = func_op.regions[0].blocks[0]
+    for op in list(block.operations):
+        op = op.operation
+        if not op.name.startswith("linalg.") or op.name == "linalg.index":
+            continue
+        outputs = [v for v in op.operands if isinstance(v.type, ir.MemRefType)]
+        if not outputs or any(ir.MemRefType(v.type).rank for v in outputs[-1:]):
+            continue
+        with ir.InsertionPoint(op), op.location:
+            zero = arith.constant(ir.IndexType.get(), 0)
+            one = arith.constant(ir.IndexType.get(), 1)
+            loop = scf.ParallelOp([], [zero], [one], [one], [])
+            body = loop.regions[0].blocks.append(ir.IndexType.get())
+        with ir.InsertionPoint(body), op.location:
+            terminator = scf.ReduceOp([], 0)
+        op.move_before(terminator.operation)
+
+
+def _to_device_memory(func_op, n_outputs: int) -> None:
+    """Every buffer the host function uses becomes a device allocation: inputs are copied in,
+    outputs copied back, constants uploaded, temporaries allocated on the device; all are
+    freed before returning."""
+    from mlir import ir
+    from mlir.dialects import gpu
+    block = func_op.regions[0].blocks[0]
+    first = block.operations[0]
+    ret = block.operations[len(block.operations) - 1]
+    device = []
+
+    def device_alloc(mtype, at, loc):
+        with ir.InsertionPoint(at), loc:
+            buf = gpu.alloc(mtype, None, [], [], [])
+        device.append(buf)
+        return buf
+
+    args = list(block.arguments)
+    for pos, arg in enumerate(args):
+        if not isinstance(arg.type, ir.MemRefType):
+            continue
+        uses = [u.owner for u in arg.uses]
+        buf = device_alloc(arg.type, first, func_op.location)
+        is_output = pos >= len(args) - n_outputs
+        if not is_output:
+            with ir.InsertionPoint(first), func_op.location:
+                gpu.memcpy(None, [], buf, arg)
+        for user in uses:
+            for i, operand in enumerate(user.operands):
+                if operand == arg:
+                    user.operands[i] = buf
+        if is_output:
+            with ir.InsertionPoint(ret), func_op.location:
+                gpu.memcpy(None, [], arg, buf)
+    for op in list(block.operations):
+        op = op.operation
+        if op.name == "memref.alloc":
+            buf = device_alloc(op.result.type, op, op.location)
+            op.result.replace_all_uses_with(buf)
+            op.erase()
+        elif op.name == "memref.get_global":
+            buf = device_alloc(op.result.type, op, op.location)
+            uses = [u.owner for u in op.result.uses]
+            with ir.InsertionPoint(op), op.location:
+                gpu.memcpy(None, [], buf, op.result)
+            for user in uses:
+                for i, operand in enumerate(user.operands):
+                    if operand == op.result:
+                        user.operands[i] = buf
+        elif op.name == "memref.dealloc":
+            op.erase()
+    with ir.InsertionPoint(ret), func_op.location:
+        for buf in device:
+            gpu.dealloc(None, [], buf)
+
+
+def _flatten_parallel_loops(func_op) -> None:
+    """Collapse each outermost ``scf.parallel`` with static bounds into one dimension, so one tile size
+    (threads per block) fits loops of every rank; the last dimension varies fastest across threads,
+    which keeps global memory accesses coalesced."""
+    from mlir import ir
+    from mlir.dialects import arith, scf
+
+    def outermost(op, inside, acc):
+        for region in op.regions:
+            for block in region.blocks:
+                for child in block.operations:
+                    child = child.operation
+                    if child.name == "scf.parallel" and not inside:
+                        acc.append(child)
+                        outermost(child, True, acc)
+                    elif child.name != "gpu.launch":
+                        outermost(child, inside, acc)
+        return acc
+
+    for loop in outermost(func_op, False, []):
+        lbs, ubs, steps = _loop_bounds(loop)
+        if lbs is None or len(ubs) == 1 or any(lb != 0 for lb in lbs) or any(s != 1 for s in steps):
+            continue
+        total = int(np.prod(ubs))
+        old_body = loop.regions[0].blocks[0]
+        with ir.InsertionPoint(loop), loop.location:
+            idx = ir.IndexType.get()
+            zero, one, n = (arith.constant(idx, v) for v in (0, 1, total))
+            flat = scf.ParallelOp([], [zero], [n], [one], [])
+            body = flat.regions[0].blocks.append(idx)
+        with ir.InsertionPoint(body), loop.location:
+            rest = body.arguments[0]
+            coords = []
+            for extent in reversed(ubs):
+                e = arith.constant(idx, extent)
+                coords.append(arith.remui(rest, e))
+                rest = arith.divui(rest, e)
+            coords.reverse()
+            anchor = arith.constant(idx, 0)
+        for old_iv, new_iv in zip(old_body.arguments, coords):
+            old_iv.replace_all_uses_with(new_iv)
+        previous = anchor.owner
+        for op in list(old_body.operations):
+            op.operation.move_after(previous)
+            previous = op.operation
+        anchor.owner.erase()
+        loop.erase()
+
+
+def _loop_bounds(loop):
+    from mlir import ir
+    n = len(loop.regions[0].blocks[0].arguments)
+    operands = list(loop.operands)
+    values = []
+    for v in operands[: 3 * n]:
+        owner = v.owner
+        if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
+            owner = owner.operation
+        if getattr(owner, "name", None) != "arith.constant":
+            return None, None, None
+        values.append(ir.IntegerAttr(owner.attributes["value"]).value)
+    return values[:n], values[n:2 * n], values[2 * n:]
+
+
+# --------------------------------------------------------------------------- target
+
+
+class GpuTarget(Target):
+    """CUDA kernels for an NVVM chip (default sm_90), launched through libmlir_cuda_runtime."""
+
+    name = "gpu"
+
+    def __init__(self, chip: str | None = None):
+        self.chip = chip or os.environ.get("PARITY_GPU_CHIP") or DEFAULT_CHIP
+
+    def with_chip(self, chip: str) -> "GpuTarget":
+        return GpuTarget(chip)
+
+    # -- pipeline pieces
+    def optimized(self, text: str):
+        module = _parse(text)
+        _run_pipeline(module, TENSOR_PIPELINE)
+        return module
+
+    def to_kernels(self, module, lowered: LoweredModule):
+        """Bufferize, move to device memory and map onto blocks and threads: host code + gpu.module."""
+        _run_pipeline(module, GPU_BUFFERIZE_PIPELINE)
+        func_op = _function(module, lowered.func_name)
+        with module.context, ir_location():
+            _copies_to_linalg(func_op)
+            substitute_matmuls(module)
+            _wrap_scalar_work(func_op)
+            _to_device_memory(func_op, len(lowered.out_specs))
+        _run_pipeline(module, PARALLEL_LOOPS_PIPELINE)
+        with module.context, ir_location():
+            for op in module.body.operations:
+                if op.operation.name == "func.func":
+                    _flatten_parallel_loops(op.operation)
+        _run_pipeline(module, MAPPING_PIPELINE)
+        _check_host_code(module)
+        return module
+
+    def to_llvm(self, module, toolchain: GpuToolchain):
+        _run_pipeline(module, _host_pipeline(self.chip, toolchain.libdevice))
+        return module
+
+    def serialize(self, module, toolchain: GpuToolchain, fmt: str) -> None:
+        with tempfile.TemporaryDirectory(prefix="parity-cuda-") as toolkit:
+            # gpu-module-to-binary runs ``<toolkit>/bin/ptxas``: point it at the discovered one.
+            (Path(toolkit) / "bin").mkdir()
+            os.symlink(toolchain.ptxas, Path(toolkit) / "bin" / "ptxas")
+            _run_pipeline(module, f"builtin.module(gpu-module-to-binary{{format={fmt} toolkit={toolkit}}})")
+
+    def stages(self, lowered: LoweredModule) -> dict[str, str]:
+        toolchain = find_toolchain()
+        with _lock:
+            module = self.optimized(lowered.text)
+            optimized = _asm(module)
+            self.to_kernels(module, lowered)
+            kernels = _asm(module)
+            self.to_llvm(module, toolchain)
+            self.serialize(module, toolchain, "isa")
+            return {"tensor": lowered.text, "optimized": optimized, "kernels": kernels,
+                    "lowered": _asm(module), "ptx": join_ptx(ptx_modules(module))}
+
+    def ptx(self, lowered: LoweredModule) -> str:
+        return self.stages(lowered)["ptx"]
+
+    def compile(self, lowered: LoweredModule) -> NativeKernel:
+        ok, reason = device_available()
+        if not ok:
+            raise DeviceUnavailableError(f"cannot run on the GPU target: {reason}")
+        toolchain = find_toolchain()
+        libs = _cuda_runtime_libraries()
+        from mlir import execution_engine
+        with _lock:
+            module = self.to_kernels(self.optimized(lowered.text), lowered)
+            self.to_llvm(module, toolchain)
+            self.serialize(module, toolchain, "bin")
+            with module.context:
+                engine = execution_engine.ExecutionEngine(module, opt_level=2, shared_libs=list(libs))
+            address = engine.raw_lookup(f"_mlir_ciface_{lowered.func_name}")
+            if not address:
+                raise RuntimeError(f"compiled module has no function {lowered.func_name}")
+            return NativeKernel(address, (engine, module), lowered.func_name)
+
+
+def ir_location():
+    from mlir import ir
+    return ir.Location.unknown()
+
+
+def _check_host_code(module) -> None:
+    """Host code may only reshape views and launch kernels; a load or store left outside a kernel
+    would dereference a device pointer on the CPU."""
+    for op in module.body.operations:
+        if op.operation.name != "func.func":
+            continue
+        for name in ("memref.load", "memref.store", "scf.parallel"):
+            stray = [o for o in _find(op.operation, name) if not _inside(o, "gpu.launch")]
+            if stray:
+                raise RuntimeError(f"GPU lowering left {name} in host code at {stray[0].location}")
+
+
+def _inside(op, name: str) -> bool:
+    parent = op.parent
+    while parent is not None:
+        if parent.name == name:
+            return True
+        parent = parent.parent
+    return False
+
+
+def ptx_modules(module) -> dict[str, str]:
+    """PTX per ``gpu.binary`` (one per outlined kernel module) after serializing with format=isa."""
+    from mlir.dialects import gpu
+    modules = {}
+    for op in module.body.operations:
+        if op.operation.name == "gpu.binary":
+            name = op.operation.attributes["sym_name"].value
+            modules[name] = "".join(gpu.ObjectAttr(obj).object.decode() for obj in op.operation.attributes["objects"])
+    if not modules:
+        raise RuntimeError("the module has no gpu.binary with PTX (no kernel was generated)")
+    return modules
+
+
+PTX_MODULE_HEADER = "// ===== gpu.module @"
+
+
+def join_ptx(modules: dict[str, str]) -> str:
+    """One text for display; each kernel module is a separate PTX unit under its own header line."""
+    return "\n".join(f"{PTX_MODULE_HEADER}{name}\n{text}" for name, text in modules.items())
+
+
+def split_ptx(text: str) -> dict[str, str]:
+    """The inverse of ``join_ptx``: the PTX units, each ready for ptxas."""
+    units = {}
+    for chunk in text.split(PTX_MODULE_HEADER)[1:]:
+        name, _, body = chunk.partition("\n")
+        units[name] = body
+    return units
+
+
+@functools.cache
+def _cuda_runtime_libraries() -> tuple[str, ...]:
+    libs = (str(mlir_lib_dir() / "libmlir_c_runner_utils.so"), str(mlir_lib_dir() / "libmlir_cuda_runtime.so"))
+    for lib in libs:
+        ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+    return libs
+
+
+TARGETS["gpu"] = GpuTarget()
+
+__all__ = ["GpuTarget", "DeviceUnavailableError", "device_available", "ToolchainError", "find_toolchain", "DEFAULT_CHIP"]
