@@ -355,17 +355,29 @@ def getitem(t: Tensor, key):
         y = P.gather(y, idx, d)
     for d, idx in advanced:
         y = P.gather(y, idx, d)
-    final = []
-    dim = 0
+    # y's axes, one label per axis: an integer-array index contributes its own axes in place
+    labels = []
+    for kind, extra in out_shape:
+        if kind == "adv":
+            labels += ["adv"] * len(extra)
+        elif kind != "new":
+            labels.append(kind)
+    # NumPy: with an integer array present, integer scalars are advanced indices too; if the
+    # advanced indices are not adjacent, the broadcast (array) axes go first.
+    positions = [i for i, (kind, _) in enumerate(out_shape) if kind in ("adv", "drop")]
+    if advanced and positions[-1] - positions[0] + 1 != len(positions):
+        perm = [i for i, lab in enumerate(labels) if lab == "adv"] + [i for i, lab in enumerate(labels) if lab != "adv"]
+        y = P.transpose(y, perm)
+        out_shape = [("adv", advanced[0][1].shape)] + [entry for entry in out_shape if entry[0] != "adv"]
+    final, axis = [], 0
     for kind, extra in out_shape:
         if kind == "new":
             final.append(1)
-        elif kind == "drop":
-            dim += 1
-        elif kind == "keep":
-            final.append(y.shape[dim + (len(advanced[0][1].shape) - 1 if advanced and advanced[0][0] < dim else 0)])
-            dim += 1
-        else:
+        elif kind == "adv":
             final.extend(extra)
-            dim += 1
+            axis += len(extra)
+        else:
+            if kind == "keep":
+                final.append(y.shape[axis])
+            axis += 1
     return Tensor(P.reshape(y, tuple(final)))
