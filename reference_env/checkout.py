@@ -24,6 +24,8 @@ from .errors import (
 )
 
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
+# A firewall that drops packets would otherwise stall git for minutes before `auto` falls back.
+NETWORK_TIMEOUT_S = 180
 
 # Never wait on a credential prompt or a stalled connection: fail and fall back instead.
 _GIT_ENV = {
@@ -144,7 +146,8 @@ def _clone(url: str, dest: Path) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
     try:
         try:
-            git.Repo.clone_from(url, staging / "repo", env=_GIT_ENV)
+            git.Git(staging).execute(["git", "clone", "--quiet", "--", url, str(staging / "repo")],
+                                     env={**os.environ, **_GIT_ENV}, kill_after_timeout=NETWORK_TIMEOUT_S)
         except git.GitCommandError as exc:
             raise _unreachable(url, exc) from exc
         try:
@@ -174,12 +177,13 @@ def ensure_checkout(url: str, revision: str, base: Path | None = None) -> Checko
         verify_checkout(dest, repo.head.commit.hexsha, url)
     if not _has_commit(repo, revision):
         try:
-            repo.git.fetch("origin", env=_GIT_ENV)
+            repo.git.fetch("origin", env={**os.environ, **_GIT_ENV}, kill_after_timeout=NETWORK_TIMEOUT_S)
         except git.GitCommandError as exc:
             raise _unreachable(url, exc) from exc
         if not _has_commit(repo, revision):
             try:  # servers that allow fetching a commit id directly
-                repo.git.fetch("origin", revision, env=_GIT_ENV)
+                repo.git.fetch("origin", revision, env={**os.environ, **_GIT_ENV},
+                               kill_after_timeout=NETWORK_TIMEOUT_S)
             except git.GitCommandError:
                 pass
         if not _has_commit(repo, revision):
@@ -195,7 +199,8 @@ def ensure_checkout(url: str, revision: str, base: Path | None = None) -> Checko
 def remote_head(url: str) -> str:
     """The commit the remote's HEAD points at (for a URL given without a revision)."""
     try:
-        out = git.cmd.Git().ls_remote(url, "HEAD", env=_GIT_ENV)
+        out = git.cmd.Git().ls_remote(url, "HEAD", env={**os.environ, **_GIT_ENV},
+                                      kill_after_timeout=NETWORK_TIMEOUT_S)
     except git.GitCommandError as exc:
         raise _unreachable(url, exc) from exc
     sha = out.split()[0] if out.strip() else ""
