@@ -51,9 +51,15 @@ def mlir_type(dtype) -> str:
     return SUPPORTED[np.dtype(dtype)]
 
 
+def storage_type(dtype) -> str:
+    """The element type of tensors and buffers: bool is stored as one byte (i8), as NumPy does;
+    MLIR's memref-to-LLVM lowering cannot load or store i1, so i1 exists only inside regions."""
+    return "i8" if np.dtype(dtype).kind == "b" else mlir_type(dtype)
+
+
 def tensor_type(shape, dtype) -> str:
     dims = "".join(f"{d}x" for d in shape)
-    return f"tensor<{dims}{mlir_type(dtype)}>"
+    return f"tensor<{dims}{storage_type(dtype)}>"
 
 
 def is_float(dtype) -> bool:

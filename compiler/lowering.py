@@ -111,9 +111,10 @@ class Emitter:
 
     def filled(self, shape, dtype, value, loc) -> str:
         empty = self.empty(shape, dtype)
-        t = dt.mlir_type(dtype)
+        stored = np.dtype(np.uint8) if dt.is_bool(dtype) else dtype  # bool tensors hold i8
+        t = dt.mlir_type(stored)
         region = _Region(self)
-        c = scalar_const(region, value, dtype)
+        c = scalar_const(region, value, stored)
         for ln in region.lines:
             self.line(ln, loc)
         return self.assign(f"linalg.fill ins({c} : {t}) outs({empty} : {dt.tensor_type(shape, dtype)}) -> {dt.tensor_type(shape, dtype)}", loc)
@@ -134,9 +135,10 @@ class Emitter:
 
     def _constant(self, node: Node) -> str:
         t = dt.tensor_type(node.shape, node.dtype)
-        if node.size <= INLINE_CONST_LIMIT or is_splat(node.value):
-            return self.assign(f"arith.constant dense<{_const_text(node.value)}> : {t}", node.loc)
-        self.hidden.append(np.ascontiguousarray(node.value))
+        value = node.value.astype(np.uint8) if dt.is_bool(node.dtype) else node.value  # stored as i8
+        if node.size <= INLINE_CONST_LIMIT or is_splat(value):
+            return self.assign(f"arith.constant dense<{_const_text(value)}> : {t}", node.loc)
+        self.hidden.append(np.ascontiguousarray(value))
         self.hidden_types.append(t)
         return f"%hidden{len(self.hidden) - 1}"
 
@@ -192,19 +194,23 @@ class Emitter:
         init = self.empty(out_shape, out_dtype)
         maps.append(_map(rank, [f"d{i}" for i in range(rank)]))
         region = _Region(self)
-        args = [self.fresh("in") for _ in names]
+        raw = [self.fresh("in") for _ in names]
+        # bool elements are stored as i8 and computed with as i1
+        args = [region.op(f"arith.trunci {a} : i8 to i1") if dt.is_bool(e) else a for a, e in zip(raw, elem)]
         res = body(region, args)
+        if dt.is_bool(out_dtype):
+            res = region.op(f"arith.extui {res} : i1 to i8")
         its = ", ".join(['"parallel"'] * rank)
         ins = f"ins({', '.join(names)} : {', '.join(types)}) " if names else ""
         head = (f"linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = [{its}]}} "
                 f"{ins}outs({init} : {out_t}) {{")
         result = self.fresh()
         self.lines.append(f"    {result} = {head}")
-        bb = ", ".join([f"{a}: {dt.mlir_type(e)}" for a, e in zip(args, elem)] + [f"{self.fresh('o')}: {dt.mlir_type(out_dtype)}"])
+        bb = ", ".join([f"{a}: {dt.storage_type(e)}" for a, e in zip(raw, elem)] + [f"{self.fresh('o')}: {dt.storage_type(out_dtype)}"])
         self.lines.append(f"    ^bb0({bb}):")
         for ln in region.lines:
             self.lines.append(f"      {ln}")
-        self.lines.append(f"      linalg.yield {res} : {dt.mlir_type(out_dtype)}")
+        self.lines.append(f"      linalg.yield {res} : {dt.storage_type(out_dtype)}")
         self.lines.append(f"    }} -> {out_t} {_loc(loc)}")
         return result
 
@@ -234,7 +240,7 @@ class Emitter:
 
     def reduce(self, node: Node, x: str) -> str:
         src = node.inputs[0]
-        dtype, t = node.dtype, dt.mlir_type(node.dtype)
+        dtype, t = node.dtype, dt.storage_type(node.dtype)  # bool max is arith.ori on stored i8 0/1
         kind = dtype.kind
         if node.op == "reduce_sum":
             identity, op = 0, {"f": "arith.addf", "i": "arith.addi", "u": "arith.addi", "b": "arith.ori"}[kind]
@@ -345,10 +351,10 @@ class Emitter:
         self.lines.append(
             f"    {result} = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = [{its}]}} "
             f"ins({idx_name} : {dt.tensor_type(idx.shape, idx.dtype)}) outs({init} : {out_t}) {{")
-        self.lines.append(f"    ^bb0({a}: {it}, {self.fresh('o')}: {dt.mlir_type(node.dtype)}):")
+        self.lines.append(f"    ^bb0({a}: {it}, {self.fresh('o')}: {dt.storage_type(node.dtype)}):")
         for ln in region.lines:
             self.lines.append(f"      {ln}")
-        self.lines.append(f"      linalg.yield {res} : {dt.mlir_type(node.dtype)}")
+        self.lines.append(f"      linalg.yield {res} : {dt.storage_type(node.dtype)}")
         self.lines.append(f"    }} -> {out_t} {_loc(node.loc)}")
         return result
 
@@ -403,12 +409,12 @@ def build_module(inputs: list[Node], outputs: list[Node], func_name: str = "main
     results = [em.value(o) for o in outputs]
     for k, (o, r) in enumerate(zip(outputs, results)):
         t = dt.tensor_type(o.shape, o.dtype)
-        m = "memref<" + "".join(f"{d}x" for d in o.shape) + dt.mlir_type(o.dtype) + ">"
+        m = "memref<" + "".join(f"{d}x" for d in o.shape) + dt.storage_type(o.dtype) + ">"
         em.line(f"bufferization.materialize_in_destination {r} in restrict writable %out{k} : ({t}, {m}) -> ()", o.loc)
     em.line("return")
     args = [f"%arg{n.index}: {dt.tensor_type(n.shape, n.dtype)} {{bufferization.writable = false}}" for n in inputs]
     args += [f"%hidden{i}: {t} {{bufferization.writable = false}}" for i, t in enumerate(em.hidden_types)]
-    args += [f"%out{k}: memref<{''.join(f'{d}x' for d in o.shape)}{dt.mlir_type(o.dtype)}>" for k, o in enumerate(outputs)]
+    args += [f"%out{k}: memref<{''.join(f'{d}x' for d in o.shape)}{dt.storage_type(o.dtype)}>" for k, o in enumerate(outputs)]
     header = f"  func.func @{func_name}({', '.join(args)}) attributes {{llvm.emit_c_interface}} {{"
     text = "module {\n" + header + "\n" + "\n".join(em.lines) + "\n  }\n}\n"
     return LoweredModule(text, func_name, em.hidden, [(o.shape, o.dtype) for o in outputs])
