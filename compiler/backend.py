@@ -343,23 +343,45 @@ def _sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _entry_is_valid(entry: Path, key: str, func_name: str) -> bool:
+    """The entry's metadata names this key, function and toolchain, and its library is intact."""
+    try:
+        meta = json.loads((entry / "meta.json").read_text())
+        if not isinstance(meta, dict):
+            return False
+        if meta.get("toolchain") != toolchain_version() or meta.get("key") != key or meta.get("func") != func_name:
+            return False
+        return meta.get("sha256") == _sha256_file(entry / "kernel.so")
+    except (OSError, ValueError):
+        return False
+
+
 def load_cached_kernel(key: str, func_name: str) -> NativeKernel | None:
     """A kernel from the disk cache, or None when absent, corrupt or from another toolchain."""
     entry = kernel_cache_dir() / key
+    if not _entry_is_valid(entry, key, func_name):
+        return None
     try:
-        meta = json.loads((entry / "meta.json").read_text())
-        so = entry / "kernel.so"
-        if meta.get("toolchain") != toolchain_version() or meta.get("key") != key or meta.get("func") != func_name:
-            return None
-        if meta.get("sha256") != _sha256_file(so):
-            return None
-        lib = ctypes.CDLL(str(so))
+        lib = ctypes.CDLL(str(entry / "kernel.so"))
         address = ctypes.cast(getattr(lib, f"_mlir__mlir_ciface_{func_name}"), ctypes.c_void_p).value
     except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        _retire(entry)  # intact bytes that do not load: never try them again
         return None
     kernel = NativeKernel(address, lib, func_name)
     kernel.from_disk_cache = True
     return kernel
+
+
+def _retire(entry: Path) -> None:
+    """Move a bad cache entry out of the way (atomically), then delete it."""
+    if not entry.exists():
+        return
+    try:
+        trash = Path(tempfile.mkdtemp(prefix=".trash-", dir=entry.parent))
+        os.replace(entry, trash / "entry")
+        shutil.rmtree(trash, ignore_errors=True)
+    except OSError:
+        pass
 
 
 def _linker() -> str | None:
@@ -375,10 +397,11 @@ def store_cached_kernel(key: str, engine, func_name: str) -> bool:
         return False
     root = kernel_cache_dir()
     entry = root / key
-    if entry.exists():
+    if _entry_is_valid(entry, key, func_name):
         return True
     try:
         root.mkdir(parents=True, exist_ok=True)
+        _retire(entry)  # corrupt or from another toolchain: the rebuilt kernel takes its place
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
         try:
             obj = tmp / "kernel.o"
