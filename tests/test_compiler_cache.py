@@ -1,0 +1,170 @@
+"""Specialization caching: in memory (a second call compiles nothing, a new shape,
+dtype or static value specializes anew) and on disk (a second process loads the
+kernel from ``PARITY_CACHE``; a corrupt or foreign entry is ignored and rebuilt)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from compiler import jit, ops
+
+
+def test_second_call_compiles_nothing():
+    f = jit(ops.softmax)
+    x = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
+    first = f(x)
+    assert f.compile_count == 1
+    second = f(x * 2)
+    assert f.compile_count == 1
+    np.testing.assert_allclose(second, ops.softmax(x * 2), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(first, ops.softmax(x), rtol=1e-6, atol=1e-7)
+
+
+def test_new_shape_dtype_or_static_value_specializes():
+    def scaled(x, factor=2.0):
+        return x * factor
+
+    f = jit(scaled)
+    a32 = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert f(a32).dtype == np.float32 and f.compile_count == 1
+    out = f(a32.reshape(3, 2))
+    assert out.shape == (3, 2) and f.compile_count == 2
+    out = f(a32.astype(np.float64))
+    assert out.dtype == np.float64 and f.compile_count == 3
+    out = f(a32, factor=3.0)  # static keyword: part of the key
+    np.testing.assert_array_equal(out, a32 * 3.0)
+    assert f.compile_count == 4
+    f(a32), f(a32.reshape(3, 2)), f(a32.astype(np.float64)), f(a32, factor=3.0)
+    assert f.compile_count == 4
+    # a non-contiguous view of the same shape and dtype reuses the specialization
+    np.testing.assert_array_equal(f(np.asfortranarray(a32)), a32 * 2.0)
+    assert f.compile_count == 4
+
+
+def test_static_positional_values_are_part_of_the_key():
+    def power(x, n):
+        return x**n
+
+    f = jit(power)
+    x = np.linspace(1, 2, 4)
+    np.testing.assert_allclose(f(x, 2), x**2, rtol=1e-15)
+    np.testing.assert_allclose(f(x, 3), x**3, rtol=1e-15)
+    assert f.compile_count == 2
+
+
+# --------------------------------------------------------------------------- disk cache across processes
+
+SCRIPT = '''
+import json, sys
+import numpy as np
+from compiler import jit
+
+def block(x, g, b):
+    mean = np.mean(x, axis=-1, keepdims=True)
+    return g * (x - mean) / np.sqrt(np.var(x, axis=-1, keepdims=True) + 1e-5) + b
+
+rng = np.random.default_rng(0)
+x = rng.standard_normal((4, 16)).astype(np.float32)
+g, b = rng.standard_normal(16).astype(np.float32), rng.standard_normal(16).astype(np.float32)
+f = jit(block)
+spec = f.specialize(x, g, b)
+got = f(x, g, b)
+print(json.dumps({
+    "from_disk_cache": bool(getattr(spec.kernel, "from_disk_cache", False)),
+    "correct": bool(got.dtype == np.float32 and np.allclose(got, block(x, g, b), rtol=2e-6, atol=2e-6)),
+    "compile_count": f.compile_count,
+}))
+'''
+
+
+def run_script(script: Path, cache: Path) -> dict:
+    env = {**os.environ, "PARITY_CACHE": str(cache)}
+    env.pop("PARITY_NO_DISK_CACHE", None)
+    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def entries(cache: Path) -> list[Path]:
+    root = cache / "kernels"
+    return sorted(p for p in root.iterdir() if not p.name.startswith(".")) if root.exists() else []
+
+
+@pytest.fixture(scope="module")
+def populated(tmp_path_factory):
+    """A script and a cache that the script's first run filled."""
+    base = tmp_path_factory.mktemp("disk-cache")
+    script = base / "kernel_user.py"  # a fixed path: source locations are part of the IR, hence the key
+    script.write_text(SCRIPT)
+    cache = base / "cache"
+    first = run_script(script, cache)
+    assert first == {"from_disk_cache": False, "correct": True, "compile_count": 1}
+    assert len(entries(cache)) == 1
+    return script, cache
+
+
+def test_second_process_loads_kernel_from_disk(populated):
+    script, cache = populated
+    second = run_script(script, cache)
+    assert second == {"from_disk_cache": True, "correct": True, "compile_count": 1}
+    assert len(entries(cache)) == 1
+    entry = entries(cache)[0]
+    assert sorted(p.name for p in entry.iterdir()) == ["kernel.so", "meta.json"]
+
+
+def _truncate_library(entry: Path):
+    so = entry / "kernel.so"
+    so.write_bytes(so.read_bytes()[:100])
+
+
+def _garbage_meta(entry: Path):
+    (entry / "meta.json").write_text("{not json")
+
+
+def _meta_not_an_object(entry: Path):
+    (entry / "meta.json").write_text("[1, 2, 3]")
+
+
+def _other_toolchain(entry: Path):
+    meta = json.loads((entry / "meta.json").read_text())
+    meta["toolchain"] = "xtc-mlir-python-bindings=0.0.1;parity-pipeline=0"
+    (entry / "meta.json").write_text(json.dumps(meta))
+
+
+def _garbage_library_with_matching_hash(entry: Path):
+    import hashlib
+
+    junk = b"\x7fELF" + os.urandom(2000)
+    (entry / "kernel.so").write_bytes(junk)
+    meta = json.loads((entry / "meta.json").read_text())
+    meta["sha256"] = hashlib.sha256(junk).hexdigest()
+    (entry / "meta.json").write_text(json.dumps(meta))
+
+
+def _missing_library(entry: Path):
+    (entry / "kernel.so").unlink()
+
+
+@pytest.mark.parametrize("corrupt", [
+    _truncate_library, _garbage_meta, _meta_not_an_object, _other_toolchain,
+    _garbage_library_with_matching_hash, _missing_library,
+], ids=lambda f: f.__name__.strip("_"))
+def test_corrupt_cache_entry_is_ignored_and_rebuilt(populated, tmp_path, corrupt):
+    script, populated_cache = populated
+    cache = tmp_path / "cache"
+    shutil.copytree(populated_cache, cache)
+    corrupt(entries(cache)[0])
+    rebuilt = run_script(script, cache)
+    assert rebuilt == {"from_disk_cache": False, "correct": True, "compile_count": 1}
+    # the bad entry was replaced by a good one, which the next process loads
+    assert len(entries(cache)) == 1
+    again = run_script(script, cache)
+    assert again == {"from_disk_cache": True, "correct": True, "compile_count": 1}
