@@ -234,7 +234,7 @@ class Emitter:
                     k += 1
             if node.op in ("cast", "broadcast_to"):
                 return cast_scalar(rb, vals[0], compute[0], node.dtype)
-            return elementwise_scalar(rb, node.op, vals, np.dtype(compute[-1]), node.dtype)
+            return elementwise_scalar(rb, node.op, vals, np.dtype(compute[-1]), node.dtype, operand_dtypes=compute)
 
         return self._generic(node.shape, node.dtype, [(n, s, d) for _, n, s, d in tensor_ops], body, node.loc)
 

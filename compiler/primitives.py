@@ -49,7 +49,7 @@ def scalar_const(rb, value, dtype) -> str:
         bits = np.asarray(value, dtype).view(np.uint64 if dtype.itemsize == 8 else np.uint32)
         text = f"0x{int(bits):0{dtype.itemsize * 2}X}"
     elif dtype.kind == "b":
-        text = "true" if bool(value) else "false"
+        text = "1" if bool(value) else "0"  # `arith.constant true : i1` does not parse; `1 : i1` does
     else:
         v = int(np.asarray(value, dtype))
         if dtype.kind == "u" and v >= 2 ** (dtype.itemsize * 8 - 1):
@@ -87,7 +87,26 @@ def cast_scalar(rb, x: str, src, dst) -> str:
     return rb.op(f"{op} {x} : {ts} to {td}")
 
 
-def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: np.dtype) -> str:
+def _mixed_sign_compare(rb, name: str, args: list[str], operand_dtypes) -> str:
+    """uint64 against int64 (NumPy's exact ``Qq->?``/``qQ->?`` loops): a negative signed
+    operand is below every unsigned value; otherwise the unsigned comparison is exact."""
+    signed = 0 if _kind(operand_dtypes[0]) == "i" else 1
+    t = dt.mlir_type(operand_dtypes[signed])
+    zero = scalar_const(rb, 0, operand_dtypes[signed])
+    negative = rb.op(f"arith.cmpi slt, {args[signed]}, {zero} : {t}")
+    unsigned = rb.op(f"arith.cmpi {_COMPARE[name][2]}, {args[0]}, {args[1]} : {t}")
+    # the value of "first op second" when the signed operand is negative
+    first_is_larger = signed == 1
+    when_negative = {"greater": first_is_larger, "greater_equal": first_is_larger, "less": not first_is_larger,
+                     "less_equal": not first_is_larger, "equal": False, "not_equal": True}[name]
+    fixed = rb.op(f"arith.constant {1 if when_negative else 0} : i1")
+    return rb.op(f"arith.select {negative}, {fixed}, {unsigned} : i1")
+
+
+def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: np.dtype, operand_dtypes=None) -> str:
+    if (name in _COMPARE and operand_dtypes is not None and len(operand_dtypes) == 2
+            and {_kind(d) for d in operand_dtypes} == {"i", "u"}):
+        return _mixed_sign_compare(rb, name, args, operand_dtypes)
     kind, t = _kind(compute), dt.mlir_type(compute)
     if name in _BINARY:
         op = _BINARY[name].get(kind)
