@@ -147,6 +147,9 @@ def as_operand(x):
     """A Node for tensors and NumPy values (strong), ``Weak`` for Python scalars."""
     if isinstance(x, Tensor):
         return x.node
+    if isinstance(x, bool):
+        # NEP 50: only int, float and complex are weak; a Python bool is a NumPy bool
+        return const_node(np.asarray(x))
     if dt.is_python_scalar(x):
         return dt.Weak(x)
     if isinstance(x, (np.ndarray, np.generic, list, tuple)):
