@@ -1,0 +1,760 @@
+"""The op registry: every operation the compiler supports, described once, in the
+spirit of PyTorch's OpInfo — its name, how to call it (one callable that works on
+NumPy arrays and on traced tensors alike, so NumPy itself is the reference), how
+many array operands it takes, which dtypes it accepts, the value domain its
+operands are drawn from, its tolerance per dtype, and the shapes and parameters
+that make a valid call. The expected result dtype is never written down here: it
+is whatever NumPy gives for the same inputs. The ordinary op tests, the op-level
+fuzzer and the graph fuzzer are all driven from ``REGISTRY``, so adding an op here
+adds its tests and its fuzzing.
+
+Shapes and parameters are produced through a ``Chooser`` (``pick`` from a sequence,
+``integer`` in a range); the tests drive it with a seeded RNG, the fuzzer with
+Hypothesis draws, so both explore the same declared space."""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+import numpy as np
+
+from . import dtypes as _dt
+
+# --------------------------------------------------------------------------- dtypes
+
+BOOL = (np.dtype(np.bool_),)
+SIGNED = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+UNSIGNED = tuple(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+INTS = SIGNED + UNSIGNED
+FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+NUMERIC = INTS + FLOATS
+ALL = BOOL + NUMERIC
+
+
+def numpy_result_dtype(fn: Callable, dtypes: Sequence[np.dtype]):
+    """The dtype NumPy gives for ``fn`` on one-element arrays of ``dtypes`` (None if NumPy refuses)."""
+    try:
+        with np.errstate(all="ignore"):
+            out = fn(*[np.ones((1,), d) for d in dtypes])
+    except Exception:
+        return None
+    return np.asarray(out).dtype
+
+
+def _supported_unary(fn, candidates=ALL) -> tuple:
+    return tuple(d for d in candidates if numpy_result_dtype(fn, [d]) in _dt.SUPPORTED)
+
+
+# --------------------------------------------------------------------------- value domains
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Where operand values come from. ``lo``/``hi`` bound finite values (None: the whole
+    range of the dtype, large magnitudes and subnormals included); ``special``: ±inf and
+    NaN are meaningful inputs (NumPy and the compiler must agree on them)."""
+
+    lo: float | None = None
+    hi: float | None = None
+    special: bool = True
+
+    def bounds(self, dtype) -> tuple[float, float]:
+        dtype = np.dtype(dtype)
+        if dtype.kind == "b":
+            return 0, 1
+        if dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            lo = info.min if self.lo is None else max(info.min, math.ceil(self.lo))
+            hi = info.max if self.hi is None else min(info.max, math.floor(self.hi))
+            return lo, hi
+        big = float(np.finfo(dtype).max)
+        return (-big if self.lo is None else self.lo), (big if self.hi is None else self.hi)
+
+    def unbounded(self) -> bool:
+        return self.lo is None and self.hi is None
+
+
+ANY = Domain()
+NONNEG = Domain(lo=0.0)
+MODERATE = Domain(lo=-1e4, hi=1e4)             # reductions: no overflow that depends on summation order
+SMALL = Domain(lo=-8.0, hi=8.0, special=False)  # products of several values (matmul)
+EXPONENT = Domain(lo=-6.0, hi=6.0)
+INT_EXPONENT = Domain(lo=0, hi=5)               # integer powers: NumPy rejects negative exponents
+CASTABLE = Domain(lo=0.0, hi=100.0, special=False)   # float -> int casts: values every integer dtype can hold
+INDEX_VALUES = Domain(lo=0, hi=100, special=False)
+
+
+# --------------------------------------------------------------------------- tolerance
+
+EPS = {np.dtype(np.float32): float(np.finfo(np.float32).eps), np.dtype(np.float64): float(np.finfo(np.float64).eps)}
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """rtol in units of the result dtype's machine epsilon, and atol relative to a scale the
+    op computes from its inputs (``scale``; for reductions the sum of magnitudes reduced)."""
+
+    ulps: float = 0.0
+    scale_ulps: float = 0.0
+
+    def for_dtype(self, dtype) -> tuple[float, float]:
+        eps = EPS.get(np.dtype(dtype), 0.0)
+        tiny = float(np.finfo(dtype).tiny) if np.dtype(dtype).kind == "f" else 0.0
+        return self.ulps * eps, tiny
+
+
+EXACT = Tolerance()                  # correctly rounded in IEEE arithmetic: bit-exact expected
+TRANSCENDENTAL = Tolerance(ulps=8)   # libm-grade functions: a few ulps
+REDUCTION = Tolerance(ulps=8, scale_ulps=4)
+
+
+# --------------------------------------------------------------------------- choosers
+
+
+class Chooser(Protocol):
+    def pick(self, options: Sequence) -> Any: ...
+    def integer(self, lo: int, hi: int) -> int: ...
+
+
+class RandomChooser:
+    """A seeded chooser for deterministic sample inputs."""
+
+    def __init__(self, seed: int):
+        self.rng = np.random.default_rng(seed)
+
+    def pick(self, options):
+        options = list(options)
+        return options[int(self.rng.integers(len(options)))]
+
+    def integer(self, lo, hi):
+        return int(self.rng.integers(lo, hi + 1))
+
+
+DIMS = (1, 2, 3, 4, 5, 7, 8, 16)
+
+
+def random_shape(c: Chooser, min_rank=0, max_rank=4, dims=DIMS) -> tuple:
+    return tuple(c.pick(dims) for _ in range(c.integer(min_rank, max_rank)))
+
+
+def broadcast_shapes_for(c: Chooser, n: int, min_rank=0, max_rank=4) -> list[tuple]:
+    """``n`` shapes that broadcast together: suffixes of one shape with some dims set to 1."""
+    base = random_shape(c, min_rank, max_rank)
+    shapes = []
+    for i in range(n):
+        if i == 0 or c.pick((0, 1, 2)) == 0:
+            shapes.append(base)
+            continue
+        drop = c.integer(0, len(base))
+        tail = list(base[drop:])
+        for j in range(len(tail)):
+            if c.pick((0, 0, 1)):
+                tail[j] = 1
+        shapes.append(tuple(tail))
+    # sometimes the first operand is the broadcast one
+    if n > 1 and c.pick((0, 1)):
+        shapes.reverse()
+    return shapes
+
+
+def pick_axis(c: Chooser, ndim: int, allow_none=True, allow_tuple=True):
+    options = []
+    if allow_none:
+        options.append("none")
+    if ndim:
+        options += ["int", "negative"]
+        if allow_tuple and ndim > 1:
+            options.append("tuple")
+    kind = c.pick(options) if options else "none"
+    if kind == "none":
+        return None
+    if kind == "int":
+        return c.integer(0, ndim - 1)
+    if kind == "negative":
+        return -c.integer(1, ndim)
+    count = c.integer(1, ndim)
+    axes = list(range(ndim))
+    chosen = []
+    for _ in range(count):
+        a = c.pick(axes)
+        axes.remove(a)
+        chosen.append(a)
+    return tuple(chosen)
+
+
+# --------------------------------------------------------------------------- OpInfo
+
+
+@dataclass(frozen=True)
+class Call:
+    """One concrete invocation: shapes of the array operands and static parameters.
+    ``scalars`` maps operand positions to "python" or "numpy" (a scalar instead of an array)."""
+
+    shapes: tuple
+    params: dict = field(default_factory=dict)
+    scalars: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    name: str
+    call: Callable[[Sequence, Mapping], Any]          # (operands, params) -> result; arrays or tensors
+    arity: int                                         # array operands
+    dtypes: tuple                                      # dtypes each operand may take
+    family: str                                        # elementwise | reduction | matmul | shape | join | split | index | select | creation
+    sample: Callable[[Chooser], Call]                  # shapes + parameters of one valid call
+    domains: tuple = (ANY,)                            # per operand (the last one repeats)
+    tolerance: Tolerance = EXACT
+    exact: bool = True                                 # results are bit-exact functions of the inputs
+    scalar_operands: bool = False                      # operands may be Python / NumPy scalars
+    mixed_dtypes: bool = True                          # operands may differ in dtype
+    numpy_name: str = ""
+    notes: str = ""
+    # single-operand ops: parameters for an operand of a given shape (None: not applicable);
+    # the graph fuzzer applies the op to nodes it has already built
+    params_for: Callable[[Chooser, tuple], dict | None] | None = None
+    # reductions and contractions: an array (broadcastable to the result) that scales atol,
+    # the magnitude of what was summed (see ``error_scale``)
+    scale: Callable[[Sequence, Mapping], Any] | None = None
+
+    def domain(self, i: int) -> Domain:
+        return self.domains[min(i, len(self.domains) - 1)]
+
+    def __call__(self, operands, params=None):
+        return self.call(list(operands), dict(params or {}))
+
+
+REGISTRY: dict[str, OpInfo] = {}
+
+
+def register(info: OpInfo) -> OpInfo:
+    if info.name in REGISTRY:
+        raise ValueError(f"op {info.name!r} registered twice")
+    REGISTRY[info.name] = info
+    return info
+
+
+# --------------------------------------------------------------------------- elementwise
+
+
+def _elementwise_sample(arity):
+    def sample(c: Chooser) -> Call:
+        return Call(tuple(broadcast_shapes_for(c, arity)))
+    return sample
+
+
+def _unary_sample(params_for, min_rank=0, max_rank=4):
+    def sample(c: Chooser) -> Call:
+        while True:
+            shape = random_shape(c, min_rank, max_rank)
+            params = params_for(c, shape)
+            if params is not None:
+                return Call((shape,), params)
+    return sample
+
+
+def _call_ufunc(fn):
+    return lambda xs, p: fn(*xs)
+
+
+_UNARY = {
+    # name: (callable, domain, tolerance, exact)
+    "negative": (np.negative, ANY, EXACT, True),
+    "positive": (np.positive, ANY, EXACT, True),
+    "absolute": (np.absolute, ANY, EXACT, True),
+    "square": (np.square, ANY, EXACT, True),
+    "exp": (np.exp, ANY, TRANSCENDENTAL, False),
+    "tanh": (np.tanh, ANY, TRANSCENDENTAL, False),
+    "sqrt": (np.sqrt, NONNEG, EXACT, True),
+    "log": (np.log, NONNEG, TRANSCENDENTAL, False),
+}
+
+for _name, (_fn, _domain, _tol, _exact) in _UNARY.items():
+    register(OpInfo(
+        _name, _call_ufunc(_fn), 1, _supported_unary(_fn), "elementwise", _elementwise_sample(1),
+        domains=(_domain,), tolerance=_tol, exact=_exact, numpy_name=f"np.{_fn.__name__}"))
+
+register(OpInfo("operator.neg", lambda xs, p: -xs[0], 1, _supported_unary(np.negative), "elementwise",
+                _elementwise_sample(1), numpy_name="-x"))
+register(OpInfo("operator.abs", lambda xs, p: abs(xs[0]), 1, ALL, "elementwise", _elementwise_sample(1), numpy_name="abs(x)"))
+
+
+def _binary_sample(c: Chooser) -> Call:
+    shapes = broadcast_shapes_for(c, 2)
+    kind = c.pick(("array", "array", "array", "python", "numpy"))
+    scalars = {} if kind == "array" else {c.pick((0, 1)): kind}
+    return Call(tuple(shapes), scalars=scalars)
+
+
+_BINARY = {
+    # name: (ufunc, operator or None, dtypes, domains, tolerance, exact)
+    "add": (np.add, operator.add, ALL, (ANY,), EXACT, True),
+    "subtract": (np.subtract, operator.sub, NUMERIC, (ANY,), EXACT, True),
+    "multiply": (np.multiply, operator.mul, ALL, (ANY,), EXACT, True),
+    "divide": (np.divide, operator.truediv, ALL, (ANY,), EXACT, True),
+    # integer powers are "power_int": NumPy rejects negative integer exponents at run time
+    "power": (np.power, operator.pow, FLOATS, (ANY, EXPONENT), TRANSCENDENTAL, False),
+    "maximum": (np.maximum, None, ALL, (ANY,), EXACT, True),
+    "minimum": (np.minimum, None, ALL, (ANY,), EXACT, True),
+    "greater": (np.greater, operator.gt, ALL, (ANY,), EXACT, True),
+    "greater_equal": (np.greater_equal, operator.ge, ALL, (ANY,), EXACT, True),
+    "less": (np.less, operator.lt, ALL, (ANY,), EXACT, True),
+    "less_equal": (np.less_equal, operator.le, ALL, (ANY,), EXACT, True),
+    "equal": (np.equal, operator.eq, ALL, (ANY,), EXACT, True),
+    "not_equal": (np.not_equal, operator.ne, ALL, (ANY,), EXACT, True),
+}
+
+for _name, (_fn, _op, _dtypes, _domains, _tol, _exact) in _BINARY.items():
+    register(OpInfo(
+        _name, _call_ufunc(_fn), 2, _dtypes, "elementwise", _binary_sample, domains=_domains, tolerance=_tol,
+        exact=_exact, scalar_operands=True, numpy_name=f"np.{_fn.__name__}"))
+    if _op is not None:
+        register(OpInfo(
+            f"operator.{_op.__name__}", (lambda o: lambda xs, p: o(xs[0], xs[1]))(_op), 2, _dtypes, "elementwise",
+            _binary_sample, domains=_domains, tolerance=_tol, exact=_exact, scalar_operands=True,
+            numpy_name=f"x {_op.__name__} y"))
+
+# integer powers: NumPy refuses negative integer exponents, so they get their own domain
+register(OpInfo("power_int", _call_ufunc(np.power), 2, INTS, "elementwise", _binary_sample,
+                domains=(Domain(lo=-50, hi=50), INT_EXPONENT), scalar_operands=True, numpy_name="np.power"))
+
+
+def _where_sample(c: Chooser) -> Call:
+    shapes = broadcast_shapes_for(c, 3)
+    kind = c.pick(("array", "array", "python", "numpy"))
+    scalars = {} if kind == "array" else {c.pick((1, 2)): kind}
+    return Call(tuple(shapes), scalars=scalars)
+
+
+register(OpInfo("where", lambda xs, p: np.where(xs[0], xs[1], xs[2]), 3, ALL, "select", _where_sample,
+                scalar_operands=True, numpy_name="np.where",
+                notes="the condition operand is cast to bool by the op itself"))
+
+
+def _astype_params(c: Chooser, shape) -> dict:
+    return {"dtype": str(c.pick(ALL))}
+
+
+register(OpInfo("astype", lambda xs, p: xs[0].astype(p["dtype"]), 1, ALL, "elementwise", _unary_sample(_astype_params),
+                domains=(CASTABLE,), numpy_name="x.astype", params_for=_astype_params,
+                notes="float -> int of NaN, inf or out-of-range values is undefined in C and LLVM; not drawn"))
+
+# --------------------------------------------------------------------------- reductions
+
+
+def _reduction_params(extra=None):
+    def params(c: Chooser, shape) -> dict | None:
+        if not shape:
+            return None
+        p = {"axis": pick_axis(c, len(shape)), "keepdims": c.pick((False, True))}
+        if extra:
+            p.update(extra(c, shape))
+        return p
+    return params
+
+
+def _as_float(x):
+    return np.nan_to_num(np.asarray(x, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def _reduced_count(x, p) -> int:
+    axes = _axis(p)
+    shape = np.shape(x)
+    axes = range(len(shape)) if axes is None else ((axes,) if isinstance(axes, int) else axes)
+    return int(np.prod([shape[a] for a in axes], dtype=np.int64))
+
+
+def _sum_scale(xs, p):
+    a = np.abs(_as_float(xs[0]))
+    return np.sum(a, axis=_axis(p), keepdims=p["keepdims"]) * math.sqrt(max(_reduced_count(xs[0], p), 1))
+
+
+def _mean_scale(xs, p):
+    a = np.abs(_as_float(xs[0]))
+    return np.mean(a, axis=_axis(p), keepdims=p["keepdims"]) * math.sqrt(max(_reduced_count(xs[0], p), 1))
+
+
+def _var_scale(xs, p):
+    a = np.square(_as_float(xs[0]))
+    return 4 * np.mean(a, axis=_axis(p), keepdims=p["keepdims"]) * math.sqrt(max(_reduced_count(xs[0], p), 1))
+
+
+def _reduction(name, call, dtypes, numpy_name, scale=None, extra=None):
+    params = _reduction_params(extra)
+    register(OpInfo(name, call, 1, dtypes, "reduction", _unary_sample(params, 1), numpy_name=numpy_name,
+                    domains=(MODERATE,) if scale else (ANY,), tolerance=REDUCTION if scale else EXACT,
+                    exact=scale is None, params_for=params, scale=scale))
+
+
+def _axis(p):
+    a = p.get("axis")
+    return tuple(a) if isinstance(a, list) else a
+
+
+_reduction("sum", lambda xs, p: np.sum(xs[0], axis=_axis(p), keepdims=p["keepdims"]), ALL, "np.sum", _sum_scale)
+_reduction("method.sum", lambda xs, p: xs[0].sum(axis=_axis(p), keepdims=p["keepdims"]), ALL, "x.sum", _sum_scale)
+_reduction("max", lambda xs, p: np.max(xs[0], axis=_axis(p), keepdims=p["keepdims"]), ALL, "np.max")
+_reduction("method.max", lambda xs, p: xs[0].max(axis=_axis(p), keepdims=p["keepdims"]), ALL, "x.max")
+_reduction("mean", lambda xs, p: np.mean(xs[0], axis=_axis(p), keepdims=p["keepdims"]), ALL, "np.mean", _mean_scale)
+_reduction("method.mean", lambda xs, p: xs[0].mean(axis=_axis(p), keepdims=p["keepdims"]), ALL, "x.mean", _mean_scale)
+_reduction("var", lambda xs, p: np.var(xs[0], axis=_axis(p), keepdims=p["keepdims"], ddof=p.get("ddof", 0)), NUMERIC,
+           "np.var", _var_scale, extra=lambda c, s: {"ddof": c.pick((0, 0, 1))})
+_reduction("method.var", lambda xs, p: xs[0].var(axis=_axis(p), keepdims=p["keepdims"]), NUMERIC, "x.var", _var_scale)
+
+# --------------------------------------------------------------------------- matmul
+
+
+def _matmul_sample(c: Chooser) -> Call:
+    m, k, n = c.pick(DIMS), c.pick(DIMS), c.pick(DIMS)
+    form = c.pick(("vv", "mv", "vm", "mm", "mm", "bmm", "bmm_bcast", "bmm_vec"))
+    if form == "vv":
+        shapes = ((k,), (k,))
+    elif form == "mv":
+        shapes = ((m, k), (k,))
+    elif form == "vm":
+        shapes = ((k,), (k, n))
+    elif form == "mm":
+        shapes = ((m, k), (k, n))
+    elif form == "bmm":
+        b = c.pick((1, 2, 3))
+        shapes = ((b, m, k), (b, k, n))
+    elif form == "bmm_bcast":
+        b, d = c.pick((1, 2, 3)), c.pick((1, 2))
+        shapes = c.pick((((b, 1, m, k), (d, k, n)), ((b, m, k), (k, n)), ((m, k), (b, k, n))))
+    else:
+        b = c.pick((1, 2, 3))
+        shapes = c.pick((((b, m, k), (k,)), ((k,), (b, k, n))))
+    return Call(tuple(shapes))
+
+
+_MATMUL_TOL = Tolerance(ulps=8, scale_ulps=4)
+
+
+def _matmul_scale(xs, p):
+    a, b = _as_float(xs[0]), _as_float(xs[1])
+    k = np.shape(a)[-1]
+    return np.abs(np.matmul(np.abs(a), np.abs(b))) * math.sqrt(k)
+
+register(OpInfo("matmul", lambda xs, p: np.matmul(xs[0], xs[1]), 2, NUMERIC, "matmul", _matmul_sample,
+                domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_name="np.matmul", scale=_matmul_scale,
+                notes="bool matmul is deliberately unsupported"))
+register(OpInfo("operator.matmul", lambda xs, p: xs[0] @ xs[1], 2, NUMERIC, "matmul", _matmul_sample,
+                domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_name="x @ y", scale=_matmul_scale))
+
+# --------------------------------------------------------------------------- shape functions
+
+
+def _factorizations(size: int) -> list[int]:
+    return [d for d in range(1, size + 1) if size % d == 0]
+
+
+def random_reshape(c: Chooser, shape: tuple) -> tuple:
+    """A shape with the same number of elements (possibly with one -1)."""
+    size = int(np.prod(shape, dtype=np.int64))
+    out, rest = [], size
+    for _ in range(c.integer(0, 3)):
+        d = c.pick(_factorizations(rest))
+        out.append(d)
+        rest //= d
+    out.append(rest)
+    if c.pick((0, 1)) and len(out) > 0:
+        out[c.integer(0, len(out) - 1)] = -1 if size else out[0]
+    if c.pick((0, 0, 1)):
+        out.insert(c.integer(0, len(out)), 1)
+    return tuple(out)
+
+
+def random_permutation(c: Chooser, ndim: int) -> tuple:
+    axes, perm = list(range(ndim)), []
+    while axes:
+        a = c.pick(axes)
+        axes.remove(a)
+        perm.append(a)
+    return tuple(perm)
+
+
+def _single(name, call, params_for, numpy_name, dtypes=ALL, min_rank=0, max_rank=4, family="shape", **kw):
+    register(OpInfo(name, call, 1, dtypes, family, _unary_sample(params_for, min_rank, max_rank),
+                    numpy_name=numpy_name, params_for=params_for, **kw))
+
+
+def _reshape_params(c, shape):
+    return {"shape": random_reshape(c, shape)}
+
+
+_single("reshape", lambda xs, p: np.reshape(xs[0], tuple(p["shape"])), _reshape_params, "np.reshape")
+_single("method.reshape", lambda xs, p: xs[0].reshape(*p["shape"]), _reshape_params, "x.reshape")
+
+
+def _transpose_params(c, shape):
+    if not shape:
+        return None
+    return {"axes": random_permutation(c, len(shape)) if c.pick((0, 1, 1)) else None}
+
+
+def _opt_axes(p):
+    return None if p["axes"] is None else tuple(p["axes"])
+
+
+_single("transpose", lambda xs, p: np.transpose(xs[0], _opt_axes(p)), _transpose_params, "np.transpose")
+_single("method.T", lambda xs, p: xs[0].T, lambda c, s: {}, "x.T")
+_single("method.transpose", lambda xs, p: xs[0].transpose(*(p["axes"] or ())), _transpose_params, "x.transpose")
+
+
+def _swapaxes_params(c, shape):
+    if not shape:
+        return None
+    return {"a": c.integer(-len(shape), len(shape) - 1), "b": c.integer(-len(shape), len(shape) - 1)}
+
+
+_single("swapaxes", lambda xs, p: np.swapaxes(xs[0], p["a"], p["b"]), _swapaxes_params, "np.swapaxes")
+
+
+def _expand_dims_params(c, shape):
+    if len(shape) > 4:
+        return None
+    return {"axis": c.integer(-len(shape) - 1, len(shape))}
+
+
+_single("expand_dims", lambda xs, p: np.expand_dims(xs[0], p["axis"]), _expand_dims_params, "np.expand_dims",
+        max_rank=3)
+
+
+def _squeeze_params(c, shape):
+    ones = [i for i, d in enumerate(shape) if d == 1]
+    return {"axis": None if not ones or c.pick((0, 1)) else c.pick(ones)}
+
+
+def _squeeze_sample(c):
+    shape = tuple(c.pick((1, 1, 2, 3)) for _ in range(c.integer(1, 4)))
+    return Call((shape,), _squeeze_params(c, shape))
+
+
+register(OpInfo("squeeze", lambda xs, p: np.squeeze(xs[0], axis=p["axis"]), 1, ALL, "shape", _squeeze_sample,
+                numpy_name="np.squeeze", params_for=_squeeze_params))
+
+
+def _broadcast_to_params(c, shape):
+    if len(shape) > 3:
+        return None
+    target = [d if d != 1 else c.pick((1, 2, 3)) for d in shape]
+    target = [c.pick((1, 2, 3)) for _ in range(c.integer(0, 4 - len(shape)))] + target
+    return {"shape": tuple(target)}
+
+
+_single("broadcast_to", lambda xs, p: np.broadcast_to(xs[0], tuple(p["shape"])), _broadcast_to_params,
+        "np.broadcast_to", max_rank=3)
+
+
+def _split_params(c, shape):
+    if not shape:
+        return None
+    axis = c.integer(0, len(shape) - 1)
+    n = shape[axis]
+    if c.pick((0, 1)):
+        sections = c.pick(_factorizations(n))
+    else:
+        sections = sorted(c.integer(-n, n + 1) for _ in range(c.integer(1, 3)))
+    return {"sections": sections, "axis": axis}
+
+
+def _split(xs, p):
+    sections = p["sections"] if isinstance(p["sections"], int) else list(p["sections"])
+    return tuple(np.split(xs[0], sections, axis=p["axis"]))
+
+
+_single("split", _split, _split_params, "np.split", min_rank=1, max_rank=3, family="split")
+
+
+def _tri_params(c, shape):
+    return {"k": c.integer(-3, 3)} if len(shape) >= 2 else None
+
+
+_single("triu", lambda xs, p: np.triu(xs[0], k=p["k"]), _tri_params, "np.triu", min_rank=2)
+_single("tril", lambda xs, p: np.tril(xs[0], k=p["k"]), _tri_params, "np.tril", min_rank=2)
+
+
+def _like_params(c, shape):
+    return {"dtype": c.pick((None, None, "float32", "int64"))}
+
+
+_single("ones_like_plus", lambda xs, p: np.ones_like(xs[0], dtype=p["dtype"]) + xs[0], _like_params, "np.ones_like",
+        dtypes=NUMERIC, max_rank=3, family="creation", notes="added to its operand so the result depends on an argument")
+_single("zeros_like_plus", lambda xs, p: np.zeros_like(xs[0], dtype=p["dtype"]) + xs[0], _like_params,
+        "np.zeros_like", dtypes=NUMERIC, max_rank=3, family="creation")
+_single("full_like_plus", lambda xs, p: np.full_like(xs[0], 3, dtype=p["dtype"]) * xs[0], _like_params,
+        "np.full_like", dtypes=NUMERIC, max_rank=3, family="creation")
+
+
+def _join_shapes(c, count, ndim_lo=1, ndim_hi=3):
+    shape = random_shape(c, ndim_lo, ndim_hi)
+    axis = c.integer(0, len(shape) - 1)
+    shapes = []
+    for _ in range(count):
+        s = list(shape)
+        s[axis] = c.pick(DIMS[:5])
+        shapes.append(tuple(s))
+    return shapes, axis
+
+
+def _concat_sample(c):
+    count = c.integer(1, 3)
+    shapes, axis = _join_shapes(c, count)
+    return Call(tuple(shapes), {"axis": axis - len(shapes[0]) if c.pick((0, 1)) else axis})
+
+
+def _variadic(fn):
+    return lambda xs, p: fn(list(xs), **p)
+
+
+def _make_join(name, fn, sample, numpy_name):
+    # arity is the largest count the sampler draws; the call takes however many it gets
+    register(OpInfo(name, fn, 3, ALL, "join", sample, numpy_name=numpy_name))
+
+
+_make_join("concatenate", lambda xs, p: np.concatenate(list(xs), axis=p["axis"]), _concat_sample, "np.concatenate")
+
+
+def _hstack_sample(c):
+    count = c.integer(1, 3)
+    if c.pick((0, 1)):
+        return Call(tuple((c.pick(DIMS[:5]),) for _ in range(count)))
+    rows = c.pick(DIMS[:5])
+    rest = random_shape(c, 0, 1)
+    return Call(tuple((rows, c.pick(DIMS[:5])) + rest for _ in range(count)))
+
+
+def _vstack_sample(c):
+    count = c.integer(1, 3)
+    if c.pick((0, 1)):
+        n = c.pick(DIMS[:5])
+        return Call(tuple((n,) for _ in range(count)))
+    cols = c.pick(DIMS[:5])
+    return Call(tuple((c.pick(DIMS[:5]), cols) for _ in range(count)))
+
+
+def _stack_sample(c):
+    count = c.integer(1, 3)
+    shape = random_shape(c, 0, 3)
+    return Call(tuple(shape for _ in range(count)), {"axis": c.integer(-len(shape) - 1, len(shape))})
+
+
+_make_join("hstack", lambda xs, p: np.hstack(list(xs)), _hstack_sample, "np.hstack")
+_make_join("vstack", lambda xs, p: np.vstack(list(xs)), _vstack_sample, "np.vstack")
+_make_join("stack", lambda xs, p: np.stack(list(xs), axis=p["axis"]), _stack_sample, "np.stack")
+
+
+# --------------------------------------------------------------------------- indexing
+
+
+def random_basic_index(c: Chooser, shape: tuple) -> list:
+    """A JSON-able basic index: ints, slices [lo, hi, step], None and "..." (see ``decode_index``)."""
+    key, dims = [], list(shape)
+    ellipsis_used = False
+    i = 0
+    while i < len(dims):
+        n = dims[i]
+        kind = c.pick(("int", "slice", "slice", "full", "none", "ellipsis", "stop"))
+        if kind == "stop":
+            break
+        if kind == "ellipsis" and not ellipsis_used:
+            ellipsis_used = True
+            key.append("...")
+            break
+        if kind == "none":
+            key.append(None)
+            continue
+        if kind == "int":
+            key.append(c.integer(-n, n - 1))
+        elif kind == "full":
+            key.append(["", "", ""])
+        else:
+            step = c.pick((1, 1, 2, 3, -1, -2))
+            lo = c.pick(("", c.integer(-n - 1, n + 1)))
+            hi = c.pick(("", c.integer(-n - 1, n + 1)))
+            key.append([lo, hi, step])
+        i += 1
+    return key
+
+
+def decode_index(key) -> tuple:
+    out = []
+    for k in key:
+        if k == "...":
+            out.append(Ellipsis)
+        elif isinstance(k, list) and len(k) == 3 and not any(isinstance(v, list) for v in k):
+            out.append(slice(*(None if v == "" else v for v in k)))
+        else:
+            out.append(k)
+    return tuple(out)
+
+
+def _getitem_params(c, shape):
+    return {"key": random_basic_index(c, shape)} if shape else None
+
+
+_single("getitem", lambda xs, p: xs[0][decode_index(p["key"])], _getitem_params, "x[...]", min_rank=1, family="index")
+
+
+def _gather_params(c, shape):
+    if not shape:
+        return None
+    axis = c.integer(0, len(shape) - 1)
+    n = shape[axis]
+    idx_shape = random_shape(c, 0, 2, (1, 2, 3))
+    count = int(np.prod(idx_shape, dtype=np.int64))
+    indices = np.array([c.integer(-n, n - 1) for _ in range(count)], dtype=np.int64).reshape(idx_shape)
+    return {"indices": indices.tolist(), "axis": axis}
+
+
+def _gather_const(xs, p):
+    key = (slice(None),) * p["axis"] + (np.asarray(p["indices"], dtype=np.int64),)
+    return xs[0][key]
+
+
+_single("getitem_array", _gather_const, _gather_params, "x[..., idx]", min_rank=1, max_rank=3, family="index",
+        notes="a constant integer array index")
+_single("take", lambda xs, p: np.take(xs[0], np.asarray(p["indices"], dtype=np.int64), axis=p["axis"]),
+        _gather_params, "np.take", min_rank=1, max_rank=3, family="index")
+
+
+def _gather_arg_sample(c):
+    shape = random_shape(c, 1, 3)
+    axis = c.integer(0, len(shape) - 1)
+    idx_shape = random_shape(c, 0, 2, (1, 2, 3))
+    return Call((shape, idx_shape), {"axis": axis})
+
+
+def _gather_arg(xs, p):
+    return xs[0][(slice(None),) * p["axis"] + (xs[1],)]
+
+
+register(OpInfo("getitem_index_arg", _gather_arg, 2, ALL, "index", _gather_arg_sample,
+                domains=(ANY, Domain(lo=0, hi=1, special=False)), mixed_dtypes=True, numpy_name="x[idx_argument]",
+                notes="the index array is a runtime argument: operand 1 is drawn as in-range integers "
+                      "(see index_operand_values); out-of-range values must raise ValueError"))
+
+# --------------------------------------------------------------------------- helpers for drivers
+
+INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.uint8), np.dtype(np.int8))
+
+
+def operand_dtypes(info: OpInfo, i: int) -> tuple:
+    if info.name == "getitem_index_arg" and i == 1:
+        return INDEX_DTYPES
+    return info.dtypes
+
+
+def index_operand_values(rng: np.random.Generator, shape, dtype, size: int) -> np.ndarray:
+    """In-range indices (negative ones included where the dtype is signed) for an axis of ``size``."""
+    lo = -size if np.dtype(dtype).kind == "i" else 0
+    lo = max(lo, int(np.iinfo(dtype).min))
+    hi = min(size - 1, int(np.iinfo(dtype).max))
+    return rng.integers(lo, hi + 1, size=shape).astype(dtype)
+
+
+def ops(family: str | None = None) -> list[OpInfo]:
+    return [o for o in REGISTRY.values() if family is None or o.family == family]

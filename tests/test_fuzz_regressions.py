@@ -1,0 +1,57 @@
+"""Minimal reproducers of compiler bugs the fuzzer found, each pinned against NumPy
+(values and dtypes) so the bug stays fixed."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import pytest
+
+from compiler import jit
+
+COMPARISONS = [operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne]
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_uint64_against_int64_comparison_is_exact(swap):
+    # NumPy compares uint64 with int64 exactly (loops Qq->? / qQ->?); the compiler used a
+    # signed comparison, so 2**63 + 5 (uint64) compared below -1 (int64).
+    u = np.array([2**63 + 5, 3, 0, 7, 2**64 - 1], np.uint64)
+    s = np.array([-1, 4, 0, 7, -(2**63)], np.int64)
+    a, b = (s, u) if swap else (u, s)
+    f = jit(lambda x, y: [op(x, y) for op in COMPARISONS])
+    for op, got in zip(COMPARISONS, f(a, b)):
+        expected = op(a, b)
+        assert got.dtype == expected.dtype == np.bool_
+        np.testing.assert_array_equal(got, expected, err_msg=op.__name__)
+
+
+def test_where_with_python_bool_scalar_compiles():
+    # a Python bool inlined into a region was emitted as `arith.constant true : i1`,
+    # which MLIR does not parse
+    c = np.array([[True, False], [False, True]])
+    got = jit(lambda c: np.where(c, True, c))(c)
+    expected = np.where(c, True, c)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x + True, lambda x: x * False, lambda x: np.maximum(x, False), lambda x: x == True,  # noqa: E712
+    lambda x: x - True, lambda x: np.where(x > 1, x, False),
+], ids=["add", "mul", "maximum", "eq", "sub", "where"])
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.float32])
+def test_python_bool_operand_is_a_numpy_bool(fn, dtype):
+    # NEP 50: Python bool is not a weak scalar; NumPy treats it as np.bool_. The compiler
+    # passed it to promotion as a weak scalar and raised TypeError for bool arrays.
+    x = np.array([[1, 0], [2, 3]]).astype(dtype)
+    try:
+        expected = fn(x)
+    except TypeError:
+        with pytest.raises(TypeError):
+            jit(fn)(x)
+        return
+    got = jit(fn)(x)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
