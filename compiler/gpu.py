@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from .gpu_toolchain import GpuToolchain, ToolchainError, find_toolchain
 from .lowering import LoweredModule
 
 DEFAULT_CHIP = "sm_90"
+CHIP_ENV = "PARITY_GPU_CHIP"
 THREADS_PER_BLOCK = 256
 
 # No buffer-deallocation-pipeline: every buffer becomes a device allocation that
@@ -108,6 +110,34 @@ def _function(module, func_name: str):
         if op.operation.name == "func.func" and op.attributes["sym_name"].value == func_name:
             return op.operation
     raise RuntimeError(f"module has no function @{func_name}")
+
+
+def _outline_matmuls(module) -> int:
+    """Move each tensor matmul into a private function of its own for the duration of the tensor
+    pipeline (inlined right after). Elementwise fusion would otherwise merge producers such as a
+    layer norm into the matmul, leaving a generic contraction that recomputes them for every
+    output element and that no tiled matmul kernel recognizes."""
+    from mlir import ir
+    from mlir.dialects import func
+    matmuls = [op for name in ("linalg.matmul", "linalg.batch_matmul") for op in _find(module.operation, name)]
+    for n, op in enumerate(matmuls):
+        name = f"parity_matmul_{n}"
+        operand_types = [v.type for v in op.operands]
+        result_types = [r.type for r in op.results]
+        with ir.InsertionPoint(module.body), op.location:
+            outlined = func.FuncOp(name, ir.FunctionType.get(operand_types, result_types), visibility="private")
+            entry = outlined.add_entry_block()
+        with ir.InsertionPoint(entry), op.location:
+            inner = op.clone()
+            for i, arg in enumerate(entry.arguments):
+                inner.operands[i] = arg
+            func.ReturnOp(list(inner.results))
+        with ir.InsertionPoint(op), op.location:
+            call = func.CallOp(result_types, ir.FlatSymbolRefAttr.get(name), list(op.operands))
+        for old, new in zip(op.results, call.results):
+            old.replace_all_uses_with(new)
+        op.erase()
+    return len(matmuls)
 
 
 def _copies_to_linalg(func_op) -> None:
@@ -273,15 +303,23 @@ class GpuTarget(Target):
     name = "gpu"
 
     def __init__(self, chip: str | None = None):
-        self.chip = chip or os.environ.get("PARITY_GPU_CHIP") or DEFAULT_CHIP
+        self._chip = chip
 
-    def with_chip(self, chip: str) -> "GpuTarget":
-        return GpuTarget(chip)
+    @property
+    def chip(self) -> str:
+        """The NVVM chip: the constructor's, else ``PARITY_GPU_CHIP``, else sm_90 (H100/H200)."""
+        chip = self._chip or os.environ.get(CHIP_ENV) or DEFAULT_CHIP
+        if not re.fullmatch(r"sm_\d{2,3}[af]?", chip):
+            raise ValueError(f"GPU chip {chip!r} is not an NVIDIA architecture name like sm_90 or sm_80")
+        return chip
 
     # -- pipeline pieces
     def optimized(self, text: str):
         module = _parse(text)
+        with module.context, ir_location():
+            _outline_matmuls(module)
         _run_pipeline(module, TENSOR_PIPELINE)
+        _run_pipeline(module, "builtin.module(inline,canonicalize,cse)")
         return module
 
     def to_kernels(self, module, lowered: LoweredModule):
@@ -328,23 +366,29 @@ class GpuTarget(Target):
     def ptx(self, lowered: LoweredModule) -> str:
         return self.stages(lowered)["ptx"]
 
-    def compile(self, lowered: LoweredModule) -> NativeKernel:
-        ok, reason = device_available()
-        if not ok:
-            raise DeviceUnavailableError(f"cannot run on the GPU target: {reason}")
+    def native_module(self, lowered: LoweredModule):
+        """Host code in the LLVM dialect with every kernel embedded as a cubin (ptxas runs here).
+        Needs the toolchain but no device."""
         toolchain = find_toolchain()
-        libs = _cuda_runtime_libraries()
-        from mlir import execution_engine
         with _lock:
             module = self.to_kernels(self.optimized(lowered.text), lowered)
             self.to_llvm(module, toolchain)
             self.serialize(module, toolchain, "bin")
-            with module.context:
-                engine = execution_engine.ExecutionEngine(module, opt_level=2, shared_libs=list(libs))
+            return module
+
+    def compile(self, lowered: LoweredModule) -> NativeKernel:
+        ok, reason = device_available()
+        if not ok:
+            raise DeviceUnavailableError(f"cannot run on the GPU target: {reason}")
+        libs = _cuda_runtime_libraries()
+        from mlir import execution_engine
+        module = self.native_module(lowered)
+        with _lock, module.context:
+            engine = execution_engine.ExecutionEngine(module, opt_level=2, shared_libs=list(libs))
             address = engine.raw_lookup(f"_mlir_ciface_{lowered.func_name}")
-            if not address:
-                raise RuntimeError(f"compiled module has no function {lowered.func_name}")
-            return NativeKernel(address, (engine, module), lowered.func_name)
+        if not address:
+            raise RuntimeError(f"compiled module has no function {lowered.func_name}")
+        return NativeKernel(address, (engine, module), lowered.func_name)
 
 
 def ir_location():

@@ -12,6 +12,7 @@ _KERNEL = """
   func.func private @{name}(%a: {A}, %b: {B}, %c: {C}) {{
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
     %tile = arith.constant {T} : index
     %m = memref.dim %a, %c{dm} : {A}
     %k = memref.dim %a, %c{dk} : {A}
@@ -108,6 +109,8 @@ def substitute_matmuls(module) -> int:
     from mlir import ir
     from mlir.dialects import func, memref
 
+    from .backend import _transposed_operands
+
     targets = []
 
     def visit(op):
@@ -128,8 +131,13 @@ def substitute_matmuls(module) -> int:
         rank = 3 if op.name == "linalg.batch_matmul" else 2
         name = kernel_name(rank, *types)
         needed[name] = kernel_text(rank, *types)
+        transposed = _transposed_operands(op)
         with ir.InsertionPoint(op), op.location:
             casts = [memref.CastOp(ir.Type.parse(_strided(rank, t)), v).result for v, t in zip(op.operands, types)]
+            # A folded ``.T`` (see lowering.foldable_transpose) becomes a transposed view: the kernel
+            # indexes through strides, so nothing is copied.
+            swap = ir.AffineMapAttr.get(ir.AffineMap.get_permutation([1, 0]))
+            casts = [memref.TransposeOp(c.type, c, swap).result if t else c for c, t in zip(casts, transposed)]
             func.CallOp([], ir.FlatSymbolRefAttr.get(name), casts)
         op.erase()
     if needed:

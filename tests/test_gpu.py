@@ -1,0 +1,287 @@
+"""GPU target without a GPU: every kind of kernel GPT-2 needs compiles to PTX for
+sm_90 and ptxas accepts it; the host side moves data with explicit device
+allocations and copies; matmuls use the shared-memory tiled kernel. Tests that
+need a device run only where ``device_available()`` says one is usable."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import compiler
+from compiler import ops
+from compiler.gpt2.checkpoint import BlockParams, GPT2Params, LayerNormParams, LinearParams
+from compiler.gpt2.model import (attention_sublayer, embedding, feedforward_sublayer, final_projection, gpt2_fused,
+                                 prepared_params)
+from compiler.jit import JitFunction
+
+gpu = pytest.importorskip("compiler.gpu")
+from compiler.gpu_toolchain import ToolchainError, find_toolchain  # noqa: E402
+
+try:
+    TOOLCHAIN = find_toolchain()
+except ToolchainError as exc:  # pragma: no cover - CI machines have CUDA's ptxas and libdevice
+    pytest.skip(f"no CUDA toolchain: {exc}", allow_module_level=True)
+
+RNG = np.random.default_rng(1234)
+
+
+def rand(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def gpu_stages(fn, *args, chip=None, **static):
+    lowered = JitFunction(fn, "gpu").lower(*args, **static)
+    target = gpu.GpuTarget(chip) if chip else compiler.get_target("gpu")
+    return target.stages(lowered)
+
+
+def assemble_all(ptx: str, tmp_path: Path, chip: str = "sm_90") -> int:
+    """Run ptxas on every PTX unit; returns how many there were."""
+    units = gpu.split_ptx(ptx)
+    assert units, "no PTX units"
+    for name, text in units.items():
+        assert re.search(rf"^\.target {chip}\b", text, re.M), f"{name} does not target {chip}"
+        # libdevice must be linked: no math function may be left as an external declaration
+        assert not re.search(r"\.extern \.func .*__nv_", text), f"{name} calls an unlinked libdevice function"
+        TOOLCHAIN.assemble(text, chip, tmp_path / f"{name}.cubin")
+        assert (tmp_path / f"{name}.cubin").stat().st_size > 0
+    return len(units)
+
+
+def host_code(stages: dict) -> str:
+    text = stages["kernels"]
+    return text[: text.index("gpu.module @")] if "gpu.module @" in text else text
+
+
+def check_host_memory(stages: dict, n_inputs: int, n_outputs: int) -> None:
+    host = host_code(stages)
+    assert "host_shared" not in stages["kernels"], "managed/host-shared memory must not be used"
+    assert "memref.alloc" not in host, "every buffer must be a device allocation"
+    memcpys = re.findall(r"gpu\.memcpy\s+(%\w+), (%\w+)", host)
+    args_in = {f"%arg{i}" for i in range(n_inputs)}
+    assert sum(src in args_in for _, src in memcpys) == n_inputs, "each input is copied to the device once"
+    outs = [dst for dst, _ in memcpys if dst.startswith("%arg") and dst not in args_in]
+    assert len(outs) == n_outputs, "each output is copied back once"
+    assert host.count("gpu.alloc") == host.count("gpu.dealloc"), "every device allocation is freed"
+
+
+ELEMENTWISE = {
+    "tanh": lambda x: np.tanh(x),
+    "exp": lambda x: np.exp(x),
+    "sqrt": lambda x: np.sqrt(x * x + 1),
+    "pow": lambda x: np.power(x, 3) + x ** 2.5,
+    "gelu": ops.gelu,
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(ELEMENTWISE))
+def test_elementwise_math_compiles_and_assembles(name, dtype, tmp_path):
+    stages = gpu_stages(ELEMENTWISE[name], rand(5, 33, dtype=dtype))
+    assert assemble_all(stages["ptx"], tmp_path) >= 1
+    check_host_memory(stages, n_inputs=1, n_outputs=1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_reductions_over_last_axis(dtype, tmp_path):
+    def f(x):
+        return x.sum(axis=-1), x.max(axis=-1, keepdims=True), x.mean(axis=-1)
+
+    stages = gpu_stages(f, rand(3, 7, 40, dtype=dtype))
+    assemble_all(stages["ptx"], tmp_path)
+    check_host_memory(stages, n_inputs=1, n_outputs=3)
+
+
+def test_full_reduction_to_a_scalar_stays_in_a_kernel(tmp_path):
+    # a reduction with no parallel dimension would otherwise become host loops over device memory
+    stages = gpu_stages(lambda x: x.sum(), rand(9, 11))
+    assemble_all(stages["ptx"], tmp_path)
+    host = host_code(stages)
+    assert "memref.load" not in host and "memref.store" not in host and "scf.for" not in host
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul_uses_tiled_shared_memory_kernel(dtype, tmp_path):
+    stages = gpu_stages(lambda a, b: a @ b, rand(37, 50, dtype=dtype), rand(50, 19, dtype=dtype))
+    assemble_all(stages["ptx"], tmp_path)
+    kernels = stages["kernels"]
+    assert "linalg.matmul" not in kernels
+    assert "#gpu.address_space<workgroup>" in kernels and "gpu.barrier" in kernels
+    ptx = stages["ptx"]
+    assert ".shared" in ptx and "bar.sync" in ptx
+    check_host_memory(stages, n_inputs=2, n_outputs=1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_batched_and_transposed_matmuls(dtype, tmp_path):
+    def f(q, k, x, w):
+        scores = q @ k.transpose(0, 2, 1)          # batch_matmul
+        return scores, x @ w.T                     # matmul reading a folded transpose
+
+    stages = gpu_stages(f, rand(4, 9, 16, dtype=dtype), rand(4, 9, 16, dtype=dtype), rand(9, 16, dtype=dtype),
+                        rand(12, 16, dtype=dtype))
+    assemble_all(stages["ptx"], tmp_path)
+    kernels = stages["kernels"]
+    assert "linalg.batch_matmul" not in kernels and "linalg.matmul" not in kernels
+    assert "parity_gpu_matmul3d" in kernels and "parity_gpu_matmul2d" in kernels
+
+
+def test_mixed_precision_matmul(tmp_path):
+    stages = gpu_stages(lambda a, b: a @ b, rand(8, 8), rand(8, 8, dtype=np.float64))
+    assemble_all(stages["ptx"], tmp_path)
+
+
+def test_transpose_gather_concat_slice(tmp_path):
+    def f(table, ids, x):
+        rows = table[ids]
+        parts = np.concatenate([x[:, :3], x[:, 5:], x[:, 3:5]], axis=1)
+        return rows + table[: ids.shape[0]], parts.T, np.hstack([x, x])
+
+    stages = gpu_stages(f, rand(50, 24), np.array([3, 1, 49, 0], dtype=np.int64), rand(6, 24))
+    assemble_all(stages["ptx"], tmp_path)
+    check_host_memory(stages, n_inputs=3, n_outputs=3)
+
+
+def test_library_formulas(tmp_path):
+    x = rand(8, 32)
+    for fn, args in [
+        (ops.softmax, (x,)),
+        (ops.layer_norm, (x, rand(32), rand(32))),
+        (ops.attention, (x, x, x, ops.causal_mask(8))),
+        (ops.feedforward, (x, rand(32, 128), rand(128), rand(128, 32), rand(32))),
+    ]:
+        assemble_all(gpu_stages(fn, *args)["ptx"], tmp_path)
+
+
+def tiny_params(n_layer=2, width=32, vocab=64, n_ctx=16) -> GPT2Params:
+    def block():
+        return BlockParams(
+            ln_1=LayerNormParams(rand(width), rand(width)),
+            attn_c_attn=LinearParams(rand(width, 3 * width) * 0.1, rand(3 * width)),
+            attn_c_proj=LinearParams(rand(width, width) * 0.1, rand(width)),
+            ln_2=LayerNormParams(rand(width), rand(width)),
+            mlp_c_fc=LinearParams(rand(width, 4 * width) * 0.1, rand(4 * width)),
+            mlp_c_proj=LinearParams(rand(4 * width, width) * 0.1, rand(width)),
+        )
+    return GPT2Params(rand(vocab, width), rand(n_ctx, width), [block() for _ in range(n_layer)],
+                      LayerNormParams(rand(width), rand(width)))
+
+
+def test_gpt2_sublayer_kernels(tmp_path):
+    params, wte64 = prepared_params(tiny_params())
+    ids = np.array([5, 9, 1, 0, 0, 0, 0, 0], dtype=np.int64)
+    x32 = rand(8, 32)
+    x64 = x32.astype(np.float64)
+    b0, b1 = params.blocks
+    calls = [
+        (embedding, (params.wte, params.wpe, ids), {}),
+        (attention_sublayer, (x32, b0.ln_1.g, b0.ln_1.b, b0.attn_c_attn.w, b0.attn_c_attn.b, b0.attn_c_proj.w, b0.attn_c_proj.b), {"n_head": 4}),
+        (attention_sublayer, (x64, b1.ln_1.g, b1.ln_1.b, b1.attn_c_attn.w, b1.attn_c_attn.b, b1.attn_c_proj.w, b1.attn_c_proj.b), {"n_head": 4}),
+        (feedforward_sublayer, (x64, b0.ln_2.g, b0.ln_2.b, b0.mlp_c_fc.w, b0.mlp_c_fc.b, b0.mlp_c_proj.w, b0.mlp_c_proj.b), {}),
+        (final_projection, (x64, np.array([2]), params.ln_f.g, params.ln_f.b, wte64), {}),
+    ]
+    for fn, args, static in calls:
+        stages = gpu_stages(fn, *args, **static)
+        assemble_all(stages["ptx"], tmp_path)
+        assert "linalg." not in host_code(stages), f"{fn.__name__}: linalg left in host code"
+
+
+def test_gpt2_fused_forward(tmp_path):
+    params, wte64 = prepared_params(tiny_params())
+    ids = np.array([5, 9, 1, 7, 0, 0, 0, 0], dtype=np.int64)
+    stages = gpu_stages(gpt2_fused, ids, np.array([3]), params, wte64, n_head=4)
+    n = assemble_all(stages["ptx"], tmp_path)
+    assert n > 20
+    # every matmul of the forward pass goes through the tiled kernel: per block qkv, scores,
+    # weights @ v, attention projection, two feed-forward projections; then the logits
+    kernels = stages["kernels"]
+    assert "linalg.matmul" not in kernels and "linalg.batch_matmul" not in kernels
+    assert len(re.findall(r"call @parity_gpu_matmul", host_code(stages))) == 6 * 2 + 1
+    assert "@parity_matmul_" not in kernels, "matmuls shielded from fusion are inlined back"
+
+
+def test_chip_selection(tmp_path, monkeypatch):
+    stages = gpu_stages(ops.gelu, rand(4, 4), chip="sm_80")
+    assert assemble_all(stages["ptx"], tmp_path, chip="sm_80")
+    monkeypatch.setenv(gpu.CHIP_ENV, "sm_89")
+    assert ".target sm_89" in gpu_stages(ops.gelu, rand(4, 4))["ptx"]
+    with pytest.raises(ValueError, match="not an NVIDIA architecture"):
+        gpu.GpuTarget("volta").chip
+
+
+def test_default_chip_is_sm_90():
+    assert compiler.get_target("gpu").chip == "sm_90" or gpu.os.environ.get(gpu.CHIP_ENV)
+
+
+def test_emit_ptx_stage():
+    ptx = compiler.emit(ops.softmax, rand(4, 8), stage="ptx", target="gpu")
+    assert ".target sm_90" in ptx and ".entry" in ptx
+    with pytest.raises(ValueError, match="unknown stage"):
+        compiler.emit(ops.softmax, rand(4, 8), stage="sass", target="gpu")
+
+
+def test_native_module_embeds_cubins_and_translates(tmp_path):
+    """Everything short of running: kernels assembled to cubins by ptxas, host code translates to
+    LLVM IR that loads the modules and launches through libmlir_cuda_runtime (explicit copies)."""
+    lowered = JitFunction(ops.softmax, "gpu").lower(rand(4, 8))
+    module = compiler.get_target("gpu").native_module(lowered)
+    source = tmp_path / "host.mlir"
+    source.write_text(module.operation.get_asm())
+    translate = Path(compiler.backend.mlir_lib_dir()).parent / "bin" / "mlir-translate"
+    if not translate.exists():
+        pytest.skip("mlir-translate is not shipped with these MLIR tools")
+    done = subprocess.run([str(translate), "--mlir-to-llvmir", str(source)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    calls = set(re.findall(r"@(mgpu\w+)", done.stdout))
+    assert {"mgpuModuleLoad", "mgpuLaunchKernel", "mgpuMemAlloc", "mgpuMemcpy", "mgpuMemFree"} <= calls
+    assert "mgpuMemHostRegister" not in calls
+
+
+def test_device_probe_reports_a_reason():
+    ok, reason = gpu.device_available()
+    assert isinstance(ok, bool) and reason
+
+
+def test_compile_without_device_is_a_clear_error():
+    ok, reason = gpu.device_available()
+    if ok:
+        pytest.skip(f"a CUDA device is present ({reason})")
+    f = compiler.jit(ops.gelu, target="gpu")
+    with pytest.raises(gpu.DeviceUnavailableError, match=re.escape(reason)):
+        f(rand(4, 4))
+
+
+# --------------------------------------------------------------------------- on a device
+
+requires_device = pytest.mark.skipif(not gpu.device_available()[0], reason=gpu.device_available()[1])
+
+
+@requires_device
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_runs_library_formulas_on_device(dtype):
+    x = rand(16, 48, dtype=dtype)
+    g, b = rand(48, dtype=dtype), rand(48, dtype=dtype)
+    for fn, args in [(ops.gelu, (x,)), (ops.softmax, (x,)), (ops.layer_norm, (x, g, b)),
+                     (lambda a, w: a @ w, (x, rand(48, 70, dtype=dtype))),
+                     (lambda q, k: q @ k.transpose(0, 2, 1), (rand(3, 17, 8, dtype=dtype), rand(3, 17, 8, dtype=dtype))),
+                     (lambda a: a.sum(), (x,))]:
+        expected = fn(*args)
+        got = compiler.jit(fn, target="gpu")(*args)
+        assert got.dtype == expected.dtype
+        np.testing.assert_allclose(got, expected, rtol=2e-5 if dtype == np.float32 else 1e-12, atol=2e-5 if dtype == np.float32 else 1e-12)
+
+
+@requires_device
+def test_runs_fused_gpt2_on_device():
+    params, wte64 = prepared_params(tiny_params())
+    ids = np.array([5, 9, 1, 7, 0, 0, 0, 0], dtype=np.int64)
+    last = np.array([3])
+    expected = gpt2_fused(ids, last, params, wte64, n_head=4)
+    got = compiler.jit(gpt2_fused, target="gpu")(ids, last, params, wte64, n_head=4)
+    assert got.dtype == expected.dtype == np.float64
+    np.testing.assert_allclose(got, expected, rtol=3e-4, atol=3e-4)

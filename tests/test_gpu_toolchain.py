@@ -1,0 +1,101 @@
+"""Finding ptxas and libdevice: explicit settings win and a bad one is a clear error
+naming it; the PyPI CUDA compiler wheel comes before a system installation; when
+nothing is found the error says what is missing and how to get it."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+
+import pytest
+
+from compiler import gpu_toolchain as tc
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch):
+    monkeypatch.delenv(tc.PTXAS_ENV, raising=False)
+    monkeypatch.delenv(tc.LIBDEVICE_ENV, raising=False)
+    tc._cached.cache_clear()
+    yield
+    tc._cached.cache_clear()
+
+
+def fake_cuda_tree(root):
+    ptxas = root / "bin" / "ptxas"
+    ptxas.parent.mkdir(parents=True)
+    ptxas.write_text("#!/bin/sh\necho fake\n")
+    ptxas.chmod(ptxas.stat().st_mode | stat.S_IXUSR)
+    libdevice = root / "nvvm" / "libdevice" / "libdevice.10.bc"
+    libdevice.parent.mkdir(parents=True)
+    libdevice.write_bytes(b"BC")
+    return ptxas, libdevice
+
+
+def test_explicit_missing_ptxas_names_the_setting(monkeypatch, tmp_path):
+    monkeypatch.setenv(tc.PTXAS_ENV, str(tmp_path / "nope" / "ptxas"))
+    with pytest.raises(tc.ToolchainError, match=rf"{tc.PTXAS_ENV}=.*nope/ptxas: no such file"):
+        tc.find_toolchain()
+
+
+def test_explicit_ptxas_that_is_not_executable(monkeypatch, tmp_path):
+    path = tmp_path / "ptxas"
+    path.write_text("not a program")
+    path.chmod(0o644)
+    monkeypatch.setenv(tc.PTXAS_ENV, str(path))
+    with pytest.raises(tc.ToolchainError, match="not executable"):
+        tc.find_ptxas()
+
+
+def test_explicit_missing_libdevice_names_the_setting(monkeypatch, tmp_path):
+    monkeypatch.setenv(tc.LIBDEVICE_ENV, str(tmp_path / "libdevice.10.bc"))
+    with pytest.raises(tc.ToolchainError, match=rf"{tc.LIBDEVICE_ENV}=.*libdevice.10.bc: no such file"):
+        tc.find_toolchain()
+
+
+def test_explicit_settings_are_used(monkeypatch, tmp_path):
+    ptxas, libdevice = fake_cuda_tree(tmp_path / "cuda")
+    monkeypatch.setenv(tc.PTXAS_ENV, str(ptxas))
+    monkeypatch.setenv(tc.LIBDEVICE_ENV, str(libdevice))
+    found = tc.find_toolchain()
+    assert (found.ptxas, found.libdevice) == (str(ptxas), str(libdevice))
+
+
+def test_wheel_comes_before_system_cuda(monkeypatch, tmp_path):
+    site = tmp_path / "site"
+    ptxas, libdevice = fake_cuda_tree(site / "nvidia" / "cu13")
+    monkeypatch.syspath_prepend(str(site))
+    for name in [m for m in sys.modules if m == "nvidia" or m.startswith("nvidia.")]:
+        monkeypatch.delitem(sys.modules, name)
+    assert tc.find_ptxas() == str(ptxas)
+    assert tc.find_libdevice() == str(libdevice)
+
+
+def test_nothing_found_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setattr(tc, "_wheel_roots", lambda: [])
+    monkeypatch.setattr(tc, "_system_roots", lambda: [tmp_path / "cuda"])
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(tc.ToolchainError, match="ptxas not found: set PARITY_PTXAS"):
+        tc.find_ptxas()
+    with pytest.raises(tc.ToolchainError, match="libdevice.10.bc not found: set PARITY_LIBDEVICE"):
+        tc.find_libdevice()
+
+
+def test_ptxas_rejection_is_reported(tmp_path):
+    try:
+        toolchain = tc.find_toolchain()
+    except tc.ToolchainError as exc:
+        pytest.skip(str(exc))
+    with pytest.raises(tc.ToolchainError, match="ptxas rejected the PTX for sm_90"):
+        toolchain.assemble(".version 7.8\n.target sm_90\n.address_size 64\nthis is not ptx\n", "sm_90", tmp_path / "bad.cubin")
+
+
+def test_system_cuda_here_is_found():
+    # these machines have CUDA 13 installed; the real tools must be what we find
+    try:
+        toolchain = tc.find_toolchain()
+    except tc.ToolchainError as exc:
+        pytest.skip(str(exc))
+    assert os.access(toolchain.ptxas, os.X_OK)
+    assert toolchain.libdevice.endswith("libdevice.10.bc") and os.path.getsize(toolchain.libdevice) > 100_000
