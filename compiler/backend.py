@@ -23,12 +23,12 @@ import numpy as np
 from .lowering import LoweredModule
 from .paths import cache_root
 
-PIPELINE_VERSION = "2"  # bump whenever the pipeline changes, to retire cached kernels
+PIPELINE_VERSION = "3"  # bump whenever the pipeline changes, to retire cached kernels
 
 TENSOR_PIPELINE = "builtin.module(canonicalize,cse,linalg-fuse-elementwise-ops,canonicalize,cse)"
 BUFFERIZE_PIPELINE = (
     "builtin.module(one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
-    "canonicalize,buffer-deallocation-pipeline)"
+    "drop-equivalent-buffer-results,canonicalize,buffer-deallocation-pipeline)"
 )
 LLVM_PIPELINE = (
     "builtin.module(convert-linalg-to-loops,expand-strided-metadata,lower-affine,convert-scf-to-cf,"

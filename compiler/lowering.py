@@ -92,6 +92,8 @@ class Emitter:
         self.hidden: list[np.ndarray] = []
         self.hidden_types: list[str] = []
         self.counter = 0
+        self.matmul_functions: dict[tuple, str] = {}
+        self.extra_functions: list[str] = []
 
     # -- basics
     def fresh(self, prefix: str = "v") -> str:
@@ -262,7 +264,6 @@ class Emitter:
     def matmul(self, node: Node, operands) -> str:
         # A 2-d transpose feeding a matmul is folded into its indexing maps, so ``x @ w.T``
         # never materializes the transposed weight (BLAS reads it transposed instead).
-        init = self.filled(node.shape, node.dtype, 0, node.loc)
         out_t = dt.tensor_type(node.shape, node.dtype)
         names, types, folded = [], [], []
         for i, inp in enumerate(node.inputs):
@@ -282,8 +283,23 @@ class Emitter:
             b = "(d1, d2)" if folded[1] else "(d2, d1)"
             maps = (f" indexing_maps = [affine_map<(d0, d1, d2) -> {a}>, affine_map<(d0, d1, d2) -> {b}>, "
                     f"affine_map<(d0, d1, d2) -> (d0, d1)>]")
+        # The matmul lives in its own private function: elementwise fusion (with its reshape
+        # propagation) would otherwise rewrite it into a generic with fused producers, which
+        # no longer looks like a matmul to the BLAS substitution and runs as naive loops.
+        signature = (op, maps, types[0], types[1], out_t)
+        callee = self.matmul_functions.get(signature)
+        if callee is None:
+            callee = f"parity_matmul_{len(self.matmul_functions)}"
+            self.matmul_functions[signature] = callee
+            # Destination-passing: the caller owns the zero-filled result buffer, so the callee
+            # returns nothing after bufferization (drop-equivalent-buffer-results).
+            self.extra_functions.append(
+                f"  func.func private @{callee}(%a: {types[0]}, %b: {types[1]}, %init: {out_t}) -> {out_t} {{\n"
+                f"    %r = {op}{maps} ins(%a, %b : {types[0]}, {types[1]}) outs(%init : {out_t}) -> {out_t}\n"
+                f"    return %r : {out_t}\n  }}\n")
+        init = self.filled(node.shape, node.dtype, 0, node.loc)
         return self.assign(
-            f"{op}{maps} ins({names[0]}, {names[1]} : {types[0]}, {types[1]}) outs({init} : {out_t}) -> {out_t}", node.loc)
+            f"func.call @{callee}({names[0]}, {names[1]}, {init}) : ({types[0]}, {types[1]}, {out_t}) -> {out_t}", node.loc)
 
     def reshape(self, x: str, src: Node, shape: tuple, loc) -> str:
         cur_shape = src.shape
@@ -416,5 +432,5 @@ def build_module(inputs: list[Node], outputs: list[Node], func_name: str = "main
     args += [f"%hidden{i}: {t} {{bufferization.writable = false}}" for i, t in enumerate(em.hidden_types)]
     args += [f"%out{k}: memref<{''.join(f'{d}x' for d in o.shape)}{dt.storage_type(o.dtype)}>" for k, o in enumerate(outputs)]
     header = f"  func.func @{func_name}({', '.join(args)}) attributes {{llvm.emit_c_interface}} {{"
-    text = "module {\n" + header + "\n" + "\n".join(em.lines) + "\n  }\n}\n"
+    text = "module {\n" + header + "\n" + "\n".join(em.lines) + "\n  }\n" + "".join(em.extra_functions) + "}\n"
     return LoweredModule(text, func_name, em.hidden, [(o.shape, o.dtype) for o in outputs])
