@@ -282,8 +282,16 @@ FUNCTIONS = {
 def apply_function(func, args, kwargs):
     impl = FUNCTIONS.get(func)
     if impl is None:
-        raise NotImplementedError(f"np.{getattr(func, '__name__', func)} is not supported by the compiler")
+        raise NotImplementedError(f"{_public_name(func)} is not supported by the compiler")
     return impl(*args, **kwargs)
+
+
+def _public_name(func) -> str:
+    """``np.linalg.norm`` rather than ``np.norm``: the name as the user wrote it."""
+    module = getattr(func, "__module__", None) or "numpy"
+    if module.startswith("numpy._core") or module == "numpy":
+        module = "numpy"
+    return f"{module.replace('numpy', 'np', 1)}.{getattr(func, '__name__', func)}"
 
 
 # --------------------------------------------------------------------------- indexing
