@@ -1,0 +1,268 @@
+"""Bad input at the compiled boundary and at trace time: a clear error naming the
+problem, or a correct result where NumPy semantics allow one — never a crash."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from compiler import jit, ops
+
+X = np.arange(12, dtype=np.float32).reshape(3, 4) / 4 - 1
+
+
+def add(a, b):
+    return a + b
+
+
+# --------------------------------------------------------------------------- arity, dtype, shape
+
+
+def test_too_few_arguments_names_the_missing_one():
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'b'"):
+        jit(add)(X)
+
+
+def test_too_many_arguments():
+    with pytest.raises(TypeError, match="takes 2 positional arguments but 3 were given"):
+        jit(add)(X, X, X)
+
+
+def test_arity_errors_do_not_poison_the_cache():
+    f = jit(add)
+    with pytest.raises(TypeError):
+        f(X)
+    np.testing.assert_array_equal(f(X, X), X + X)
+    assert f.compile_count == 1
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128, np.float16, object, "U3", "datetime64[s]"])
+def test_unsupported_input_dtype_names_the_argument(dtype):
+    bad = np.zeros(4, dtype=dtype)
+    with pytest.raises(TypeError, match=re.escape(f"argument b: dtype {np.dtype(dtype)} is not supported")):
+        jit(add)(X[0], bad)
+
+
+def test_unsupported_dtype_in_a_nested_argument_names_its_path():
+    with pytest.raises(TypeError, match=r"argument params\['g'\]: dtype float16 is not supported"):
+        jit(lambda x, params: x * params["g"])(X, {"g": np.ones(4, np.float16)})
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: x.astype(np.float16),
+    lambda x: x + 1j,
+    lambda x: x * np.complex64(2),
+    lambda x: x + np.ones(4, np.float16),
+], ids=["astype-f16", "python-complex", "numpy-complex", "f16-constant"])
+def test_unsupported_dtype_inside_the_function(make):
+    with pytest.raises(TypeError, match="is not supported"):
+        jit(make)(X)
+
+
+def test_incompatible_shapes_name_both():
+    with pytest.raises(ValueError, match=r"shapes \(3, 4\) and \(5,\) cannot be broadcast together"):
+        jit(add)(X, np.ones(5, np.float32))
+
+
+def test_shape_errors_at_trace_time():
+    with pytest.raises(ValueError, match=r"cannot reshape array of size 12 into shape \(5, 3\)"):
+        jit(lambda x: x.reshape(5, 3))(X)
+    with pytest.raises(np.exceptions.AxisError, match="axis 2 is out of bounds"):
+        jit(lambda x: np.sum(x, axis=2))(X)
+    with pytest.raises(ValueError, match="matmul: mismatch in core dimension"):
+        jit(lambda x: x @ x)(X)
+    with pytest.raises(IndexError, match="index 5 is out of bounds for axis 0 with size 3"):
+        jit(lambda x: x[5])(X)
+
+
+def test_array_keyword_arguments_are_rejected_clearly():
+    with pytest.raises(TypeError, match="keyword argument 'b' is static and must be hashable"):
+        jit(add)(X, b=X)
+
+
+# --------------------------------------------------------------------------- non-contiguous and aliasing inputs
+
+
+@pytest.mark.parametrize("view", [
+    lambda a: a.T,
+    lambda a: a[:, ::2],
+    lambda a: a[::-1],
+    lambda a: a[::2, ::-3],
+    lambda a: np.asfortranarray(a),
+    lambda a: np.broadcast_to(a[:1], a.shape),   # zero stride
+], ids=["transposed", "strided", "reversed", "strided-reversed", "fortran", "zero-stride"])
+def test_non_contiguous_inputs_are_copied_at_the_boundary(view):
+    base = np.random.default_rng(0).standard_normal((6, 9)).astype(np.float32)
+    v = view(base)
+    assert not v.flags.c_contiguous or v.strides[0] == 0
+    got = jit(ops.softmax)(v)
+    np.testing.assert_allclose(got, ops.softmax(v), rtol=1e-6, atol=1e-7)
+    assert got.dtype == np.float32
+
+
+def test_non_contiguous_matmul_operands():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((8, 5))
+    b = rng.standard_normal((6, 8))
+    got = jit(lambda a, b: a @ b)(a[::2].T, b[::-1, :4].T)
+    np.testing.assert_allclose(got, a[::2].T @ b[::-1, :4].T, rtol=1e-12, atol=1e-12)
+
+
+def test_same_array_passed_twice():
+    got = jit(lambda a, b: a * b - a)(X, X)
+    np.testing.assert_array_equal(got, X * X - X)
+
+
+def test_overlapping_views():
+    a = np.arange(10, dtype=np.float64)
+    got = jit(lambda p, q: p - q)(a[1:], a[:-1])
+    np.testing.assert_array_equal(got, np.ones(9))
+    m = np.arange(16, dtype=np.float32).reshape(4, 4)
+    got = jit(lambda p, q: p @ q)(m, m.T)
+    np.testing.assert_allclose(got, m @ m.T, rtol=1e-6)
+
+
+def test_inputs_are_not_modified_and_outputs_are_fresh():
+    x = X.copy()
+    out = jit(lambda x: x)(x)
+    np.testing.assert_array_equal(out, X)
+    assert not np.shares_memory(out, x)
+    out[:] = 0
+    np.testing.assert_array_equal(x, X)
+
+
+# --------------------------------------------------------------------------- gather bounds
+
+
+@pytest.mark.parametrize("bad", [3, 100, -4, -1000, np.iinfo(np.int64).max, np.iinfo(np.int64).min])
+def test_runtime_gather_index_out_of_range(bad):
+    f = jit(lambda w, ids: w[ids])
+    np.testing.assert_array_equal(f(X, np.array([0, 2, -3])), X[[0, 2, -3]])
+    with pytest.raises(ValueError, match=rf"argument ids: index {bad} is out of range for an axis of size 3"):
+        f(X, np.array([0, bad, 1]))
+
+
+def test_runtime_gather_index_out_of_range_int32_and_take():
+    with pytest.raises(ValueError, match="argument ids: index 4 is out of range for an axis of size 4"):
+        jit(lambda w, ids: np.take(w, ids, axis=1))(X, np.array([[0], [4]], np.int32))
+    with pytest.raises(ValueError, match=r"argument p\['ids'\]: index -9 is out of range"):
+        jit(lambda p: p["w"][p["ids"]])({"w": X, "ids": np.array([-9])})
+
+
+@pytest.mark.parametrize("bad", [3, -4])
+def test_constant_gather_index_out_of_range(bad):
+    with pytest.raises(ValueError, match=f"gather index {bad} is out of range for axis 0 with size 3"):
+        jit(lambda w: w[np.array([0, bad])])(X)
+    with pytest.raises(ValueError, match=f"gather index {bad} is out of range"):
+        jit(lambda w: w[[bad]])(X)
+
+
+def test_non_integer_indices():
+    with pytest.raises(IndexError, match="must be of integer type, got float64"):
+        jit(lambda w, i: w[i])(X, np.array([1.0]))
+
+
+# --------------------------------------------------------------------------- unsupported functions
+
+
+@pytest.mark.parametrize("fn, name", [
+    (lambda x: np.sort(x), "np.sort"),
+    (lambda x: np.cumsum(x, axis=0), "np.cumsum"),
+    (lambda x: np.argmax(x, axis=-1), "np.argmax"),
+    (lambda x: np.linalg.norm(x), "np.linalg.norm"),
+    (lambda x: np.einsum("ij,ij->i", x, x), "np.einsum"),
+    (lambda x: np.arctan2(x, x), "np.arctan2"),
+    (lambda x: np.sin(x), "np.sin"),
+    (lambda x: np.floor(x), "np.floor"),
+    (lambda x: np.add.reduce(x), "np.add.reduce"),
+    (lambda x: np.multiply.outer(x, x), "np.multiply.outer"),
+    (lambda x: np.where(x > 0), "np.where with one argument"),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_unsupported_numpy_function_named_at_trace_time(fn, name):
+    f = jit(fn)
+    with pytest.raises(NotImplementedError, match=name.replace(".", r"\.")):
+        f(X)
+    assert f.compile_count == 0
+
+
+def test_ufunc_keyword_arguments_not_supported():
+    with pytest.raises(NotImplementedError, match=r"np.add: keyword arguments \['out'\]"):
+        jit(lambda x: np.add(x, x, out=x))(X)
+
+
+def test_data_dependent_control_flow_is_a_type_error():
+    def relu_branch(x):
+        if x.sum() > 0:
+            return x
+        return -x
+
+    with pytest.raises(TypeError, match="truth value of a traced Tensor"):
+        jit(relu_branch)(X)
+    with pytest.raises(TypeError, match="cannot be converted to float"):
+        jit(lambda x: x * float(x[0, 0]))(X)
+
+
+# --------------------------------------------------------------------------- results that are not tensors
+
+
+@pytest.mark.parametrize("fn, what", [
+    (lambda x: 1.5, "result is a float"),
+    (lambda x: None, "result is a NoneType"),
+    (lambda x: np.ones(3), "result is a ndarray"),
+    (lambda x: np.float32(2), "result is a float32"),
+    (lambda x: (x, 1.0), r"result\[1\] is a float"),
+    (lambda x: {"y": x, "n": None}, r"result\['n'\] is a NoneType"),
+    (lambda x: x.shape, r"result\[0\] is a int"),
+], ids=["float", "None", "ndarray", "numpy-scalar", "tuple-with-float", "dict-with-None", "shape"])
+def test_non_tensor_results_are_type_errors(fn, what):
+    with pytest.raises(TypeError, match=f"must return tensors computed from its arguments; {what}"):
+        jit(fn)(X)
+
+
+def test_structured_results_keep_their_structure():
+    out = jit(lambda x: {"a": x * 2, "pair": (x.sum(), [x.T])})(X)
+    assert set(out) == {"a", "pair"} and isinstance(out["pair"], tuple) and isinstance(out["pair"][1], list)
+    np.testing.assert_array_equal(out["pair"][1][0], X.T)
+    assert out["pair"][0].dtype == np.float32 and out["pair"][0].shape == ()
+
+
+# --------------------------------------------------------------------------- nothing crashes
+
+CRASH_PROBES = r'''
+import numpy as np
+from compiler import jit, ops
+
+x = np.arange(12, dtype=np.float32).reshape(3, 4)
+probes = [
+    lambda: jit(lambda w, i: w[i])(x, np.array([3])),
+    lambda: jit(lambda w, i: w[i])(x, np.array([-4])),
+    lambda: jit(lambda w, i: w[:, i])(x, np.array([[2**40]])),
+    lambda: jit(lambda w: w[np.array([9])])(x),
+    lambda: jit(lambda a, b: a + b)(x),
+    lambda: jit(lambda a: a)(np.zeros(3, np.complex64)),
+    lambda: jit(lambda a: np.sort(a))(x),
+    lambda: jit(lambda a: None)(x),
+    lambda: jit(lambda a: a.reshape(7))(x),
+]
+errors = 0
+for probe in probes:
+    try:
+        probe()
+    except (TypeError, ValueError, IndexError, NotImplementedError):
+        errors += 1
+ok = jit(ops.softmax)(x.T[::-1])
+assert np.allclose(ok, ops.softmax(x.T[::-1]), rtol=1e-6, atol=1e-7)
+empty = jit(lambda w, i: w[i])(x, np.zeros((0,), np.int64))
+assert empty.shape == (0, 4) and empty.dtype == np.float32
+print("errors", errors)
+'''
+
+
+def test_bad_inputs_never_crash_the_process():
+    proc = subprocess.run([sys.executable, "-c", CRASH_PROBES], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "errors 9"
