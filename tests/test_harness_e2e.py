@@ -1,0 +1,108 @@
+"""End to end on a tiny checkpoint: the bundled reference committed to a git
+repository and reached through its file:// URL (clone -> pin -> env ->
+capture), the real compiler in subgraph and fused modes, and a fault injected
+into the compiler that the harness must catch and localize to the right step,
+tensor and op."""
+
+from __future__ import annotations
+
+import json
+import os
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from harness import cli
+from harness.schema import validate_report
+from harness.verify import VerifyOptions, exit_code, verify
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("harness-e2e")]
+
+PROMPT = "Alan Turing theorized that computers would one day become"
+TOKENS = 3
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """A private cache (compiled kernels, reference checkout and env), a tiny model
+    and the bundled reference as a one-commit git repository."""
+    from reference_env.bundle import materialize_bundled
+    from reference_env.testing import write_tiny_checkpoint
+
+    root = tmp_path_factory.mktemp("harness-e2e")
+    saved = os.environ.get("PARITY_CACHE")
+    os.environ["PARITY_CACHE"] = str(root / "cache")
+    try:
+        model = write_tiny_checkpoint(root / "model")
+        url, revision = materialize_bundled(root / "tiny-gpt2")
+        yield {"root": root, "model": model, "url": url, "revision": revision}
+    finally:
+        if saved is None:
+            os.environ.pop("PARITY_CACHE", None)
+        else:
+            os.environ["PARITY_CACHE"] = saved
+
+
+def _options(world, **overrides):
+    options = VerifyOptions(model=str(world["model"]), reference=world["url"], reference_rev=world["revision"],
+                            prompt=PROMPT, tokens=TOKENS, captures_dir=str(world["root"] / "captures"))
+    for key, value in overrides.items():
+        setattr(options, key, value)
+    return options
+
+
+def test_tiny_model_passes_in_both_modes(world):
+    report = verify(_options(world))
+    validate_report(report)
+    assert report["reference"]["url"] == world["url"] and report["reference"]["revision"] == world["revision"]
+    assert report["input_ids"] == [36235, 39141, 18765, 1143, 326, 9061, 561, 530, 1110, 1716]
+    for name in ("subgraph", "fused"):
+        mode = report["modes"][name]
+        assert mode["status"] == "pass", mode["reason"]
+        assert mode["tokens"]["agree"] and mode["forced_tokens"]["agree"]
+        assert all(c["dtype_match"] for c in mode["checks"])
+        assert mode["max_abs_error"] < 3e-4
+    assert len(report["modes"]["subgraph"]["checks"]) == TOKENS * (2 + 2 * 2)  # embedding, 2 blocks x 2, logits
+    assert exit_code(report) == 0
+
+
+def test_injected_tanh_fault_is_caught_and_localized(world):
+    from compiler.testing import inject_fault
+
+    with inject_fault(op="tanh", factor=1.05):
+        report = verify(_options(world))
+    sub = report["modes"]["subgraph"]
+    assert sub["status"] == "diverged" and exit_code(report) == 1
+    fd = sub["first_divergence"]
+    # tanh only occurs in GELU, inside the first block's feed-forward sublayer
+    assert (fd["step"], fd["tensor"], fd["op"]) == (0, "h.0.output", "tanh")
+    assert fd["source"] and fd["source"].split(":")[0].endswith("ops.py")
+    assert "tanh" in (fd["source_text"] or "")
+    # everything upstream of the fault still agrees at step 0
+    upstream = {c["tensor"]: c["passed"] for c in sub["checks"] if c["step"] == 0}
+    assert upstream["embedding"] and upstream["h.0.attention"]
+    fused = report["modes"]["fused"]
+    assert fused["status"] == "diverged"
+    assert (fused["first_divergence"]["step"], fused["first_divergence"]["tensor"]) == (0, "logits")
+
+
+def test_injected_sqrt_fault_lands_in_the_attention_sublayer(world):
+    from compiler.testing import inject_fault
+
+    with inject_fault(op="sqrt", factor=1.05):
+        report = verify(_options(world, modes=["subgraph"]))
+    fd = report["modes"]["subgraph"]["first_divergence"]
+    # layer_norm's sqrt runs first in the attention sublayer (ln_1)
+    assert (fd["step"], fd["tensor"], fd["op"]) == (0, "h.0.attention", "sqrt")
+
+
+def test_cli_end_to_end_writes_reports_and_exits_zero(world, capsys):
+    paths = {kind: world["root"] / f"cli.{kind}" for kind in ("json", "xml", "html")}
+    code = cli.main(["verify", "--model", str(world["model"]), "--reference", world["url"],
+                     "--reference-rev", world["revision"], "--tokens", str(TOKENS),
+                     "--captures-dir", str(world["root"] / "captures"), "--json", str(paths["json"]),
+                     "--junit", str(paths["xml"]), "--html", str(paths["html"])])
+    assert code == 0, capsys.readouterr().out
+    validate_report(json.loads(paths["json"].read_text()))
+    assert ET.parse(paths["xml"]).getroot().get("failures") == "0"
+    assert 'class="heatmap"' in paths["html"].read_text()
