@@ -119,9 +119,10 @@ def _outline_matmuls(module) -> int:
     output element and that no tiled matmul kernel recognizes."""
     from mlir import ir
     from mlir.dialects import func
-    matmuls = [op for name in ("linalg.matmul", "linalg.batch_matmul") for op in _find(module.operation, name)]
+    matmuls = [op for name in ("linalg.matmul", "linalg.batch_matmul") for op in _find(module.operation, name)
+               if not _in_private_function(op)]  # the lowering may already have outlined them
     for n, op in enumerate(matmuls):
-        name = f"parity_matmul_{n}"
+        name = f"parity_gpu_shielded_matmul_{n}"
         operand_types = [v.type for v in op.operands]
         result_types = [r.type for r in op.results]
         with ir.InsertionPoint(module.body), op.location:
@@ -138,6 +139,14 @@ def _outline_matmuls(module) -> int:
             old.replace_all_uses_with(new)
         op.erase()
     return len(matmuls)
+
+
+def _in_private_function(op) -> bool:
+    parent = op.parent
+    while parent is not None and parent.name != "func.func":
+        parent = parent.parent
+    return parent is not None and "sym_visibility" in parent.attributes and \
+        parent.attributes["sym_visibility"].value == "private"
 
 
 def _copies_to_linalg(func_op) -> None:
