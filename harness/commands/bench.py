@@ -1,0 +1,99 @@
+"""``parity bench``: warm per-token decode latency at GPT-2-small shapes for the NumPy
+reference forward, subgraph mode and fused mode, plus compile seconds per mode."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+HELP = "benchmark warm per-token decode latency: NumPy reference vs subgraph vs fused"
+PROMPT = "Alan Turing theorized that computers would one day become"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tokens", type=int, default=10, help="tokens decoded per measurement (default 10)")
+    parser.add_argument("--prompt", default=PROMPT)
+    parser.add_argument("--model", metavar="DIR", default=None, help="checkpoint (default: GPT-2 small, synthetic offline)")
+    parser.add_argument("--target", choices=["cpu", "gpu"], default="cpu")
+    parser.add_argument("--json", action="store_true", help="print one JSON line")
+
+
+def reference_decode(model, ids, n_tokens):
+    """Greedy decoding with the NumPy forward as the reference computes it: float32 weights
+    promoted per op, logits for every position."""
+    from compiler.gpt2.model import gpt2_fused
+
+    seq = list(ids)
+    for _ in range(n_tokens):
+        arr = np.asarray(seq, dtype=np.int64)
+        logits = gpt2_fused(arr, np.arange(arr.size), model.params, model.params.wte, model.config.n_head)
+        seq.append(int(np.argmax(logits[-1])))
+    return seq[len(ids):]
+
+
+def measure(model, ids, n_tokens, target, progress):
+    from compiler.gpt2 import compile_model
+    from compiler.gpt2.model import padded_length
+
+    results = {"ms_per_token": {}, "compile_s": {}, "tokens_agree": {}}
+    task = progress.add_task("reference (NumPy)", total=None)
+    reference_decode(model, ids, 1)  # warm caches and allocator
+    start = time.perf_counter()
+    expected = reference_decode(model, ids, n_tokens)
+    results["ms_per_token"]["reference"] = (time.perf_counter() - start) * 1e3 / n_tokens
+    for mode in ("subgraph", "fused"):
+        progress.update(task, description=f"{mode}: compiling")
+        runner = compile_model(model, mode, target)
+        start = time.perf_counter()
+        # compile every padded length the timed run will meet
+        for length in sorted({padded_length(len(ids) + i, model.config.n_ctx) for i in range(n_tokens)}):
+            runner.forward(list(ids) + [0] * (min(length, len(ids) + n_tokens - 1) - len(ids)))
+        results["compile_s"][mode] = time.perf_counter() - start
+        progress.update(task, description=f"{mode}: decoding")
+        start = time.perf_counter()
+        got = runner.generate(ids, n_tokens)
+        results["ms_per_token"][mode] = (time.perf_counter() - start) * 1e3 / n_tokens
+        results["tokens_agree"][mode] = got == expected
+    return results
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.progress import progress_display
+
+    try:
+        from compiler.gpt2 import load_model, resolve_model_dir
+
+        with progress_display() as progress:
+            model = load_model(resolve_model_dir(args.model, progress=progress if sys.stderr.isatty() else None))
+            ids = model.tokenizer.encode(args.prompt)
+            results = measure(model, ids, args.tokens, args.target, progress)
+    except (ValueError, TypeError, OSError, RuntimeError) as err:
+        print(f"parity bench: error: {err}", file=sys.stderr)
+        return 2
+    c = model.config
+    out = {"shape": {"n_layer": c.n_layer, "n_embd": c.n_embd, "n_head": c.n_head, "vocab": c.vocab_size, "prompt_tokens": len(ids)},
+           "tokens": args.tokens, "target": args.target,
+           "ms_per_token": {k: round(v, 2) for k, v in results["ms_per_token"].items()},
+           "compile_s": {k: round(v, 2) for k, v in results["compile_s"].items()},
+           "tokens_agree": results["tokens_agree"],
+           "checkpoint": {"name": model.checkpoint.name, "sha256": model.checkpoint.sha256}}
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    ref = results["ms_per_token"]["reference"]
+    table = Table(title=f"GPT-2 {c.n_layer}x{c.n_embd}, {args.tokens} tokens, target {args.target} ({model.checkpoint.name})")
+    for col in ("mode", "ms/token (warm)", "speed-up vs reference", "compile s", "tokens agree"):
+        table.add_column(col)
+    for mode in ("reference", "subgraph", "fused"):
+        ms = results["ms_per_token"][mode]
+        table.add_row(mode, f"{ms:.1f}", f"{ref / ms:.2f}x", f"{results['compile_s'].get(mode, 0):.1f}" if mode != "reference" else "-",
+                      str(results["tokens_agree"].get(mode, "-")))
+    Console().print(table)
+    return 0
