@@ -1,0 +1,165 @@
+"""Emitted IR: source locations point at the user's lines, and ``parity emit``
+prints every stage of the library formulas (softmax's optimized form is fused)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import compiler
+from harness.cli import main as parity
+
+# --------------------------------------------------------------------------- source locations
+
+
+def located(x, y):
+    scaled = x * 2.0
+    return np.tanh(scaled) + y.sum(axis=-1, keepdims=True)
+
+
+LINE_MUL = located.__code__.co_firstlineno + 1
+LINE_TANH = located.__code__.co_firstlineno + 2
+
+GENERIC = re.compile(r"= linalg\.generic .*?\n(.*?)\n    \} -> \S+ loc\(\"([^\"]+)\":(\d+):0\)", re.S)
+
+
+def generic_ops(text: str) -> list[tuple[str, str, int]]:
+    """(region body, file, line) of each linalg.generic in tensor-stage IR."""
+    return [(body, f, int(line)) for body, f, line in GENERIC.findall(text)]
+
+
+def test_tensor_ir_carries_user_source_lines():
+    x = np.ones((2, 3), np.float32)
+    text = compiler.emit(located, x, x, stage="tensor")
+    here = __file__
+    ops = generic_ops(text)
+    assert ops, text
+    mul = [(f, line) for body, f, line in ops if "arith.mulf" in body and "math.tanh" not in body]
+    tanh = [(f, line) for body, f, line in ops if "math.tanh" in body]
+    assert mul == [(here, LINE_MUL)], text
+    assert tanh == [(here, LINE_TANH)], text
+    reduce_loc = re.search(r"linalg\.reduce .*?\} loc\(\"([^\"]+)\":(\d+):0\)", text, re.S)
+    assert reduce_loc and reduce_loc.groups() == (here, str(LINE_TANH))
+    assert f'loc("{here}":{LINE_TANH}:0)' in text.split("bufferization.materialize_in_destination")[1]
+
+
+def test_optimized_ir_keeps_user_source_lines():
+    x = np.ones((2, 3), np.float32)
+    text = compiler.emit(located, x, x, stage="optimized")
+    # after fusion, the fused op's location still points at this file
+    assert f'loc("{__file__}":{LINE_TANH}:0)' in text or f'"{__file__}":{LINE_TANH}:0' in text
+
+
+def test_library_formula_locations_point_at_ops_py():
+    import compiler.ops as ops_module
+
+    text = compiler.emit(ops_module.softmax, np.ones((2, 4), np.float32), stage="tensor")
+    first = ops_module.softmax.__code__.co_firstlineno
+    lines = {int(m) for m in re.findall(rf'loc\("{re.escape(ops_module.__file__)}":(\d+):0\)', text)}
+    # the max/exp line and the division line of the formula, nothing else
+    assert lines == {first + 2, first + 3}, lines
+
+
+# --------------------------------------------------------------------------- parity emit
+
+
+def emit(capsys, *argv) -> tuple[int, str, str]:
+    code = parity(["emit", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_softmax_optimized_is_fused(capsys):
+    code, out, err = emit(capsys, "softmax", "--stage", "optimized")
+    assert code == 0, err
+    generics = re.findall(r"linalg\.generic .*?\n(.*?)linalg\.yield", out, re.S)
+    # x - max and exp are one fused elementwise op; the division is the other
+    assert any(re.search(r"arith\.subf.*\n.*math\.exp", body) for body in generics), out
+    assert len(generics) == 2, out
+    reduces = re.findall(r"linalg\.reduce .*?\n.*?\n\s*%\S+ = (arith\.\w+)", out)
+    assert sorted(reduces) == ["arith.addf", "arith.maximumf"], out
+    # the max accumulator starts at -inf (0xFF800000), the sum's at 0
+    assert re.search(r"arith\.constant 0xFF800000 : f32", out)
+    assert out.count("linalg.fill") == 2
+    assert "tensor<4x64xf32>" in out  # the default example shape
+
+
+def test_tensor_stage_is_unfused(capsys):
+    code, out, _ = emit(capsys, "softmax", "--stage", "tensor")
+    assert code == 0
+    assert len(re.findall(r"linalg\.generic", out)) > 2
+    assert re.search(r"math\.exp", out) and "linalg.reduce" in out
+
+
+@pytest.mark.parametrize("function", ["gelu", "softmax", "layer_norm", "linear", "attention", "feedforward"])
+def test_every_stage_prints(capsys, function):
+    texts = {}
+    for stage in ("tensor", "optimized", "lowered"):
+        code, out, err = emit(capsys, function, "--stage", stage)
+        assert code == 0, err
+        texts[stage] = out
+    assert "func.func @main" in texts["tensor"] and "linalg." in texts["tensor"]
+    assert "linalg." in texts["optimized"]
+    assert "llvm.func" in texts["lowered"] and "linalg." not in texts["lowered"] and "tensor<" not in texts["lowered"]
+
+
+def test_shape_and_dtype_options(capsys):
+    code, out, _ = emit(capsys, "gelu", "--stage", "tensor", "--shape", "2x3x8", "--dtype", "float64")
+    assert code == 0
+    assert "%arg0: tensor<2x3x8xf64>" in out
+    code, out, _ = emit(capsys, "feedforward", "--stage", "tensor", "--shape", "5x16")
+    assert code == 0
+    assert "tensor<16x64xf32>" in out and "tensor<64x16xf32>" in out  # weights follow the width
+    # gelu's np.sqrt(2 / np.pi) promotes float32 to float64: the output buffer says so
+    code, out, _ = emit(capsys, "gelu", "--stage", "tensor")
+    assert re.search(r"%out0: memref<4x64xf64>", out)
+
+
+def test_ptx_needs_the_gpu_target(capsys):
+    code, out, err = emit(capsys, "softmax", "--stage", "ptx")
+    assert code == 2 and out == ""
+    assert "--stage ptx needs --target gpu" in err
+
+
+def test_chip_needs_the_gpu_target(capsys):
+    code, _, err = emit(capsys, "softmax", "--chip", "sm_80")
+    assert code == 2 and "--chip applies only to --target gpu" in err
+
+
+@pytest.mark.parametrize("bad", ["4x", "0x3", "axb", "-4"])
+def test_bad_shape_is_a_usage_error(capsys, bad):
+    with pytest.raises(SystemExit) as exit_info:
+        parity(["emit", "softmax", f"--shape={bad}"])
+    assert exit_info.value.code == 2
+    assert "must look like 4x64" in capsys.readouterr().err
+
+
+def test_attention_needs_a_2d_shape(capsys):
+    code, _, err = emit(capsys, "attention", "--shape", "2x4x8")
+    assert code == 2 and "attention takes a 2-d --shape" in err
+
+
+def test_unknown_function_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit):
+        parity(["emit", "conv2d"])
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def _gpu_toolchain_reason() -> str | None:
+    try:
+        from compiler.gpu_toolchain import find_toolchain
+        find_toolchain()
+    except Exception as err:  # no ptxas/libdevice on this machine
+        return f"no CUDA toolchain: {err}"
+    return None
+
+
+@pytest.mark.skipif(_gpu_toolchain_reason() is not None, reason=str(_gpu_toolchain_reason()))
+def test_ptx_stage_for_a_chip(capsys):
+    code, out, err = emit(capsys, "softmax", "--stage", "ptx", "--target", "gpu", "--chip", "sm_80")
+    assert code == 0, err
+    assert ".target sm_80" in out and ".entry" in out
+    code, _, err = emit(capsys, "gelu", "--stage", "ptx", "--target", "gpu", "--chip", "gpu9000")
+    assert code == 2 and "not an NVIDIA architecture name" in err
