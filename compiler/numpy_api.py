@@ -40,7 +40,10 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
     if ufunc is np.matmul:
         return Tensor(P.matmul(_node(inputs[0]), _node(inputs[1])))
     if ufunc is np.square:
-        x = _operand(inputs[0])
+        x = _node(inputs[0])
+        # NumPy squares bool as int8 (there is no bool loop): cast to the loop's dtype first
+        compute, _ = dt.resolve_ufunc(np.square, [x.dtype])
+        x = P.cast(x, compute[0])
         return Tensor(P.elementwise("multiply", [x, x]))
     if ufunc is np.positive:
         return Tensor(_node(inputs[0]))
