@@ -55,3 +55,14 @@ def test_python_bool_operand_is_a_numpy_bool(fn, dtype):
     got = jit(fn)(x)
     assert got.dtype == expected.dtype
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint16, np.float32])
+def test_square_uses_numpys_loop_dtype(dtype):
+    # np.square has no bool loop: NumPy squares bool as int8; the compiler multiplied
+    # the bools (logical and) and returned bool
+    x = np.array([[True, False], [True, True]]).astype(dtype)
+    got = jit(np.square)(x)
+    expected = np.square(x)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)

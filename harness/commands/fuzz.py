@@ -1,0 +1,158 @@
+"""`parity fuzz`: differential fuzzing of the compiler against NumPy — every op in
+the registry, then random whole programs — with a rich (or one-line JSON) summary;
+failures are shrunk and written to the corpus. Exit 1 when anything failed."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from pathlib import Path
+
+HELP = "fuzz the compiler against NumPy (registry ops and random graphs); failures go to the corpus"
+
+DEFAULT_CORPUS = Path("tests") / "fuzz_corpus"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--profile", choices=("quick", "long"), default="quick", help="budget preset (default quick)")
+    parser.add_argument("--examples", type=int, default=None, help="examples per op (overrides the profile)")
+    parser.add_argument("--graph-examples", type=int, default=None, help="random programs to run (overrides the profile)")
+    parser.add_argument("--seconds", type=float, default=None, help="wall-clock budget (overrides the profile)")
+    parser.add_argument("--seed", type=int, default=0, help="base seed; the same seed reproduces the same run")
+    parser.add_argument("--ops", default=None, help="comma-separated registry op names (default: all)")
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS,
+                        help=f"where shrunk failures are written (default {DEFAULT_CORPUS})")
+    parser.add_argument("--no-corpus", action="store_true", help="do not write failures anywhere")
+    parser.add_argument("--replay", type=Path, nargs="+", default=None, metavar="FILE",
+                        help="replay corpus files (or directories of them) instead of fuzzing")
+    parser.add_argument("--list-ops", action="store_true", help="list the registry and exit")
+    parser.add_argument("--json", action="store_true", help="print one JSON line instead of the rich summary")
+
+
+def _profile(args):
+    from harness.fuzzing.engine import PROFILES
+    profile = PROFILES[args.profile]
+    changes = {k: v for k, v in (("examples_per_op", args.examples), ("graph_examples", args.graph_examples),
+                                 ("seconds", args.seconds)) if v is not None}
+    for name, value in changes.items():
+        if value < 0:
+            raise ValueError(f"--{name.replace('_per_op', '').replace('_', '-')} must not be negative, got {value}")
+    return dataclasses.replace(profile, **changes)
+
+
+def run(args, *, console=None) -> int:
+    from rich.console import Console
+
+    from compiler import opinfo as oi
+
+    console = console or Console()
+    err = Console(stderr=True)
+    if args.list_ops:
+        return _list_ops(console, oi)
+    if args.replay:
+        return _replay(args, console)
+    ops = [o.strip() for o in args.ops.split(",") if o.strip()] if args.ops else None
+    unknown = [o for o in ops or [] if o not in oi.REGISTRY]
+    if unknown:
+        err.print(f"[bold red]parity fuzz: error:[/] unknown op(s) {', '.join(unknown)}; see `parity fuzz --list-ops`")
+        return 2
+    try:
+        profile = _profile(args)
+    except ValueError as exc:
+        err.print(f"[bold red]parity fuzz: error:[/] {exc}")
+        return 2
+    from harness.fuzzing.engine import fuzz
+
+    corpus = None if args.no_corpus else args.corpus
+    if args.json:
+        summary = fuzz(profile, args.seed, corpus, ops)
+        print(json.dumps(summary.as_json()))
+    else:
+        with console.status("fuzzing…") as status:
+            def progress(s):
+                status.update(f"fuzzing… {len(s.ops_covered)} ops, {s.examples} op examples, "
+                              f"{s.graph_examples} graph examples, {len(s.failures)} failures")
+            summary = fuzz(profile, args.seed, corpus, ops, progress=progress)
+        _render(console, summary, profile, args)
+    return 1 if summary.failures else 0
+
+
+def _render(console, summary, profile, args) -> None:
+    from rich.markup import escape
+    from rich.panel import Panel
+    from rich.table import Table
+
+    from compiler import opinfo as oi
+
+    stats = Table.grid(padding=(0, 2))
+    stats.add_row("ops covered", f"{len(summary.ops_covered)} of {len(oi.REGISTRY)}")
+    stats.add_row("op examples", str(summary.examples))
+    stats.add_row("graph examples", str(summary.graph_examples))
+    stats.add_row("failures", f"[bold red]{len(summary.failures)}[/]" if summary.failures else "[green]0[/]")
+    stats.add_row("time", f"{summary.seconds:.1f} s" + (" (time budget reached)" if summary.stopped_by_time else ""))
+    stats.add_row("profile", f"{args.profile}, seed {args.seed}, {profile.examples_per_op}/op, "
+                             f"{profile.graph_examples} graphs, {profile.seconds:g} s")
+    title = "[bold red]parity fuzz: failures[/]" if summary.failures else "[bold green]parity fuzz: no failures[/]"
+    console.print(Panel(stats, title=title, expand=False))
+    missing = [n for n in oi.REGISTRY if n not in summary.ops_covered]
+    if missing:
+        console.print(f"[yellow]not reached in this budget:[/] {', '.join(missing)}", highlight=False)
+    if summary.failures:
+        table = Table(title="failures (shrunk)", show_lines=True)
+        table.add_column("op / graph")
+        table.add_column("message", overflow="fold")
+        table.add_column("reproducer", overflow="fold")
+        for f in summary.failures:
+            repro = f.reproducer if len(f.reproducer) < 300 else f.reproducer[:300] + "…"
+            table.add_row(escape(f.op_or_graph), escape(f.message), escape(repro))
+        console.print(table)
+        console.print("replay with: parity fuzz --replay FILE")
+
+
+def _list_ops(console, oi) -> int:
+    from rich.table import Table
+    table = Table(title=f"op registry ({len(oi.REGISTRY)} ops)")
+    for col in ("name", "NumPy", "family", "arity", "dtypes", "domain", "tolerance"):
+        table.add_column(col)
+    for o in oi.REGISTRY.values():
+        dom = ", ".join(f"[{d.lo if d.lo is not None else '-'}, {d.hi if d.hi is not None else '+'}]"
+                        + ("" if d.special else " finite") for d in o.domains)
+        table.add_row(o.name, o.numpy_name, o.family, str(o.arity), ",".join(str(d) for d in o.dtypes), dom,
+                      "exact" if o.tolerance.ulps == 0 else f"{o.tolerance.ulps:g} ulp")
+    console.print(table)
+    return 0
+
+
+def _replay(args, console) -> int:
+    from rich.markup import escape
+
+    from harness.fuzzing.engine import load_corpus
+    from harness.fuzzing.isolate import IsolatedRunner
+
+    files = []
+    for p in args.replay:
+        if p.is_dir():
+            files += [f for f, _ in load_corpus(p)]
+        elif p.is_file():
+            files.append(p)
+        else:
+            Console = type(console)
+            Console(stderr=True).print(f"[bold red]parity fuzz: error:[/] no such corpus file or directory: {p}")
+            return 2
+    failures = []
+    with IsolatedRunner() as runner:
+        for f in files:
+            entry = json.loads(Path(f).read_text())
+            outcome = runner.run(entry["case"])
+            if outcome.failed:
+                failures.append({"op_or_graph": entry.get("op_or_graph", "?"), "reproducer": str(f),
+                                 "message": f"[{outcome.status}] {outcome.message}"})
+            if not args.json:
+                mark = "[red]FAIL[/]" if outcome.failed else "[green]pass[/]"
+                console.print(f"{mark} {f}  {escape(entry.get('description', ''))}", highlight=False)
+                if outcome.failed:
+                    console.print(f"     {escape(outcome.message)}", highlight=False)
+    if args.json:
+        print(json.dumps({"ops_covered": 0, "examples": len(files), "graph_examples": 0, "failures": failures}))
+    return 1 if failures else 0

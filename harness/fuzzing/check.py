@@ -1,0 +1,120 @@
+"""Running one case both ways and judging it: NumPy evaluates the registry's call on
+the operands, the compiler compiles the same call with ``compiler.jit``; results must
+agree in structure, shape and dtype exactly, and in value NaN-aware within the op's
+tolerance. Where NumPy raises, the compiler must raise too; where NumPy's result dtype
+is one the compiler does not support, the compiler must raise ``TypeError``."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from compiler import dtypes as cdt
+from compiler import jit
+from compiler import opinfo as oi
+
+from .cases import decode_operand
+
+
+class Mismatch(AssertionError):
+    """The compiled result disagrees with NumPy."""
+
+
+def flatten(result) -> list:
+    if isinstance(result, (tuple, list)):
+        out = []
+        for r in result:
+            out += flatten(r)
+        return out
+    return [result]
+
+
+def numpy_eval(fn):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn()
+
+
+def compare_values(expected, got, rtol: float, atol, label: str) -> list[str]:
+    """Problems with ``got`` against ``expected`` (empty when they agree)."""
+    e = np.asarray(expected)
+    if not isinstance(got, np.ndarray):
+        return [f"{label}: compiled result is a {type(got).__name__}, expected an array"]
+    if got.dtype != e.dtype:
+        return [f"{label}: dtype {got.dtype}, NumPy gives {e.dtype}"]
+    if got.shape != e.shape:
+        return [f"{label}: shape {got.shape}, NumPy gives {e.shape}"]
+    if e.dtype.kind != "f":
+        bad = got != e
+        if bad.any():
+            i = tuple(int(v) for v in np.argwhere(bad)[0])
+            return [f"{label}: {int(bad.sum())} of {e.size} elements differ; first at {i}: compiled {got[i]!r}, NumPy {e[i]!r}"]
+        return []
+    atol = np.broadcast_to(np.asarray(atol, dtype=np.float64), e.shape)
+    enan, gnan = np.isnan(e), np.isnan(got)
+    einf, ginf = np.isinf(e), np.isinf(got)
+    with np.errstate(all="ignore"):
+        diff = np.abs(got.astype(np.float64) - e.astype(np.float64))
+        allowed = atol + rtol * np.abs(e.astype(np.float64))
+    finite = ~(enan | einf)
+    bad = (enan != gnan) | (einf & (got != e)) | (finite & ginf) | (finite & ~gnan & ~ginf & ~(diff <= allowed))
+    if bad.any():
+        i = tuple(int(v) for v in np.argwhere(bad)[0])
+        return [f"{label}: {int(bad.sum())} of {e.size} elements differ beyond rtol={rtol:.3g}, atol={float(atol[i]):.3g}; "
+                f"first at {i}: compiled {got[i]!r}, NumPy {e[i]!r}"]
+    return []
+
+
+def op_tolerance(info: oi.OpInfo, operands, params, result_dtype) -> tuple[float, object]:
+    rtol, atol = info.tolerance.for_dtype(result_dtype)
+    if info.scale is not None and np.dtype(result_dtype).kind == "f":
+        scale = numpy_eval(lambda: info.scale(operands, params))
+        atol = atol + info.tolerance.scale_ulps * oi.EPS[np.dtype(result_dtype)] * np.asarray(scale, dtype=np.float64)
+    return rtol, atol
+
+
+def _supported(result) -> bool:
+    return all(np.asarray(r).dtype in cdt.SUPPORTED for r in flatten(result))
+
+
+def check_op_case(case: dict) -> None:
+    """Raise ``Mismatch`` when the compiler disagrees with NumPy on ``case``."""
+    info = oi.REGISTRY[case["op"]]
+    params = case["params"]
+    operands = [decode_operand(o) for o in case["operands"]]
+    try:
+        expected = numpy_eval(lambda: info(operands, params))
+        numpy_error = None
+    except Exception as exc:  # NumPy refusing is a valid outcome to compare against
+        expected, numpy_error = None, exc
+    compiled = jit(lambda *xs: info(xs, params))
+    try:
+        got = numpy_eval(lambda: compiled(*operands))
+    except Exception as exc:
+        if numpy_error is not None:
+            return
+        if not _supported(expected) and isinstance(exc, TypeError):
+            return
+        raise Mismatch(f"compiler raised {type(exc).__name__}: {exc} — NumPy returns "
+                       + ", ".join(f"{np.asarray(r).dtype}{np.shape(r)}" for r in flatten(expected))) from None
+    if numpy_error is not None:
+        raise Mismatch(f"NumPy raises {type(numpy_error).__name__}: {numpy_error} — the compiler returned a result")
+    if not _supported(expected):
+        raise Mismatch("NumPy's result dtype is unsupported, yet the compiler returned a result instead of TypeError")
+    exp_list, got_list = flatten(expected), flatten(got)
+    if len(exp_list) != len(got_list):
+        raise Mismatch(f"compiled function returned {len(got_list)} arrays, NumPy {len(exp_list)}")
+    problems = []
+    for k, (e, g) in enumerate(zip(exp_list, got_list)):
+        rtol, atol = op_tolerance(info, operands, params, np.asarray(e).dtype)
+        problems += compare_values(e, g, rtol, atol, f"result[{k}]" if len(exp_list) > 1 else "result")
+    if problems:
+        raise Mismatch("; ".join(problems))
+
+
+def check_case(case: dict) -> None:
+    if case["kind"] == "op":
+        return check_op_case(case)
+    from .graphs import check_graph_case
+    return check_graph_case(case)

@@ -1,0 +1,217 @@
+"""The fuzzing loop: Hypothesis generates op-level cases (one search per registry
+op) and whole programs, every case runs isolated, and a disagreement is shrunk by
+Hypothesis to a minimal case that is written to the corpus as a reproducible JSON
+file. Budgets are examples per op, graph examples and wall-clock seconds; shrinking
+has its own time cap so one finding cannot eat the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import strategies as st
+
+from compiler import opinfo as oi
+
+from .cases import case_id, describe_case, sample_op_case
+from .graphs import sample_graph_case
+from .isolate import IsolatedRunner, Outcome
+
+
+@dataclass(frozen=True)
+class Profile:
+    examples_per_op: int
+    graph_examples: int
+    seconds: float
+    shrink_seconds: float
+    max_nodes: int = 30
+
+
+PROFILES = {
+    "quick": Profile(examples_per_op=3, graph_examples=20, seconds=75, shrink_seconds=15, max_nodes=20),
+    "long": Profile(examples_per_op=150, graph_examples=1500, seconds=3600, shrink_seconds=180, max_nodes=30),
+}
+
+
+@dataclass
+class Finding:
+    op_or_graph: str
+    reproducer: str          # corpus file (or the case JSON when no corpus is written)
+    message: str
+    status: str
+    case: dict = field(repr=False, default_factory=dict)
+
+    def as_json(self) -> dict:
+        return {"op_or_graph": self.op_or_graph, "reproducer": self.reproducer, "message": self.message}
+
+
+@dataclass
+class Summary:
+    ops_covered: list = field(default_factory=list)
+    examples: int = 0
+    graph_examples: int = 0
+    failures: list = field(default_factory=list)
+    seconds: float = 0.0
+    stopped_by_time: bool = False
+
+    def as_json(self) -> dict:
+        return {"ops_covered": len(self.ops_covered), "examples": self.examples, "graph_examples": self.graph_examples,
+                "failures": [f.as_json() for f in self.failures]}
+
+
+class _Chooser:
+    """``opinfo.Chooser`` over Hypothesis draws, so every choice shrinks."""
+
+    def __init__(self, draw):
+        self.draw = draw
+
+    def pick(self, options):
+        return self.draw(st.sampled_from(list(options)))
+
+    def integer(self, lo, hi):
+        return self.draw(st.integers(lo, hi))
+
+
+@st.composite
+def op_cases(draw, info: oi.OpInfo):
+    return sample_op_case(_Chooser(draw), info)
+
+
+@st.composite
+def graph_cases(draw, max_nodes: int = 30):
+    return sample_graph_case(_Chooser(draw), 2, max_nodes)
+
+
+MAX_GRAPH_FINDINGS = 3   # the same bug tends to show up in many programs; a few reproducers suffice
+
+
+class _Failed(AssertionError):
+    pass
+
+
+def search(strategy, max_examples: int, run_seed: int, runner: IsolatedRunner, deadline: float,
+           shrink_seconds: float) -> tuple[int, dict | None, Outcome | None]:
+    """One Hypothesis search; returns (cases run, minimal failing case, its outcome)."""
+    state = {"runs": 0, "last": None, "first_failure": None}
+
+    def body(case):
+        if state["first_failure"] is not None and time.monotonic() - state["first_failure"] > shrink_seconds:
+            # out of shrinking time: only the current smallest failure still fails
+            if state["last"] and case_id(case) == case_id(state["last"][0]):
+                raise _Failed(state["last"][1].message)
+            return
+        if state["first_failure"] is None and time.monotonic() > deadline:
+            return
+        outcome = runner.run(case)
+        state["runs"] += 1
+        if outcome.failed:
+            if state["first_failure"] is None:
+                state["first_failure"] = time.monotonic()
+            state["last"] = (case, outcome)
+            raise _Failed(outcome.message)
+
+    test = given(strategy)(body)
+    test = settings(max_examples=max_examples, deadline=None, database=None, derandomize=False,
+                    suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+                    phases=[Phase.generate, Phase.shrink], print_blob=False)(test)
+    test = seed(run_seed)(test)
+    try:
+        test()
+    except _Failed:
+        case, outcome = state["last"]
+        return state["runs"], case, outcome
+    return state["runs"], None, None
+
+
+def write_corpus_entry(corpus: Path, finding_case: dict, label: str, outcome: Outcome, origin: str) -> Path:
+    corpus.mkdir(parents=True, exist_ok=True)
+    name = f"{finding_case['kind']}-{label.replace('.', '_')}-{case_id(finding_case)}.json"
+    entry = {"kind": finding_case["kind"], "op_or_graph": label, "status": outcome.status, "message": outcome.message,
+             "origin": origin, "description": describe_case(finding_case), "case": finding_case}
+    path = corpus / name
+    fd, tmp = tempfile.mkstemp(dir=corpus, prefix=".tmp-", suffix=".json")
+    with os.fdopen(fd, "w") as f:
+        json.dump(entry, f, indent=1, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+    return path
+
+
+def fuzz(profile: Profile, base_seed: int = 0, corpus: Path | None = None, ops: list[str] | None = None,
+         progress=None, runner: IsolatedRunner | None = None) -> Summary:
+    """Run the op-level then the graph-level fuzzer within ``profile``'s budgets."""
+    started = time.monotonic()
+    deadline = started + profile.seconds
+    summary = Summary()
+    infos = [oi.REGISTRY[n] for n in ops] if ops else list(oi.REGISTRY.values())
+    own_runner = runner is None
+    cache = tempfile.TemporaryDirectory(prefix="parity-fuzz-cache-") if own_runner else None
+    runner = runner or IsolatedRunner(cache_dir=cache.name)
+    # graphs get their share of the time even when op fuzzing could use it all
+    op_deadline = started + profile.seconds * (0.6 if profile.graph_examples else 1.0)
+    try:
+        failed_ops = set()
+        rounds = max(1, -(-profile.examples_per_op // 10))
+        per_round = -(-profile.examples_per_op // rounds)
+        for r in range(rounds):
+            for i, info in enumerate(infos):
+                if info.name in failed_ops or time.monotonic() > op_deadline:
+                    continue
+                n = min(per_round, profile.examples_per_op - r * per_round)
+                if n <= 0:
+                    continue
+                runs, case, outcome = search(op_cases(info), n, base_seed * 100003 + r * 1009 + i, runner,
+                                             op_deadline, profile.shrink_seconds)
+                summary.examples += runs
+                if runs and info.name not in summary.ops_covered:
+                    summary.ops_covered.append(info.name)
+                if case is not None:
+                    failed_ops.add(info.name)
+                    summary.failures.append(_finding(case, info.name, outcome, corpus, base_seed))
+                if progress:
+                    progress(summary)
+        remaining = profile.graph_examples
+        g = graph_failures = 0
+        while remaining > 0 and time.monotonic() < deadline:
+            n = min(remaining, 25)
+            runs, case, outcome = search(graph_cases(profile.max_nodes), n, base_seed * 100003 + 7919 + g, runner,
+                                         deadline, profile.shrink_seconds)
+            summary.graph_examples += runs
+            remaining -= n
+            g += 1
+            if case is not None:
+                summary.failures.append(_finding(case, "graph", outcome, corpus, base_seed))
+                graph_failures += 1
+            if progress:
+                progress(summary)
+            if runs < n or graph_failures >= MAX_GRAPH_FINDINGS:
+                break
+    finally:
+        if own_runner:
+            runner.close()
+            cache.cleanup()
+    summary.seconds = time.monotonic() - started
+    summary.stopped_by_time = time.monotonic() > deadline
+    return summary
+
+
+def _finding(case, label, outcome, corpus, base_seed) -> Finding:
+    if corpus is not None:
+        path = write_corpus_entry(corpus, case, label, outcome, f"parity fuzz --seed {base_seed}")
+        reproducer = str(path)
+    else:
+        reproducer = json.dumps(case, sort_keys=True)
+    return Finding(label, reproducer, f"[{outcome.status}] {outcome.message}", outcome.status, case)
+
+
+def load_corpus(corpus: Path) -> list[tuple[Path, dict]]:
+    entries = []
+    for path in sorted(Path(corpus).glob("*.json")):
+        with open(path) as f:
+            entries.append((path, json.load(f)))
+    return entries

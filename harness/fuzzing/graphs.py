@@ -1,0 +1,358 @@
+"""Graph-level fuzzing: random programs built from the op registry, NNSmith style —
+a DAG of 2 to 30 nodes, valid by construction because every node is evaluated in
+NumPy as it is added (so its shape and dtype are known, and a proposal NumPy rejects
+is simply not added). The program is compiled as ONE function returning its sinks,
+so fusion and bufferization see realistic chains, and compared with NumPy running
+the same program. Tolerances follow exactness: a node is exact when its op is
+correctly rounded and all its inputs are exact (then the compiled value must match
+bit for bit, NaN-aware); discontinuous ops (comparisons, float->int casts) only take
+exact operands, so rounding differences never flip a branch."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from compiler import dtypes as cdt
+from compiler import jit
+from compiler import opinfo as oi
+
+from .cases import decode_array, decode_operand, encode_array, encode_operand, make_values
+from .check import Mismatch, compare_values, numpy_eval
+
+MAX_ELEMENTS = 4096
+GRAPH_DOMAIN = oi.Domain(lo=-4.0, hi=4.0, special=False)
+EXCLUDED = {"getitem_index_arg"}     # needs an index argument; covered at op level
+DISCONTINUOUS = {"greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
+                 "operator.gt", "operator.ge", "operator.lt", "operator.le", "operator.eq", "operator.ne"}
+
+
+def graph_ops() -> list[oi.OpInfo]:
+    return [o for o in oi.REGISTRY.values() if o.name not in EXCLUDED]
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def _resolve(ref, inputs, values):
+    if "input" in ref:
+        return inputs[ref["input"]]
+    if "node" in ref:
+        return values[ref["node"]]
+    return decode_operand(ref)
+
+
+def run_program(program: dict, inputs: list) -> list:
+    """Every node's value; ``inputs`` are NumPy arrays or traced tensors."""
+    values = []
+    for node in program["nodes"]:
+        info = oi.REGISTRY[node["op"]]
+        out = info([_resolve(r, inputs, values) for r in node["args"]], node["params"])
+        if node.get("item") is not None:
+            out = out[node["item"]]
+        values.append(out)
+    return values
+
+
+def exactness(program: dict) -> list[bool]:
+    exact = []
+    for node in program["nodes"]:
+        info = oi.REGISTRY[node["op"]]
+        exact.append(info.exact and all(exact[r["node"]] for r in node["args"] if "node" in r))
+    return exact
+
+
+def _finite_max(v) -> float:
+    a = np.asarray(v)
+    if a.dtype.kind == "b" or a.size == 0:
+        return 0.0
+    a = a.astype(np.float64)
+    a = a[np.isfinite(a)]
+    return float(np.abs(a).max()) if a.size else 0.0
+
+
+def magnitudes(program: dict, inputs, values) -> list[float]:
+    """Per node: the largest finite magnitude on any path into it (scales atol for inexact nodes)."""
+    mags = []
+    for node, value in zip(program["nodes"], values):
+        m = _finite_max(value)
+        for r in node["args"]:
+            if "node" in r:
+                m = max(m, mags[r["node"]])
+            elif "input" in r:
+                m = max(m, _finite_max(inputs[r["input"]]))
+        mags.append(m)
+    return mags
+
+
+def depths(program: dict) -> list[int]:
+    d = []
+    for node in program["nodes"]:
+        d.append(1 + max([d[r["node"]] for r in node["args"] if "node" in r], default=0))
+    return d
+
+
+def check_graph_case(case: dict) -> None:
+    inputs = [decode_array(a) for a in case["inputs"]]
+    values = numpy_eval(lambda: run_program(case, inputs))
+    exact, mags, depth = exactness(case), magnitudes(case, inputs, values), depths(case)
+    outputs = case["outputs"]
+    compiled = jit(lambda *xs: [run_program(case, list(xs))[o] for o in outputs])
+    try:
+        got = numpy_eval(lambda: compiled(*inputs))
+    except Exception as exc:
+        raise Mismatch(f"compiler raised {type(exc).__name__}: {exc}") from None
+    problems = []
+    for o, g in zip(outputs, got):
+        e = np.asarray(values[o])
+        if exact[o] or e.dtype.kind != "f":
+            rtol, atol = 0.0, 0.0
+        else:
+            eps = oi.EPS[e.dtype]
+            rtol = 64 * eps * depth[o]
+            atol = rtol * mags[o] + float(np.finfo(e.dtype).tiny)
+        node = case["nodes"][o]
+        problems += compare_values(e, g, rtol, atol, f"node {o} ({node['op']})")
+    if problems:
+        raise Mismatch("; ".join(problems))
+
+
+# --------------------------------------------------------------------------- generation
+
+
+class _Builder:
+    def __init__(self, c: oi.Chooser, seed: int, profile: str):
+        self.c = c
+        self.rng = np.random.default_rng(seed)
+        self.profile = profile
+        self.inputs: list[np.ndarray] = []
+        self.nodes: list[dict] = []
+        self.values: list = []
+        self.exact: list[bool] = []
+        self.refs: list[tuple] = []      # (ref, value, exact)
+
+    # -- operands
+    def new_input(self, shape, dtype, domain=GRAPH_DOMAIN) -> dict:
+        profile = "edge" if self.profile == "edge" and domain is GRAPH_DOMAIN else "plain"
+        if profile == "edge":
+            domain = oi.ANY
+        value = make_values(self.rng, shape, dtype, domain, profile)
+        self.inputs.append(value)
+        ref = {"input": len(self.inputs) - 1}
+        self.refs.append((ref, value, True))
+        return ref
+
+    def candidates(self, pred) -> list[tuple]:
+        return [r for r in self.refs if pred(np.asarray(r[1]), r[2])]
+
+    def pick_ref(self, pred):
+        cands = self.candidates(pred)
+        if not cands:
+            return None
+        # mostly the newest values, so programs grow deep chains (what fusion works on)
+        if len(cands) > 2 and self.c.pick((0, 1, 1)):
+            cands = cands[-2:]
+        return self.c.pick(cands)
+
+    def broadcast_variant(self, shape) -> tuple:
+        drop = self.c.integer(0, len(shape))
+        return tuple(1 if self.c.pick((0, 0, 1)) else d for d in shape[drop:])
+
+    def scalar(self, dtype, domain=GRAPH_DOMAIN) -> dict:
+        v = make_values(self.rng, (), dtype, domain, "plain")[()]
+        return encode_operand(v if self.c.pick(("python", "numpy")) == "numpy" else v.item())
+
+    # -- proposals: (args, params) or None
+    def propose(self, info: oi.OpInfo):
+        f = info.family
+        c = self.c
+        if f == "elementwise" and info.name.startswith("power"):
+            return self._power(info)
+        if f == "elementwise" and info.arity == 1 and info.name != "astype":
+            a = self.pick_ref(lambda v, e: v.dtype in info.dtypes)
+            return ([a[0]], {}) if a else None
+        if info.name == "astype":
+            a = self.pick_ref(lambda v, e: True)
+            if a is None:
+                return None
+            params = info.params_for(c, np.shape(a[1]))
+            src, dst = np.asarray(a[1]).dtype, np.dtype(params["dtype"])
+            if src.kind == "f" and (dst.kind in "iu" or not a[2]):
+                return None     # float -> int is undefined outside the target range; -> bool needs exact input
+            return [a[0]], params
+        if f == "elementwise":   # binary
+            discontinuous = info.name in DISCONTINUOUS
+            a = self.pick_ref(lambda v, e: v.dtype in info.dtypes and (e or not discontinuous))
+            if a is None:
+                return None
+            shape, dtype = np.shape(a[1]), np.asarray(a[1]).dtype
+            kind = c.pick(("existing", "existing", "input", "scalar"))
+            if kind == "existing":
+                b = self.pick_ref(lambda v, e: v.dtype in info.dtypes and (e or not discontinuous) and _broadcastable(v.shape, shape))
+                b = b[0] if b else None
+            else:
+                b = None
+            if b is None and kind == "scalar":
+                b = self.scalar(c.pick(info.dtypes) if c.pick((0, 1)) else dtype)
+            if b is None:
+                b = self.new_input(self.broadcast_variant(shape), c.pick((dtype, dtype, c.pick(info.dtypes))))
+            return ([b, a[0]] if c.pick((0, 1)) else [a[0], b]), {}
+        if f == "select":
+            cond = self.pick_ref(lambda v, e: v.dtype == np.bool_ and e)
+            x = self.pick_ref(lambda v, e: True)
+            if x is None:
+                return None
+            shape = np.shape(x[1])
+            cond = cond[0] if cond and _broadcastable(np.shape(cond[1]), shape) else self.new_input(self.broadcast_variant(shape), np.bool_)
+            y = self.pick_ref(lambda v, e: _broadcastable(v.shape, shape))
+            y = y[0] if y and c.pick((0, 1)) else self.scalar(np.asarray(x[1]).dtype)
+            return [cond, x[0], y], {}
+        if f == "matmul":
+            return self._matmul(info)
+        if f == "join":
+            return self._join(info)
+        if info.params_for is not None:
+            a = self.pick_ref(lambda v, e: v.dtype in info.dtypes)
+            if a is None:
+                return None
+            params = info.params_for(c, np.shape(a[1]))
+            return ([a[0]], params) if params is not None else None
+        return None
+
+    def _power(self, info):
+        ints = info.name == "power_int"
+        a = self.pick_ref(lambda v, e: v.dtype in info.dtypes)
+        if a is None:
+            return None
+        shape = np.shape(a[1])
+        if ints:
+            exp_dtype, domain = self.c.pick(oi.INTS), oi.Domain(lo=0, hi=3, special=False)
+        else:
+            exp_dtype, domain = np.asarray(a[1]).dtype, oi.Domain(lo=-3.0, hi=3.0, special=False)
+        if self.c.pick((0, 1)):
+            b = self.scalar(exp_dtype, domain)
+        else:
+            b = self.new_input(self.broadcast_variant(shape), exp_dtype, domain)
+        return [a[0], b], {}
+
+    def _matmul(self, info):
+        c = self.c
+        a = self.pick_ref(lambda v, e: v.dtype in info.dtypes and 1 <= v.ndim <= 3)
+        if a is None:
+            return None
+        shape, dtype = np.shape(a[1]), np.asarray(a[1]).dtype
+        k = shape[-1]
+        if len(shape) == 1:
+            b_shape = c.pick(((k,), (k, c.pick(oi.DIMS[:5]))))
+        else:
+            n = c.pick(oi.DIMS[:5])
+            b_shape = c.pick(((k, n), (k,), shape[:-2] + (k, n)))
+        existing = self.pick_ref(lambda v, e: v.dtype in info.dtypes and v.shape == b_shape)
+        b = existing[0] if existing and c.pick((0, 1)) else self.new_input(b_shape, dtype, oi.Domain(lo=-2.0, hi=2.0, special=False))
+        return [a[0], b], {}
+
+    def _join(self, info):
+        c = self.c
+        a = self.pick_ref(lambda v, e: 1 <= v.ndim <= 3)
+        if a is None:
+            return None
+        shape, dtype = np.shape(a[1]), np.asarray(a[1]).dtype
+        if info.name == "stack":
+            free, params = None, {"axis": c.integer(-len(shape) - 1, len(shape))}
+        elif info.name == "concatenate":
+            free = c.integer(0, len(shape) - 1)
+            params = {"axis": free}
+        elif info.name == "hstack":
+            free, params = (0 if len(shape) == 1 else 1), {}
+        else:  # vstack
+            free, params = (None if len(shape) == 1 else 0), {}
+
+        def fits(v):
+            return v.ndim == len(shape) and all(x == y for i, (x, y) in enumerate(zip(v.shape, shape)) if i != free)
+
+        parts = [a[0]]
+        for _ in range(c.integer(0, 2)):
+            other = self.pick_ref(lambda v, e: fits(v))
+            if other and c.pick((0, 1)):
+                parts.append(other[0])
+            else:
+                s = list(shape)
+                if free is not None:
+                    s[free] = c.pick(oi.DIMS[:5])
+                parts.append(self.new_input(tuple(s), c.pick((dtype, dtype, c.pick(oi.ALL)))))
+        return parts, params
+
+    def add(self, info: oi.OpInfo) -> bool:
+        mark = (len(self.inputs), len(self.refs))
+        proposal = self.propose(info)
+        if proposal is None:
+            self._rollback(mark)
+            return False
+        args, params = proposal
+        params = json.loads(json.dumps(params))
+        node = {"op": info.name, "args": args, "params": params, "item": None}
+        try:
+            value = numpy_eval(lambda: info([_resolve(r, self.inputs, self.values) for r in args], params))
+        except Exception:
+            self._rollback(mark)
+            return False
+        if isinstance(value, tuple):
+            node["item"] = self.c.integer(0, len(value) - 1)
+            value = value[node["item"]]
+        value = np.asarray(value)
+        if value.dtype not in cdt.SUPPORTED or value.size == 0 or value.size > MAX_ELEMENTS or value.ndim > 5:
+            self._rollback(mark)
+            return False
+        self.nodes.append(node)
+        self.values.append(value)
+        exact = info.exact and all(self._exact_of(r) for r in args)
+        self.refs.append(({"node": len(self.nodes) - 1}, value, exact))
+        return True
+
+    def _exact_of(self, ref) -> bool:
+        for r, _, e in self.refs:
+            if r == ref:
+                return e
+        return True  # scalars are exact
+
+    def _rollback(self, mark):
+        n_inputs, n_refs = mark
+        del self.inputs[n_inputs:]
+        del self.refs[n_refs:]
+
+
+def _broadcastable(s1, s2) -> bool:
+    try:
+        np.broadcast_shapes(tuple(s1), tuple(s2))
+        return True
+    except ValueError:
+        return False
+
+
+def sample_graph_case(c: oi.Chooser, min_nodes: int = 2, max_nodes: int = 30) -> dict:
+    """A random valid program of ``min_nodes``..``max_nodes`` registry ops."""
+    seed = c.integer(0, 2**31 - 1)
+    b = _Builder(c, seed, c.pick(("plain", "plain", "plain", "edge")))
+    dtype = c.pick(oi.FLOATS + oi.FLOATS + (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint8)))
+    shapes = oi.broadcast_shapes_for(c, c.integer(1, 3), 1, 3)
+    for s in shapes:
+        b.new_input(s, dtype)
+    target = c.integer(min_nodes, max_nodes)
+    ops = graph_ops()
+    attempts = 0
+    while len(b.nodes) < target and attempts < target * 8:
+        attempts += 1
+        b.add(c.pick(ops))
+    if len(b.nodes) < 1:
+        b.add(oi.REGISTRY["add"])
+    used = {r["node"] for n in b.nodes for r in n["args"] if "node" in r}
+    outputs = [i for i in range(len(b.nodes)) if i not in used]
+    extra = [i for i in range(len(b.nodes)) if i in used and c.pick((0, 0, 0, 1))]
+    outputs = sorted(set(outputs + extra))
+    # inputs no node reads are dropped, so the program's signature is what it uses
+    read = sorted({r["input"] for n in b.nodes for r in n["args"] if "input" in r})
+    renumber = {old: new for new, old in enumerate(read)}
+    for n in b.nodes:
+        n["args"] = [{"input": renumber[r["input"]]} if "input" in r else r for r in n["args"]]
+    return {"kind": "graph", "inputs": [encode_array(b.inputs[i]) for i in read], "nodes": b.nodes, "outputs": outputs}
