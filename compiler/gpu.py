@@ -42,7 +42,7 @@ PARALLEL_LOOPS_PIPELINE = "builtin.module(func.func(convert-linalg-to-parallel-l
 MAPPING_PIPELINE = (
     f"builtin.module(func.func(scf-parallel-loop-tiling{{parallel-loop-tile-sizes={THREADS_PER_BLOCK} no-min-max-bounds=true}},"
     "gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"
-    "lower-affine,gpu-kernel-outlining,canonicalize,cse)"
+    "inline,lower-affine,gpu-kernel-outlining,canonicalize,cse)"
 )
 
 
@@ -394,6 +394,7 @@ class GpuTarget(Target):
         module = self.native_module(lowered)
         with _lock, module.context:
             engine = execution_engine.ExecutionEngine(module, opt_level=2, shared_libs=list(libs))
+            engine.initialize()  # runs the global constructors that load every kernel module
             address = engine.raw_lookup(f"_mlir_ciface_{lowered.func_name}")
         if not address:
             raise RuntimeError(f"compiled module has no function {lowered.func_name}")
