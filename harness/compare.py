@@ -167,7 +167,7 @@ def compare_tensor(step: int, name: str, expected, actual, tol: Tolerance = Tole
             worst = int(np.argmax(abs_err - (tol.atol + tol.rtol * ref_mag)))
             check.reason = (
                 f"{int((~within).sum())} of {abs_err.size} values outside rtol={tol.rtol:g} atol={tol.atol:g}; "
-                f"worst {act[both_finite][worst]!r} vs reference {exp[both_finite][worst]!r}"
+                f"worst {float(act[both_finite][worst]):.9g} vs reference {float(exp[both_finite][worst]):.9g}"
             )
         check.passed = values_ok and check.dtype_match
     if not check.dtype_match:

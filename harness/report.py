@@ -112,6 +112,23 @@ def layer_errors(mode: dict) -> dict[str, dict]:
     return out
 
 
+def headline(mode: dict) -> str:
+    """A short reason for the summary table; the panels below carry the details."""
+    fd = mode.get("first_divergence")
+    if mode["status"] == "diverged" and fd:
+        text = f"step {fd['step']} {fd['tensor']}"
+        return text + (f" · op {fd['op']}" if fd.get("op") else "")
+    if mode["status"] == "diverged":
+        for key, label in (("forced_tokens", "forced"), ("tokens", "free-running")):
+            tokens = mode.get(key, {})
+            if not tokens.get("agree", True):
+                step = next((i for i, (a, b) in enumerate(zip(tokens["expected"], tokens["actual"])) if a != b),
+                            min(len(tokens["expected"]), len(tokens["actual"])))
+                tie = any(t["kind"] == key and t["step"] == step for t in mode.get("near_ties", []))
+                return f"{label} tokens differ at step {step}" + (" (near-tie)" if tie else "")
+    return mode.get("reason") or ""
+
+
 def token_summary(tokens: dict) -> str:
     expected, actual = tokens.get("expected", []), tokens.get("actual", [])
     if not actual:
@@ -173,16 +190,18 @@ def render_terminal(report: dict, console: Console | None = None) -> None:
 
 
 def summary_table(report: dict) -> Table:
-    table = Table(title="Summary per mode", box=box.SIMPLE_HEAVY)
-    for column in ("mode", "target", "status", "max abs error", "forced tokens", "free-running tokens", "checks failed", "reason"):
-        table.add_column(column, overflow="fold")
+    table = Table(title="Summary per mode (forced = lockstep argmax, free = free-running decode)",
+                  box=box.SIMPLE_HEAVY)
+    for column in ("mode", "status", "max err", "forced", "free", "failed"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("reason", overflow="fold", ratio=1)
     for name, mode in report["modes"].items():
         failed = sum(1 for c in mode.get("checks", []) if not c["passed"])
         table.add_row(
-            name, mode.get("target", ""), Text(mode["status"], style=STATUS_STYLE.get(mode["status"], "")),
+            name, Text(mode["status"], style=STATUS_STYLE.get(mode["status"], "")),
             fmt_error(mode.get("max_abs_error")), token_summary(mode.get("forced_tokens", {})),
             token_summary(mode.get("tokens", {})), f"{failed}/{len(mode.get('checks', []))}",
-            mode.get("reason") or "",
+            headline(mode),
         )
     return table
 
@@ -222,10 +241,18 @@ def divergence_panel(name: str, mode: dict) -> Panel:
     grid.add_row("step", str(fd["step"]))
     grid.add_row("tensor", fd["tensor"])
     grid.add_row("max abs error", fmt_error(fd.get("max_abs_error")))
+    if fd.get("op_max_abs_error") is not None:
+        grid.add_row("op's own error", fmt_error(fd["op_max_abs_error"]))
     if fd.get("reason"):
         grid.add_row("why", fd["reason"])
-    grid.add_row("op", fd.get("op") or "— (not localized)")
+    not_localized = ("— (only subgraph mode is localized op by op)" if mode.get("kind") == "fused"
+                     else "— (not localized)")
+    grid.add_row("op", fd.get("op") or not_localized)
     grid.add_row("source", fd.get("source") or "—")
+    for key, label in (("forced_tokens", "forced tokens"), ("tokens", "free-running tokens")):
+        tokens = mode.get(key)
+        if tokens and not tokens.get("agree", True):
+            grid.add_row(label, f"expected {tokens['expected']}, got {tokens['actual']}")
     line = read_source_line(fd)
     parts = [grid]
     if line:

@@ -246,17 +246,28 @@ def describe_inconsistency(found) -> str:
     return str(found)
 
 
+def _reference_record(captured: dict, resolved: dict | None) -> dict:
+    record = {key: captured.get(key) for key in ("kind", "url", "revision", "numpy_version")}
+    if resolved:
+        # A capture is reused by content (revision), so its stored URL/kind may be another run's.
+        record.update({key: resolved[key] for key in ("kind", "url", "revision") if resolved.get(key)})
+    return record
+
+
 def run_verification(capture, runner_factory: Callable[[str, str], Any], plans: list[ModePlan],
                      tol: Tolerance = Tolerance(), *, checkpoint: dict, prompt: str,
                      device_check: Callable[[], tuple[bool, str]] | None = None,
                      banner: str | None = None, baseline: dict | None = None,
+                     reference: dict | None = None,
                      progress: Callable[[str, int | None, int | None], None] | None = None) -> dict:
     """Verify every plan against one reference capture and return the report
     dict. `capture` needs input_ids, output_ids, margins, tensor_names,
     tensor(step, name), reference (dict) and completion; `runner_factory(kind,
     target)` returns an object with forward(ids, trace), generate(ids, n) and,
-    for subgraph mode, localize(...). Raises ReferenceInconsistency when the
-    capture records one."""
+    for subgraph mode, localize(...). `reference` (kind/url/revision of this
+    run's resolved reference) overrides the capture's own record, whose
+    numpy_version is kept. Raises ReferenceInconsistency when the capture
+    records one."""
     meta = getattr(capture, "meta", None) or {}
     if meta.get("reference_inconsistency"):
         raise ReferenceInconsistency(
@@ -264,7 +275,7 @@ def run_verification(capture, runner_factory: Callable[[str, str], Any], plans: 
             f"forward: {describe_inconsistency(meta['reference_inconsistency'])}. This is not a compiler divergence; "
             "fix or re-pin the reference (--reference / --reference-rev) and delete the stale capture in captures/.")
     report = {
-        "reference": dict(capture.reference),
+        "reference": _reference_record(capture.reference, reference),
         "checkpoint": {"name": checkpoint.get("name"), "sha256": checkpoint.get("sha256")},
         "prompt": prompt,
         "input_ids": [int(t) for t in capture.input_ids],
@@ -430,4 +441,5 @@ def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | No
 
     return run_verification(cap, runner_factory, plans, tol, checkpoint=checkpoint, prompt=options.prompt,
                             device_check=device_check, banner=getattr(resolved, "banner", None),
-                            baseline=baseline, progress=progress)
+                            baseline=baseline, progress=progress,
+                            reference={"kind": resolved.kind, "url": resolved.url, "revision": resolved.revision})

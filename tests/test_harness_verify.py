@@ -421,6 +421,9 @@ def test_verify_glue_passes_and_records_the_banner(glue):
     from harness.verify import VerifyOptions, verify
     report = verify(VerifyOptions(tokens=STEPS))
     assert exit_code(report) == 0 and report["banner"] == "BUNDLED REFERENCE IN USE"
+    # the run's resolved reference wins over what a reused capture recorded; NumPy comes from the capture
+    assert report["reference"] == {"kind": "bundled", "url": FakeResolved.url, "revision": FakeResolved.revision,
+                                   "numpy_version": REFERENCE["numpy_version"]}
     assert report["checkpoint"] == CHECKPOINT and glue["captured"] == 1
 
 
