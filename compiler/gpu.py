@@ -23,7 +23,7 @@ import numpy as np
 from .backend import (TENSOR_PIPELINE, TARGETS, NativeKernel, Target, _asm, _lock, _parse, _run_pipeline,
                       mlir_lib_dir)
 from .gpu_matmul import substitute_matmuls
-from .gpu_toolchain import GpuToolchain, ToolchainError, find_toolchain
+from .gpu_toolchain import GpuToolchain, ToolchainError, find_libdevice, find_toolchain
 from .lowering import LoweredModule
 
 DEFAULT_CHIP = "sm_90"
@@ -349,11 +349,14 @@ class GpuTarget(Target):
         _check_host_code(module)
         return module
 
-    def to_llvm(self, module, toolchain: GpuToolchain):
-        _run_pipeline(module, _host_pipeline(self.chip, toolchain.libdevice))
+    def to_llvm(self, module, libdevice: str):
+        _run_pipeline(module, _host_pipeline(self.chip, libdevice))
         return module
 
-    def serialize(self, module, toolchain: GpuToolchain, fmt: str) -> None:
+    def serialize(self, module, toolchain: GpuToolchain | None, fmt: str) -> None:
+        if toolchain is None:  # PTX only: no external tool runs
+            _run_pipeline(module, f"builtin.module(gpu-module-to-binary{{format={fmt}}})")
+            return
         with tempfile.TemporaryDirectory(prefix="parity-cuda-") as toolkit:
             # gpu-module-to-binary runs ``<toolkit>/bin/ptxas``: point it at the discovered one.
             (Path(toolkit) / "bin").mkdir()
@@ -361,14 +364,14 @@ class GpuTarget(Target):
             _run_pipeline(module, f"builtin.module(gpu-module-to-binary{{format={fmt} toolkit={toolkit}}})")
 
     def stages(self, lowered: LoweredModule) -> dict[str, str]:
-        toolchain = find_toolchain()
+        libdevice = find_libdevice()  # PTX needs libdevice only; ptxas is for cubins
         with _lock:
             module = self.optimized(lowered.text)
             optimized = _asm(module)
             self.to_kernels(module, lowered)
             kernels = _asm(module)
-            self.to_llvm(module, toolchain)
-            self.serialize(module, toolchain, "isa")
+            self.to_llvm(module, libdevice)
+            self.serialize(module, None, "isa")
             return {"tensor": lowered.text, "optimized": optimized, "kernels": kernels,
                     "lowered": _asm(module), "ptx": join_ptx(ptx_modules(module))}
 
@@ -381,7 +384,7 @@ class GpuTarget(Target):
         toolchain = find_toolchain()
         with _lock:
             module = self.to_kernels(self.optimized(lowered.text), lowered)
-            self.to_llvm(module, toolchain)
+            self.to_llvm(module, toolchain.libdevice)
             self.serialize(module, toolchain, "bin")
             return module
 

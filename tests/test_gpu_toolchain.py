@@ -99,3 +99,20 @@ def test_system_cuda_here_is_found():
         pytest.skip(str(exc))
     assert os.access(toolchain.ptxas, os.X_OK)
     assert toolchain.libdevice.endswith("libdevice.10.bc") and os.path.getsize(toolchain.libdevice) > 100_000
+
+
+def test_ptx_needs_libdevice_but_not_ptxas(monkeypatch, tmp_path):
+    import numpy as np
+
+    import compiler
+    from compiler import ops
+    try:
+        libdevice = tc.find_libdevice()
+    except tc.ToolchainError as exc:
+        pytest.skip(str(exc))
+    monkeypatch.setenv(tc.PTXAS_ENV, str(tmp_path / "missing-ptxas"))
+    monkeypatch.setenv(tc.LIBDEVICE_ENV, libdevice)
+    assert ".target sm_90" in compiler.emit(ops.gelu, np.ones((2, 3), np.float32), stage="ptx", target="gpu")
+    monkeypatch.setenv(tc.LIBDEVICE_ENV, str(tmp_path / "missing.bc"))
+    with pytest.raises(tc.ToolchainError, match="PARITY_LIBDEVICE"):
+        compiler.emit(ops.gelu, np.ones((2, 3), np.float32), stage="ptx", target="gpu")
