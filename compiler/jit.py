@@ -151,7 +151,9 @@ def _index_checks(inputs, outputs, paths):
     return checks
 
 
-_faults: dict = {}
+# op name -> output factor, set by compiler.testing.inject_fault (module-level so every
+# JitFunction sees it; it is part of the specialization key and of the IR)
+FAULTS: dict = {}
 
 
 class JitFunction:
@@ -175,7 +177,7 @@ class JitFunction:
             except TypeError:
                 raise TypeError(f"keyword argument {k!r} is static and must be hashable, got {type(v).__name__}") from None
         sig = tuple((leaf.shape, leaf.dtype.str) for leaf in leaves)
-        key = (tree, sig, tuple(sorted(kwargs.items())), self.target, tuple(sorted(_faults.items())))
+        key = (tree, sig, tuple(sorted(kwargs.items())), self.target, tuple(sorted(FAULTS.items())))
         return key, leaves, paths
 
     def specialize(self, *args, **kwargs) -> Specialization:
@@ -187,7 +189,7 @@ class JitFunction:
             spec = self._cache.get(key)
             if spec is None:
                 inputs, outputs, out_tree, paths = trace(self.fn, args, kwargs)
-                lowered = build_module(inputs, outputs, faults=dict(_faults))
+                lowered = build_module(inputs, outputs, faults=dict(FAULTS))
                 spec = Specialization(inputs, outputs, out_tree, lowered, _index_checks(inputs, outputs, paths), paths)
                 self._cache[key] = spec
             if spec.kernel is None:
@@ -198,7 +200,7 @@ class JitFunction:
     def lower(self, *args, **kwargs) -> LoweredModule:
         """Trace only: the tensor-level module, without compiling."""
         inputs, outputs, _, _ = trace(self.fn, args, kwargs)
-        return build_module(inputs, outputs, faults=dict(_faults))
+        return build_module(inputs, outputs, faults=dict(FAULTS))
 
     def __call__(self, *args, **kwargs):
         key, leaves, paths = self._key(args, kwargs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 
-from . import jit as _jit
+from .jit import FAULTS
 
 
 @contextlib.contextmanager
@@ -13,12 +13,12 @@ def inject_fault(op: str, factor: float = 1.01):
     """Multiply the output of every ``op`` (a primitive name such as "exp") by ``factor``
     in every kernel compiled while active. The fault is part of the IR, so cached
     kernels built without it are never reused."""
-    previous = _jit._faults.get(op)
-    _jit._faults[op] = float(factor)
+    previous = FAULTS.get(op)
+    FAULTS[op] = float(factor)
     try:
         yield
     finally:
         if previous is None:
-            _jit._faults.pop(op, None)
+            FAULTS.pop(op, None)
         else:
-            _jit._faults[op] = previous
+            FAULTS[op] = previous

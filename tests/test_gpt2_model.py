@@ -1,0 +1,172 @@
+"""GPT-2 on the compiler: both modes against the same formulas run by NumPy itself,
+trace names and dtypes, decoding, input validation and the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from compiler.gpt2 import compile_model, load_model
+from compiler.gpt2.model import (
+    attention_sublayer, embedding, feedforward_sublayer, final_projection, gpt2_fused, numpy_forward, padded_length,
+)
+from compiler.gpt2.synth import synthesize_checkpoint
+
+PROMPT = "Alan Turing theorized that computers would one day become"
+PROMPT_IDS = [36235, 39141, 18765, 1143, 326, 9061, 561, 530, 1110, 1716]
+TOL = dict(rtol=3e-4, atol=3e-4)
+
+pytestmark = pytest.mark.xdist_group("gpt2-tiny")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tiny") / "model"
+    synthesize_checkpoint(d, config="tiny", seed=3)
+    return load_model(d)
+
+
+@pytest.fixture(scope="module")
+def runners(tiny):
+    return {mode: compile_model(tiny, mode) for mode in ("subgraph", "fused")}
+
+
+def numpy_trace(model, ids):
+    """The sublayer formulas evaluated by NumPy alone, unpadded, with the checkpoint's float32 weights."""
+    p, n_head = model.params, model.config.n_head
+    ids = np.asarray(ids, np.int64)
+    trace = {"embedding": embedding(p.wte, p.wpe, ids)}
+    x = trace["embedding"]
+    for i, b in enumerate(p.blocks):
+        x = attention_sublayer(x, b.ln_1.g, b.ln_1.b, b.attn_c_attn.w, b.attn_c_attn.b, b.attn_c_proj.w, b.attn_c_proj.b, n_head)
+        trace[f"h.{i}.attention"] = x
+        x = feedforward_sublayer(x, b.ln_2.g, b.ln_2.b, b.mlp_c_fc.w, b.mlp_c_fc.b, b.mlp_c_proj.w, b.mlp_c_proj.b)
+        trace[f"h.{i}.output"] = x
+    trace["logits"] = final_projection(x, np.array([ids.size - 1]), p.ln_f.g, p.ln_f.b, p.wte)[0]
+    return trace
+
+
+def test_tokenizer_gives_the_known_prompt_ids(tiny):
+    assert tiny.tokenizer.encode(PROMPT) == PROMPT_IDS
+
+
+def test_subgraph_trace_matches_numpy_names_dtypes_and_values(tiny, runners):
+    expected = numpy_trace(tiny, PROMPT_IDS)
+    got = {}
+    logits = runners["subgraph"].forward(PROMPT_IDS, trace=got)
+    names = ["embedding"] + [f"h.{i}.{k}" for i in range(tiny.config.n_layer) for k in ("attention", "output")] + ["logits"]
+    assert list(got) == names
+    assert got["embedding"].dtype == np.float32 and expected["embedding"].dtype == np.float32
+    for name in names:
+        assert got[name].dtype == expected[name].dtype, name
+        assert got[name].shape == expected[name].shape, name
+        np.testing.assert_allclose(got[name], expected[name], err_msg=name, **TOL)
+    assert expected["h.0.attention"].dtype == np.float64  # promotion by the float64 np.sqrt scalar
+    np.testing.assert_array_equal(logits, got["logits"])
+
+
+def test_fused_matches_numpy_forward(tiny, runners):
+    trace = {}
+    logits = runners["fused"].forward(PROMPT_IDS, trace=trace)
+    expected = numpy_forward(tiny, PROMPT_IDS)
+    assert list(trace) == ["logits"]
+    assert logits.dtype == expected.dtype == np.float64
+    assert logits.shape == (tiny.config.vocab_size,)
+    np.testing.assert_allclose(logits, expected, **TOL)
+
+
+def test_fused_function_runs_under_numpy_and_agrees_with_its_compilation(tiny, runners):
+    """The traced function is plain NumPy: running it unchanged on arrays gives what the compiled module gives."""
+    ids = np.asarray(PROMPT_IDS, np.int64)
+    under_numpy = gpt2_fused(ids, np.array([ids.size - 1]), tiny.params, tiny.params.wte, tiny.config.n_head)[0]
+    assert under_numpy.dtype == np.float64
+    np.testing.assert_allclose(runners["fused"].forward(PROMPT_IDS), under_numpy, **TOL)
+    # and the padded form computes the same real row (the causal mask hides the padding)
+    padded = np.zeros(padded_length(ids.size, tiny.config.n_ctx), np.int64)
+    padded[: ids.size] = ids
+    padded_numpy = gpt2_fused(padded, np.array([ids.size - 1]), tiny.params, tiny.params.wte, tiny.config.n_head)[0]
+    np.testing.assert_allclose(padded_numpy, under_numpy, **TOL)
+
+
+def test_both_modes_decode_the_same_tokens_as_numpy(tiny, runners):
+    seq = list(PROMPT_IDS)
+    expected = []
+    for _ in range(4):
+        token = int(np.argmax(numpy_forward(tiny, seq)))
+        expected.append(token)
+        seq.append(token)
+    for mode, runner in runners.items():
+        assert runner.generate(PROMPT_IDS, 4) == expected, mode
+
+
+def test_decoding_compiles_a_handful_of_kernels(tiny, runners):
+    fused = runners["fused"]
+    before = fused.fused_fn.compile_count
+    fused.generate(PROMPT_IDS[:3], 10)  # lengths 3..12 -> padded 8 and 16
+    assert fused.fused_fn.compile_count - before <= 2
+
+
+def test_generate_always_produces_the_requested_count(tiny, runners):
+    assert len(runners["subgraph"].generate([50256], 5)) == 5
+    assert runners["subgraph"].generate([50256], 0) == []
+
+
+@pytest.mark.parametrize("ids, n, message", [
+    ([], 1, "prompt is empty"),
+    ([50257], 1, "outside the vocabulary"),
+    ([-1], 1, "outside the vocabulary"),
+    ([1] * 60, 5, "exceeds the context length 64"),
+    ([1], -1, ">= 0"),
+    ([[1, 2]], 1, "1-d"),
+])
+def test_validation_errors(runners, ids, n, message):
+    for runner in runners.values():
+        with pytest.raises(ValueError, match=message):
+            runner.generate(ids, n)
+
+
+def test_localize_finds_nothing_in_a_correct_sublayer(tiny, runners):
+    runner = runners["subgraph"]
+    trace = numpy_trace(tiny, PROMPT_IDS)
+    assert runner.localize("h.1.attention", PROMPT_IDS, trace["h.0.output"]) is None
+
+
+def test_localize_names_the_injected_op_and_its_source_line(tiny, runners):
+    from compiler.testing import inject_fault
+
+    runner = compile_model(tiny, "subgraph")
+    trace = numpy_trace(tiny, PROMPT_IDS)
+    with inject_fault("exp", 1.05):
+        found = runner.localize("h.1.attention", PROMPT_IDS, trace["h.0.output"])
+    assert found is not None and found["op"] == "exp"
+    assert found["source"].endswith("compiler/ops.py:" + str(_line_of("compiler/ops.py", "exp_x = np.exp(")))
+
+
+def _line_of(path, needle):
+    import compiler
+    from pathlib import Path
+
+    text = (Path(compiler.__file__).parent.parent / path).read_text().splitlines()
+    return next(i + 1 for i, line in enumerate(text) if needle in line)
+
+
+def test_generate_cli_json(tiny):
+    out = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "generate", PROMPT, "--tokens", "3", "--mode", "fused",
+         "--model", str(tiny.checkpoint.path), "--json"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    line = json.loads(out.stdout.strip().splitlines()[-1])
+    assert line["input_ids"] == PROMPT_IDS and len(line["output_ids"]) == 3 and line["mode"] == "fused"
+    assert line["checkpoint"] == {"name": tiny.checkpoint.name, "sha256": tiny.checkpoint.sha256}
+    assert line["completion"] == tiny.tokenizer.decode(line["output_ids"])
+
+
+def test_generate_cli_rejects_overlong_requests(tiny):
+    out = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "generate", PROMPT, "--tokens", "100", "--model", str(tiny.checkpoint.path)],
+        capture_output=True, text=True, timeout=600)
+    assert out.returncode == 2 and "context length" in out.stderr
