@@ -108,11 +108,11 @@ class Emitter:
         self.line(f"{name} = {text}", loc)
         return name
 
-    def empty(self, shape, dtype) -> str:
-        return self.assign(f"tensor.empty() : {dt.tensor_type(shape, dtype)}")
+    def empty(self, shape, dtype, loc: SourceLoc | None = None) -> str:
+        return self.assign(f"tensor.empty() : {dt.tensor_type(shape, dtype)}", loc)
 
     def filled(self, shape, dtype, value, loc) -> str:
-        empty = self.empty(shape, dtype)
+        empty = self.empty(shape, dtype, loc)
         stored = np.dtype(np.uint8) if dt.is_bool(dtype) else dtype  # bool tensors hold i8
         t = dt.mlir_type(stored)
         region = _Region(self)
@@ -193,7 +193,7 @@ class Emitter:
             maps.append(amap)
             elem.append(dtype)
         out_t = dt.tensor_type(out_shape, out_dtype)
-        init = self.empty(out_shape, out_dtype)
+        init = self.empty(out_shape, out_dtype, loc)
         maps.append(_map(rank, [f"d{i}" for i in range(rank)]))
         region = _Region(self)
         raw = [self.fresh("in") for _ in names]
@@ -208,11 +208,12 @@ class Emitter:
                 f"{ins}outs({init} : {out_t}) {{")
         result = self.fresh()
         self.lines.append(f"    {result} = {head}")
-        bb = ", ".join([f"{a}: {dt.storage_type(e)}" for a, e in zip(raw, elem)] + [f"{self.fresh('o')}: {dt.storage_type(out_dtype)}"])
+        here = _loc(loc)  # region arguments and scalar ops carry the expression's location too
+        bb = ", ".join([f"{a}: {dt.storage_type(e)} {here}" for a, e in zip(raw, elem)] + [f"{self.fresh('o')}: {dt.storage_type(out_dtype)} {here}"])
         self.lines.append(f"    ^bb0({bb}):")
         for ln in region.lines:
-            self.lines.append(f"      {ln}")
-        self.lines.append(f"      linalg.yield {res} : {dt.storage_type(out_dtype)}")
+            self.lines.append(f"      {ln} {here}")
+        self.lines.append(f"      linalg.yield {res} : {dt.storage_type(out_dtype)} {here}")
         self.lines.append(f"    }} -> {out_t} {_loc(loc)}")
         return result
 
@@ -255,9 +256,10 @@ class Emitter:
         dims = ", ".join(str(d) for d in node.attrs["axes"])
         self.lines.append(
             f"    {result} = linalg.reduce ins({x} : {dt.tensor_type(src.shape, dtype)}) outs({init} : {dt.tensor_type(node.shape, dtype)}) dimensions = [{dims}]")
-        self.lines.append(f"      ({a}: {t}, {b}: {t}) {{")
-        self.lines.append(f"        {s} = {op} {a}, {b} : {t}")
-        self.lines.append(f"        linalg.yield {s} : {t}")
+        here = _loc(node.loc)
+        self.lines.append(f"      ({a}: {t} {here}, {b}: {t} {here}) {{")
+        self.lines.append(f"        {s} = {op} {a}, {b} : {t} {here}")
+        self.lines.append(f"        linalg.yield {s} : {t} {here}")
         self.lines.append(f"      }} {_loc(node.loc)}")
         return result
 
@@ -293,10 +295,12 @@ class Emitter:
             self.matmul_functions[signature] = callee
             # Destination-passing: the caller owns the zero-filled result buffer, so the callee
             # returns nothing after bufferization (drop-equivalent-buffer-results).
+            # shared by every matmul of this signature, so located by its own name, not one caller's line
+            here = f'loc("{callee}")'
             self.extra_functions.append(
-                f"  func.func private @{callee}(%a: {types[0]}, %b: {types[1]}, %init: {out_t}) -> {out_t} {{\n"
-                f"    %r = {op}{maps} ins(%a, %b : {types[0]}, {types[1]}) outs(%init : {out_t}) -> {out_t}\n"
-                f"    return %r : {out_t}\n  }}\n")
+                f"  func.func private @{callee}(%a: {types[0]} {here}, %b: {types[1]} {here}, %init: {out_t} {here}) -> {out_t} {{\n"
+                f"    %r = {op}{maps} ins(%a, %b : {types[0]}, {types[1]}) outs(%init : {out_t}) -> {out_t} {here}\n"
+                f"    return %r : {out_t} {here}\n  }} {here}\n")
         init = self.filled(node.shape, node.dtype, 0, node.loc)
         return self.assign(
             f"func.call @{callee}({names[0]}, {names[1]}, {init}) : ({types[0]}, {types[1]}, {out_t}) -> {out_t}", node.loc)
@@ -319,7 +323,7 @@ class Emitter:
 
     def transpose(self, node: Node, x: str) -> str:
         src = node.inputs[0]
-        init = self.empty(node.shape, node.dtype)
+        init = self.empty(node.shape, node.dtype, node.loc)
         perm = ", ".join(str(p) for p in node.attrs["perm"])
         result = self.fresh()
         self.lines.append(
@@ -356,7 +360,7 @@ class Emitter:
 
         rank = node.ndim
         idx_name = operands[1]
-        init = self.empty(node.shape, node.dtype)
+        init = self.empty(node.shape, node.dtype, node.loc)
         region = _Region(self)
         a = self.fresh("in")
         res = body(region, [a])
@@ -367,16 +371,17 @@ class Emitter:
         self.lines.append(
             f"    {result} = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = [{its}]}} "
             f"ins({idx_name} : {dt.tensor_type(idx.shape, idx.dtype)}) outs({init} : {out_t}) {{")
-        self.lines.append(f"    ^bb0({a}: {it}, {self.fresh('o')}: {dt.storage_type(node.dtype)}):")
+        here = _loc(node.loc)
+        self.lines.append(f"    ^bb0({a}: {it} {here}, {self.fresh('o')}: {dt.storage_type(node.dtype)} {here}):")
         for ln in region.lines:
-            self.lines.append(f"      {ln}")
-        self.lines.append(f"      linalg.yield {res} : {dt.storage_type(node.dtype)}")
+            self.lines.append(f"      {ln} {here}")
+        self.lines.append(f"      linalg.yield {res} : {dt.storage_type(node.dtype)} {here}")
         self.lines.append(f"    }} -> {out_t} {_loc(node.loc)}")
         return result
 
     def concat(self, node: Node, operands) -> str:
         axis = node.attrs["axis"]
-        acc = self.empty(node.shape, node.dtype)
+        acc = self.empty(node.shape, node.dtype, node.loc)
         out_t = dt.tensor_type(node.shape, node.dtype)
         offset = 0
         for i, part in enumerate(node.inputs):
@@ -407,6 +412,11 @@ class _Operands:
         return (self[i] for i in range(len(self.node.inputs)))
 
 
+def _name_loc(name) -> str:
+    text = str(name or "argument").replace("\\", "\\\\").replace('"', '\\"')
+    return f'loc("{text}")'
+
+
 def build_module(inputs: list[Node], outputs: list[Node], func_name: str = "main", faults: dict | None = None) -> LoweredModule:
     em = Emitter(func_name, inputs, faults)
     order = topological(outputs)
@@ -428,9 +438,10 @@ def build_module(inputs: list[Node], outputs: list[Node], func_name: str = "main
         m = "memref<" + "".join(f"{d}x" for d in o.shape) + dt.storage_type(o.dtype) + ">"
         em.line(f"bufferization.materialize_in_destination {r} in restrict writable %out{k} : ({t}, {m}) -> ()", o.loc)
     em.line("return")
-    args = [f"%arg{n.index}: {dt.tensor_type(n.shape, n.dtype)} {{bufferization.writable = false}}" for n in inputs]
-    args += [f"%hidden{i}: {t} {{bufferization.writable = false}}" for i, t in enumerate(em.hidden_types)]
-    args += [f"%out{k}: memref<{''.join(f'{d}x' for d in o.shape)}{dt.storage_type(o.dtype)}>" for k, o in enumerate(outputs)]
+    # arguments are located by name (an MLIR NameLoc), so nothing points at the IR text itself
+    args = [f"%arg{n.index}: {dt.tensor_type(n.shape, n.dtype)} {{bufferization.writable = false}} {_name_loc(n.name)}" for n in inputs]
+    args += [f"%hidden{i}: {t} {{bufferization.writable = false}} loc(\"constant\")" for i, t in enumerate(em.hidden_types)]
+    args += [f"%out{k}: memref<{''.join(f'{d}x' for d in o.shape)}{dt.storage_type(o.dtype)}> loc(\"result\")" for k, o in enumerate(outputs)]
     header = f"  func.func @{func_name}({', '.join(args)}) attributes {{llvm.emit_c_interface}} {{"
-    text = "module {\n" + header + "\n" + "\n".join(em.lines) + "\n  }\n" + "".join(em.extra_functions) + "}\n"
+    text = "module {\n" + header + "\n" + "\n".join(em.lines) + "\n  } loc(unknown)\n" + "".join(em.extra_functions) + "} loc(unknown)\n"
     return LoweredModule(text, func_name, em.hidden, [(o.shape, o.dtype) for o in outputs])
