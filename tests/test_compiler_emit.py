@@ -163,3 +163,15 @@ def test_ptx_stage_for_a_chip(capsys):
     assert ".target sm_80" in out and ".entry" in out
     code, _, err = emit(capsys, "gelu", "--stage", "ptx", "--target", "gpu", "--chip", "gpu9000")
     assert code == 2 and "not an NVIDIA architecture name" in err
+
+
+@pytest.mark.parametrize("function", ["softmax", "feedforward", "attention"])
+def test_every_op_is_located(capsys, function):
+    """No op, region argument or function argument falls back to a position in the IR text itself."""
+    for stage in ("tensor", "optimized"):
+        code, out, err = emit(capsys, function, "--stage", stage)
+        assert code == 0, err
+        assert '"-":' not in out, stage
+        if stage == "tensor":  # every op the tracer emitted, up to the return, names a source line
+            body = out.split("func.func @main", 1)[1].split("    return", 1)[0]
+            assert "loc(unknown)" not in body
