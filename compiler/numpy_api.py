@@ -202,7 +202,8 @@ def split(ary, indices_or_sections, axis=0):
         hi = max(hi, lo)
         starts = [0] * x.ndim
         sizes = list(x.shape)
-        starts[axis], sizes[axis] = lo, hi - lo
+        # an empty part starts at 0: an offset equal to the axis size is out of bounds for extract_slice
+        starts[axis], sizes[axis] = (lo if hi > lo else 0), hi - lo
         parts.append(Tensor(P.slice_(x, starts, sizes, [1] * x.ndim)))
     return parts
 
