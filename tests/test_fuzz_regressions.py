@@ -66,3 +66,20 @@ def test_square_uses_numpys_loop_dtype(dtype):
     expected = np.square(x)
     assert got.dtype == expected.dtype
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("x,sections", [
+    (np.array([True]), [1]),
+    (np.arange(6.0).reshape(2, 3), [0, 3, 5]),
+    (np.arange(5, dtype=np.int16), [2, 2, 9]),
+])
+def test_split_with_empty_parts(x, sections):
+    # an empty part at the end of the axis was emitted as extract_slice at offset == size,
+    # which MLIR rejects ("offset 0 is out-of-bounds")
+    for axis in range(x.ndim):
+        expected = np.split(x, sections, axis=axis)
+        got = jit(lambda x: np.split(x, sections, axis=axis))(x)
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype and g.shape == e.shape
+            np.testing.assert_array_equal(g, e)

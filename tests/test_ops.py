@@ -1,0 +1,159 @@
+"""Every registry op against NumPy on deterministic inputs: values NaN-aware within the
+op's registered tolerance, dtypes and shapes exact. The per-op samples come from the
+registry itself (so a new op is tested as soon as it is registered); the batched tests
+below pin the cases the issue names — several reduction axes and keepdims, broadcast
+vectors and size-1 dims, mixed dtypes, and NumPy-scalar vs Python-scalar promotion."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler import jit
+from compiler import opinfo as oi
+from harness.fuzzing.cases import make_values, sample_op_case
+from harness.fuzzing.check import Mismatch, check_op_case, compare_values, numpy_eval, op_tolerance
+
+SEEDS_PER_OP = 3
+
+
+@pytest.mark.parametrize("name", list(oi.REGISTRY))
+def test_registry_op_matches_numpy(name):
+    info = oi.REGISTRY[name]
+    failures = []
+    for seed in range(SEEDS_PER_OP):
+        case = sample_op_case(oi.RandomChooser(1000 * seed + sum(map(ord, name))), info)
+        try:
+            check_op_case(case)
+        except Mismatch as exc:
+            failures.append(f"seed {seed}: {exc}")
+    assert not failures, "\n".join(failures)
+
+
+def _check_all(info, fn, operands, params_list, results):
+    """Compare batched compiled ``results`` with NumPy, one per params."""
+    for params, got in zip(params_list, results):
+        expected = numpy_eval(lambda: info(operands, params))
+        rtol, atol = op_tolerance(info, operands, params, np.asarray(expected).dtype)
+        problems = compare_values(expected, got, rtol, atol, f"{info.name}{params}")
+        assert not problems, problems
+
+
+AXES_3D = [None, 0, 1, 2, -1, -3, (0, 2), (1, 2), (2, 0), (0, 1, 2)]
+
+
+@pytest.mark.parametrize("name", [o.name for o in oi.ops("reduction")])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8"])
+def test_reductions_over_every_axis_and_keepdims(name, dtype):
+    info = oi.REGISTRY[name]
+    if np.dtype(dtype) not in info.dtypes:
+        pytest.skip(f"{name} is not registered for {dtype}")
+    x = make_values(np.random.default_rng(7), (3, 1, 5), dtype, info.domain(0), "plain")
+    params_list = [{"axis": a, "keepdims": k} for a in AXES_3D for k in (False, True)]
+    fn = jit(lambda x: [info([x], p) for p in params_list])
+    _check_all(info, fn, [x], params_list, fn(x))
+
+
+def test_reductions_propagate_nan_and_inf():
+    x = np.array([[1.0, np.nan, 2.0], [np.inf, 1.0, -np.inf], [-np.inf, -1.0, -2.0]], np.float32)
+    names = ["sum", "max", "mean", "var"]
+    params = [{"axis": a, "keepdims": False} for a in (None, 0, 1)]
+    fn = jit(lambda x: [oi.REGISTRY[n]([x], p) for n in names for p in params])
+    got = iter(fn(x))
+    for n in names:
+        _check_all(oi.REGISTRY[n], None, [x], params, [next(got) for _ in params])
+
+
+BINARY = [o for o in oi.ops("elementwise") if o.arity == 2 and not o.name.startswith("power")]
+BROADCAST_PAIRS = [((3, 1, 4), (4,)), ((3, 1, 4), (5, 1)), ((1,), (2, 3)), ((), (4,)), ((2, 1), (1, 1)), ((1, 4), (3, 1))]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int16", "uint32", "bool"])
+def test_binary_ops_broadcast_vectors_and_size_one_dims(dtype):
+    ops = [o for o in BINARY if np.dtype(dtype) in o.dtypes]
+    rng = np.random.default_rng(3)
+    for sa, sb in BROADCAST_PAIRS:
+        a = make_values(rng, sa, dtype, oi.ANY, "edge")
+        b = make_values(rng, sb, dtype, oi.ANY, "plain")
+        fn = jit(lambda a, b: [o([a, b]) for o in ops] + [o([b, a]) for o in ops])
+        got = fn(a, b)
+        for k, o in enumerate(ops):
+            _check_all(o, None, [a, b], [{}], [got[k]])
+            _check_all(o, None, [b, a], [{}], [got[len(ops) + k]])
+
+
+MIXED = [("int8", "float32"), ("uint8", "int8"), ("int32", "float32"), ("uint64", "int64"), ("bool", "float64"),
+         ("uint16", "int16"), ("float32", "float64"), ("int64", "uint8")]
+
+
+@pytest.mark.parametrize("da,db", MIXED)
+def test_mixed_dtype_operands_promote_like_numpy(da, db):
+    rng = np.random.default_rng(5)
+    a = make_values(rng, (2, 3), da, oi.Domain(lo=0, hi=50), "plain")
+    b = make_values(rng, (3,), db, oi.Domain(lo=1, hi=50), "plain")
+    ops = [o for o in BINARY if np.dtype(da) in o.dtypes and np.dtype(db) in o.dtypes]
+    expected = {}
+    for o in ops:
+        try:
+            expected[o.name] = numpy_eval(lambda: o([a, b]))
+        except TypeError:
+            continue
+    names = [n for n in expected if np.asarray(expected[n]).dtype in oi._dt.SUPPORTED]
+    fn = jit(lambda a, b: [oi.REGISTRY[n]([a, b]) for n in names])
+    for n, got in zip(names, fn(a, b)):
+        e = expected[n]
+        rtol, atol = op_tolerance(oi.REGISTRY[n], [a, b], {}, e.dtype)
+        assert not compare_values(e, got, rtol, atol, n)
+
+
+# (expression, what it checks): NEP 50 — Python scalars are weak, NumPy scalars strong
+SCALAR_EXPRESSIONS = [
+    lambda x: x * np.sqrt(2 / np.pi),     # float64 NumPy scalar: float32 array -> float64
+    lambda x: x * 0.5,                    # Python float: stays float32
+    lambda x: x + 1,                      # Python int
+    lambda x: 2 - x,                      # reflected
+    lambda x: x * np.float32(2.5),
+    lambda x: x + np.int64(3),
+    lambda x: x / 3,
+    lambda x: x ** 2,
+    lambda x: np.maximum(x, 0.25),
+    lambda x: x > 1,
+    lambda x: np.where(x > 1, x, 0.5),
+    lambda x: np.where(x > 1, x, np.float64(0.5)),
+    lambda x: x - np.uint8(1),
+    lambda x: x * True,
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "int32", "uint8", "uint64"])
+def test_numpy_scalars_are_strong_python_scalars_weak(dtype):
+    x = make_values(np.random.default_rng(11), (2, 3), dtype, oi.Domain(lo=0, hi=20), "plain")
+    exprs = []
+    for e in SCALAR_EXPRESSIONS:
+        try:
+            r = numpy_eval(lambda: e(x))
+        except (TypeError, OverflowError):
+            continue
+        if r.dtype in oi._dt.SUPPORTED:
+            exprs.append((e, r))
+    fn = jit(lambda x: [e(x) for e, _ in exprs])
+    for (e, expected), got in zip(exprs, fn(x)):
+        assert got.dtype == expected.dtype
+        rtol, atol = oi.TRANSCENDENTAL.for_dtype(expected.dtype)
+        assert not compare_values(expected, got, rtol, atol, "scalar expression")
+
+
+def test_named_promotion_examples():
+    x = np.linspace(-1, 1, 6, dtype=np.float32)
+    a, b = jit(lambda x: (x * np.sqrt(2 / np.pi), x * 0.5))(x)
+    assert a.dtype == np.float64 and b.dtype == np.float32
+    np.testing.assert_allclose(a, x * np.sqrt(2 / np.pi), rtol=1e-15)
+    np.testing.assert_array_equal(b, x * 0.5)
+
+
+def test_special_float_values_through_unary_ops():
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 3e38, -3e38, 1.0, -1.0], np.float32)
+    ops = [o for o in oi.ops("elementwise") if o.arity == 1 and o.name != "astype"]
+    fn = jit(lambda x: [o([x]) for o in ops])
+    for o, got in zip(ops, fn(specials)):
+        _check_all(o, None, [specials], [{}], [got])
