@@ -67,7 +67,7 @@ def make_values(rng: np.random.Generator, shape, dtype, domain: oi.Domain, profi
 
 
 def encode_array(a) -> dict:
-    a = np.ascontiguousarray(a)
+    a = np.array(a, order="C", copy=True)  # (ascontiguousarray would turn 0-d into 1-d)
     return {"dtype": str(a.dtype), "shape": list(a.shape),
             "data": base64.b64encode(a.astype(a.dtype.newbyteorder("<")).tobytes()).decode("ascii")}
 

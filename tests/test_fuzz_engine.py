@@ -1,0 +1,156 @@
+"""The fuzzing machinery itself: NaN-aware comparison, JSON round trips, the checker
+catching a miscompiled op (fault injection), graph generation validity, shrinking to
+a minimal corpus entry, crash isolation, and the `parity fuzz` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+
+from compiler import opinfo as oi
+from compiler.testing import inject_fault
+from harness.commands import fuzz as fuzz_cmd
+from harness.fuzzing import engine
+from harness.fuzzing.cases import decode_operand, encode_operand, sample_op_case
+from harness.fuzzing.check import SELF_TEST_CRASH, Mismatch, check_case, compare_values, numpy_eval
+from harness.fuzzing.graphs import exactness, run_program, sample_graph_case
+from harness.fuzzing.isolate import IsolatedRunner, Outcome
+
+
+def test_compare_values_is_nan_aware_and_strict_on_dtype_and_shape():
+    e = np.array([1.0, np.nan, np.inf, -np.inf, 0.0], np.float32)
+    assert compare_values(e, e.copy(), 0.0, 0.0, "r") == []
+    assert compare_values(e, e.astype(np.float64), 0.0, 0.0, "r")[0].startswith("r: dtype float64")
+    assert "shape" in compare_values(e, e[:4], 0.0, 0.0, "r")[0]
+    for i, wrong in [(1, 1.0), (2, -np.inf), (3, np.nan), (0, np.inf), (0, 1.001)]:
+        g = e.copy()
+        g[i] = wrong
+        assert compare_values(e, g, 1e-4, 0.0, "r"), (i, wrong)
+    g = e.copy()
+    g[0] = 1.00001
+    assert compare_values(e, g, 1e-4, 0.0, "r") == []
+    assert compare_values(np.array([3], np.int8), np.array([4], np.int8), 1.0, 1.0, "r")  # ints: exact
+
+
+@pytest.mark.parametrize("value", [np.float32(-0.0), np.float64(np.nan), np.uint64(2**64 - 1), 1.5, -7, True,
+                                   float("inf"), np.array([[np.nan, -0.0]], np.float32), np.array([True, False])])
+def test_operands_round_trip_through_json(value):
+    back = decode_operand(json.loads(json.dumps(encode_operand(value))))
+    assert type(back) is type(value) or (isinstance(value, np.ndarray) and isinstance(back, np.ndarray))
+    a, b = np.asarray(value), np.asarray(back)
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert a.tobytes() == b.tobytes()
+
+
+def test_checker_catches_a_miscompiled_op():
+    case = sample_op_case(oi.RandomChooser(0), oi.REGISTRY["exp"])
+    case["operands"] = [encode_operand(np.linspace(-2, 2, 7, dtype=np.float32))]
+    check_case(case)
+    with inject_fault("exp", 1.001):
+        with pytest.raises(Mismatch, match="elements differ"):
+            check_case(case)
+
+
+def test_graphs_are_valid_by_construction():
+    for s in range(12):
+        case = sample_graph_case(oi.RandomChooser(s), 2, 30)
+        assert 1 <= len(case["nodes"]) <= 30
+        json.loads(json.dumps(case))  # JSON-able as it is
+        from harness.fuzzing.cases import decode_array
+        values = numpy_eval(lambda: run_program(case, [decode_array(a) for a in case["inputs"]]))
+        assert len(values) == len(case["nodes"]) and case["outputs"]
+        assert len(exactness(case)) == len(case["nodes"])
+
+
+def test_graph_checker_catches_a_fault_inside_a_fused_chain():
+    x = np.linspace(-1, 1, 12, dtype=np.float64).reshape(3, 4)
+    case = {"kind": "graph", "inputs": [encode_operand(x)["array"]], "outputs": [2], "nodes": [
+        {"op": "tanh", "args": [{"input": 0}], "params": {}, "item": None},
+        {"op": "multiply", "args": [{"node": 0}, {"python": "float", "value": "2.0"}], "params": {}, "item": None},
+        {"op": "sum", "args": [{"node": 1}], "params": {"axis": 1, "keepdims": True}, "item": None},
+    ]}
+    check_case(case)
+    with inject_fault("tanh", 1.01):
+        with pytest.raises(Mismatch, match="node 2"):
+            check_case(case)
+
+
+class _FakeRunner:
+    """Fails op cases whose first operand has a last axis of 3 or more."""
+
+    def __init__(self):
+        self.runs = 0
+
+    def run(self, case):
+        self.runs += 1
+        if case["kind"] == "op":
+            a = decode_operand(case["operands"][0])
+            if np.ndim(a) >= 1 and np.shape(a)[-1] >= 3:
+                return Outcome("fail", "last axis too long")
+        return Outcome("pass")
+
+
+def test_failures_are_shrunk_and_written_to_the_corpus(tmp_path):
+    profile = engine.Profile(examples_per_op=30, graph_examples=0, seconds=60, shrink_seconds=30)
+    summary = engine.fuzz(profile, base_seed=4, corpus=tmp_path, ops=["negative"], runner=_FakeRunner())
+    assert len(summary.failures) == 1
+    f = summary.failures[0]
+    entry = json.loads(open(f.reproducer).read())
+    assert entry["op_or_graph"] == "negative" and entry["message"] == "last axis too long"
+    shrunk = decode_operand(entry["case"]["operands"][0])
+    assert shrunk.shape == (3,)  # minimal: one axis of exactly 3
+    assert not list(tmp_path.glob(".tmp-*"))  # written atomically
+
+
+def test_a_native_crash_is_a_finding_and_the_runner_goes_on():
+    with IsolatedRunner(timeout=120) as runner:
+        crash = runner.run({"kind": SELF_TEST_CRASH})
+        assert crash.status == "crash" and "SIGSEGV" in crash.message
+        ok = runner.run(sample_op_case(oi.RandomChooser(1), oi.REGISTRY["add"]))
+        assert ok.status == "pass", ok.message
+
+
+def _args(**kw):
+    parser = argparse.ArgumentParser()
+    fuzz_cmd.configure(parser)
+    argv = []
+    for k, v in kw.items():
+        flag = "--" + k.replace("_", "-")
+        argv += [flag] if v is True else [flag, str(v)]
+    return parser.parse_args(argv)
+
+
+def test_fuzz_command_json_line(capsys, tmp_path):
+    rc = fuzz_cmd.run(_args(ops="add,sum", examples=2, graph_examples=2, seconds=120, json=True, corpus=tmp_path))
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert rc == 0
+    assert set(out) == {"ops_covered", "examples", "graph_examples", "failures"}
+    assert out["ops_covered"] == 2 and out["examples"] == 4 and out["graph_examples"] == 2 and out["failures"] == []
+
+
+def test_fuzz_command_exits_1_on_failures(capsys, monkeypatch):
+    def fake_fuzz(profile, seed, corpus, ops, progress=None):
+        s = engine.Summary(ops_covered=["add"], examples=1)
+        s.failures.append(engine.Finding("add", "tests/fuzz_corpus/x.json", "[fail] differs", "fail"))
+        return s
+    monkeypatch.setattr(engine, "fuzz", fake_fuzz)
+    assert fuzz_cmd.run(_args(json=True)) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["failures"] == [{"op_or_graph": "add", "reproducer": "tests/fuzz_corpus/x.json", "message": "[fail] differs"}]
+
+
+def test_fuzz_command_rejects_unknown_ops_and_replays_files(capsys, tmp_path):
+    assert fuzz_cmd.run(_args(ops="nope")) == 2
+    assert "unknown op" in capsys.readouterr().err
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"op_or_graph": "add", "case": sample_op_case(oi.RandomChooser(2), oi.REGISTRY["add"])}))
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"op_or_graph": "crash", "case": {"kind": SELF_TEST_CRASH}}))
+    assert fuzz_cmd.run(_args(replay=good, json=True)) == 0
+    capsys.readouterr()
+    assert fuzz_cmd.run(_args(replay=bad, json=True)) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["failures"][0]["message"].startswith("[crash]")
