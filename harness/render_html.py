@@ -54,7 +54,7 @@ def heatmap_svg(mode_name: str, mode: dict, tolerance: float) -> str:
     tensors = sorted({c["tensor"] for c in checks}, key=model_order_key)
     steps = sorted({c["step"] for c in checks})
     by_key = {(c["step"], c["tensor"]): c for c in checks}
-    width = LABEL_W + CELL_W * len(tensors) + 10
+    width = max(LABEL_W + CELL_W * len(tensors) + 10, LABEL_W + 11 * 18 + 460)  # room for the legend
     height = HEADER_H + CELL_H * len(steps) + 40
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="heatmap" data-mode="{html.escape(mode_name)}" '
            f'width="{width}" height="{height}" font-family="monospace" font-size="10">',
