@@ -226,3 +226,12 @@ def test_parity_report_rejects_bad_files_with_exit_two(tmp_path, content, capsys
     assert report_command.run(_report_args(str(bad)), console=Console(record=True)) == 2
     assert report_command.run(_report_args(str(tmp_path / "missing.json")), console=Console(record=True)) == 2
 
+
+
+def test_reports_are_written_with_ordinary_permissions(tmp_path):
+    previous = os.umask(0o022)
+    try:
+        path = reports.write_json(make_report(), tmp_path / "r.json")
+    finally:
+        os.umask(previous)
+    assert path.stat().st_mode & 0o777 == 0o644
