@@ -237,9 +237,32 @@ def elementwise(name: str, operands: list) -> Node:
     for c in compute:
         dt.check_supported(c, f"np.{name}")
     dt.check_supported(out, f"np.{name}")
+    if name in _COMPARE:
+        folded = _out_of_range_comparison(name, operands, compute)
+        if folded is not None:
+            return folded
     nodes = [const_node(dt.weak_to_array(o.value, c)) if isinstance(o, dt.Weak) else o for o, c in zip(operands, compute)]
     shape = broadcast_shapes(*[n.shape for n in nodes], what=f"np.{name}")
     return _make(name, nodes, shape, out, compute=tuple(compute))
+
+
+def _out_of_range_comparison(name: str, operands: list, compute: list):
+    """NumPy 2 compares an integer array with a Python int its dtype cannot hold (``uint8_array > -1``):
+    every element lies on the same side, so the result is a constant, the same as for the dtype's minimum."""
+    weak = [(i, o) for i, o in enumerate(operands) if isinstance(o, dt.Weak) and o.pytype is int]
+    if len(weak) != 1 or len(operands) != 2:
+        return None
+    i, w = weak[0]
+    other = operands[1 - i]
+    if isinstance(other, dt.Weak) or compute[i].kind not in "iu":
+        return None
+    info = np.iinfo(compute[i])
+    if info.min <= w.value <= info.max:
+        return None
+    sample = np.array(info.min, compute[i])
+    args = [sample, w.value] if i == 1 else [w.value, sample]
+    value = bool(UFUNCS[name](*args))
+    return const_node(np.full(other.shape, value))
 
 
 def where(cond: Node, x, y) -> Node:
