@@ -83,3 +83,17 @@ def test_split_with_empty_parts(x, sections):
         for g, e in zip(got, expected):
             assert g.dtype == e.dtype and g.shape == e.shape
             np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint64, np.int16])
+@pytest.mark.parametrize("value", [-1, 300, -300, 2**64])
+def test_comparison_with_out_of_range_python_int(dtype, value):
+    # NumPy 2 compares uint8_array > -1 exactly (True everywhere); the compiler tried to
+    # convert -1 to uint8 and raised OverflowError
+    x = np.array([[0, 1], [2, 3]]).astype(dtype)
+    fns = [lambda x, op=op: op(x, value) for op in COMPARISONS] + [lambda x, op=op: op(value, x) for op in COMPARISONS]
+    got = jit(lambda x: [f(x) for f in fns])(x)
+    for f, g in zip(fns, got):
+        e = f(x)
+        assert g.dtype == e.dtype and g.shape == e.shape
+        np.testing.assert_array_equal(g, e)
