@@ -284,6 +284,9 @@ def verdict_text(report: dict) -> Text:
     from harness.verify import exit_code
 
     code = exit_code(report)
+    if code == 0 and report["modes"] and all(m["status"] == "skipped" for m in report["modes"].values()):
+        return Text("SKIPPED: nothing was verified — every mode was skipped (exit 0); see the reasons above",
+                    style="bold yellow")
     if code == 0:
         return Text("PASS: every mode agrees with the reference (skipped modes count as pass)", style="bold green")
     if code == 1:

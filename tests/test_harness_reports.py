@@ -235,3 +235,10 @@ def test_reports_are_written_with_ordinary_permissions(tmp_path):
     finally:
         os.umask(previous)
     assert path.stat().st_mode & 0o777 == 0o644
+
+
+def test_all_skipped_is_not_called_a_pass():
+    report = make_report()
+    report["modes"] = {"gpu-subgraph": report["modes"]["gpu-subgraph"]}
+    text = _terminal(report)
+    assert "SKIPPED: nothing was verified" in text and "PASS" not in text
