@@ -250,17 +250,29 @@ class Emitter:
         else:
             identity = {"f": -np.inf, "i": np.iinfo(dtype).min if kind == "i" else 0, "u": 0, "b": False}[kind]
             op = {"f": "arith.maximumf", "i": "arith.maxsi", "u": "arith.maxui", "b": "arith.ori"}[kind]
-        init = self.filled(node.shape, dtype, identity, node.loc)
+        # float32 sums accumulate in float64: NumPy sums pairwise, which a sequential float32
+        # loop cannot match (errors grow with the row length); a wider accumulator stays within
+        # NumPy's own rounding of the exact sum.
+        acc_dtype = np.dtype(np.float64) if node.op == "reduce_sum" and dtype == np.float32 else dtype
+        ta = dt.storage_type(acc_dtype)
+        init = self.filled(node.shape, acc_dtype, identity, node.loc)
         result = self.fresh()
         a, b, s = self.fresh("in"), self.fresh("acc"), self.fresh("s")
         dims = ", ".join(str(d) for d in node.attrs["axes"])
         self.lines.append(
-            f"    {result} = linalg.reduce ins({x} : {dt.tensor_type(src.shape, dtype)}) outs({init} : {dt.tensor_type(node.shape, dtype)}) dimensions = [{dims}]")
+            f"    {result} = linalg.reduce ins({x} : {dt.tensor_type(src.shape, dtype)}) outs({init} : {dt.tensor_type(node.shape, acc_dtype)}) dimensions = [{dims}]")
         here = _loc(node.loc)
-        self.lines.append(f"      ({a}: {t} {here}, {b}: {t} {here}) {{")
-        self.lines.append(f"        {s} = {op} {a}, {b} : {t} {here}")
-        self.lines.append(f"        linalg.yield {s} : {t} {here}")
+        self.lines.append(f"      ({a}: {t} {here}, {b}: {ta} {here}) {{")
+        if acc_dtype != dtype:
+            wide = self.fresh("s")
+            self.lines.append(f"        {wide} = arith.extf {a} : {t} to {ta} {here}")
+            a = wide
+        self.lines.append(f"        {s} = {op} {a}, {b} : {ta} {here}")
+        self.lines.append(f"        linalg.yield {s} : {ta} {here}")
         self.lines.append(f"      }} {_loc(node.loc)}")
+        if acc_dtype != dtype:
+            return self._generic(node.shape, dtype, [(result, node.shape, acc_dtype)],
+                                 lambda rb, args: cast_scalar(rb, args[0], acc_dtype, dtype), node.loc)
         return result
 
     def matmul(self, node: Node, operands) -> str:
