@@ -307,6 +307,9 @@ _BINARY = {
     "not_equal": (np.not_equal, operator.ne, ALL, (ANY,), EXACT, True),
 }
 
+_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "pow": "**", "gt": ">", "ge": ">=", "lt": "<",
+            "le": "<=", "eq": "==", "ne": "!="}
+
 for _name, (_fn, _op, _dtypes, _domains, _tol, _exact) in _BINARY.items():
     register(OpInfo(
         _name, _call_ufunc(_fn), 2, _dtypes, "elementwise", _binary_sample, domains=_domains, tolerance=_tol,
@@ -315,7 +318,7 @@ for _name, (_fn, _op, _dtypes, _domains, _tol, _exact) in _BINARY.items():
         register(OpInfo(
             f"operator.{_op.__name__}", (lambda o: lambda xs, p: o(xs[0], xs[1]))(_op), 2, _dtypes, "elementwise",
             _binary_sample, domains=_domains, tolerance=_tol, exact=_exact, scalar_operands=True,
-            numpy_name=f"x {_op.__name__} y"))
+            numpy_name=f"x {_SYMBOLS[_op.__name__]} y"))
 
 # integer powers: NumPy refuses negative integer exponents, so they get their own domain
 register(OpInfo("power_int", _call_ufunc(np.power), 2, INTS, "elementwise", _binary_sample,
@@ -754,6 +757,15 @@ def index_operand_values(rng: np.random.Generator, shape, dtype, size: int) -> n
     lo = max(lo, int(np.iinfo(dtype).min))
     hi = min(size - 1, int(np.iinfo(dtype).max))
     return rng.integers(lo, hi + 1, size=shape).astype(dtype)
+
+
+def describe_dtypes(dtypes) -> str:
+    """A short name for a dtype set (for listings)."""
+    named = {ALL: "all", NUMERIC: "numeric", FLOATS: "float", INTS: "int", ALL[1:]: "numeric"}
+    key = tuple(dtypes)
+    if key in named:
+        return named[key]
+    return ",".join(str(d) for d in dtypes)
 
 
 def ops(family: str | None = None) -> list[OpInfo]:

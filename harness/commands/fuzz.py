@@ -118,7 +118,7 @@ def _list_ops(console, oi) -> int:
     for o in oi.REGISTRY.values():
         dom = ", ".join(f"[{d.lo if d.lo is not None else '-'}, {d.hi if d.hi is not None else '+'}]"
                         + ("" if d.special else " finite") for d in o.domains)
-        table.add_row(o.name, o.numpy_name, o.family, str(o.arity), ",".join(str(d) for d in o.dtypes), dom,
+        table.add_row(o.name, o.numpy_name, o.family, str(o.arity), oi.describe_dtypes(o.dtypes), dom,
                       "exact" if o.tolerance.ulps == 0 else f"{o.tolerance.ulps:g} ulp")
     console.print(table)
     return 0
