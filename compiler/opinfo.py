@@ -84,7 +84,6 @@ SMALL = Domain(lo=-8.0, hi=8.0, special=False)  # products of several values (ma
 EXPONENT = Domain(lo=-6.0, hi=6.0)
 INT_EXPONENT = Domain(lo=0, hi=5)               # integer powers: NumPy rejects negative exponents
 CASTABLE = Domain(lo=0.0, hi=100.0, special=False)   # float -> int casts: values every integer dtype can hold
-INDEX_VALUES = Domain(lo=0, hi=100, special=False)
 
 
 # --------------------------------------------------------------------------- tolerance
@@ -607,10 +606,6 @@ def _concat_sample(c):
     count = c.integer(1, 3)
     shapes, axis = _join_shapes(c, count)
     return Call(tuple(shapes), {"axis": axis - len(shapes[0]) if c.pick((0, 1)) else axis})
-
-
-def _variadic(fn):
-    return lambda xs, p: fn(list(xs), **p)
 
 
 def _make_join(name, fn, sample, numpy_name):
