@@ -127,6 +127,11 @@ def check_graph_case(case: dict) -> None:
             eps = max(oi.EPS[e.dtype], eps_in[o])
             rtol = 64 * eps * depth[o]
             atol = rtol * mags[o] + float(np.finfo(e.dtype).tiny)
+            if mags[o] > float(np.finfo(e.dtype).max) / 2**20 and isinstance(g, np.ndarray) and g.shape == e.shape:
+                # near overflow, whether a rounded chain ends in inf, -inf or NaN depends on
+                # evaluation order (inf + -inf): non-finite elements are not comparable there
+                either = ~np.isfinite(e) | ~np.isfinite(g)
+                e, g = np.where(either, 0, e).astype(e.dtype), np.where(either, 0, g).astype(g.dtype)
         node = case["nodes"][o]
         problems += compare_values(e, g, rtol, atol, f"node {o} ({node['op']})")
     if problems:
