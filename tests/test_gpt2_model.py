@@ -170,3 +170,21 @@ def test_generate_cli_rejects_overlong_requests(tiny):
         [sys.executable, "-m", "harness.cli", "generate", PROMPT, "--tokens", "100", "--model", str(tiny.checkpoint.path)],
         capture_output=True, text=True, timeout=600)
     assert out.returncode == 2 and "context length" in out.stderr
+
+
+@pytest.mark.slow
+def test_gpt2_small_shaped_synthetic_run_in_subgraph_mode():
+    """One run at GPT-2-small shapes (12 x 768, 12 heads, vocab 50257): every trace tensor against NumPy."""
+    from compiler.gpt2 import resolve_model_dir
+
+    model = load_model(resolve_model_dir(None))
+    c = model.config
+    assert (c.n_layer, c.n_embd, c.n_head, c.vocab_size, c.n_ctx) == (12, 768, 12, 50257, 1024)
+    ids = PROMPT_IDS[:6]
+    expected = numpy_trace(model, ids)
+    got = {}
+    compile_model(model, "subgraph").forward(ids, trace=got)
+    assert list(got) == list(expected)
+    for name in expected:
+        assert got[name].dtype == expected[name].dtype, name
+        np.testing.assert_allclose(got[name], expected[name], err_msg=name, **TOL)
