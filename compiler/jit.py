@@ -127,19 +127,13 @@ def trace(fn, args, kwargs, func_name="main"):
 
 
 def _argument_names(fn, count):
+    """Parameter names for error messages; positions (``#i``) where the signature has none."""
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
         params = []
-    names = []
-    for i in range(count):
-        if i < len(params) and params[i].kind in (params[i].POSITIONAL_ONLY, params[i].POSITIONAL_OR_KEYWORD):
-            names.append(repr(params[i].name)[1:-1])
-        elif params and params[-1].kind == params[-1].VAR_POSITIONAL or not params:
-            names.append(f"#{i}")
-        else:
-            names.append(f"#{i}")
-    return names
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return [positional[i] if i < len(positional) else f"#{i}" for i in range(count)]
 
 
 def _index_checks(inputs, outputs, paths):
