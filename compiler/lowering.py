@@ -181,13 +181,17 @@ class Emitter:
             shape = new_shape
         return name, shape, _map(rank, [f"d{offset + i}" for i in keep])
 
-    def _generic(self, out_shape, out_dtype, operands, body, loc, extra_maps=None):
-        """A parallel linalg.generic; operands: (name, shape[, dtype]) broadcast to out_shape."""
+    def _generic(self, out_shape, out_dtype, operands, body, loc):
+        """A parallel linalg.generic; operands are (name, shape[, dtype[, indexing map]]), broadcast
+        to out_shape unless their map is given."""
         rank = len(out_shape)
         names, types, maps, elem = [], [], [], []
         for operand in operands:
-            name, shape, dtype = operand if len(operand) == 3 else (*operand, out_dtype)
-            name, shape, amap = self.broadcast_operand(name, shape, dtype, out_shape, loc)
+            name, shape = operand[0], operand[1]
+            dtype = operand[2] if len(operand) > 2 else out_dtype
+            amap = operand[3] if len(operand) > 3 else None
+            if amap is None:
+                name, shape, amap = self.broadcast_operand(name, shape, dtype, out_shape, loc)
             names.append(name)
             types.append(dt.tensor_type(shape, dtype))
             maps.append(amap)
@@ -370,26 +374,12 @@ class Emitter:
             coords += [rb.op(f"linalg.index {d} : index") for d in range(axis + k, node.ndim)]
             return rb.op(f"tensor.extract {table}[{', '.join(coords)}] : {src_t}")
 
-        rank = node.ndim
-        idx_name = operands[1]
-        init = self.empty(node.shape, node.dtype, node.loc)
-        region = _Region(self)
-        a = self.fresh("in")
-        res = body(region, [a])
-        maps = [_map(rank, [f"d{axis + j}" for j in range(k)]), _map(rank, [f"d{i}" for i in range(rank)])]
-        its = ", ".join(['"parallel"'] * rank)
-        out_t = dt.tensor_type(node.shape, node.dtype)
-        result = self.fresh()
-        self.lines.append(
-            f"    {result} = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = [{its}]}} "
-            f"ins({idx_name} : {dt.tensor_type(idx.shape, idx.dtype)}) outs({init} : {out_t}) {{")
-        here = _loc(node.loc)
-        self.lines.append(f"    ^bb0({a}: {it} {here}, {self.fresh('o')}: {dt.storage_type(node.dtype)} {here}):")
-        for ln in region.lines:
-            self.lines.append(f"      {ln} {here}")
-        self.lines.append(f"      linalg.yield {res} : {dt.storage_type(node.dtype)} {here}")
-        self.lines.append(f"    }} -> {out_t} {_loc(node.loc)}")
-        return result
+        def compute_body(rb, args):
+            stored = body(rb, args)  # the table's stored element; _generic re-stores bools
+            return rb.op(f"arith.trunci {stored} : i8 to i1") if dt.is_bool(node.dtype) else stored
+
+        index_map = _map(node.ndim, [f"d{axis + j}" for j in range(k)])
+        return self._generic(node.shape, node.dtype, [(operands[1], idx.shape, idx.dtype, index_map)], compute_body, node.loc)
 
     def concat(self, node: Node, operands) -> str:
         axis = node.attrs["axis"]

@@ -220,20 +220,21 @@ def _tri_mask(shape, k, upper):
     return (cols - rows >= k) if upper else (cols - rows <= k)
 
 
-def triu(m, k=0):
+def _triangle(m, k, upper: bool):
     x = _node(m)
+    name = "np.triu" if upper else "np.tril"
     if x.ndim < 2:
-        raise NotImplementedError("np.triu of a 1-d tensor is not supported by the compiler")
-    mask = const_node(_tri_mask(x.shape, k, True))
+        raise NotImplementedError(f"{name} of a 1-d tensor is not supported by the compiler")
+    mask = const_node(_tri_mask(x.shape, k, upper))
     return Tensor(P.where(mask, x, const_node(np.zeros((), x.dtype))))
+
+
+def triu(m, k=0):
+    return _triangle(m, k, upper=True)
 
 
 def tril(m, k=0):
-    x = _node(m)
-    if x.ndim < 2:
-        raise NotImplementedError("np.tril of a 1-d tensor is not supported by the compiler")
-    mask = const_node(_tri_mask(x.shape, k, False))
-    return Tensor(P.where(mask, x, const_node(np.zeros((), x.dtype))))
+    return _triangle(m, k, upper=False)
 
 
 def _like(value):

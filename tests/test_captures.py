@@ -33,12 +33,6 @@ PROMPT_IDS = [36235, 39141, 18765, 1143, 326, 9061, 561, 530, 1110, 1716]
 TOKENS = 3
 
 
-@pytest.fixture(scope="session")
-def reference_cache(tmp_path_factory) -> Path:
-    """Same directory as test_reference_env.py's: the reference env is built once per session."""
-    return tmp_path_factory.getbasetemp() / "parity-reference-cache"
-
-
 @pytest.fixture(autouse=True)
 def _cache(reference_cache, monkeypatch):
     monkeypatch.setenv("PARITY_CACHE", str(reference_cache))

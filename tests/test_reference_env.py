@@ -30,12 +30,6 @@ from reference_env.pin import UPSTREAM_PIN
 pytestmark = pytest.mark.xdist_group("reference_env")
 
 
-@pytest.fixture(scope="session")
-def reference_cache(tmp_path_factory) -> Path:
-    """One PARITY_CACHE per test session (shared with test_captures.py), so the env is built once."""
-    return tmp_path_factory.getbasetemp() / "parity-reference-cache"
-
-
 @pytest.fixture(autouse=True)
 def _cache(reference_cache, monkeypatch):
     monkeypatch.setenv("PARITY_CACHE", str(reference_cache))
