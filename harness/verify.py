@@ -357,6 +357,7 @@ class VerifyOptions:
     atol: float = 3e-4
     baseline: str | None = None
     captures_dir: str | None = None
+    capture: str | None = None   # verify against this capture file instead of running the reference
 
 
 def _checkpoint_of(model) -> dict:
@@ -370,6 +371,40 @@ def _capture_checkpoint_sha(meta: dict) -> str | None:
             return meta[key]
     ckpt = meta.get("checkpoint")
     return ckpt.get("sha256") if isinstance(ckpt, dict) else None
+
+
+@dataclass
+class _CapturedReference:
+    """The reference as a capture file records it (for ``--capture``)."""
+
+    kind: str
+    url: str
+    revision: str
+    banner: str | None
+
+
+def _given_capture(options: VerifyOptions):
+    """Load ``--capture FILE`` (checksummed) and check it is of the prompt and token count asked for."""
+    from reference_env.captures import load_capture
+    from reference_env.errors import ReferenceSetupError
+
+    try:
+        cap = load_capture(options.capture)
+    except ReferenceSetupError as exc:
+        raise VerifyError(f"cannot use --capture {options.capture}: {exc}") from None
+    prompt = (cap.meta.get("key") or {}).get("prompt", cap.meta.get("prompt"))
+    if prompt is not None and prompt != options.prompt:
+        raise VerifyError(f"--capture {options.capture} was taken for the prompt {prompt!r}, not {options.prompt!r}; "
+                          "pass the same --prompt")
+    if cap.steps != options.tokens:
+        raise VerifyError(f"--capture {options.capture} has {cap.steps} decoding steps, not {options.tokens}; "
+                          f"pass --tokens {cap.steps}")
+    ref = cap.reference
+    banner = None
+    if ref.get("kind") != "upstream":
+        banner = (f"The capture {options.capture} was taken against a {ref.get('kind')} reference "
+                  f"({ref.get('url')} @ {ref.get('revision')}), not the pinned upstream.")
+    return cap, _CapturedReference(ref.get("kind"), ref.get("url"), ref.get("revision"), banner)
 
 
 def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | None], None] | None = None) -> dict:
@@ -405,11 +440,14 @@ def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | No
     except (OSError, ValueError, TypeError, KeyError) as exc:
         raise VerifyError(f"could not load the model ({exc}); pass --model DIR with a checkpoint, "
                           "or create one with `parity synth-model DIR`") from None
-    try:
-        resolved = resolve_reference(spec=options.reference, revision=options.reference_rev,
-                                     strict=options.strict_reference, progress=say)
-    except setup_error as exc:
-        raise VerifyError(f"reference set-up failed: {exc}") from None
+    if options.capture:
+        cap, resolved = _given_capture(options)
+    else:
+        try:
+            resolved = resolve_reference(spec=options.reference, revision=options.reference_rev,
+                                         strict=options.strict_reference, progress=say)
+        except setup_error as exc:
+            raise VerifyError(f"reference set-up failed: {exc}") from None
 
     def device_check():
         try:
@@ -424,11 +462,12 @@ def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | No
         if not available:
             return skipped_report(plans, f"no GPU device: {why}", checkpoint=_checkpoint_of(model),
                                   resolved=resolved, prompt=options.prompt, tol=tol)
-    try:
-        cap = take_capture(resolved, model_dir, options.prompt, options.tokens,
-                           captures_dir=options.captures_dir, progress=say)
-    except setup_error as exc:
-        raise VerifyError(f"reference set-up failed: {exc}") from None
+    if not options.capture:
+        try:
+            cap = take_capture(resolved, model_dir, options.prompt, options.tokens,
+                               captures_dir=options.captures_dir, progress=say)
+        except setup_error as exc:
+            raise VerifyError(f"reference set-up failed: {exc}") from None
 
     checkpoint = _checkpoint_of(model)
     captured_sha = _capture_checkpoint_sha(cap.meta or {})

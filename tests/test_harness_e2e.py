@@ -106,3 +106,27 @@ def test_cli_end_to_end_writes_reports_and_exits_zero(world, capsys):
     validate_report(json.loads(paths["json"].read_text()))
     assert ET.parse(paths["xml"]).getroot().get("failures") == "0"
     assert 'class="heatmap"' in paths["html"].read_text()
+
+
+def test_verify_against_a_given_capture_file_without_the_reference(world, monkeypatch):
+    """--capture: a capture made elsewhere (e.g. for an offline GPU machine) stands in for the reference run."""
+    verify(_options(world, modes=["fused"]))  # makes (or reuses) the capture
+    captures = sorted((world["root"] / "captures").glob("capture-*.json"))
+    assert captures
+
+    def no_reference(*args, **kwargs):
+        raise AssertionError("the reference must not be resolved or run with --capture")
+
+    monkeypatch.setattr("reference_env.captures.resolve_reference", no_reference)
+    monkeypatch.setattr("reference_env.captures.capture", no_reference)
+    report = verify(_options(world, modes=["fused"], reference="unused", capture=str(captures[0])))
+    assert report["modes"]["fused"]["status"] == "pass"
+    # the reference as the capture recorded it: the file:// repository counts as a "path" reference
+    assert report["reference"]["kind"] == "path" and report["reference"]["revision"] == world["revision"]
+    validate_report(report)
+    from harness.verify import VerifyError
+
+    with pytest.raises(VerifyError, match="decoding steps"):
+        verify(_options(world, modes=["fused"], tokens=TOKENS + 1, capture=str(captures[0])))
+    with pytest.raises(VerifyError, match="prompt"):
+        verify(_options(world, modes=["fused"], prompt="something else", capture=str(captures[0])))

@@ -61,13 +61,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reports-dir", default="reports",
                         help="where timestamped JSON+HTML reports go when no --json/--junit/--html is given")
     parser.add_argument("--captures-dir", default=None, help="reference capture cache (default captures/)")
+    parser.add_argument("--capture", default=None, metavar="FILE.json",
+                        help="verify against this capture (made elsewhere, e.g. for an offline GPU machine) "
+                             "instead of running the reference")
 
 
 def options_from_args(args) -> VerifyOptions:
     return VerifyOptions(
         modes=args.modes, target=args.target, reference=args.reference, reference_rev=args.reference_rev,
         strict_reference=args.strict_reference, model=args.model, prompt=args.prompt, tokens=args.tokens,
-        rtol=args.rtol, atol=args.atol, baseline=args.baseline, captures_dir=args.captures_dir,
+        rtol=args.rtol, atol=args.atol, baseline=args.baseline, captures_dir=args.captures_dir, capture=args.capture,
     )
 
 
