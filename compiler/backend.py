@@ -227,6 +227,8 @@ def _substitute(module, targets) -> int:
 class NativeKernel:
     """A compiled function taking memref descriptors through MLIR's packed C interface."""
 
+    from_disk_cache = False  # True when loaded from the kernel cache instead of compiled here
+
     def __init__(self, fn_address: int, keepalive, func_name: str):
         self._fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(fn_address)
         self._keepalive = keepalive
