@@ -145,17 +145,17 @@ class Emitter:
         return f"%hidden{len(self.hidden) - 1}"
 
     def _maybe_fault(self, node: Node, name: str) -> str:
-        factor = self.faults.get(node.op)
-        if factor is None or node.dtype.kind != "f":
+        fault = self.faults.get(node.op)
+        if fault is None or node.dtype.kind != "f":
             return name
-        probe = Node("multiply", (node,), {"compute": (node.dtype,)}, node.shape, node.dtype, node.loc)
-        const = float(factor)
+        factor, offset = fault
+        t = dt.mlir_type(node.dtype)
 
         def body(rb, args):
-            c = scalar_const(rb, const, node.dtype)
-            return rb.op(f"arith.mulf {args[0]}, {c} : {dt.mlir_type(node.dtype)}")
+            scaled = rb.op(f"arith.mulf {args[0]}, {scalar_const(rb, factor, node.dtype)} : {t}")
+            return rb.op(f"arith.addf {scaled}, {scalar_const(rb, offset, node.dtype)} : {t}")
 
-        return self._generic(probe.shape, probe.dtype, [(name, node.shape)], body, node.loc)
+        return self._generic(node.shape, node.dtype, [(name, node.shape)], body, node.loc)
 
     # -- broadcasting: drop the size-1 dims an operand is broadcast along (collapse_shape),
     # so every indexing map is a projected permutation, the form fusion handles best.

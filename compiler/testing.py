@@ -9,12 +9,13 @@ from .jit import FAULTS
 
 
 @contextlib.contextmanager
-def inject_fault(op: str, factor: float = 1.01):
-    """Multiply the output of every ``op`` (a primitive name such as "exp") by ``factor``
-    in every kernel compiled while active. The fault is part of the IR, so cached
-    kernels built without it are never reused."""
+def inject_fault(op: str, factor: float = 1.01, offset: float = 0.0):
+    """Replace the output ``y`` of every ``op`` (a primitive name such as "exp") by
+    ``y * factor + offset`` in every kernel compiled while active. A pure scale can cancel
+    downstream (softmax divides it out); an offset does not. The fault is part of the IR,
+    so cached kernels built without it are never reused."""
     previous = FAULTS.get(op)
-    FAULTS[op] = float(factor)
+    FAULTS[op] = (float(factor), float(offset))
     try:
         yield
     finally:

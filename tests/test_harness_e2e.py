@@ -96,6 +96,19 @@ def test_injected_sqrt_fault_lands_in_the_attention_sublayer(world):
     assert (fd["step"], fd["tensor"], fd["op"]) == (0, "h.0.attention", "sqrt")
 
 
+def test_exp_fault_survives_softmax_only_as_an_offset(world):
+    """A scaled exp cancels in softmax (nothing diverges); an offset exp does not, and is localized to exp."""
+    from compiler.testing import inject_fault
+
+    with inject_fault(op="exp", factor=1.05):
+        assert verify(_options(world, modes=["subgraph"]))["modes"]["subgraph"]["status"] == "pass"
+    with inject_fault(op="exp", factor=1.0, offset=0.01):
+        report = verify(_options(world, modes=["subgraph"]))
+    fd = report["modes"]["subgraph"]["first_divergence"]
+    assert (fd["step"], fd["tensor"], fd["op"]) == (0, "h.0.attention", "exp")
+    assert "np.exp" in (fd["source_text"] or "")
+
+
 def test_cli_end_to_end_writes_reports_and_exits_zero(world, capsys):
     paths = {kind: world["root"] / f"cli.{kind}" for kind in ("json", "xml", "html")}
     code = cli.main(["verify", "--model", str(world["model"]), "--reference", world["url"],
