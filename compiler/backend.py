@@ -247,6 +247,10 @@ class NativeKernel:
 class Target:
     name = "abstract"
 
+    def specialization_tag(self) -> str:
+        """What, besides the IR, decides the compiled code (part of the jit specialization key)."""
+        return self.name
+
     def stages(self, lowered: LoweredModule) -> dict[str, str]:
         raise NotImplementedError
 

@@ -314,6 +314,9 @@ class GpuTarget(Target):
     def __init__(self, chip: str | None = None):
         self._chip = chip
 
+    def specialization_tag(self) -> str:
+        return f"{self.name}:{self.chip}"  # a chip change (PARITY_GPU_CHIP) must not reuse kernels
+
     @property
     def chip(self) -> str:
         """The NVVM chip: the constructor's, else ``PARITY_GPU_CHIP``, else sm_90 (H100/H200)."""

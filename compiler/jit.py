@@ -171,7 +171,8 @@ class JitFunction:
             except TypeError:
                 raise TypeError(f"keyword argument {k!r} is static and must be hashable, got {type(v).__name__}") from None
         sig = tuple((leaf.shape, leaf.dtype.str) for leaf in leaves)
-        key = (tree, sig, tuple(sorted(kwargs.items())), self.target, tuple(sorted(FAULTS.items())))
+        key = (tree, sig, tuple(sorted(kwargs.items())), get_target(self.target).specialization_tag(),
+               tuple(sorted(FAULTS.items())))
         return key, leaves, paths
 
     def specialize(self, *args, **kwargs) -> Specialization:

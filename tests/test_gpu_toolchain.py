@@ -116,3 +116,20 @@ def test_ptx_needs_libdevice_but_not_ptxas(monkeypatch, tmp_path):
     monkeypatch.setenv(tc.LIBDEVICE_ENV, str(tmp_path / "missing.bc"))
     with pytest.raises(tc.ToolchainError, match="PARITY_LIBDEVICE"):
         compiler.emit(ops.gelu, np.ones((2, 3), np.float32), stage="ptx", target="gpu")
+
+
+def test_changing_the_chip_makes_a_new_specialization(monkeypatch):
+    """The jit key holds the chip, not only the target name, so PARITY_GPU_CHIP never reuses another chip's kernel."""
+    import numpy as np
+
+    from compiler import jit
+    from compiler.backend import get_target
+
+    f = jit(lambda x: x + 1, target="gpu")
+    x = np.zeros(4, np.float32)
+    monkeypatch.setenv("PARITY_GPU_CHIP", "sm_90")
+    key_90, _, _ = f._key((x,), {})
+    monkeypatch.setenv("PARITY_GPU_CHIP", "sm_80")
+    key_80, _, _ = f._key((x,), {})
+    assert key_90 != key_80
+    assert get_target("gpu").specialization_tag() == "gpu:sm_80"
