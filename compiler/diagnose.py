@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .jit import FAULTS, _boundary_arrays, _flatten, trace
+from .jit import FAULTS, _flatten, _index_checks, checked_inputs, trace
 from .backend import get_target
 from .graph import topological
 from .lowering import build_module
@@ -44,15 +44,15 @@ def _errors(actual: np.ndarray, expected: np.ndarray) -> tuple[float, float]:
 
 
 def per_op_values(fn, args, kwargs=None, target: str = "cpu"):
-    """Compile ``fn`` with every primitive's result as an output; returns (ops, compiled values, leaves)."""
+    """Compile ``fn`` with every primitive's result as an output; returns (ops, compiled values, inputs)."""
     kwargs = kwargs or {}
-    inputs, outputs, _, _ = trace(fn, args, kwargs)
+    inputs, outputs, _, paths = trace(fn, args, kwargs)
     ops = [n for n in topological(outputs) if n.op not in ("input", "const")]
     lowered = build_module(inputs, ops, faults=dict(FAULTS))
-    kernel = get_target(target).compile(lowered)
     leaves = []
     _flatten(tuple(args), "args", leaves, [])
-    arrays = _boundary_arrays(leaves)
+    arrays = checked_inputs(leaves, _index_checks(inputs, ops, paths))  # before any native code runs
+    kernel = get_target(target).compile(lowered)
     results = [np.empty(shape, dtype) for shape, dtype in lowered.out_specs]
     kernel(arrays + list(lowered.hidden) + results)
     return ops, results, arrays

@@ -214,13 +214,19 @@ def _boundary_arrays(leaves: list[np.ndarray]) -> list[np.ndarray]:
     return out
 
 
-def run_specialization(spec: Specialization, leaves: list[np.ndarray]):
+def checked_inputs(leaves: list[np.ndarray], index_checks: list[tuple]) -> list[np.ndarray]:
+    """The arrays native code may see: dense copies where needed, every gather index in range."""
     arrays = _boundary_arrays(leaves)
-    for pos, size, path in spec.index_checks:
+    for pos, size, path in index_checks:
         idx = arrays[pos]
         if idx.size and (idx.min() < -size or idx.max() >= size):
             bad = idx[(idx < -size) | (idx >= size)].flat[0]
             raise ValueError(f"argument {path}: index {int(bad)} is out of range for an axis of size {size}")
+    return arrays
+
+
+def run_specialization(spec: Specialization, leaves: list[np.ndarray]):
+    arrays = checked_inputs(leaves, spec.index_checks)
     outputs = [np.empty(shape, dtype) for shape, dtype in spec.lowered.out_specs]
     spec.kernel(arrays + list(spec.lowered.hidden) + outputs)
     return _unflatten(spec.out_tree, iter(outputs))

@@ -188,3 +188,11 @@ def test_gpt2_small_shaped_synthetic_run_in_subgraph_mode():
     for name in expected:
         assert got[name].dtype == expected[name].dtype, name
         np.testing.assert_allclose(got[name], expected[name], err_msg=name, **TOL)
+
+
+def test_localize_checks_gather_indices_before_native_code(tiny):
+    from compiler.diagnose import localize
+
+    p = tiny.params
+    with pytest.raises(ValueError, match="out of range"):
+        localize(embedding, (p.wte, p.wpe, np.array([0, tiny.config.vocab_size])))
