@@ -126,13 +126,19 @@ def trace(fn, args, kwargs, func_name="main"):
     return inputs, outputs, out_tree, paths
 
 
+@functools.lru_cache(maxsize=256)
+def _positional_names(fn) -> tuple[str, ...]:
+    # cached: every compiled call names its arguments, and inspect.signature is slow
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    return tuple(p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
 def _argument_names(fn, count):
     """Parameter names for error messages; positions (``#i``) where the signature has none."""
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        params = []
-    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    positional = _positional_names(fn)
     return [positional[i] if i < len(positional) else f"#{i}" for i in range(count)]
 
 
