@@ -1,7 +1,7 @@
 """Parity's tensor compiler: Python tensor expressions (operator overloads and
 plain NumPy code traced through the array protocols) become a typed tensor graph
 with NumPy 2 dtype rules, then MLIR ``linalg`` on tensors, which MLIR fuses,
-bufferizes and lowers to native code. Public API: ``jit``, ``emit``, the math
+bufferizes and lowers to native code. Public API: ``jit``, ``build_only``, ``emit``, the math
 helpers ``tanh``/``exp``/``sqrt``, ``Tensor`` and the library formulas in ``ops``."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .backend import get_target, toolchain_version
-from .jit import JitFunction, jit
+from .jit import JitFunction, build_only, jit
 from .tracer import Tensor
 
 
@@ -37,4 +37,4 @@ def emit(fn, *args, stage: str = "optimized", target: str = "cpu", **static) -> 
     return stages[stage]
 
 
-__all__ = ["jit", "emit", "tanh", "exp", "sqrt", "Tensor", "JitFunction", "toolchain_version"]
+__all__ = ["jit", "build_only", "emit", "tanh", "exp", "sqrt", "Tensor", "JitFunction", "toolchain_version"]

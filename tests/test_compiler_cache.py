@@ -102,7 +102,7 @@ def entries(cache: Path) -> list[Path]:
 def populated(tmp_path_factory):
     """A script and a cache that the script's first run filled."""
     base = tmp_path_factory.mktemp("disk-cache")
-    script = base / "kernel_user.py"  # a fixed path: source locations are part of the IR, hence the key
+    script = base / "kernel_user.py"
     script.write_text(SCRIPT)
     cache = base / "cache"
     first = run_script(script, cache)
@@ -118,6 +118,42 @@ def test_second_process_loads_kernel_from_disk(populated):
     assert len(entries(cache)) == 1
     entry = entries(cache)[0]
     assert sorted(p.name for p in entry.iterdir()) == ["kernel.so", "meta.json"]
+
+
+def test_a_checkout_elsewhere_shares_the_cached_kernel(populated, tmp_path):
+    """Source locations (absolute paths) are in the IR but not in the key: they never change the code."""
+    script, cache = populated
+    moved = tmp_path / "elsewhere" / "other_name.py"
+    moved.parent.mkdir()
+    moved.write_text("\n\n" + script.read_text())  # other path, other line numbers
+    assert run_script(moved, cache) == {"from_disk_cache": True, "correct": True, "compile_count": 1}
+    assert len(entries(cache)) == 1
+
+
+def test_build_only_fills_the_cache_for_a_later_process(tmp_path):
+    import compiler
+    from compiler.backend import kernel_cache_dir
+
+    script = tmp_path / "kernel_user.py"
+    script.write_text(SCRIPT)
+    cache = tmp_path / "cache"
+    saved = os.environ.get("PARITY_CACHE")
+    os.environ["PARITY_CACHE"] = str(cache)
+    try:
+        namespace = {"__name__": "kernel_user_module"}
+        exec(compile(SCRIPT.split("rng = ")[0], str(script), "exec"), namespace)  # defines block(), runs nothing
+        x = np.ones((4, 16), np.float32)
+        with compiler.build_only() as log:
+            out = jit(namespace["block"])(x, x[0], x[0])
+        assert out.dtype == np.float32 and out.shape == (4, 16) and not out.any()
+        assert [k.built for k in log.kernels] == [True]
+        assert kernel_cache_dir() == cache / "kernels"
+    finally:
+        if saved is None:
+            os.environ.pop("PARITY_CACHE")
+        else:
+            os.environ["PARITY_CACHE"] = saved
+    assert run_script(script, cache) == {"from_disk_cache": True, "correct": True, "compile_count": 1}
 
 
 def _truncate_library(entry: Path):

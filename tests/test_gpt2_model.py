@@ -4,6 +4,7 @@ trace names and dtypes, decoding, input validation and the CLI."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -163,6 +164,43 @@ def test_generate_cli_json(tiny):
     assert line["input_ids"] == PROMPT_IDS and len(line["output_ids"]) == 3 and line["mode"] == "fused"
     assert line["checkpoint"] == {"name": tiny.checkpoint.name, "sha256": tiny.checkpoint.sha256}
     assert line["completion"] == tiny.tokenizer.decode(line["output_ids"])
+
+
+def test_build_only_warms_the_disk_cache_for_every_decoding_step(tiny, tmp_path, monkeypatch):
+    import compiler
+
+    monkeypatch.setenv("PARITY_CACHE", str(tmp_path))
+    runner = compile_model(tiny, "subgraph")
+    with compiler.build_only() as log:
+        out = runner.generate(PROMPT_IDS, 7)  # sequences of 10..16 tokens: all padded to 16
+    assert out == [0] * 7, "nothing ran: every result was zeros, so every greedy pick was token 0"
+    # the attention sublayer specializes twice: block 0 meets float32 activations, later blocks float64
+    assert [(k.function, k.built) for k in log.kernels] == [
+        ("embedding", True), ("attention_sublayer", True), ("feedforward_sublayer", True),
+        ("attention_sublayer", True), ("final_projection", True)]
+    fresh = compile_model(tiny, "subgraph")
+    logits = fresh.forward(PROMPT_IDS)
+    functions = (fresh.embed_fn, fresh.attention_fn, fresh.feedforward_fn, fresh.projection_fn)
+    kernels = [spec.kernel for fn in functions for spec in fn._cache.values()]
+    assert len(kernels) == 5 and all(k.from_disk_cache for k in kernels)
+    expected = numpy_forward(tiny, PROMPT_IDS)
+    assert logits.dtype == expected.dtype == np.float64
+    np.testing.assert_allclose(logits, expected, **TOL)
+
+
+def test_generate_cli_build_only_reports_what_it_built(tiny, tmp_path):
+    def run():
+        out = subprocess.run(
+            [sys.executable, "-m", "harness.cli", "generate", PROMPT, "--tokens", "3", "--mode", "fused", "--build-only",
+             "--model", str(tiny.checkpoint.path), "--json"],
+            capture_output=True, text=True, timeout=600, env={**os.environ, "PARITY_CACHE": str(tmp_path)})
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    first = run()
+    assert (first["built"], first["already_cached"], first["kernel_cache"]) == (1, 0, str(tmp_path / "kernels"))
+    assert [k["function"] for k in first["kernels"]] == ["gpt2_fused"]
+    assert run()["already_cached"] == 1
 
 
 def test_generate_cli_rejects_overlong_requests(tiny):
