@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import get_target, toolchain_version
+from .backend import get_target, kernel_cache_dir, toolchain_version
 from .jit import JitFunction, build_only, jit
 from .tracer import Tensor
 
@@ -37,4 +37,4 @@ def emit(fn, *args, stage: str = "optimized", target: str = "cpu", **static) -> 
     return stages[stage]
 
 
-__all__ = ["jit", "build_only", "emit", "tanh", "exp", "sqrt", "Tensor", "JitFunction", "toolchain_version"]
+__all__ = ["jit", "build_only", "kernel_cache_dir", "emit", "tanh", "exp", "sqrt", "Tensor", "JitFunction", "toolchain_version"]

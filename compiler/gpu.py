@@ -29,7 +29,8 @@ from .backend import (TENSOR_PIPELINE, TARGETS, Target, _asm, _linker, _lock, _p
                       disk_cache_enabled, kernel_cache_dir, kernel_key, mlir_lib_dir, store_library)
 from .gpu_matmul import substitute_matmuls
 from .gpu_toolchain import GpuToolchain, ToolchainError, find_libdevice, find_toolchain
-from .lowering import LoweredModule
+from .gpu_memory import DeviceArray
+from .lowering import DEVICE_RESIDENT_ATTR, LoweredModule
 
 DEFAULT_CHIP = "sm_90"
 CHIP_ENV = "PARITY_GPU_CHIP"
@@ -206,9 +207,10 @@ def _to_device_memory(func_op, n_outputs: int) -> None:
         return buf
 
     args = list(block.arguments)
+    resident = _device_resident_arguments(func_op)
     for pos, arg in enumerate(args):
-        if not isinstance(arg.type, ir.MemRefType):
-            continue
+        if not isinstance(arg.type, ir.MemRefType) or pos in resident:
+            continue  # a resident argument already points at device memory: kernels use it as it is
         uses = [u.owner for u in arg.uses]
         buf = device_alloc(arg.type, first, func_op.location)
         is_output = pos >= len(args) - n_outputs
@@ -242,6 +244,18 @@ def _to_device_memory(func_op, n_outputs: int) -> None:
     with ir.InsertionPoint(ret), func_op.location:
         for buf in device:
             gpu.dealloc(None, [], buf)
+
+
+def _device_resident_arguments(func_op) -> set[int]:
+    """Positions of the arguments marked ``parity.device_resident`` (DeviceArray inputs)."""
+    from mlir import ir
+    if "arg_attrs" not in func_op.attributes:
+        return set()
+    marked = set()
+    for pos, attrs in enumerate(ir.ArrayAttr(func_op.attributes["arg_attrs"])):
+        if DEVICE_RESIDENT_ATTR in ir.DictAttr(attrs):
+            marked.add(pos)
+    return marked
 
 
 def _flatten_parallel_loops(func_op) -> None:
@@ -397,8 +411,9 @@ class GpuTarget(Target):
             return module
 
     def cache_key(self, lowered: LoweredModule, toolchain: GpuToolchain) -> str:
-        """Kernel-cache key: besides the IR and MLIR, the chip and the ptxas that made the cubins."""
-        return kernel_key(lowered.text, f"{self.specialization_tag()};{_ptxas_release(toolchain.ptxas)}")
+        """Kernel-cache key: besides the IR and MLIR, the chip and the CUDA release of the ptxas
+        that makes the cubins (the release decides which drivers load them; patch levels share)."""
+        return kernel_key(lowered.text, f"{self.specialization_tag()};ptxas={_ptxas_release(toolchain.ptxas)}")
 
     def build(self, lowered: LoweredModule) -> bool:
         """Compile into the kernel cache (ptxas and libdevice needed, no device)."""
@@ -446,11 +461,32 @@ class GpuKernel:
         self.func_name = func_name
         self.from_disk_cache = from_disk_cache
 
-    def __call__(self, arrays: list[np.ndarray]) -> None:
+    def __call__(self, arrays: list) -> None:
         from mlir.runtime import get_ranked_memref_descriptor
 
-        descriptors = [get_ranked_memref_descriptor(a) for a in arrays]
+        descriptors = [_device_descriptor(a) if isinstance(a, DeviceArray) else get_ranked_memref_descriptor(a)
+                       for a in arrays]
         self._fn(*[ctypes.cast(ctypes.pointer(d), ctypes.c_void_p) for d in descriptors])
+
+
+@functools.cache
+def _descriptor_type(rank: int):
+    """MLIR's ranked memref descriptor: allocated and aligned pointers, offset, sizes, strides (elements)."""
+    fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p), ("offset", ctypes.c_longlong)]
+    if rank:
+        fields += [("shape", ctypes.c_longlong * rank), ("strides", ctypes.c_longlong * rank)]
+    return type(f"DeviceMemRef{rank}", (ctypes.Structure,), {"_fields_": fields})
+
+
+def _device_descriptor(array: DeviceArray):
+    desc = _descriptor_type(array.ndim)()
+    desc.allocated = desc.aligned = array.pointer
+    desc.offset = 0
+    if array.ndim:
+        strides = [int(np.prod(array.shape[i + 1:], dtype=np.int64)) for i in range(array.ndim)]
+        desc.shape = (ctypes.c_longlong * array.ndim)(*array.shape)
+        desc.strides = (ctypes.c_longlong * array.ndim)(*strides)
+    return desc
 
 
 # --------------------------------------------------------------------------- host library
@@ -492,7 +528,10 @@ def host_library(llvm_dialect_module: str, so: Path) -> None:
 
 @functools.cache
 def _ptxas_release(ptxas: str) -> str:
-    return GpuToolchain(ptxas, "").ptxas_version()
+    """``13.0`` from ptxas's "Cuda compilation tools, release 13.0, V13.0.48"; the whole line otherwise."""
+    version = GpuToolchain(ptxas, "").ptxas_version()
+    found = re.search(r"release (\d+\.\d+)", version)
+    return found.group(1) if found else version
 
 
 def ir_location():

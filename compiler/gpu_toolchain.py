@@ -28,8 +28,10 @@ class GpuToolchain:
     libdevice: str
 
     def ptxas_version(self) -> str:
+        """The version line of ``ptxas --version``, e.g. "Cuda compilation tools, release 13.0, V13.0.88"."""
         out = subprocess.run([self.ptxas, "--version"], capture_output=True, text=True, check=False).stdout
-        return out.strip().splitlines()[-1] if out.strip() else "unknown"
+        lines = out.strip().splitlines()
+        return next((line for line in lines if "release" in line), lines[-1] if lines else "unknown")
 
     def assemble(self, ptx: str, chip: str, cubin: Path) -> None:
         """Run ptxas on PTX text; ToolchainError with ptxas's message when it rejects it."""

@@ -88,8 +88,10 @@ def const_node(value, loc: SourceLoc | None = None) -> Node:
     return Node("const", (), {}, tuple(arr.shape), arr.dtype, loc or user_location(), value=arr)
 
 
-def input_node(index: int, name: str, shape, dtype) -> Node:
-    return Node("input", (), {}, tuple(shape), np.dtype(dtype), UNKNOWN_LOC, index=index, name=name)
+def input_node(index: int, name: str, shape, dtype, device_resident: bool = False) -> Node:
+    """An argument; ``device_resident``: it arrives in GPU memory (a ``DeviceArray``), not to be copied in."""
+    attrs = {"device_resident": True} if device_resident else {}
+    return Node("input", (), attrs, tuple(shape), np.dtype(dtype), UNKNOWN_LOC, index=index, name=name)
 
 
 def topological(outputs: list[Node]) -> list[Node]:

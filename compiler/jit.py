@@ -18,6 +18,7 @@ import numpy as np
 from . import dtypes as dt
 from .backend import get_target
 from .graph import Node, input_node, topological
+from .gpu_memory import DeviceArray
 from .lowering import LoweredModule, build_module
 from .tracer import Tensor
 
@@ -29,6 +30,10 @@ from .tracer import Tensor
 def _flatten(obj, path: str, leaves: list, paths: list):
     if isinstance(obj, (np.ndarray, np.generic)):
         leaves.append(np.asarray(obj))
+        paths.append(path)
+        return ("array",)
+    if isinstance(obj, DeviceArray):  # stays where it is: no boundary copy, passed to kernels as is
+        leaves.append(obj)
         paths.append(path)
         return ("array",)
     if isinstance(obj, Tensor):
@@ -120,7 +125,7 @@ def trace(fn, args, kwargs, func_name="main"):
     for i, (leaf, path) in enumerate(zip(leaves, paths)):
         if leaf.dtype not in dt.SUPPORTED:
             raise TypeError(f"argument {path}: dtype {leaf.dtype} is not supported (supported: {', '.join(sorted(str(d) for d in dt.SUPPORTED))})")
-        inputs.append(input_node(i, path, leaf.shape, leaf.dtype))
+        inputs.append(input_node(i, path, leaf.shape, leaf.dtype, device_resident=isinstance(leaf, DeviceArray)))
     placeholders = iter(Tensor(n) for n in inputs)
     traced_args = _unflatten(("tuple", tree), placeholders)
     out = fn(*traced_args, **kwargs)
@@ -149,6 +154,9 @@ def _index_checks(inputs, outputs, paths):
     for node in topological(outputs):
         if node.op == "gather" and node.inputs[1].op == "input":
             idx = node.inputs[1]
+            if idx.attrs.get("device_resident"):
+                raise TypeError(f"argument {paths[idx.index]}: indices are checked on the host before any kernel "
+                                "runs, so they must be a NumPy array, not a DeviceArray")
             checks.append((idx.index, node.inputs[0].shape[node.attrs["axis"]], paths[idx.index]))
     return checks
 
@@ -178,7 +186,12 @@ class JitFunction:
                 hash(v)
             except TypeError:
                 raise TypeError(f"keyword argument {k!r} is static and must be hashable, got {type(v).__name__}") from None
-        sig = tuple((leaf.shape, leaf.dtype.str) for leaf in leaves)
+        sig = tuple((leaf.shape, leaf.dtype.str, isinstance(leaf, DeviceArray)) for leaf in leaves)
+        if self.target != "gpu":
+            for leaf, path in zip(leaves, paths):
+                if isinstance(leaf, DeviceArray):
+                    raise TypeError(f"argument {path}: a DeviceArray lives in GPU memory; this function is compiled "
+                                    f"for the {self.target} target (pass a NumPy array, or use target='gpu')")
         key = (tree, sig, tuple(sorted(kwargs.items())), get_target(self.target).specialization_tag(),
                tuple(sorted(FAULTS.items())))
         return key, leaves, paths
@@ -250,6 +263,11 @@ class BuildLog:
 _BUILD_ONLY = threading.local()
 
 
+def building() -> bool:
+    """True inside ``build_only()``."""
+    return getattr(_BUILD_ONLY, "log", None) is not None
+
+
 @contextlib.contextmanager
 def build_only():
     """Inside this block a compiled function is not run: its kernel is built into the disk cache
@@ -264,12 +282,18 @@ def build_only():
         _BUILD_ONLY.log = previous
 
 
-def _boundary_arrays(leaves: list[np.ndarray]) -> list[np.ndarray]:
-    """Contiguous, non-aliasing copies where needed; native code assumes dense row-major buffers."""
+def _boundary_arrays(leaves: list) -> list:
+    """Contiguous, non-aliasing copies where needed; native code assumes dense row-major buffers.
+    Device arrays are dense already and are never written by kernels."""
     out = []
     for leaf in leaves:
+        if isinstance(leaf, DeviceArray):
+            if leaf.is_placeholder:
+                raise ValueError("a build-only placeholder DeviceArray (made inside build_only()) cannot be run")
+            out.append(leaf)
+            continue
         arr = np.ascontiguousarray(leaf)
-        if any(np.may_share_memory(arr, prev) for prev in out):
+        if any(isinstance(prev, np.ndarray) and np.may_share_memory(arr, prev) for prev in out):
             arr = arr.copy()
         out.append(arr)
     return out

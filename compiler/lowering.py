@@ -419,6 +419,14 @@ def _name_loc(name) -> str:
     return f'loc("{text}")'
 
 
+DEVICE_RESIDENT_ATTR = "parity.device_resident"
+
+
+def _resident(node: Node) -> str:
+    # in the IR text, hence in the kernel-cache key: a resident argument compiles to other host code
+    return f", {DEVICE_RESIDENT_ATTR}" if node.attrs.get("device_resident") else ""
+
+
 def build_module(inputs: list[Node], outputs: list[Node], func_name: str = "main", faults: dict | None = None) -> LoweredModule:
     em = Emitter(func_name, inputs, faults)
     order = topological(outputs)
@@ -441,7 +449,8 @@ def build_module(inputs: list[Node], outputs: list[Node], func_name: str = "main
         em.line(f"bufferization.materialize_in_destination {r} in restrict writable %out{k} : ({t}, {m}) -> ()", o.loc)
     em.line("return")
     # arguments are located by name (an MLIR NameLoc), so nothing points at the IR text itself
-    args = [f"%arg{n.index}: {dt.tensor_type(n.shape, n.dtype)} {{bufferization.writable = false}} {_name_loc(n.name)}" for n in inputs]
+    args = [f"%arg{n.index}: {dt.tensor_type(n.shape, n.dtype)} {{bufferization.writable = false{_resident(n)}}} {_name_loc(n.name)}"
+            for n in inputs]
     args += [f"%hidden{i}: {t} {{bufferization.writable = false}} loc(\"constant\")" for i, t in enumerate(em.hidden_types)]
     args += [f"%out{k}: memref<{''.join(f'{d}x' for d in o.shape)}{dt.storage_type(o.dtype)}> loc(\"result\")" for k, o in enumerate(outputs)]
     header = f"  func.func @{func_name}({', '.join(args)}) attributes {{llvm.emit_c_interface}} {{"

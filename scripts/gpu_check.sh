@@ -1,23 +1,30 @@
 #!/usr/bin/env bash
 # The one prepared check for a session lent an NVIDIA GPU machine (see the device tool):
-# install the project, record the device and toolchain, run the GPU tests, `nox -s verify-gpu`
-# and `parity bench --target gpu --json` (plus the CPU bench for comparison) on synthetic
-# GPT-2 small. Every log lands in $OUT; the summary is $OUT/summary.txt.
+# install the project, record the device and toolchain, run the GPU tests, verify-gpu and
+# `parity bench --target gpu --json` (plus the CPU bench for comparison) on synthetic GPT-2
+# small. Only 8 files come back from the device, so $OUT gets: summary.txt, the three JSON
+# results and logs.tar.gz (every step's log).
 # Usage (from the repository root): OUT=/some/dir bash scripts/gpu_check.sh
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu-check-out}"
+LOGS="$(mktemp -d /tmp/parity-gpu-logs.XXXXXX)"
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.."
 summary="$OUT/summary.txt"
 : > "$summary"
-step() {  # step NAME COMMAND...: run, log to $OUT/NAME.log, record the exit status
+step() {  # step NAME COMMAND...: run, log to $LOGS/NAME.log, record the exit status and seconds
     local name=$1; shift
     local start=$SECONDS
-    "$@" > "$OUT/$name.log" 2>&1
+    "$@" > "$LOGS/$name.log" 2>&1
     local rc=$?
-    echo "$name rc=$rc $((SECONDS - start))s" >> "$summary"
+    echo "$name rc=$rc $((SECONDS - start))s" | tee -a "$summary"
     return $rc
 }
+finish() {
+    tar -C "$LOGS" -czf "$OUT/logs.tar.gz" .
+    cat "$summary"
+}
+trap finish EXIT
 
 step nvidia-smi nvidia-smi
 step ptxas ptxas --version
@@ -31,13 +38,19 @@ fi
 parity() { python3 -m harness.cli "$@"; }
 if ! python3 -c "import compiler, harness, mlir.ir" 2>/dev/null; then
     python3 -m venv .venv-gpu && . .venv-gpu/bin/activate
-    step install pip install -e ".[test]" nox || { echo "install failed: see $OUT/install.log" >> "$summary"; }
+    step install pip install -e ".[test]" nox || echo "install failed: see install.log" >> "$summary"
 fi
 # The default synthetic GPT-2 small is rebuilt on first use (deterministic; too large to carry).
 export PARITY_CACHE="${PARITY_CACHE:-/tmp/parity-cache}"
+# GPU kernels built ahead of time by scripts/pack_for_device.sh: nothing to compile here on a cache hit.
+if [ -f .device/kernels.tar.xz ]; then
+    mkdir -p "$PARITY_CACHE" && step kernels tar -xJf .device/kernels.tar.xz -C "$PARITY_CACHE"
+fi
 capture=$(ls captures/capture-*-10tok-*.json 2>/dev/null | head -n 1)
 step device python3 -c "from compiler.gpu import device_available; print(device_available())"
+cat "$LOGS/device.log" >> "$summary"
 step pytest-gpu python3 -m pytest -q -rs tests/test_gpu.py tests/test_gpu_toolchain.py
+tail -n 4 "$LOGS/pytest-gpu.log" >> "$summary"
 PROMPT="Alan Turing theorized that computers would one day become"
 # nox builds a fresh environment from the registries; where the machine is offline, run the
 # session's command in the environment at hand instead.
@@ -46,8 +59,7 @@ if [ -n "$capture" ]; then  # no reference env can be built offline: verify agai
 else
     step verify-gpu nox -s verify-gpu -- --json "$OUT/verify_gpu.json"
 fi
+tail -n 30 "$LOGS/verify-gpu.log" >> "$summary"
 step bench-gpu sh -c "python3 -m harness.cli bench --target gpu --json > '$OUT/bench_gpu.json'"
 step bench-cpu sh -c "python3 -m harness.cli bench --json > '$OUT/bench_cpu.json'"
-cat "$OUT/device.log" "$OUT/bench_gpu.json" "$OUT/bench_cpu.json" >> "$summary" 2>/dev/null
-tail -n 3 "$OUT/pytest-gpu.log" >> "$summary"
-cat "$summary"
+cat "$OUT/bench_gpu.json" "$OUT/bench_cpu.json" >> "$summary" 2>/dev/null

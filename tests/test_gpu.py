@@ -235,6 +235,41 @@ def test_build_only_needs_no_device(tmp_path, monkeypatch):
         compiler.jit(ops.gelu, target="gpu")(rand(4, 4))
 
 
+def test_gpt2_build_only_on_the_gpu_takes_weights_as_device_arrays(tmp_path, monkeypatch):
+    """What `parity generate --target gpu --build-only` does: every subgraph kernel of a decode is
+    built with the weights as device-resident arguments, and no device is touched."""
+    from compiler.gpt2 import compile_model, load_model
+    from compiler.gpt2.synth import synthesize_checkpoint
+
+    monkeypatch.setenv("PARITY_CACHE", str(tmp_path / "cache"))
+    synthesize_checkpoint(tmp_path / "model", config="tiny", seed=3)
+    runner = compile_model(load_model(tmp_path / "model"), "subgraph", "gpu")
+    with compiler.build_only() as log:
+        assert runner.generate([5, 9, 1], 2) == [0, 0]
+    assert [k.function for k in log.kernels] == ["embedding", "attention_sublayer", "feedforward_sublayer",
+                                                 "attention_sublayer", "final_projection"]
+    assert all(k.built for k in log.kernels)
+    assert runner._on_device is None, "placeholders are never kept as the runner's weights"
+    specs = list(runner.feedforward_fn._cache.values())
+    header = next(line for line in specs[0].lowered.text.splitlines() if "func.func @main" in line)
+    # x arrives from the host; the six weights are resident
+    assert header.count("parity.device_resident") == 6 and "%arg0: tensor<8x" in header
+
+
+def test_device_arrays_are_rejected_where_they_cannot_work():
+    from compiler.gpu_memory import DeviceArray
+
+    placeholder = DeviceArray(None, (4, 4), np.float32)
+    with pytest.raises(TypeError, match="argument x: a DeviceArray lives in GPU memory; this function is compiled for the cpu"):
+        compiler.jit(lambda x: x + 1)(placeholder)
+    with pytest.raises(TypeError, match="argument idx: indices are checked on the host"):
+        compiler.jit(lambda table, idx: table[idx], target="gpu")(rand(4, 4), DeviceArray(None, (2,), np.int64))
+    with pytest.raises(TypeError, match="call .to_host"):
+        np.asarray(placeholder)
+    with pytest.raises(ValueError, match="holds no data"):
+        placeholder.to_host()
+
+
 def test_chip_selection(tmp_path, monkeypatch):
     stages = gpu_stages(ops.gelu, rand(4, 4), chip="sm_80")
     assert assemble_all(stages["ptx"], tmp_path, chip="sm_80")

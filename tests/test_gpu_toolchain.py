@@ -8,6 +8,7 @@ import os
 import stat
 import sys
 
+import numpy as np
 import pytest
 
 from compiler import gpu_toolchain as tc
@@ -133,3 +134,29 @@ def test_changing_the_chip_makes_a_new_specialization(monkeypatch):
     key_80, _, _ = f._key((x,), {})
     assert key_90 != key_80
     assert get_target("gpu").specialization_tag() == "gpu:sm_80"
+
+
+def test_kernel_cache_key_follows_the_cuda_release_not_the_patch_level(tmp_path):
+    """Cubins from one CUDA release load on the same drivers, so patch levels share cache entries."""
+    from compiler.gpu import GpuTarget, _ptxas_release
+    from compiler.gpu_toolchain import GpuToolchain
+    from compiler.jit import JitFunction
+
+    def fake_ptxas(name, version_line):
+        path = tmp_path / name
+        path.write_text(f"#!/bin/sh\necho 'ptxas: NVIDIA (R) Ptx optimizing assembler'\necho '{version_line}'\n"
+                        "echo 'Build cuda_13.0.r13.0/compiler.36424714_0'\n")
+        path.chmod(0o755)
+        return str(path)
+
+    lowered = JitFunction(lambda x: x + 1).lower(np.ones(3, np.float32))
+    keys = {}
+    for name, line in [("a", "Cuda compilation tools, release 13.0, V13.0.48"),
+                       ("b", "Cuda compilation tools, release 13.0, V13.0.88"),
+                       ("c", "Cuda compilation tools, release 13.1, V13.1.20")]:
+        toolchain = GpuToolchain(fake_ptxas(name, line), "libdevice.10.bc")
+        assert toolchain.ptxas_version() == line
+        keys[name] = GpuTarget("sm_90").cache_key(lowered, toolchain)
+    assert _ptxas_release(str(tmp_path / "c")) == "13.1"
+    assert keys["a"] == keys["b"] != keys["c"]
+    assert GpuTarget("sm_80").cache_key(lowered, toolchain) != keys["c"], "the chip is part of the key"

@@ -5,7 +5,8 @@ Fused mode traces the whole forward pass, written as one plain NumPy function,
 into a single module. Both pad the sequence to the next power of two (the causal
 mask keeps real rows from seeing padding) so decoding compiles a handful of
 kernels, and both compute exactly the reference's dtypes: float32 until the first
-attention scores are scaled by a float64 NumPy scalar, float64 from then on."""
+attention scores are scaled by a float64 NumPy scalar, float64 from then on. On the
+GPU target the weights are copied to device memory once and stay there."""
 
 from __future__ import annotations
 
@@ -132,6 +133,20 @@ class CompiledGPT2:
         self.config = model.config
         self.target = target
         self.params, self.wte_out = prepared_params(model.params)
+        self._on_device = None  # (params, wte_out) in GPU memory, uploaded at the first GPU forward
+
+    def weights(self) -> tuple:
+        """(params, wte_out) as the kernels take them: on the GPU target, copies in device memory
+        made once, so no call uploads the weights again (placeholders while building only)."""
+        if self.target != "gpu":
+            return self.params, self.wte_out
+        from compiler.gpu_memory import tree_to_device
+        from compiler.jit import building
+        if building():
+            return tree_to_device((self.params, self.wte_out))
+        if self._on_device is None:
+            self._on_device = tree_to_device((self.params, self.wte_out))
+        return self._on_device
 
     # -- validation shared by every entry point
     def check_ids(self, ids, n_new: int = 0) -> np.ndarray:
@@ -187,29 +202,32 @@ class SubgraphGPT2(CompiledGPT2):
         self.feedforward_fn = jit(feedforward_sublayer, target=target)
         self.projection_fn = jit(final_projection, target=target)
 
-    def _attention_args(self, i):
-        b = self.params.blocks[i]
+    @staticmethod
+    def _attention_args(params, i):
+        b = params.blocks[i]
         return (b.ln_1.g, b.ln_1.b, b.attn_c_attn.w, b.attn_c_attn.b, b.attn_c_proj.w, b.attn_c_proj.b)
 
-    def _feedforward_args(self, i):
-        b = self.params.blocks[i]
+    @staticmethod
+    def _feedforward_args(params, i):
+        b = params.blocks[i]
         return (b.ln_2.g, b.ln_2.b, b.mlp_c_fc.w, b.mlp_c_fc.b, b.mlp_c_proj.w, b.mlp_c_proj.b)
 
     def forward(self, ids, trace: dict | None = None) -> np.ndarray:
         ids = self.check_ids(ids)
         n = ids.size
         padded = self._padded(ids)
-        x = self.embed_fn(self.params.wte, self.params.wpe, padded)
+        params, wte_out = self.weights()
+        x = self.embed_fn(params.wte, params.wpe, padded)
         if trace is not None:
             trace["embedding"] = x[:n].copy()
         for i in range(self.config.n_layer):
-            x = self.attention_fn(x, *self._attention_args(i), n_head=self.config.n_head)
+            x = self.attention_fn(x, *self._attention_args(params, i), n_head=self.config.n_head)
             if trace is not None:
                 trace[f"h.{i}.attention"] = x[:n].copy()
-            x = self.feedforward_fn(x, *self._feedforward_args(i))
+            x = self.feedforward_fn(x, *self._feedforward_args(params, i))
             if trace is not None:
                 trace[f"h.{i}.output"] = x[:n].copy()
-        logits = self.projection_fn(x, np.array([n - 1]), self.params.ln_f.g, self.params.ln_f.b, self.wte_out)[0]
+        logits = self.projection_fn(x, np.array([n - 1]), params.ln_f.g, params.ln_f.b, wte_out)[0]
         if trace is not None:
             trace["logits"] = logits
         return logits
@@ -226,9 +244,9 @@ class SubgraphGPT2(CompiledGPT2):
             raise ValueError(f"unknown tensor name {tensor_name!r}")
         i = int(parts[1])
         if parts[2] == "attention":
-            return attention_sublayer, (np.asarray(upstream), *self._attention_args(i)), {"n_head": self.config.n_head}
+            return attention_sublayer, (np.asarray(upstream), *self._attention_args(self.params, i)), {"n_head": self.config.n_head}
         if parts[2] == "output":
-            return feedforward_sublayer, (np.asarray(upstream), *self._feedforward_args(i)), {}
+            return feedforward_sublayer, (np.asarray(upstream), *self._feedforward_args(self.params, i)), {}
         raise ValueError(f"unknown tensor name {tensor_name!r}")
 
     def localize(self, tensor_name: str, ids, upstream_value, rtol: float = 3e-4, atol: float = 3e-4) -> dict | None:
@@ -251,7 +269,8 @@ class FusedGPT2(CompiledGPT2):
 
     def forward(self, ids, trace: dict | None = None) -> np.ndarray:
         ids = self.check_ids(ids)
-        logits = self.fused_fn(self._padded(ids), np.array([ids.size - 1]), self.params, self.wte_out, n_head=self.config.n_head)[0]
+        params, wte_out = self.weights()
+        logits = self.fused_fn(self._padded(ids), np.array([ids.size - 1]), params, wte_out, n_head=self.config.n_head)[0]
         if trace is not None:
             trace["logits"] = logits
         return logits

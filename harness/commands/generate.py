@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def report_build(log, args: argparse.Namespace) -> int:
-    from compiler.backend import kernel_cache_dir
+    from compiler import kernel_cache_dir
 
     built = sum(k.built for k in log.kernels)
     summary = {"build_only": True, "mode": args.mode, "target": args.target, "kernel_cache": str(kernel_cache_dir()),

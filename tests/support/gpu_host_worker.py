@@ -1,7 +1,7 @@
 """Runs GPU kernel libraries through the production path (``jit(..., target="gpu")`` ->
 kernel cache -> ``GpuKernel``) against tests/support/fake_cuda_runtime.c, in a process of its
 own so no real CUDA runtime can be loaded before the fake one. Usage:
-``python gpu_host_worker.py FAKE_RUNTIME.so``; prints one JSON object per scenario."""
+``python gpu_host_worker.py FAKE_RUNTIME.so WORKDIR``; prints one JSON object per scenario."""
 
 from __future__ import annotations
 
@@ -74,7 +74,10 @@ class FakeCudaRuntime:
         return 0xBEEF
 
     def launch(self, fn, gx, gy, gz, bx, by, bz, smem, stream, params, extra, n_params):
-        self.calls.append(["launch", [gx, gy, gz], [bx, by, bz], stream, n_params])
+        slots = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
+        # each kernel parameter's first 8 bytes: memref arguments show their device pointers there
+        values = [ctypes.c_uint64.from_address(slots[i]).value for i in range(n_params)]
+        self.calls.append(["launch", [gx, gy, gz], [bx, by, bz], stream, n_params, values])
 
 
 def scenarios():
@@ -90,8 +93,9 @@ def scenarios():
 
 
 def main(fake_runtime: str) -> None:
+    global RUNTIME
     library = ctypes.CDLL(fake_runtime, mode=ctypes.RTLD_GLOBAL)
-    runtime = FakeCudaRuntime(library)
+    runtime = RUNTIME = FakeCudaRuntime(library)
     gpu.device_available = lambda: (True, "fake CUDA runtime")
     gpu._cuda_runtime_libraries = lambda: (fake_runtime,)
     for name, (fn, args) in scenarios().items():
@@ -115,5 +119,70 @@ def main(fake_runtime: str) -> None:
         }), flush=True)
 
 
+def resident_scenario() -> None:
+    """A weight uploaded once with to_device, then used by two calls."""
+    from compiler.gpu_memory import to_device
+
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((5, 12)).astype(np.float32)
+    w = rng.standard_normal((12, 7)).astype(np.float32)
+    f = compiler.jit(lambda a, b: ops.gelu(a @ b), target="gpu")
+    runtime = RUNTIME
+    runtime.calls.clear()
+    w_dev = to_device(w)
+    upload = list(runtime.calls)
+    f(x, w_dev)
+    runtime.calls.clear()
+    f(x, w_dev)
+    second_call = list(runtime.calls)
+    back = w_dev.to_host()
+    print(json.dumps({
+        "scenario": "resident",
+        "upload": upload,
+        "second_call": second_call,
+        "device_pointer": w_dev.pointer,
+        "input_digests": [hashlib.sha256(v.tobytes()).hexdigest() for v in (x, w)],
+        "round_trip_equal": bool(np.array_equal(back, w) and back.dtype == w.dtype),
+        "live_allocations_before_free": len(runtime.device),
+    }), flush=True)
+    del w_dev
+    print(json.dumps({"scenario": "resident_freed", "live_allocations": len(runtime.device)}), flush=True)
+
+
+def gpt2_scenario(workdir: str) -> None:
+    """Fused GPT-2 (tiny) on the GPU target: the weights go over at the first forward only."""
+    from pathlib import Path
+
+    from compiler.gpt2 import compile_model, load_model
+    from compiler.gpt2.synth import synthesize_checkpoint
+
+    model_dir = Path(workdir) / "tiny-model"
+    synthesize_checkpoint(model_dir, config="tiny", seed=3)
+    runner = compile_model(load_model(model_dir), "fused", "gpu")
+    RUNTIME.calls.clear()
+    runner.forward([5, 9, 1])
+    first = list(RUNTIME.calls)
+    RUNTIME.calls.clear()
+    runner.forward([5, 9, 1, 7])
+    second = list(RUNTIME.calls)
+    params, wte_out = runner.params, runner.wte_out
+    leaves = [wte_out, params.wte, params.wpe, params.ln_f.g, params.ln_f.b]
+    for b in params.blocks:
+        for part in (b.ln_1, b.ln_2):
+            leaves += [part.g, part.b]
+        for part in (b.attn_c_attn, b.attn_c_proj, b.mlp_c_fc, b.mlp_c_proj):
+            leaves += [part.w, part.b]
+
+    def copied(calls):
+        return [c[2] for c in calls if c[0] == "memcpy" and c[1] == "to_device"]
+
+    print(json.dumps({"scenario": "gpt2_fused", "weight_arrays": len(leaves), "weight_bytes": sum(a.nbytes for a in leaves),
+                      "first_copies": copied(first), "second_copies": copied(second)}), flush=True)
+
+
+RUNTIME = None
+
 if __name__ == "__main__":
     main(sys.argv[1])
+    resident_scenario()
+    gpt2_scenario(sys.argv[2])

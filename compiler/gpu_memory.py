@@ -1,0 +1,134 @@
+"""Arrays that stay in GPU memory between calls. ``to_device`` copies a NumPy array
+into a plain device allocation once (never managed memory); a ``DeviceArray`` passed
+to a function compiled for the GPU target goes to its kernels as it is, with no copy,
+so weights are uploaded once rather than on every call. Allocation and copies go
+through the same ``libmlir_cuda_runtime`` the kernels use. Inside ``build_only``
+``to_device`` gives a placeholder with a shape and dtype but no memory: kernels are
+built for it, never run."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import numpy as np
+
+
+class DeviceArray:
+    """A dense row-major array in device memory, freed when the object is."""
+
+    def __init__(self, pointer: int | None, shape: tuple, dtype: np.dtype):
+        self.pointer = pointer            # None: a build-only placeholder with no memory
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self._freed = False
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def is_placeholder(self) -> bool:
+        return self.pointer is None
+
+    def __repr__(self) -> str:
+        where = "placeholder" if self.is_placeholder else f"device 0x{self.pointer or 0:x}"
+        return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, {where})"
+
+    def to_host(self) -> np.ndarray:
+        """A NumPy copy of the contents."""
+        if self.is_placeholder:
+            raise ValueError("a build-only placeholder DeviceArray holds no data")
+        out = np.empty(self.shape, self.dtype)
+        if self.nbytes:
+            _copy(out.ctypes.data, self.pointer, self.nbytes)
+        return out
+
+    def __array__(self, *args, **kwargs):
+        raise TypeError("a DeviceArray lives in GPU memory: call .to_host() for a NumPy copy")
+
+    def __del__(self):
+        if self.pointer and not self._freed:
+            self._freed = True
+            try:
+                _runtime().mgpuMemFree(self.pointer, None)
+            except Exception:  # interpreter shutdown: the runtime may already be gone
+                pass
+
+
+_lock = threading.Lock()
+
+
+def _runtime():
+    """The loaded CUDA runtime wrappers (libmlir_cuda_runtime), with their C signatures."""
+    from . import gpu
+    libs = gpu._cuda_runtime_libraries()
+    lib = ctypes.CDLL(libs[-1])
+    p = ctypes.c_void_p
+    lib.mgpuMemAlloc.restype, lib.mgpuMemAlloc.argtypes = p, [ctypes.c_uint64, p, ctypes.c_bool]
+    lib.mgpuMemFree.restype, lib.mgpuMemFree.argtypes = None, [p, p]
+    lib.mgpuMemcpy.restype, lib.mgpuMemcpy.argtypes = None, [p, p, ctypes.c_size_t, p]
+    lib.mgpuStreamCreate.restype, lib.mgpuStreamCreate.argtypes = p, []
+    lib.mgpuStreamSynchronize.restype, lib.mgpuStreamSynchronize.argtypes = None, [p]
+    lib.mgpuStreamDestroy.restype, lib.mgpuStreamDestroy.argtypes = None, [p]
+    return lib
+
+
+def _copy(dst: int, src: int, nbytes: int) -> None:
+    """A copy that has finished when this returns (the kernels run on streams of their own)."""
+    rt = _runtime()
+    with _lock:
+        stream = rt.mgpuStreamCreate()
+        rt.mgpuMemcpy(dst, src, nbytes, stream)
+        rt.mgpuStreamSynchronize(stream)
+        rt.mgpuStreamDestroy(stream)
+
+
+def to_device(array) -> DeviceArray:
+    """Copy ``array`` into a new device allocation (a placeholder inside ``build_only``)."""
+    from . import dtypes as dt
+    from .jit import building
+
+    host = np.ascontiguousarray(array)
+    if host.dtype not in dt.SUPPORTED:
+        raise TypeError(f"dtype {host.dtype} is not supported on the device")
+    if building():
+        return DeviceArray(None, host.shape, host.dtype)
+    from .gpu import DeviceUnavailableError, device_available
+    ok, reason = device_available()
+    if not ok:
+        raise DeviceUnavailableError(f"cannot copy an array to the GPU: {reason}")
+    storage = host.view(np.int8) if host.dtype == np.bool_ else host  # bools are stored as i8, one byte each
+    if not host.nbytes:
+        return DeviceArray(0, host.shape, host.dtype)
+    pointer = _runtime().mgpuMemAlloc(host.nbytes, None, False)
+    if not pointer:
+        raise MemoryError(f"the GPU could not allocate {host.nbytes} bytes for an array of shape {host.shape}")
+    out = DeviceArray(pointer, host.shape, host.dtype)
+    _copy(pointer, storage.ctypes.data, host.nbytes)
+    return out
+
+
+def tree_to_device(tree):
+    """``to_device`` on every array of a nest of dataclasses, tuples, lists and dicts."""
+    import dataclasses
+
+    if isinstance(tree, (np.ndarray, np.generic)):
+        return to_device(tree)
+    if dataclasses.is_dataclass(tree) and not isinstance(tree, type):
+        return type(tree)(**{f.name: tree_to_device(getattr(tree, f.name)) for f in dataclasses.fields(tree)})
+    if isinstance(tree, tuple) and hasattr(tree, "_fields"):
+        return type(tree)(*[tree_to_device(v) for v in tree])
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(tree_to_device(v) for v in tree)
+    if isinstance(tree, dict):
+        return {k: tree_to_device(v) for k, v in tree.items()}
+    return tree
