@@ -15,9 +15,11 @@
 #   (CAPTURE: the 10-token capture of the default model)
 # Make the 10-token reference capture first, on this machine: `parity verify` (it lands in captures/).
 # PYTHON (default python3) must have the project installed, for the kernel build.
+# `--kernels-only` rebuilds only .device/kernels.tar.xz (after a compiler change), keeping the parts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=.device
+if [ "${1:-}" != "--kernels-only" ]; then
 rm -rf "$dest" && mkdir -p "$dest/wheels" "$dest/site" "$dest/parts"
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
@@ -33,7 +35,9 @@ chmod -R u+rwX,go+rX "$dest/site"
 find "$dest/site" -name "*.so*" -exec chmod +x {} +
 tar -C "$dest/site" -cf - . | xz -T0 -6 | split -b 40M - "$dest/parts/site.tar.xz.part-"
 rm -rf "$dest/wheels" "$dest/site"
+fi
 
+rm -rf "$dest/prebuilt"
 # The GPU kernels of scripts/gpu_check.sh (its prompt, 10 tokens: every padded length it meets),
 # built into a cache of their own; the model comes from the usual cache.
 PYTHON="${PYTHON:-python3}"
@@ -43,6 +47,7 @@ for mode in subgraph fused; do
     PARITY_CACHE="$dest/prebuilt" "$PYTHON" -m harness.cli generate "$PROMPT" --tokens 10 --mode "$mode" \
         --target gpu --build-only --model "$model"
 done
+rm -f "$dest/kernels.tar.xz"
 tar -C "$dest/prebuilt" -cf - kernels | xz -T0 -6 > "$dest/kernels.tar.xz"
 rm -rf "$dest/prebuilt"
 ls -l "$dest/parts" "$dest/kernels.tar.xz"
