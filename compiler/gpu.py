@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .backend import (TENSOR_PIPELINE, TARGETS, Target, _asm, _linker, _lock, _parse, _run_pipeline, cached_library,
+from .backend import (TENSOR_PIPELINE, TARGETS, Target, _asm, _linker, _lock, _parse, _retire, _run_pipeline, cached_library,
                       disk_cache_enabled, kernel_cache_dir, kernel_key, mlir_lib_dir, store_library)
 from .gpu_matmul import substitute_matmuls
 from .gpu_toolchain import GpuToolchain, ToolchainError, find_libdevice, find_toolchain
@@ -440,7 +440,10 @@ class GpuTarget(Target):
         key = self.cache_key(lowered, toolchain)
         library = cached_library(key, lowered.func_name)
         if library is not None:
-            return GpuKernel(library, lowered.func_name, from_disk_cache=True)
+            try:
+                return GpuKernel(library, lowered.func_name, from_disk_cache=True)
+            except (OSError, AttributeError):
+                _retire(library.parent)  # intact bytes that do not load: rebuilt below
         library = store_library(key, lowered.func_name, lambda so: self._write_library(lowered, so))
         if library is not None:
             return GpuKernel(library, lowered.func_name)

@@ -33,6 +33,7 @@ mkdir -p /tmp/parity-parts && cp .device/parts/site.tar.xz.part-* /tmp/parity-pa
 if ls /tmp/parity-parts/site.tar.xz.part-* >/dev/null 2>&1; then
     mkdir -p /tmp/parity-site
     step unpack sh -c "cat /tmp/parity-parts/site.tar.xz.part-* | xz -d | tar -x -C /tmp/parity-site"
+    chmod +x /tmp/parity-site/mlir/bin/* /tmp/parity-site/llvm/bin/* 2>/dev/null
     export PYTHONPATH="/tmp/parity-site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 fi
 parity() { python3 -m harness.cli "$@"; }

@@ -33,6 +33,7 @@ find "$dest/site/llvm/bin" -type f ! -name llc -delete
 rm -f "$dest/site/mlir/lib/libMLIR-C.so"
 chmod -R u+rwX,go+rX "$dest/site"
 find "$dest/site" -name "*.so*" -exec chmod +x {} +
+chmod +x "$dest"/site/mlir/bin/* "$dest"/site/llvm/bin/*  # zip extraction drops the executable bits
 tar -C "$dest/site" -cf - . | xz -T0 -6 | split -b 40M - "$dest/parts/site.tar.xz.part-"
 rm -rf "$dest/wheels" "$dest/site"
 fi

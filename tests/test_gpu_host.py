@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -31,7 +32,9 @@ STREAM = 0x5150  # the fake runtime's stream handle
 
 
 def run_worker(fake_runtime: Path, cache: Path, workdir: Path) -> dict[str, dict]:
-    env = {**os.environ, "PARITY_CACHE": str(cache), "PYTHONPATH": str(Path(__file__).parent.parent)}
+    root = str(Path(__file__).parent.parent)
+    env = {**os.environ, "PARITY_CACHE": str(cache),
+           "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
     env.pop("PARITY_NO_DISK_CACHE", None)
     done = subprocess.run([sys.executable, str(SUPPORT / "gpu_host_worker.py"), str(fake_runtime), str(workdir)],
                           env=env, capture_output=True, text=True, timeout=600)
@@ -39,6 +42,13 @@ def run_worker(fake_runtime: Path, cache: Path, workdir: Path) -> dict[str, dict
     results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert results, done.stdout[-2000:]
     return {r["scenario"]: r for r in results}
+
+
+class Runs(NamedTuple):
+    first: dict      # scenario -> result, from a process that built every library
+    second: dict     # the same from a process that loaded them from the cache
+    fake_runtime: Path
+    base: Path
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +61,7 @@ def runs(tmp_path_factory):
     subprocess.run([compiler_driver, "-shared", "-fPIC", "-o", str(fake), str(SUPPORT / "fake_cuda_runtime.c")], check=True)
     (base / "one").mkdir()
     (base / "two").mkdir()
-    return run_worker(fake, base / "cache", base / "one"), run_worker(fake, base / "cache", base / "two")
+    return Runs(run_worker(fake, base / "cache", base / "one"), run_worker(fake, base / "cache", base / "two"), fake, base)
 
 
 def of(result, kind):
@@ -59,7 +69,7 @@ def of(result, kind):
 
 
 def test_kernel_modules_load_as_cubins_when_the_library_loads(runs):
-    first, _ = runs
+    first = runs.first
     result = first["softmax"]
     assert result["kernel_class"] == "GpuKernel"
     loads = of(result, "load")
@@ -70,7 +80,7 @@ def test_kernel_modules_load_as_cubins_when_the_library_loads(runs):
 
 
 def test_explicit_copies_plain_device_memory_one_stream(runs):
-    first, _ = runs
+    first = runs.first
     result = first["gelu_matmul_and_sum"]
     calls = result["calls"]
     body = calls[calls.index(["stream"]):]
@@ -98,14 +108,14 @@ def test_explicit_copies_plain_device_memory_one_stream(runs):
 
 def test_matmul_launch_geometry(runs):
     from compiler.gpu_matmul import TILE as tile
-    first, _ = runs
+    first = runs.first
     grids = [(tuple(c[1]), tuple(c[2])) for c in of(first["matmul"], "launch")]
     assert (((19 + tile - 1) // tile, (37 + tile - 1) // tile, 1), (tile, tile, 1)) in grids
     assert all(b[0] * b[1] * b[2] <= 1024 for _, b in grids)
 
 
 def test_second_process_loads_kernel_libraries_from_the_disk_cache(runs):
-    first, second = runs
+    first, second = runs.first, runs.second
     compiled = [name for name in first if "calls" in first[name]]
     assert all(not first[name]["from_disk_cache"] for name in compiled)
     assert all(second[name]["from_disk_cache"] for name in compiled)
@@ -120,7 +130,7 @@ def without_values(calls):
 
 
 def test_device_resident_weight_is_uploaded_once_and_passed_to_kernels_as_is(runs):
-    first, _ = runs
+    first = runs.first
     result = first["resident"]
     x_digest, w_digest = result["input_digests"]
     pointer = result["device_pointer"]
@@ -141,7 +151,7 @@ def test_device_resident_weight_is_uploaded_once_and_passed_to_kernels_as_is(run
 
 
 def test_gpt2_on_the_gpu_uploads_its_weights_once(runs):
-    first, _ = runs
+    first = runs.first
     result = first["gpt2_fused"]
     weights = result["weight_bytes"]
     # first forward: every weight array once, plus the small per-call inputs
@@ -150,3 +160,23 @@ def test_gpt2_on_the_gpu_uploads_its_weights_once(runs):
     # second forward: only token ids, the last-row index and small constants
     assert sum(result["second_copies"]) < weights / 100
     assert len(result["second_copies"]) <= len(result["first_copies"]) - result["weight_arrays"]
+
+
+def test_a_cached_library_that_does_not_load_is_rebuilt(runs):
+    import hashlib
+
+    fake, base = runs.fake_runtime, runs.base
+    cache = base / "corrupt-cache"
+    shutil.copytree(base / "cache", cache)
+    entries = [e for e in (cache / "kernels").iterdir() if not e.name.startswith(".")]
+    for entry in entries:  # intact checksums over bytes that are no shared library
+        junk = b"\x7fELF" + os.urandom(512)
+        (entry / "kernel.so").write_bytes(junk)
+        meta = json.loads((entry / "meta.json").read_text())
+        meta["sha256"] = hashlib.sha256(junk).hexdigest()
+        (entry / "meta.json").write_text(json.dumps(meta))
+    (base / "three").mkdir()
+    third = run_worker(fake, cache, base / "three")
+    compiled = [name for name in third if "calls" in third[name]]
+    assert compiled and all(not third[name]["from_disk_cache"] for name in compiled)
+    assert without_values(third["softmax"]["calls"]) == without_values(runs.first["softmax"]["calls"])
