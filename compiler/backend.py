@@ -442,6 +442,26 @@ def _retire(entry: Path) -> None:
         pass
 
 
+STALE_AFTER_S = 3600  # a writer that has not renamed its temporary into place within this is dead
+
+
+def sweep_stale_temporaries(root: Path, max_age_s: float = STALE_AFTER_S) -> int:
+    """Delete the ``.tmp-*``/``.trash-*`` leftovers of killed writers (a SIGKILL between mkdtemp and the
+    rename); recent ones may belong to a live writer and stay. Returns how many were removed."""
+    import time
+
+    removed = 0
+    now = time.time()
+    for leftover in list(root.glob(".tmp-*")) + list(root.glob(".trash-*")):
+        try:
+            if now - leftover.stat().st_mtime > max_age_s:
+                shutil.rmtree(leftover)
+                removed += 1
+        except OSError:
+            pass  # another process swept it first
+    return removed
+
+
 def _linker() -> str | None:
     return shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 
@@ -476,6 +496,7 @@ def store_library(key: str, func_name: str, write_library) -> Path | None:
         return entry / "kernel.so"
     try:
         root.mkdir(parents=True, exist_ok=True)
+        sweep_stale_temporaries(root)
         _retire(entry)  # corrupt or from another toolchain: the rebuilt kernel takes its place
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
         try:

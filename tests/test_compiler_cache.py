@@ -204,3 +204,24 @@ def test_corrupt_cache_entry_is_ignored_and_rebuilt(populated, tmp_path, corrupt
     assert len(entries(cache)) == 1
     again = run_script(script, cache)
     assert again == {"from_disk_cache": True, "correct": True, "compile_count": 1}
+
+
+def test_leftovers_of_killed_writers_are_swept_but_live_ones_kept(tmp_path, monkeypatch):
+    import time
+
+    from compiler.backend import STALE_AFTER_S
+
+    monkeypatch.setenv("PARITY_CACHE", str(tmp_path))
+    root = tmp_path / "kernels"
+    stale_tmp, stale_trash, live_tmp = root / ".tmp-dead", root / ".trash-dead", root / ".tmp-live"
+    for d in (stale_tmp, stale_trash, live_tmp):
+        (d / "entry").mkdir(parents=True)
+        (d / "entry" / "kernel.so").write_bytes(b"half-written")
+    old = time.time() - STALE_AFTER_S - 60
+    for d in (stale_tmp, stale_trash):
+        os.utime(d, (old, old))
+    f = jit(lambda x: x * 3)
+    np.testing.assert_array_equal(f(np.arange(4.0)), np.arange(4.0) * 3)  # compiling stores a kernel: the sweep runs
+    assert not stale_tmp.exists() and not stale_trash.exists()
+    assert (live_tmp / "entry" / "kernel.so").read_bytes() == b"half-written"
+    assert len(entries(tmp_path)) == 1
