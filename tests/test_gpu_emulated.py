@@ -1,0 +1,173 @@
+"""GPU kernel numerics without a GPU: the GPU target's module (host code plus outlined
+kernels, exactly as it goes to NVVM) runs on the CPU emulator in tests/support, thread
+by thread with real barriers, against NumPy: values with tight tolerances and exact
+dtypes. What is below that IR (NVVM codegen, ptxas, the driver) needs a device
+(tests/test_gpu.py). The emulator itself is shown to catch a wrong index, a missing
+barrier and an unguarded load in the tiled matmul kernel."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from compiler import ops
+
+pytest.importorskip("compiler.gpu")
+sys.path.insert(0, str(Path(__file__).parent / "support"))
+from gpu_emulator import EmulationError, ResidentArray, emulate  # noqa: E402
+
+RNG = np.random.default_rng(2024)
+
+
+def rand(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def tol(*arrays):
+    """float32 tolerances wherever float32 takes part (a float32 intermediate rounds like one),
+    float64 ones otherwise; integers exactly."""
+    kinds = {a.dtype for a in arrays}
+    if np.dtype(np.float32) in kinds:
+        return dict(rtol=2e-6, atol=2e-6)
+    if np.dtype(np.float64) in kinds:
+        return dict(rtol=1e-13, atol=1e-13)
+    return dict(rtol=0, atol=0)
+
+
+def check(fn, *args, **static):
+    expected = fn(*args, **static)
+    got, emulator = emulate(fn, *args, **static)
+    expected_leaves = expected if isinstance(expected, tuple) else (expected,)
+    got_leaves = got if isinstance(got, tuple) else (got,)
+    inputs = [a for a in args if isinstance(a, np.ndarray)]
+    for g, e in zip(got_leaves, expected_leaves):
+        assert g.dtype == e.dtype and g.shape == e.shape
+        np.testing.assert_allclose(g, e, **tol(e, *inputs))
+    return emulator
+
+
+CASES = {
+    "matmul, partial edge tiles": (lambda a, b: a @ b, (rand(37, 50), rand(50, 19))),
+    "matmul float64": (lambda a, b: a @ b, (rand(20, 33, dtype=np.float64), rand(33, 18, dtype=np.float64))),
+    "matmul float32 @ float64": (lambda a, b: a @ b, (rand(9, 12), rand(12, 5, dtype=np.float64))),
+    "batched matmul, transposed view": (lambda q, k: q @ k.transpose(0, 2, 1), (rand(3, 17, 8), rand(3, 17, 8))),
+    "matmul of a folded .T": (lambda a, w: a @ w.T, (rand(6, 20), rand(11, 20))),
+    "gelu": (ops.gelu, (rand(5, 40),)),
+    "softmax": (ops.softmax, (rand(6, 33),)),
+    "layer_norm": (ops.layer_norm, (rand(6, 48), rand(48), rand(48))),
+    "full reduction": (lambda a: a.sum(), (rand(7, 9),)),
+    "reduction over the first axis": (lambda a: a.max(axis=0), (rand(7, 9, dtype=np.float64),)),
+    "gather, slice, transpose, concatenate": (
+        lambda t, i: np.concatenate([t[i], t[1:3].T[:, :2].T], axis=0) * 2, (rand(10, 6), np.array([3, 0, 9]))),
+    "where, comparison, cast": (lambda a: np.where(a > 0, a, a * 0.1).astype(np.float64), (rand(4, 5),)),
+    "integer arithmetic": (lambda a, b: (a * 3 + b) * a - np.maximum(a, b), (np.arange(-6, 6).reshape(3, 4), np.arange(12).reshape(3, 4) + 1)),
+    "rank-0 result of a mixed expression": (lambda a: np.exp(a).mean() * np.float64(0.5), (rand(3, 3),)),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_kernels_match_numpy(name):
+    fn, args = CASES[name]
+    check(fn, *args)
+
+
+def tiny_params(n_layer=2, width=32, vocab=64, n_ctx=16):
+    from compiler.gpt2.checkpoint import BlockParams, GPT2Params, LayerNormParams, LinearParams
+
+    def block():
+        return BlockParams(
+            ln_1=LayerNormParams(1 + 0.1 * rand(width), 0.1 * rand(width)),
+            attn_c_attn=LinearParams(rand(width, 3 * width) * 0.2, 0.1 * rand(3 * width)),
+            attn_c_proj=LinearParams(rand(width, width) * 0.2, 0.1 * rand(width)),
+            ln_2=LayerNormParams(1 + 0.1 * rand(width), 0.1 * rand(width)),
+            mlp_c_fc=LinearParams(rand(width, 4 * width) * 0.2, 0.1 * rand(4 * width)),
+            mlp_c_proj=LinearParams(rand(4 * width, width) * 0.2, 0.1 * rand(width)),
+        )
+    return GPT2Params(rand(vocab, width), rand(n_ctx, width) * 0.1, [block() for _ in range(n_layer)],
+                      LayerNormParams(1 + 0.1 * rand(width), 0.1 * rand(width)))
+
+
+@pytest.fixture(scope="module")
+def gpt2():
+    from compiler.gpt2.model import prepared_params
+    params, wte64 = prepared_params(tiny_params())
+    return params, wte64
+
+
+def test_gpt2_sublayers(gpt2):
+    from compiler.gpt2.model import attention_sublayer, embedding, feedforward_sublayer, final_projection
+    params, wte64 = gpt2
+    b0, b1 = params.blocks
+    ids = np.array([5, 9, 1, 7, 63, 0, 0, 0])
+    x32 = embedding(params.wte, params.wpe, ids)
+    check(embedding, params.wte, params.wpe, ids)
+    x64 = attention_sublayer(x32, b0.ln_1.g, b0.ln_1.b, b0.attn_c_attn.w, b0.attn_c_attn.b, b0.attn_c_proj.w,
+                             b0.attn_c_proj.b, n_head=4)
+    assert x64.dtype == np.float64  # the first attention scores are scaled by a float64 scalar
+    check(attention_sublayer, x32, b0.ln_1.g, b0.ln_1.b, b0.attn_c_attn.w, b0.attn_c_attn.b, b0.attn_c_proj.w,
+          b0.attn_c_proj.b, n_head=4)
+    check(attention_sublayer, x64, b1.ln_1.g, b1.ln_1.b, b1.attn_c_attn.w, b1.attn_c_attn.b, b1.attn_c_proj.w,
+          b1.attn_c_proj.b, n_head=4)
+    check(feedforward_sublayer, x64, b0.ln_2.g, b0.ln_2.b, b0.mlp_c_fc.w, b0.mlp_c_fc.b, b0.mlp_c_proj.w, b0.mlp_c_proj.b)
+    check(final_projection, x64, np.array([4]), params.ln_f.g, params.ln_f.b, wte64)
+
+
+def test_gpt2_fused_forward_with_device_resident_weights(gpt2):
+    """The fused forward as GPT-2 runs it on the GPU: weights resident, token ids from the host."""
+    import dataclasses
+
+    from compiler.gpt2.model import gpt2_fused
+    params, wte64 = gpt2
+    ids, last = np.array([5, 9, 1, 7, 0, 0, 0, 0]), np.array([3])
+    expected = gpt2_fused(ids, last, params, wte64, n_head=4)
+
+    def resident(tree):
+        if isinstance(tree, np.ndarray):
+            return ResidentArray(tree)
+        if dataclasses.is_dataclass(tree):
+            return type(tree)(**{f.name: resident(getattr(tree, f.name)) for f in dataclasses.fields(tree)})
+        return type(tree)(resident(v) for v in tree)
+
+    got, emulator = emulate(gpt2_fused, ids, last, resident(params), ResidentArray(wte64), n_head=4)
+    assert emulator.launches > 50
+    assert got.dtype == expected.dtype == np.float64 and got.shape == (1, 64)
+    # float32 until the first scaled scores, float64 after: float32 rounding bounds the difference
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    assert np.argmax(got) == np.argmax(expected)
+
+
+# --------------------------------------------------------------------------- the emulator catches kernel bugs
+
+
+@pytest.fixture
+def broken_matmul_kernel(monkeypatch):
+    import compiler.gpu_matmul as gm
+
+    def apply(old: str, new: str, count: int = 1):
+        assert gm._KERNEL.count(old) >= count, old
+        monkeypatch.setattr(gm, "_KERNEL", gm._KERNEL.replace(old, new, count))
+    return apply
+
+
+def test_emulator_catches_a_wrong_tile_index(broken_matmul_kernel):
+    broken_matmul_kernel("%kb = arith.addi %kbase, %ty", "%kb = arith.addi %kbase, %tx")
+    a, b = rand(20, 20), rand(20, 20)
+    got, _ = emulate(lambda p, q: p @ q, a, b)
+    assert not np.allclose(got, a @ b, rtol=1e-3, atol=1e-3)
+
+
+def test_emulator_catches_a_missing_barrier(broken_matmul_kernel):
+    """Without the barrier after staging, threads read tiles other threads have not written yet."""
+    broken_matmul_kernel("gpu.barrier\n", "")
+    a, b = rand(20, 20), rand(20, 20)
+    got, _ = emulate(lambda p, q: p @ q, a, b)
+    assert np.isnan(got).any(), "fresh workgroup memory holds NaN, so reading it early shows"
+
+
+def test_emulator_catches_an_unguarded_load(broken_matmul_kernel):
+    broken_matmul_kernel("%a_ok = arith.andi %row_ok, %ka_ok : i1", "%a_ok = arith.ori %row_ok, %ka_ok : i1")
+    with pytest.raises(EmulationError, match="out of bounds"):
+        emulate(lambda p, q: p @ q, rand(20, 20), rand(20, 7))
