@@ -233,7 +233,7 @@ def _to_device_memory(func_op, n_outputs: int) -> None:
         elif op.name == "memref.get_global":
             buf = device_alloc(op.result.type, op, op.location)
             uses = [u.owner for u in op.result.uses]
-            with ir.InsertionPoint(op), op.location:
+            with ir.InsertionPoint.after(op), op.location:  # the copy reads the global: after it
                 gpu.memcpy(None, [], buf, op.result)
             for user in uses:
                 for i, operand in enumerate(user.operands):

@@ -293,6 +293,8 @@ def _boundary_arrays(leaves: list) -> list:
             out.append(leaf)
             continue
         arr = np.ascontiguousarray(leaf)
+        if arr.shape != leaf.shape:  # ascontiguousarray makes 0-d arrays 1-d
+            arr = arr.reshape(leaf.shape)
         if any(isinstance(prev, np.ndarray) and np.may_share_memory(arr, prev) for prev in out):
             arr = arr.copy()
         out.append(arr)

@@ -213,8 +213,8 @@ def _constant_value(op):
     from mlir import ir
     attr = op.attributes["value"]
     t = str(op.results[0].type)
-    if t in _INT_WIDTH:
-        return int(ir.IntegerAttr(attr).value) if t != "i1" else bool(ir.IntegerAttr(attr).value)
+    if t in _INT_WIDTH:  # signless: the attribute may hold the unsigned reading
+        return _wrap(ir.IntegerAttr(attr).value, _INT_WIDTH[t]) if t != "i1" else bool(ir.IntegerAttr(attr).value)
     if t in ("f16", "f32", "f64"):
         return _DTYPES[t](ir.FloatAttr(attr).value)
     raise EmulationError(f"constant of type {t} is not emulated")
@@ -268,6 +268,8 @@ class Compiler:
             }[name]
             if w == 1:
                 return plain(lambda env, ctx: env.__setitem__(o, bool(f(int(env[a]), int(env[b])) & 1)))
+            g = f
+            f = lambda x, y: g(int(x), int(y))  # noqa: E731  (Python ints: wrap explicitly, never overflow)
             if name in ("arith.divui", "arith.remui", "arith.divsi", "arith.remsi", "arith.ceildivui", "arith.ceildivsi"):
                 def div(env, ctx):
                     if env[b] == 0:
@@ -456,12 +458,27 @@ class Kernel:
             live = waiting
 
 
+def _global_value(op) -> np.ndarray:
+    """A ``memref.global`` constant's initial value as a (signless) array."""
+    from mlir import ir
+    t = str(ir.TypeAttr(op.attributes["type"]).value)
+    shape = [d for d in memref_shape(t)]
+    dtype = element_dtype(t)
+    attr = ir.DenseElementsAttr(op.attributes["initial_value"])
+    if attr.is_splat:
+        splat = attr.get_splat_value()
+        value = ir.FloatAttr(splat).value if np.issubdtype(dtype, np.floating) else ir.IntegerAttr(splat).value
+        return np.full(shape, value, dtype)
+    return np.array(attr).astype(dtype).reshape(shape)
+
+
 class Emulator:
     """A module at the GPU target's ``kernels`` stage, ready to run on the CPU."""
 
     def __init__(self, module, func_name: str):
         self.slots = _Slots()
         self.kernels = {}
+        self.globals = {}
         host = None
         for op in module.body.operations:
             op = op.operation
@@ -474,6 +491,8 @@ class Emulator:
                         self.kernels[(mod_name, k.name)] = k
             elif op.name == "func.func" and str(op.attributes["sym_name"]).strip('"') == func_name:
                 host = op
+            elif op.name == "memref.global":
+                self.globals[str(op.attributes["sym_name"]).strip('"')] = _global_value(op)
         if host is None:
             raise EmulationError(f"no host function @{func_name}")
         self.host_block = host.regions[0].blocks[0]
@@ -527,6 +546,9 @@ class Emulator:
             shape = [d if d is not None else next(dynamic) for d in shape]
             strides = [int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape))]
             self._set(env, op.results[0], View(fresh_buffer(t, shape, f"alloc@{op.location}"), 0, shape, strides))
+        elif name == "memref.get_global":
+            value = self.globals[str(op.attributes["name"]).lstrip("@")]
+            self._set(env, op.results[0], dense_view(value.copy(), f"global {op.attributes['name']}"))
         elif name == "gpu.dealloc":
             get(op.operands[0]).buf.freed = True
         elif name == "gpu.memcpy":
@@ -632,6 +654,15 @@ class ResidentArray(DeviceArray):
         self.host = np.ascontiguousarray(host)
 
 
+def signless(array: np.ndarray) -> np.ndarray:
+    """The array as the IR stores it: bools as i8, unsigned integers as signless (signed) ones."""
+    if array.dtype == np.bool_:
+        return array.view(np.int8)
+    if array.dtype.kind == "u":
+        return array.view(np.dtype(f"i{array.dtype.itemsize}"))
+    return array
+
+
 def emulate(fn, *args, **static):
     """``fn`` compiled for the GPU target and run on the CPU emulator: (what the compiled function
     returns, the Emulator). ``ResidentArray`` arguments compile as device-resident."""
@@ -642,11 +673,11 @@ def emulate(fn, *args, **static):
     for i, a in enumerate(args):
         _flatten(a, f"#{i}", leaves, paths)
     leaves = [leaf.host if isinstance(leaf, ResidentArray) else leaf for leaf in leaves]
-    arrays = [a.view(np.int8) if a.dtype == np.bool_ else a.copy() for a in _boundary_arrays(leaves)]
+    arrays = [signless(a.copy()) for a in _boundary_arrays(leaves)]
     outputs = [np.empty(shape, dtype) for shape, dtype in lowered.out_specs]
-    storage = [o.view(np.int8) if o.dtype == np.bool_ else o for o in outputs]
+    storage = [signless(o) for o in outputs]
     with module.context:
         emulator = Emulator(module, lowered.func_name)
-        emulator.run(arrays + [np.ascontiguousarray(h) for h in lowered.hidden] + storage)
+        emulator.run(arrays + [signless(np.ascontiguousarray(h)) for h in lowered.hidden] + storage)
     _, _, out_tree, _ = trace(fn, args, static)
     return _unflatten(out_tree, iter(outputs)), emulator
