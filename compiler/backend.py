@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -448,8 +449,6 @@ STALE_AFTER_S = 3600  # a writer that has not renamed its temporary into place w
 def sweep_stale_temporaries(root: Path, max_age_s: float = STALE_AFTER_S) -> int:
     """Delete the ``.tmp-*``/``.trash-*`` leftovers of killed writers (a SIGKILL between mkdtemp and the
     rename); recent ones may belong to a live writer and stay. Returns how many were removed."""
-    import time
-
     removed = 0
     now = time.time()
     for leftover in list(root.glob(".tmp-*")) + list(root.glob(".trash-*")):
@@ -490,10 +489,11 @@ def store_library(key: str, func_name: str, write_library) -> Path | None:
     atomically (a whole entry appears or none); its path, or None when the cache is off or unwritable."""
     if not disk_cache_enabled():
         return None
+    existing = cached_library(key, func_name)
+    if existing is not None:
+        return existing
     root = kernel_cache_dir()
     entry = root / key
-    if _entry_is_valid(entry, key, func_name):
-        return entry / "kernel.so"
     try:
         root.mkdir(parents=True, exist_ok=True)
         sweep_stale_temporaries(root)

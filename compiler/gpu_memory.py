@@ -119,16 +119,5 @@ def to_device(array) -> DeviceArray:
 
 def tree_to_device(tree):
     """``to_device`` on every array of a nest of dataclasses, tuples, lists and dicts."""
-    import dataclasses
-
-    if isinstance(tree, (np.ndarray, np.generic)):
-        return to_device(tree)
-    if dataclasses.is_dataclass(tree) and not isinstance(tree, type):
-        return type(tree)(**{f.name: tree_to_device(getattr(tree, f.name)) for f in dataclasses.fields(tree)})
-    if isinstance(tree, tuple) and hasattr(tree, "_fields"):
-        return type(tree)(*[tree_to_device(v) for v in tree])
-    if isinstance(tree, (tuple, list)):
-        return type(tree)(tree_to_device(v) for v in tree)
-    if isinstance(tree, dict):
-        return {k: tree_to_device(v) for k, v in tree.items()}
-    return tree
+    from .jit import map_arrays
+    return map_arrays(to_device, tree)

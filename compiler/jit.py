@@ -77,6 +77,13 @@ def _unflatten(tree, leaves):
     raise AssertionError(kind)
 
 
+def map_arrays(fn, tree):
+    """``tree`` (nested tuples, lists, dicts, dataclasses) with ``fn`` applied to every array leaf."""
+    leaves, paths = [], []
+    structure = _flatten(tree, "tree", leaves, paths)
+    return _unflatten(structure, iter(fn(leaf) for leaf in leaves))
+
+
 def _flatten_outputs(out, path="result"):
     if isinstance(out, Tensor):
         return [out.node], ("array",)
@@ -187,11 +194,10 @@ class JitFunction:
             except TypeError:
                 raise TypeError(f"keyword argument {k!r} is static and must be hashable, got {type(v).__name__}") from None
         sig = tuple((leaf.shape, leaf.dtype.str, isinstance(leaf, DeviceArray)) for leaf in leaves)
-        if self.target != "gpu":
-            for leaf, path in zip(leaves, paths):
-                if isinstance(leaf, DeviceArray):
-                    raise TypeError(f"argument {path}: a DeviceArray lives in GPU memory; this function is compiled "
-                                    f"for the {self.target} target (pass a NumPy array, or use target='gpu')")
+        if self.target != "gpu" and any(resident for _, _, resident in sig):
+            path = next(p for (_, _, resident), p in zip(sig, paths) if resident)
+            raise TypeError(f"argument {path}: a DeviceArray lives in GPU memory; this function is compiled "
+                            f"for the {self.target} target (pass a NumPy array, or use target='gpu')")
         key = (tree, sig, tuple(sorted(kwargs.items())), get_target(self.target).specialization_tag(),
                tuple(sorted(FAULTS.items())))
         return key, leaves, paths
