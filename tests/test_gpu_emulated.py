@@ -155,21 +155,13 @@ def test_gpt2_sublayers(gpt2):
 
 def test_gpt2_fused_forward_with_device_resident_weights(gpt2):
     """The fused forward as GPT-2 runs it on the GPU: weights resident, token ids from the host."""
-    import dataclasses
-
     from compiler.gpt2.model import gpt2_fused
+    from compiler.jit import map_arrays
     params, wte64 = gpt2
     ids, last = np.array([5, 9, 1, 7, 0, 0, 0, 0]), np.array([3])
     expected = gpt2_fused(ids, last, params, wte64, n_head=4)
 
-    def resident(tree):
-        if isinstance(tree, np.ndarray):
-            return ResidentArray(tree)
-        if dataclasses.is_dataclass(tree):
-            return type(tree)(**{f.name: resident(getattr(tree, f.name)) for f in dataclasses.fields(tree)})
-        return type(tree)(resident(v) for v in tree)
-
-    got, emulator = emulate(gpt2_fused, ids, last, resident(params), ResidentArray(wte64), n_head=4)
+    got, emulator = emulate(gpt2_fused, ids, last, map_arrays(ResidentArray, params), ResidentArray(wte64), n_head=4)
     assert emulator.launches > 50
     assert got.dtype == expected.dtype == np.float64 and got.shape == (1, 64)
     # float32 until the first scaled scores, float64 after: float32 rounding bounds the difference

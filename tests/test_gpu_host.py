@@ -92,8 +92,7 @@ def test_explicit_copies_plain_device_memory_one_stream(runs):
     assert [c[2] for c in to_device] == result["input_bytes"]
     assert sorted(c[2] for c in to_host) == sorted([6 * 3 * 8, 6 * 4])
     assert not [c for c in of(result, "memcpy") if c[1] == "other"]
-    stream_position = {"launch": 3, "memcpy": 3, "alloc": 3}
-    streams = {c[stream_position[c[0]]] for c in body if c[0] in stream_position}
+    streams = {c[3] for c in body if c[0] in ("launch", "memcpy", "alloc")}  # each records its stream 4th
     assert streams == {STREAM}, "every copy and launch is ordered on one stream"
     first_launch = body.index(of(result, "launch")[0])
     last_launch = body.index(of(result, "launch")[-1])

@@ -19,7 +19,8 @@ import numpy as np
 
 from compiler.gpu import GpuTarget
 from compiler.gpu_memory import DeviceArray
-from compiler.jit import JitFunction, _boundary_arrays, _flatten, _unflatten, trace
+from compiler.jit import _boundary_arrays, _flatten, _unflatten, trace
+from compiler.lowering import build_module
 
 BARRIER = object()
 UNINITIALIZED_INT = 0x5A5A5A5A  # what a fresh integer device buffer holds
@@ -63,8 +64,7 @@ class View:
         return pos
 
     def load(self, idx):
-        value = self.buf.data[self.flat(idx)]
-        return value
+        return self.buf.data[self.flat(idx)]
 
     def store(self, idx, value):
         self.buf.data[self.flat(idx)] = value
@@ -94,10 +94,6 @@ _DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i1": np.boo
 def element_dtype(type_text: str):
     m = re.match(r"memref<(?:[\d?]+x)*(\w+)", type_text)
     return _DTYPES[m.group(1)]
-
-
-def scalar_kind(type_text: str) -> str:
-    return type_text.strip()
 
 
 def fresh_buffer(type_text: str, sizes, name: str) -> Buffer:
@@ -419,12 +415,11 @@ class Kernel:
         self.params = [slots.of(a) for a in args[: len(args) - n_workgroup]]
         self.workgroup = [(slots.of(a), str(a.type)) for a in args[len(args) - n_workgroup:]]
         self.code = Compiler(slots).block(block)
-        self.n_slots = lambda: len(slots.index)
+        self.slots = slots
         self.name = ir.StringAttr(func_op.attributes["sym_name"]).value
 
     def launch(self, grid, block, operands):
-        n = self.n_slots()
-        template = [None] * n
+        template = [None] * len(self.slots.index)
         for slot, value in zip(self.params, operands):
             template[slot] = value
         for bz in range(grid[2]):
@@ -495,49 +490,57 @@ class Emulator:
                 self.globals[str(op.attributes["sym_name"]).strip('"')] = _global_value(op)
         if host is None:
             raise EmulationError(f"no host function @{func_name}")
-        self.host_block = host.regions[0].blocks[0]
-        self.host_args = [self.slots.of(a) for a in self.host_block.arguments]
-        self.host_ops = [op.operation for op in self.host_block.operations]
-        self.kernel_code = Compiler(self.slots)
+        host_block = host.regions[0].blocks[0]
+        self.host_args = [self.slots.of(a) for a in host_block.arguments]
+        self.host_program = self._prepare(host_block)  # every value has its slot from here on
         self.launches = 0
 
+    def _prepare(self, block) -> list:
+        """(op, compiled arith closure or None, program of its body or None) per host op."""
+        program = []
+        for op in block.operations:
+            op = op.operation
+            for result in op.results:
+                self.slots.of(result)
+            body = None
+            if op.regions and op.regions[0].blocks:
+                inner = op.regions[0].blocks[0]
+                for arg in inner.arguments:
+                    self.slots.of(arg)
+                body = self._prepare(inner)
+            arith = Compiler(self.slots).op(op)[1] if op.name.startswith("arith.") else None
+            program.append((op, arith, body))
+        return program
+
     def run(self, arrays: list[np.ndarray]) -> None:
-        env = [None] * (len(self.slots.index) + 4096)
+        env = [None] * len(self.slots.index)
         views = []
         for i, (slot, array) in enumerate(zip(self.host_args, arrays)):
             view = dense_view(array, f"arg{i}")
             env[slot] = view
             views.append(view)
-        for op in self.host_ops:
-            self._host_op(op, env)
+        self._run_host(self.host_program, env)
         for array, view in zip(arrays, views):  # results were written into the argument buffers
             array[...] = view.buf.data.reshape(array.shape)
 
+    def _run_host(self, program, env):
+        for op, arith, body in program:
+            if arith is not None:
+                arith(env, {})
+            else:
+                self._host_op(op, body, env)
+
     def _get(self, env, value):
-        slot = self.slots.of(value)
-        if slot >= len(env):
-            env.extend([None] * (slot - len(env) + 1024))
-        return env[slot]
+        return env[self.slots.index[value]]
 
     def _set(self, env, value, result):
-        slot = self.slots.of(value)
-        if slot >= len(env):
-            env.extend([None] * (slot - len(env) + 1024))
-        env[slot] = result
+        env[self.slots.index[value]] = result
 
-    def _host_op(self, op, env):
+    def _host_op(self, op, body, env):
         from mlir import ir
         name = op.name
         get = lambda v: self._get(env, v)  # noqa: E731
-        if name == "arith.constant":
-            self._set(env, op.results[0], _constant_value(op))
-        elif name in ("arith.ceildivui", "arith.muli", "arith.addi", "arith.subi", "arith.divui"):
-            (is_gen, run) = Compiler(self.slots).op(op)
-            grow = len(self.slots.index) + 1024
-            if grow > len(env):
-                env.extend([None] * (grow - len(env)))
-            run(env, {})
-        elif name == "memref.dim":
+        if name == "memref.dim":
             self._set(env, op.results[0], get(op.operands[0]).sizes[get(op.operands[1])])
         elif name == "gpu.alloc":
             t = str(op.results[0].type)
@@ -596,11 +599,10 @@ class Emulator:
             lb, ub, step = (get(v) for v in list(op.operands)[:3])
             if len(op.operands) > 3:
                 raise EmulationError("host scf.for with iter_args is not emulated")
-            body = op.regions[0].blocks[0]
+            iv = op.regions[0].blocks[0].arguments[0]
             for i in range(lb, ub, step):
-                self._set(env, body.arguments[0], i)
-                for inner in body.operations:
-                    self._host_op(inner.operation, env)
+                self._set(env, iv, i)
+                self._run_host(body, env)
         elif name in ("func.return", "scf.yield"):
             pass
         else:
@@ -666,7 +668,8 @@ def signless(array: np.ndarray) -> np.ndarray:
 def emulate(fn, *args, **static):
     """``fn`` compiled for the GPU target and run on the CPU emulator: (what the compiled function
     returns, the Emulator). ``ResidentArray`` arguments compile as device-resident."""
-    lowered = JitFunction(fn, "gpu").lower(*args, **static)
+    inputs, outputs_nodes, out_tree, _ = trace(fn, args, static)
+    lowered = build_module(inputs, outputs_nodes)
     target = GpuTarget()
     module = target.to_kernels(target.optimized(lowered.text), lowered)
     leaves, paths = [], []
@@ -679,5 +682,4 @@ def emulate(fn, *args, **static):
     with module.context:
         emulator = Emulator(module, lowered.func_name)
         emulator.run(arrays + [signless(np.ascontiguousarray(h)) for h in lowered.hidden] + storage)
-    _, _, out_tree, _ = trace(fn, args, static)
     return _unflatten(out_tree, iter(outputs)), emulator
