@@ -45,6 +45,9 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
         compute, _ = dt.resolve_ufunc(np.square, [x.dtype])
         x = P.cast(x, compute[0])
         return Tensor(P.elementwise("multiply", [x, x]))
+    if ufunc is np.divmod:
+        x, y = (_operand(v) for v in inputs)
+        return Tensor(P.elementwise("floor_divide", [x, y])), Tensor(P.elementwise("remainder", [x, y]))
     if ufunc is np.positive:
         return Tensor(_node(inputs[0]))
     name = UFUNC_PRIMITIVES.get(ufunc)

@@ -269,6 +269,9 @@ _UNARY = {
     "tanh": (np.tanh, ANY, TRANSCENDENTAL, False),
     "sqrt": (np.sqrt, NONNEG, EXACT, True),
     "log": (np.log, NONNEG, TRANSCENDENTAL, False),
+    "floor": (np.floor, ANY, EXACT, True),
+    "ceil": (np.ceil, ANY, EXACT, True),
+    "trunc": (np.trunc, ANY, EXACT, True),
 }
 
 for _name, (_fn, _domain, _tol, _exact) in _UNARY.items():
@@ -294,6 +297,10 @@ _BINARY = {
     "subtract": (np.subtract, operator.sub, NUMERIC, (ANY,), EXACT, True),
     "multiply": (np.multiply, operator.mul, ALL, (ANY,), EXACT, True),
     "divide": (np.divide, operator.truediv, ALL, (ANY,), EXACT, True),
+    # zero divisors, MIN // -1, inf and NaN operands are all drawn: NumPy's answers are defined for each
+    "floor_divide": (np.floor_divide, operator.floordiv, ALL, (ANY,), EXACT, True),
+    "remainder": (np.remainder, operator.mod, ALL, (ANY,), EXACT, True),
+    "fmod": (np.fmod, None, ALL, (ANY,), EXACT, True),
     # integer powers are "power_int": NumPy rejects negative integer exponents at run time
     "power": (np.power, operator.pow, FLOATS, (ANY, EXPONENT), TRANSCENDENTAL, False),
     "maximum": (np.maximum, None, ALL, (ANY,), EXACT, True),
@@ -306,7 +313,7 @@ _BINARY = {
     "not_equal": (np.not_equal, operator.ne, ALL, (ANY,), EXACT, True),
 }
 
-_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "pow": "**", "gt": ">", "ge": ">=", "lt": "<",
+_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**", "gt": ">", "ge": ">=", "lt": "<",
             "le": "<=", "eq": "==", "ne": "!="}
 
 for _name, (_fn, _op, _dtypes, _domains, _tol, _exact) in _BINARY.items():

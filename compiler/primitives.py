@@ -34,6 +34,9 @@ _COMPARE = {  # (float predicate, signed predicate, unsigned/bool predicate)
     "not_equal": ("une", "ne", "ne"),  # NaN != NaN is True, as in NumPy
 }
 _UNARY_FLOAT = {"exp": "math.exp", "tanh": "math.tanh", "sqrt": "math.sqrt", "log": "math.log"}
+# rounding: a float op; integers and bools are already integral (NumPy's integer loops are the identity)
+_ROUNDING = {"floor": "math.floor", "ceil": "math.ceil", "trunc": "math.trunc"}
+_DIVISION = ("floor_divide", "remainder", "fmod")
 
 
 def _kind(dtype) -> str:
@@ -103,6 +106,76 @@ def _mixed_sign_compare(rb, name: str, args: list[str], operand_dtypes) -> str:
     return rb.op(f"arith.select {negative}, {fixed}, {unsigned} : i1")
 
 
+def _integer_division(rb, name: str, a: str, b: str, compute) -> str:
+    """NumPy's integer ``floor_divide``/``remainder``/``fmod``: division by zero gives 0, and
+    ``MIN // -1`` wraps to MIN (NumPy warns; both trap on x86 and are undefined in LLVM). The
+    divisor is replaced by 1 in those cases *before* dividing, so native code never meets them."""
+    kind, t = _kind(compute), dt.mlir_type(compute)
+    zero, one = scalar_const(rb, 0, compute), scalar_const(rb, 1, compute)
+    by_zero = rb.op(f"arith.cmpi eq, {b}, {zero} : {t}")
+    if kind == "u":  # no sign to fix: floor division is truncation
+        safe = rb.op(f"arith.select {by_zero}, {one}, {b} : {t}")
+        op = "arith.divui" if name == "floor_divide" else "arith.remui"
+        result = rb.op(f"{op} {a}, {safe} : {t}")
+        return rb.op(f"arith.select {by_zero}, {zero}, {result} : {t}")
+    by_minus_one = rb.op(f"arith.cmpi eq, {b}, {scalar_const(rb, -1, compute)} : {t}")
+    special = rb.op(f"arith.ori {by_zero}, {by_minus_one} : i1")
+    safe = rb.op(f"arith.select {special}, {one}, {b} : {t}")
+    rem = rb.op(f"arith.remsi {a}, {safe} : {t}")  # truncated: takes the sign of a
+    if name == "fmod":  # C's %, and x % -1 == 0
+        return rb.op(f"arith.select {special}, {zero}, {rem} : {t}")
+    # floor semantics: a nonzero remainder whose sign differs from the divisor's moves one step down
+    rem_nonzero = rb.op(f"arith.cmpi ne, {rem}, {zero} : {t}")
+    rem_negative = rb.op(f"arith.cmpi slt, {rem}, {zero} : {t}")
+    divisor_negative = rb.op(f"arith.cmpi slt, {safe}, {zero} : {t}")
+    signs_differ = rb.op(f"arith.xori {rem_negative}, {divisor_negative} : i1")
+    adjust = rb.op(f"arith.andi {rem_nonzero}, {signs_differ} : i1")
+    if name == "remainder":
+        moved = rb.op(f"arith.addi {rem}, {safe} : {t}")
+        result = rb.op(f"arith.select {adjust}, {moved}, {rem} : {t}")
+        return rb.op(f"arith.select {special}, {zero}, {result} : {t}")
+    quotient = rb.op(f"arith.divsi {a}, {safe} : {t}")
+    lowered = rb.op(f"arith.subi {quotient}, {one} : {t}")
+    result = rb.op(f"arith.select {adjust}, {lowered}, {quotient} : {t}")
+    negated = rb.op(f"arith.subi {zero}, {a} : {t}")  # a // -1 == -a, wrapping at MIN as NumPy does
+    result = rb.op(f"arith.select {by_minus_one}, {negated}, {result} : {t}")
+    return rb.op(f"arith.select {by_zero}, {zero}, {result} : {t}")
+
+
+def _float_division(rb, name: str, a: str, b: str, compute) -> str:
+    """NumPy's float ``floor_divide``/``remainder`` (its ``npy_divmod``: Python's convention built
+    on C's ``fmod``, the quotient snapped to the nearest integer, signed zeros kept) and ``fmod``."""
+    t = dt.mlir_type(compute)
+    mod = rb.op(f"arith.remf {a}, {b} : {t}")
+    if name == "fmod":
+        return mod
+    zero, one = scalar_const(rb, 0.0, compute), scalar_const(rb, 1.0, compute)
+    by_zero = rb.op(f"arith.cmpf oeq, {b}, {zero} : {t}")
+    # C's `if (mod)`: NaN counts as nonzero, hence `une`
+    mod_nonzero = rb.op(f"arith.cmpf une, {mod}, {zero} : {t}")
+    mod_negative = rb.op(f"arith.cmpf olt, {mod}, {zero} : {t}")
+    divisor_negative = rb.op(f"arith.cmpf olt, {b}, {zero} : {t}")
+    signs_differ = rb.op(f"arith.xori {mod_negative}, {divisor_negative} : i1")
+    adjust = rb.op(f"arith.andi {mod_nonzero}, {signs_differ} : i1")
+    if name == "remainder":
+        moved = rb.op(f"arith.addf {mod}, {b} : {t}")
+        result = rb.op(f"arith.select {adjust}, {moved}, {mod} : {t}")
+        signed_zero = rb.op(f"math.copysign {zero}, {b} : {t}")
+        result = rb.op(f"arith.select {mod_nonzero}, {result}, {signed_zero} : {t}")
+        return rb.op(f"arith.select {by_zero}, {mod}, {result} : {t}")
+    quotient = rb.op(f"arith.divf {a}, {b} : {t}")
+    div = rb.op(f"arith.divf {rb.op(f'arith.subf {a}, {mod} : {t}')}, {b} : {t}")
+    div = rb.op(f"arith.select {adjust}, {rb.op(f'arith.subf {div}, {one} : {t}')}, {div} : {t}")
+    floor = rb.op(f"math.floor {div} : {t}")
+    half = scalar_const(rb, 0.5, compute)
+    round_up = rb.op(f"arith.cmpf ogt, {rb.op(f'arith.subf {div}, {floor} : {t}')}, {half} : {t}")
+    snapped = rb.op(f"arith.select {round_up}, {rb.op(f'arith.addf {floor}, {one} : {t}')}, {floor} : {t}")
+    div_nonzero = rb.op(f"arith.cmpf une, {div}, {zero} : {t}")
+    signed_zero = rb.op(f"math.copysign {zero}, {quotient} : {t}")
+    result = rb.op(f"arith.select {div_nonzero}, {snapped}, {signed_zero} : {t}")
+    return rb.op(f"arith.select {by_zero}, {quotient}, {result} : {t}")
+
+
 def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: np.dtype, operand_dtypes=None) -> str:
     if (name in _COMPARE and operand_dtypes is not None and len(operand_dtypes) == 2
             and {_kind(d) for d in operand_dtypes} == {"i", "u"}):
@@ -118,6 +191,12 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
         if kind == "f":
             return rb.op(f"arith.cmpf {fpred}, {args[0]}, {args[1]} : {t}")
         return rb.op(f"arith.cmpi {spred if kind == 'i' else upred}, {args[0]}, {args[1]} : {t}")
+    if name in _DIVISION:
+        if kind == "f":
+            return _float_division(rb, name, args[0], args[1], compute)
+        return _integer_division(rb, name, args[0], args[1], compute)
+    if name in _ROUNDING:
+        return rb.op(f"{_ROUNDING[name]} {args[0]} : {t}") if kind == "f" else args[0]
     if name in _UNARY_FLOAT:
         if kind != "f":
             raise TypeError(f"np.{name} needs a float operand, got {compute}")
@@ -163,7 +242,8 @@ UFUNCS = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
     "power": np.power, "maximum": np.maximum, "minimum": np.minimum,
     "negative": np.negative, "exp": np.exp, "tanh": np.tanh, "sqrt": np.sqrt, "log": np.log,
-    "absolute": np.absolute,
+    "absolute": np.absolute, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
+    "floor_divide": np.floor_divide, "remainder": np.remainder, "fmod": np.fmod,
     "greater": np.greater, "greater_equal": np.greater_equal, "less": np.less,
     "less_equal": np.less_equal, "equal": np.equal, "not_equal": np.not_equal,
 }

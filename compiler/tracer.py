@@ -75,12 +75,20 @@ class Tensor:
     __sub__, __rsub__ = _bin("subtract"), _bin("subtract", True)
     __mul__, __rmul__ = _bin("multiply"), _bin("multiply", True)
     __truediv__, __rtruediv__ = _bin("divide"), _bin("divide", True)
+    __floordiv__, __rfloordiv__ = _bin("floor_divide"), _bin("floor_divide", True)
+    __mod__, __rmod__ = _bin("remainder"), _bin("remainder", True)
     __pow__, __rpow__ = _bin("power"), _bin("power", True)
     __gt__, __ge__ = _bin("greater"), _bin("greater_equal")
     __lt__, __le__ = _bin("less"), _bin("less_equal")
     __eq__, __ne__ = _bin("equal"), _bin("not_equal")
     __hash__ = object.__hash__
     del _bin
+
+    def __divmod__(self, other):
+        return self // other, self % other
+
+    def __rdivmod__(self, other):
+        return other // self, other % self
 
     def __neg__(self):
         return Tensor(P.elementwise("negative", [self.node]))

@@ -127,6 +127,12 @@ def _wrap(value: int, width: int) -> int:
     return value - (1 << width) if value >> (width - 1) else value
 
 
+def _truncated_div(x: int, y: int) -> int:
+    """LLVM's ``sdiv`` on Python ints: the quotient rounded toward zero, exactly."""
+    q = abs(x) // abs(y)
+    return q if (x < 0) == (y < 0) else -q
+
+
 def _unsigned(value: int, width: int) -> int:
     return int(value) & ((1 << width) - 1) if width > 1 else int(bool(value))
 
@@ -254,7 +260,7 @@ class Compiler:
                 "arith.andi": lambda x, y: x & y, "arith.ori": lambda x, y: x | y, "arith.xori": lambda x, y: x ^ y,
                 "arith.divui": lambda x, y: _unsigned(x, w) // _unsigned(y, w),
                 "arith.remui": lambda x, y: _unsigned(x, w) % _unsigned(y, w),
-                "arith.divsi": lambda x, y: int(x / y) if y else 0, "arith.remsi": lambda x, y: int(math.fmod(x, y)),
+                "arith.divsi": _truncated_div, "arith.remsi": lambda x, y: x - y * _truncated_div(x, y),
                 "arith.ceildivui": lambda x, y: -(-_unsigned(x, w) // _unsigned(y, w)),
                 "arith.ceildivsi": lambda x, y: -(-x // y), "arith.maxsi": max, "arith.minsi": min,
                 "arith.maxui": lambda x, y: x if _unsigned(x, w) >= _unsigned(y, w) else y,
@@ -267,9 +273,13 @@ class Compiler:
             g = f
             f = lambda x, y: g(int(x), int(y))  # noqa: E731  (Python ints: wrap explicitly, never overflow)
             if name in ("arith.divui", "arith.remui", "arith.divsi", "arith.remsi", "arith.ceildivui", "arith.ceildivsi"):
+                signed = name.endswith("si")
+
                 def div(env, ctx):
                     if env[b] == 0:
-                        raise EmulationError("integer division by zero")
+                        raise EmulationError(f"{name}: integer division by zero")
+                    if signed and env[b] == -1 and int(env[a]) == -(1 << (w - 1)):
+                        raise EmulationError(f"{name}: MIN / -1 overflows (undefined in LLVM)")
                     env[o] = _wrap(f(env[a], env[b]), w)
                 return plain(div)
             return plain(lambda env, ctx: env.__setitem__(o, _wrap(f(env[a], env[b]), w)))
