@@ -12,6 +12,7 @@ import io
 import json
 import os
 import subprocess
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
@@ -325,6 +326,24 @@ def run_runner(env: ReferenceEnv, resolved: ResolvedReference, model_dir: Path, 
         f"Check the reference checkout {resolved.checkout_path} @ {resolved.revision}")
 
 
+STALE_TEMPORARY_S = 3600  # far beyond CAPTURE_TIMEOUT_S: an older temporary has no live writer
+
+
+def sweep_stale_temporaries(captures_dir: Path, max_age_s: float = STALE_TEMPORARY_S) -> list[Path]:
+    """Delete the ``.capture-*`` temporaries a capture runner killed between writing and renaming
+    left behind (captures are tens of MB each); recent ones may belong to a running capture and stay."""
+    removed = []
+    now = time.time()
+    for leftover in Path(captures_dir).glob(".capture-*"):
+        try:
+            if leftover.is_file() and now - leftover.stat().st_mtime > max_age_s:
+                leftover.unlink()
+                removed.append(leftover)
+        except OSError:
+            pass  # another process swept it first
+    return removed
+
+
 def capture(resolved: ResolvedReference, model_dir, prompt: str, tokens: int,
             captures_dir: Path | None = None, progress: Progress = None,
             envs_base: Path | None = None, checks: str = "edges") -> Capture:
@@ -340,6 +359,8 @@ def capture(resolved: ResolvedReference, model_dir, prompt: str, tokens: int,
     env = ensure_env(resolved.checkout_path, progress=progress, base=envs_base)
     key = capture_key(resolved, env, model_dir, prompt, tokens)
     npz_path, json_path = capture_paths(key, captures_dir)
+    for leftover in sweep_stale_temporaries(npz_path.parent) if npz_path.parent.is_dir() else ():
+        _say(progress, f"removed {leftover.name}, left by a capture that was killed midway")
     if json_path.exists() or npz_path.exists():
         try:
             cap = load_capture(json_path, expect=key)

@@ -6,7 +6,9 @@ capture, capture of another checkpoint, interrupted run, strict fallback)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from pathlib import Path
 
 import git
@@ -249,6 +251,24 @@ def test_interrupted_capture_is_never_loaded(session_capture, resolved, model12,
     with pytest.raises(CaptureError, match="n_positions=8"):
         capture(resolved, bad, PROMPT, TOKENS, captures_dir=tmp_path / "caps2")
     assert not (tmp_path / "caps2").exists() or list((tmp_path / "caps2").iterdir()) == []
+
+
+def test_killed_writers_temporaries_are_swept_when_stale(session_capture, resolved, model12, tmp_path):
+    # SIGKILL between mkstemp and the rename leaves `.capture-…` files the atomic writer never removes
+    json_path = _copy_capture(session_capture, tmp_path / "caps")
+    stale = [tmp_path / "caps" / f".{json_path.with_suffix('.npz').name}-abc123.npz", tmp_path / "caps" / f".{json_path.name}-def456"]
+    live = tmp_path / "caps" / f".{json_path.with_suffix('.npz').name}-live99.npz"
+    for path in stale + [live]:
+        path.write_bytes(b"partial")
+    two_hours_ago = time.time() - 7200
+    for path in stale:
+        os.utime(path, (two_hours_ago, two_hours_ago))
+    messages = []
+    again = capture(resolved, model12, PROMPT, TOKENS, captures_dir=tmp_path / "caps", progress=messages.append)
+    assert [p.exists() for p in stale] == [False, False]
+    assert live.exists()  # may belong to a capture still running
+    assert sum("killed midway" in m for m in messages) == 2
+    assert again.path == json_path and again.npz_path.exists()  # the real capture is untouched and reused
 
 
 def test_capture_of_another_checkpoint_is_rejected(session_capture, resolved, tmp_path):
