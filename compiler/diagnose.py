@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .jit import FAULTS, _flatten, _index_checks, checked_inputs, trace
+from .jit import FAULTS, _flatten, _host_checks, checked_inputs, trace
 from .backend import get_target
 from .graph import topological
 from .lowering import build_module
@@ -51,7 +51,7 @@ def per_op_values(fn, args, kwargs=None, target: str = "cpu"):
     lowered = build_module(inputs, ops, faults=dict(FAULTS))
     leaves = []
     _flatten(tuple(args), "args", leaves, [])
-    arrays = checked_inputs(leaves, _index_checks(inputs, ops, paths))  # before any native code runs
+    arrays = checked_inputs(leaves, _host_checks(inputs, ops, paths))  # before any native code runs
     kernel = get_target(target).compile(lowered)
     results = [np.empty(shape, dtype) for shape, dtype in lowered.out_specs]
     kernel(arrays + list(lowered.hidden) + results)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import dtypes as dt
+from . import primitives as P
 from .backend import get_target
 from .graph import Node, input_node, topological
 from .gpu_memory import DeviceArray
@@ -114,7 +115,7 @@ class Specialization:
     outputs: list[Node]
     out_tree: tuple
     lowered: LoweredModule
-    index_checks: list[tuple]   # (leaf position, axis size, argument path)
+    host_checks: list[tuple]    # (leaf position, argument path, problem): see _host_checks
     paths: list[str]
     kernel: object = None
 
@@ -156,15 +157,36 @@ def _argument_names(fn, count):
     return [positional[i] if i < len(positional) else f"#{i}" for i in range(count)]
 
 
-def _index_checks(inputs, outputs, paths):
+def _index_in_range(size: int):
+    def problem(idx: np.ndarray):
+        if idx.size and (idx.min() < -size or idx.max() >= size):
+            bad = idx[(idx < -size) | (idx >= size)].flat[0]
+            return f"index {int(bad)} is out of range for an axis of size {size}"
+        return None
+    return problem
+
+
+def _nonnegative_exponent(exponent: np.ndarray):
+    if exponent.size and exponent.min() < 0:
+        return f"{P.NEGATIVE_INTEGER_POWER}; it holds {int(exponent.min())}"
+    return None
+
+
+def _host_checks(inputs, outputs, paths) -> list[tuple]:
+    """(leaf position, argument path, problem) for every argument whose values native code relies on:
+    gather indices in range, integer exponents non-negative. ``problem(array)`` is None or what is wrong."""
     checks = []
     for node in topological(outputs):
         if node.op == "gather" and node.inputs[1].op == "input":
-            idx = node.inputs[1]
-            if idx.attrs.get("device_resident"):
-                raise TypeError(f"argument {paths[idx.index]}: indices are checked on the host before any kernel "
-                                "runs, so they must be a NumPy array, not a DeviceArray")
-            checks.append((idx.index, node.inputs[0].shape[node.attrs["axis"]], paths[idx.index]))
+            arg, what, problem = node.inputs[1], "indices", _index_in_range(node.inputs[0].shape[node.attrs["axis"]])
+        elif (arg := P.integer_exponent_source(node)) is not None:
+            what, problem = "integer exponents", _nonnegative_exponent
+        else:
+            continue
+        if arg.attrs.get("device_resident"):
+            raise TypeError(f"argument {paths[arg.index]}: {what} are checked on the host before any kernel "
+                            "runs, so they must be a NumPy array, not a DeviceArray")
+        checks.append((arg.index, paths[arg.index], problem))
     return checks
 
 
@@ -211,7 +233,7 @@ class JitFunction:
         if spec is None:
             inputs, outputs, out_tree, paths = trace(self.fn, args, kwargs)
             lowered = build_module(inputs, outputs, faults=dict(FAULTS))
-            spec = Specialization(inputs, outputs, out_tree, lowered, _index_checks(inputs, outputs, paths), paths)
+            spec = Specialization(inputs, outputs, out_tree, lowered, _host_checks(inputs, outputs, paths), paths)
             self._cache[key] = spec
         return spec
 
@@ -307,19 +329,18 @@ def _boundary_arrays(leaves: list) -> list:
     return out
 
 
-def checked_inputs(leaves: list[np.ndarray], index_checks: list[tuple]) -> list[np.ndarray]:
-    """The arrays native code may see: dense copies where needed, every gather index in range."""
+def checked_inputs(leaves: list[np.ndarray], host_checks: list[tuple]) -> list[np.ndarray]:
+    """The arrays native code may see: dense copies where needed, every host check passed."""
     arrays = _boundary_arrays(leaves)
-    for pos, size, path in index_checks:
-        idx = arrays[pos]
-        if idx.size and (idx.min() < -size or idx.max() >= size):
-            bad = idx[(idx < -size) | (idx >= size)].flat[0]
-            raise ValueError(f"argument {path}: index {int(bad)} is out of range for an axis of size {size}")
+    for pos, path, problem in host_checks:
+        message = problem(arrays[pos])
+        if message is not None:
+            raise ValueError(f"argument {path}: {message}")
     return arrays
 
 
 def run_specialization(spec: Specialization, leaves: list[np.ndarray]):
-    arrays = checked_inputs(leaves, spec.index_checks)
+    arrays = checked_inputs(leaves, spec.host_checks)
     outputs = [np.empty(shape, dtype) for shape, dtype in spec.lowered.out_specs]
     spec.kernel(arrays + list(spec.lowered.hidden) + outputs)
     return _unflatten(spec.out_tree, iter(outputs))

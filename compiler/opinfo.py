@@ -82,7 +82,8 @@ NONNEG = Domain(lo=0.0)
 MODERATE = Domain(lo=-1e4, hi=1e4)             # reductions: no overflow that depends on summation order
 SMALL = Domain(lo=-8.0, hi=8.0, special=False)  # products of several values (matmul)
 EXPONENT = Domain(lo=-6.0, hi=6.0)
-INT_EXPONENT = Domain(lo=0, hi=5)               # integer powers: NumPy rejects negative exponents
+INT_EXPONENT = Domain(lo=0, hi=5)               # integer powers: NumPy rejects negative exponents, and so does the
+                                                # compiler (tests/test_compiler_errors.py), so they would only draw errors
 CASTABLE = Domain(lo=0.0, hi=100.0, special=False)   # float -> int casts: values every integer dtype can hold
 
 

@@ -323,7 +323,39 @@ def elementwise(name: str, operands: list) -> Node:
             return folded
     nodes = [const_node(dt.weak_to_array(o.value, c)) if isinstance(o, dt.Weak) else o for o, c in zip(operands, compute)]
     shape = broadcast_shapes(*[n.shape for n in nodes], what=f"np.{name}")
-    return _make(name, nodes, shape, out, compute=tuple(compute))
+    node = _make(name, nodes, shape, out, compute=tuple(compute))
+    integer_exponent_source(node)  # refuses, at trace time, exponents that cannot be checked
+    return node
+
+
+NEGATIVE_INTEGER_POWER = "integers to negative integer powers are not allowed (np.power)"
+_VALUE_PRESERVING = ("reshape", "transpose", "broadcast_to")  # every element of the input appears in the output
+
+
+def integer_exponent_source(node: Node):
+    """For an integer ``power``, the function argument whose values must be checked for negative
+    exponents before native code runs (NumPy raises ValueError; ``math.ipowi`` would divide by zero
+    for ``0 ** -1``), or None when no check is needed. A constant exponent is checked here; one
+    computed from other values cannot be checked without running it, so it is refused."""
+    if node.op != "power" or node.attrs["compute"][1].kind != "i" or node.size == 0:
+        return None
+    exponent = node.inputs[1]
+    if exponent.is_const():
+        if (exponent.value < 0).any():
+            raise ValueError(f"{NEGATIVE_INTEGER_POWER}; the exponent holds {int(exponent.value.min())}")
+        return None
+    source = exponent
+    while source.op in _VALUE_PRESERVING:
+        source = source.inputs[0]
+    if source.dtype.kind in "ub" or (source.op == "cast" and source.inputs[0].dtype.kind in "ub"
+                                     and source.inputs[0].dtype.itemsize < source.dtype.itemsize):
+        return None  # never negative
+    if source.op == "input":
+        return source
+    raise NotImplementedError(
+        "np.power: an integer exponent must be a function argument, a constant or unsigned, so that negative "
+        "exponents (which NumPy refuses) are caught before native code runs; cast the base to float for "
+        "computed exponents")
 
 
 def _out_of_range_comparison(name: str, operands: list, compute: list):

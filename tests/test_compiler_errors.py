@@ -161,6 +161,33 @@ def test_constant_gather_index_out_of_range(bad):
         jit(lambda w: w[[bad]])(X)
 
 
+def test_negative_integer_exponents_are_refused_like_numpy():
+    # NumPy refuses any negative integer exponent; native ipowi would divide by zero for 0 ** -1
+    base = np.array([0, 2, -3], np.int64)
+    f = jit(lambda x, y: x ** y)
+    np.testing.assert_array_equal(f(base, np.array([0, 3, 2])), base ** np.array([0, 3, 2]))
+    with pytest.raises(ValueError, match="Integers to negative integer powers"):
+        base ** np.array([1, -1, 2])  # the independent source of the behaviour
+    with pytest.raises(ValueError, match=r"argument y: integers to negative integer powers are not allowed \(np.power\); it holds -2"):
+        f(base, np.array([1, -2, 2]))
+    with pytest.raises(ValueError, match=r"argument p\['e'\]: integers to negative"):
+        jit(lambda p: np.power(p["b"], p["e"].T))({"b": base, "e": np.array([[-1], [1], [1]], np.int8)})
+    with pytest.raises(ValueError, match="the exponent holds -1"):
+        jit(lambda x: x ** -1)(base)
+    with pytest.raises(NotImplementedError, match="an integer exponent must be a function argument, a constant or unsigned"):
+        jit(lambda x, y: x ** (y - 1))(base, base)
+
+
+def test_integer_exponents_that_need_no_check():
+    base = np.array([2, 3], np.int32)
+    unsigned = np.array([5, 0], np.uint8)
+    np.testing.assert_array_equal(jit(lambda x, y: x ** y.astype(np.int32))(base, unsigned), base ** unsigned.astype(np.int32))
+    floats = jit(lambda x, y: x ** y)(base.astype(np.float64), np.array([-1, -2]))
+    np.testing.assert_array_equal(floats, base.astype(np.float64) ** np.array([-1, -2]))
+    empty = jit(lambda x, y: x ** y)(np.zeros((0,), np.int64), np.array([-1]))  # no element, no error in NumPy either
+    assert empty.shape == (0,) and empty.dtype == np.int64
+
+
 def test_non_integer_indices():
     with pytest.raises(IndexError, match="must be of integer type, got float64"):
         jit(lambda w, i: w[i])(X, np.array([1.0]))
@@ -177,7 +204,7 @@ def test_non_integer_indices():
     (lambda x: np.einsum("ij,ij->i", x, x), "np.einsum"),
     (lambda x: np.arctan2(x, x), "np.arctan2"),
     (lambda x: np.sin(x), "np.sin"),
-    (lambda x: np.floor(x), "np.floor"),
+    (lambda x: np.rint(x), "np.rint"),
     (lambda x: np.add.reduce(x), "np.add.reduce"),
     (lambda x: np.multiply.outer(x, x), "np.multiply.outer"),
     (lambda x: np.where(x > 0), "np.where with one argument"),
@@ -247,6 +274,7 @@ probes = [
     lambda: jit(lambda a: np.sort(a))(x),
     lambda: jit(lambda a: None)(x),
     lambda: jit(lambda a: a.reshape(7))(x),
+    lambda: jit(lambda a, b: a ** b)(np.array([0, 0]), np.array([-1, -2])),
 ]
 errors = 0
 for probe in probes:
@@ -265,4 +293,4 @@ print("errors", errors)
 def test_bad_inputs_never_crash_the_process():
     proc = subprocess.run([sys.executable, "-c", CRASH_PROBES], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.strip() == "errors 9"
+    assert proc.stdout.strip() == "errors 10"
