@@ -8,7 +8,8 @@ to blocks and threads, and the launches are outlined into a ``gpu.module`` that
 is serialized for an NVVM target (default ``sm_90``) with libdevice linked for
 the math functions. The host side plus the embedded cubins become a shared library
 in the kernel cache (mlir-translate, llc, the system linker), which calls
-``libmlir_cuda_runtime``. Building needs only the toolchain (``gpu_toolchain``), so
+``libmlir_cuda_runtime``, its device allocations served by a cache of freed blocks
+(``gpu_memory_cache.c``). Building needs only the toolchain (``gpu_toolchain``), so
 kernels can be built ahead of time on a machine without a GPU (``build_only``);
 running needs a CUDA driver and device (``device_available``)."""
 
@@ -21,6 +22,7 @@ import os
 import re
 import subprocess
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -419,10 +421,11 @@ class GpuTarget(Target):
         """Compile into the kernel cache (ptxas and libdevice needed, no device)."""
         toolchain = find_toolchain()
         key = self.cache_key(lowered, toolchain)
-        if cached_library(key, lowered.func_name) is not None:
-            return False
         if not disk_cache_enabled():
             raise RuntimeError("building GPU kernels ahead of time needs the kernel cache (PARITY_NO_DISK_CACHE is set)")
+        memory_cache_library()  # so a cache built ahead of time has everything a run loads
+        if cached_library(key, lowered.func_name) is not None:
+            return False
         if store_library(key, lowered.func_name, lambda so: self._write_library(lowered, so)) is None:
             raise RuntimeError(f"could not write the GPU kernel for @{lowered.func_name} into {kernel_cache_dir()}")
         return True
@@ -596,11 +599,92 @@ def split_ptx(text: str) -> dict[str, str]:
 @functools.cache
 def _cuda_runtime_libraries() -> tuple[str, ...]:
     libs = (str(mlir_lib_dir() / "libmlir_c_runner_utils.so"), str(mlir_lib_dir() / "libmlir_cuda_runtime.so"))
+    cache = load_memory_cache()  # first: its mgpuMemAlloc/... shadow the runtime's
     for lib in libs:
         ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+    if cache is not None:
+        attach_memory_cache(cache, libs[-1])
     return libs
+
+
+# --------------------------------------------------------------------------- device-memory cache
+
+MEMORY_CACHE_SOURCE = Path(__file__).with_name("gpu_memory_cache.c")
+MEMORY_CACHE_ENV = "PARITY_GPU_MEMORY_CACHE"
+_MEMORY_CACHE_SYMBOL = "parity_gpu_memory_cache_stats"
+
+
+def memory_cache_enabled() -> bool:
+    return os.environ.get(MEMORY_CACHE_ENV, "1") != "0"
+
+
+@functools.cache
+def memory_cache_library() -> str | None:
+    """The device-memory cache (``gpu_memory_cache.c``: keeps freed device blocks for reuse instead of
+    a cuMemAlloc/cuMemFree pair per intermediate per call), built once into the kernel cache (kernels
+    built ahead of time carry it along). None when ``PARITY_GPU_MEMORY_CACHE=0``, or when it is not
+    cached and no C compiler can build it: it is an optimization, so it is then left out, with a warning."""
+    if not memory_cache_enabled():
+        return None
+    source = MEMORY_CACHE_SOURCE.read_text()
+    key = kernel_key(source, "gpu-memory-cache")
+    library = cached_library(key, _MEMORY_CACHE_SYMBOL)
+    if library is not None:
+        return str(library)
+    linker = _linker()
+    if linker is None:
+        warnings.warn("no C compiler (cc, gcc or clang) to build the GPU device-memory cache: every device "
+                      "allocation goes to cuMemAlloc/cuMemFree", RuntimeWarning, stacklevel=2)
+        return None
+
+    def build(so: Path) -> None:
+        done = subprocess.run([linker, "-shared", "-fPIC", "-O2", "-o", str(so), str(MEMORY_CACHE_SOURCE),
+                               "-ldl", "-lpthread"], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise ToolchainError(f"building {MEMORY_CACHE_SOURCE.name} failed:\n{done.stderr[-2000:]}")
+
+    library = store_library(key, _MEMORY_CACHE_SYMBOL, build)
+    if library is None:  # no disk cache: a private copy, kept for the life of the process
+        library = Path(tempfile.mkdtemp(prefix="parity-gpu-memory-cache-")) / "libparity_gpu_memory_cache.so"
+        build(library)
+    return str(library)
+
+
+def load_memory_cache() -> ctypes.CDLL | None:
+    """Load the device-memory cache into the global symbol scope (before the runtime it shadows)."""
+    path = memory_cache_library()
+    if path is None:
+        return None
+    try:
+        return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    except OSError:  # intact bytes that do not load: rebuilt
+        _retire(Path(path).parent)
+        memory_cache_library.cache_clear()
+        path = memory_cache_library()
+        return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL) if path else None
+
+
+def attach_memory_cache(cache: ctypes.CDLL, runtime_library: str) -> None:
+    """Point the cache's misses and stream calls at ``runtime_library``'s definitions."""
+    cache.parity_gpu_memory_cache_attach.argtypes = [ctypes.c_char_p]
+    if cache.parity_gpu_memory_cache_attach(os.fsencode(runtime_library)) != 0:
+        raise OSError(f"the GPU device-memory cache could not open {runtime_library}")
+
+
+def memory_cache_stats() -> dict | None:
+    """The device-memory cache's counters, or None when it is not loaded in this process."""
+    if not memory_cache_enabled() or memory_cache_library.cache_info().currsize == 0 or memory_cache_library() is None:
+        return None
+    try:
+        lib = ctypes.CDLL(memory_cache_library(), mode=os.RTLD_NOLOAD)
+    except OSError:  # built (ahead of time, say) but not loaded
+        return None
+    out = (ctypes.c_uint64 * 5)()
+    getattr(lib, _MEMORY_CACHE_SYMBOL)(out)
+    return dict(zip(("hits", "misses", "cached_blocks", "cached_bytes", "blocks_in_use"), map(int, out)))
 
 
 TARGETS["gpu"] = GpuTarget()
 
-__all__ = ["GpuTarget", "GpuKernel", "DeviceUnavailableError", "device_available", "ToolchainError", "find_toolchain", "DEFAULT_CHIP"]
+__all__ = ["GpuTarget", "GpuKernel", "DeviceUnavailableError", "device_available", "ToolchainError", "find_toolchain", "DEFAULT_CHIP",
+           "memory_cache_stats"]

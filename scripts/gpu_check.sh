@@ -2,8 +2,9 @@
 # The one prepared check for a session lent an NVIDIA GPU machine (see the device tool):
 # install the project, record the device and toolchain, run the GPU tests, verify-gpu and
 # `parity bench --target gpu --json` (plus the CPU bench for comparison) on synthetic GPT-2
-# small. Only 8 files come back from the device, so $OUT gets: summary.txt, the three JSON
-# results and logs.tar.gz (every step's log).
+# small. Only 8 files come back from the device, so $OUT gets: summary.txt, the JSON results
+# (verify_gpu, bench_gpu, bench_gpu_no_memory_cache, bench_cpu; verify_gpu_no_memory_cache
+# only when verify_gpu failed) and logs.tar.gz (every step's log).
 # Usage (from the repository root): OUT=/some/dir bash scripts/gpu_check.sh
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu-check-out}"
@@ -60,7 +61,16 @@ if [ -n "$capture" ]; then  # no reference env can be built offline: verify agai
 else
     step verify-gpu nox -s verify-gpu -- --json "$OUT/verify_gpu.json"
 fi
+verified=$?
 tail -n 30 "$LOGS/verify-gpu.log" >> "$summary"
+if [ "$verified" -ne 0 ] && [ -n "$capture" ]; then  # tells a device-memory cache fault from a kernel fault
+    PARITY_GPU_MEMORY_CACHE=0 step verify-gpu-no-memory-cache parity verify --modes gpu --target gpu --prompt "$PROMPT" \
+        --tokens 10 --capture "$capture" --json "$OUT/verify_gpu_no_memory_cache.json"
+    tail -n 30 "$LOGS/verify-gpu-no-memory-cache.log" >> "$summary"
+fi
 step bench-gpu sh -c "python3 -m harness.cli bench --target gpu --json > '$OUT/bench_gpu.json'"
+# the same without compiler/gpu_memory_cache.c: what a cuMemAlloc/cuMemFree per buffer per call costs
+PARITY_GPU_MEMORY_CACHE=0 step bench-gpu-no-memory-cache sh -c \
+    "python3 -m harness.cli bench --target gpu --json > '$OUT/bench_gpu_no_memory_cache.json'"
 step bench-cpu sh -c "python3 -m harness.cli bench --json > '$OUT/bench_cpu.json'"
-cat "$OUT/bench_gpu.json" "$OUT/bench_cpu.json" >> "$summary" 2>/dev/null
+cat "$OUT/bench_gpu.json" "$OUT/bench_gpu_no_memory_cache.json" "$OUT/bench_cpu.json" >> "$summary" 2>/dev/null

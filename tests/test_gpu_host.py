@@ -31,12 +31,12 @@ SUPPORT = Path(__file__).parent / "support"
 STREAM = 0x5150  # the fake runtime's stream handle
 
 
-def run_worker(fake_runtime: Path, cache: Path, workdir: Path) -> dict[str, dict]:
+def run_worker(fake_runtime: Path, cache: Path, workdir: Path, *extra: str) -> dict[str, dict]:
     root = str(Path(__file__).parent.parent)
     env = {**os.environ, "PARITY_CACHE": str(cache),
            "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
     env.pop("PARITY_NO_DISK_CACHE", None)
-    done = subprocess.run([sys.executable, str(SUPPORT / "gpu_host_worker.py"), str(fake_runtime), str(workdir)],
+    done = subprocess.run([sys.executable, str(SUPPORT / "gpu_host_worker.py"), str(fake_runtime), str(workdir), *extra],
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
@@ -179,3 +179,51 @@ def test_a_cached_library_that_does_not_load_is_rebuilt(runs):
     compiled = [name for name in third if "calls" in third[name]]
     assert compiled and all(not third[name]["from_disk_cache"] for name in compiled)
     assert without_values(third["softmax"]["calls"]) == without_values(runs.first["softmax"]["calls"])
+
+
+# --------------------------------------------------------------------------- device-memory cache
+
+
+@pytest.fixture(scope="module")
+def memory_cache_run(runs):
+    """compiler/gpu_memory_cache.c between the kernel libraries and the fake runtime."""
+    (runs.base / "mc").mkdir()
+    return run_worker(runs.fake_runtime, runs.base / "mc-cache", runs.base / "mc", "--memory-cache")
+
+
+def test_repeated_calls_reuse_device_blocks_instead_of_allocating(memory_cache_run):
+    calls, stats = memory_cache_run["memory_cache_calls"]["calls"], memory_cache_run["memory_cache_calls"]["stats"]
+    first, second, other_shapes = calls
+
+    def count(c, kind):
+        return sum(1 for x in c if x[0] == kind)
+
+    n = count(first, "alloc")
+    assert n > 0 and count(first, "free") == 0, "freed blocks are kept, not given back"
+    assert stats[0] == {"hits": 0, "misses": n, "cached_blocks": n, "cached_bytes": stats[0]["cached_bytes"],
+                        "blocks_in_use": 0}
+    assert count(second, "alloc") == 0 and count(second, "free") == 0
+    assert stats[1]["hits"] == n and stats[1]["misses"] == n
+    # the same blocks (same-sized ones may trade places), so the kernels see the same device pointers
+    def values(c):
+        return {v for x in c if x[0] == "launch" for v in x[5]}
+
+    assert values(second) == values(first)
+    assert [c[:3] for c in second if c[0] == "launch"] == [c[:3] for c in first if c[0] == "launch"]
+    assert [c[:3] for c in second if c[0] == "memcpy"] == [c[:3] for c in first if c[0] == "memcpy"]
+    # other shapes: the sizes seen before are served from the cache, only the new ones allocated
+    new = count(other_shapes, "alloc")
+    assert 0 < new < n and stats[2]["hits"] - stats[1]["hits"] == n - new
+
+
+@pytest.mark.parametrize("probe", [
+    "other_stream_before_sync_is_new",         # a queued kernel on the first stream may still read it
+    "same_stream_reuses_at_once",              # the queue orders the new user after the old ones
+    "any_stream_after_sync_reuses",
+    "destroyed_unsynchronized_is_released",    # given back (cuMemFree waits for its kernels), never reused
+    "released_is_not_reused",
+    "out_of_memory_releases_the_cache_and_retries",
+    "limit_releases_what_exceeds_it",
+])
+def test_memory_cache_stream_rule_and_limits(memory_cache_run, probe):
+    assert memory_cache_run["memory_cache_probes"]["probes"][probe] is True

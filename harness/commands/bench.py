@@ -81,6 +81,10 @@ def run(args: argparse.Namespace) -> int:
            "compile_s": {k: round(v, 2) for k, v in results["compile_s"].items()},
            "tokens_agree": results["tokens_agree"],
            "checkpoint": {"name": model.checkpoint.name, "sha256": model.checkpoint.sha256}}
+    if args.target == "gpu":
+        from compiler.gpu import memory_cache_stats
+
+        out["gpu_memory_cache"] = memory_cache_stats()  # None: PARITY_GPU_MEMORY_CACHE=0
     if args.json:
         print(json.dumps(out))
         return 0

@@ -32,6 +32,7 @@ class FakeCudaRuntime:
     def __init__(self, library: ctypes.CDLL):
         self.calls: list[list] = []
         self.device: dict[int, int] = {}   # pointer -> bytes
+        self.refuse = 0
         hooks = {
             "mgpuStreamCreate": ctypes.CFUNCTYPE(P)(self.stream_create),
             "mgpuStreamSynchronize": ctypes.CFUNCTYPE(None, P)(lambda s: self.calls.append(["sync", s])),
@@ -53,6 +54,10 @@ class FakeCudaRuntime:
         return self.STREAM
 
     def alloc(self, size, stream, host_shared):
+        if self.refuse:  # out of device memory, for the next `refuse` requests
+            self.refuse -= 1
+            self.calls.append(["alloc_refused", size])
+            return None
         ptr = _libc.malloc(max(size, 1))
         ctypes.memset(ptr, PATTERN, size)
         self.device[ptr] = size
@@ -180,9 +185,70 @@ def gpt2_scenario(workdir: str) -> None:
                       "first_copies": copied(first), "second_copies": copied(second)}), flush=True)
 
 
+def memory_cache_main(fake_runtime: str) -> None:
+    """compiler/gpu_memory_cache.c loaded ahead of the fake runtime, as ahead of the real one:
+    repeated calls reuse device blocks, and the stream rule holds."""
+    shim = gpu.load_memory_cache()
+    runtime = FakeCudaRuntime(ctypes.CDLL(fake_runtime, mode=ctypes.RTLD_GLOBAL))
+    gpu.attach_memory_cache(shim, fake_runtime)
+    gpu.device_available = lambda: (True, "fake CUDA runtime")
+    gpu._cuda_runtime_libraries = lambda: (fake_runtime,)
+    fn, args = scenarios()["gelu_matmul_and_sum"]
+    f = compiler.jit(fn, target="gpu")
+    calls, stats = [], []
+    for call_args in (args, args, (args[0][:3], args[1])):  # the third: other shapes, other sizes
+        runtime.calls.clear()
+        f(*call_args)
+        calls.append(list(runtime.calls))
+        stats.append(gpu.memory_cache_stats())
+    print(json.dumps({"scenario": "memory_cache_calls", "calls": calls, "stats": stats}), flush=True)
+
+    alloc, free = shim.mgpuMemAlloc, shim.mgpuMemFree
+    alloc.restype, alloc.argtypes = P, [ctypes.c_uint64, P, ctypes.c_bool]
+    free.restype, free.argtypes = None, [P, P]
+    sync, destroy = shim.mgpuStreamSynchronize, shim.mgpuStreamDestroy
+    sync.argtypes = destroy.argtypes = [P]
+    s1, s2, s3, s4, s5 = 0x51, 0x52, 0x53, 0x54, 0x55
+    probes = {}
+    shim.parity_gpu_memory_cache_trim()  # the calls' blocks go back: the probes start from an empty cache
+    runtime.calls.clear()
+    p = alloc(96, s1, False)
+    free(p, s1)
+    probes["other_stream_before_sync_is_new"] = alloc(96, s2, False) != p
+    q = p
+    probes["same_stream_reuses_at_once"] = alloc(96, s1, False) == q
+    free(q, s1)
+    sync(s1)
+    probes["any_stream_after_sync_reuses"] = alloc(96, s3, False) == q
+    u = alloc(200, s4, False)
+    free(u, s4)
+    runtime.calls.clear()
+    destroy(s4)
+    probes["destroyed_unsynchronized_is_released"] = runtime.calls == [["free", 200], ["destroy", s4]]
+    alloc(200, s5, False)
+    probes["released_is_not_reused"] = ["alloc", 200, 0, s5] in runtime.calls
+    for size in (64, 64, 128):
+        free(alloc(size, None, False), None)  # the null stream orders everything: settled at once
+    runtime.refuse = 1
+    runtime.calls.clear()
+    big = alloc(4096, s1, False)
+    probes["out_of_memory_releases_the_cache_and_retries"] = bool(big) and runtime.calls[0] == ["alloc_refused", 4096] \
+        and sorted(c[1] for c in runtime.calls if c[0] == "free") == [64, 128] and runtime.calls[-1][:2] == ["alloc", 4096]
+    free(big, s1)
+    sync(s1)
+    runtime.calls.clear()
+    shim.parity_gpu_memory_cache_set_limit(ctypes.c_uint64(0))
+    probes["limit_releases_what_exceeds_it"] = runtime.calls == [["free", 4096]]
+    shim.parity_gpu_memory_cache_set_limit(ctypes.c_uint64(2**64 - 1))
+    print(json.dumps({"scenario": "memory_cache_probes", "probes": probes, "stats": gpu.memory_cache_stats()}), flush=True)
+
+
 RUNTIME = None
 
 if __name__ == "__main__":
+    if sys.argv[3:] == ["--memory-cache"]:
+        memory_cache_main(sys.argv[1])
+        sys.exit(0)
     main(sys.argv[1])
     resident_scenario()
     gpt2_scenario(sys.argv[2])
