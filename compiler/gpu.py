@@ -618,7 +618,6 @@ def memory_cache_enabled() -> bool:
     return os.environ.get(MEMORY_CACHE_ENV, "1") != "0"
 
 
-@functools.cache
 def memory_cache_library() -> str | None:
     """The device-memory cache (``gpu_memory_cache.c``: keeps freed device blocks for reuse instead of
     a cuMemAlloc/cuMemFree pair per intermediate per call), built once into the kernel cache (kernels
@@ -626,6 +625,11 @@ def memory_cache_library() -> str | None:
     cached and no C compiler can build it: it is an optimization, so it is then left out, with a warning."""
     if not memory_cache_enabled():
         return None
+    return _memory_cache_library(str(kernel_cache_dir()) if disk_cache_enabled() else None)
+
+
+@functools.cache
+def _memory_cache_library(cache_dir: str | None) -> str | None:
     source = MEMORY_CACHE_SOURCE.read_text()
     key = kernel_key(source, "gpu-memory-cache")
     library = cached_library(key, _MEMORY_CACHE_SYMBOL)
@@ -659,7 +663,7 @@ def load_memory_cache() -> ctypes.CDLL | None:
         return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
     except OSError:  # intact bytes that do not load: rebuilt
         _retire(Path(path).parent)
-        memory_cache_library.cache_clear()
+        _memory_cache_library.cache_clear()
         path = memory_cache_library()
         return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL) if path else None
 
@@ -673,10 +677,11 @@ def attach_memory_cache(cache: ctypes.CDLL, runtime_library: str) -> None:
 
 def memory_cache_stats() -> dict | None:
     """The device-memory cache's counters, or None when it is not loaded in this process."""
-    if not memory_cache_enabled() or memory_cache_library.cache_info().currsize == 0 or memory_cache_library() is None:
+    path = memory_cache_library() if memory_cache_enabled() and _memory_cache_library.cache_info().currsize else None
+    if path is None:
         return None
     try:
-        lib = ctypes.CDLL(memory_cache_library(), mode=os.RTLD_NOLOAD)
+        lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD)
     except OSError:  # built (ahead of time, say) but not loaded
         return None
     out = (ctypes.c_uint64 * 5)()
