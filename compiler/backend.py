@@ -24,7 +24,7 @@ import numpy as np
 from .lowering import LoweredModule
 from .paths import cache_root
 
-PIPELINE_VERSION = "4"  # bump whenever the pipeline changes, to retire cached kernels
+PIPELINE_VERSION = "5"  # bump whenever the pipeline changes, to retire cached kernels
 
 TENSOR_PIPELINE = "builtin.module(canonicalize,cse,linalg-fuse-elementwise-ops,canonicalize,cse)"
 BUFFERIZE_PIPELINE = (

@@ -1,7 +1,8 @@
 """The NVIDIA GPU target: optimized ``linalg`` on tensors becomes CUDA kernels.
 
 After the shared tensor pipeline the module is bufferized, matmuls become a tiled
-shared-memory kernel (``gpu_matmul``), every buffer moves to device memory
+shared-memory kernel (``gpu_matmul``), reductions a block-per-output tree reduction
+in shared memory (``gpu_reduce``), every buffer moves to device memory
 (``gpu.alloc`` + explicit ``gpu.memcpy`` in and out, never managed memory), the
 remaining linalg ops become parallel loops that are flattened, tiled and mapped
 to blocks and threads, and the launches are outlined into a ``gpu.module`` that
@@ -30,6 +31,7 @@ import numpy as np
 from .backend import (TENSOR_PIPELINE, TARGETS, Target, _asm, _linker, _lock, _parse, _retire, _run_pipeline, cached_library,
                       disk_cache_enabled, kernel_cache_dir, kernel_key, mlir_lib_dir, store_library)
 from .gpu_matmul import substitute_matmuls
+from .gpu_reduce import substitute_reductions
 from .gpu_toolchain import GpuToolchain, ToolchainError, find_libdevice, find_toolchain
 from .gpu_memory import DeviceArray
 from .lowering import DEVICE_RESIDENT_ATTR, LoweredModule
@@ -362,6 +364,7 @@ class GpuTarget(Target):
         with module.context, ir_location():
             _copies_to_linalg(func_op)
             substitute_matmuls(module)
+            substitute_reductions(module)
             _wrap_scalar_work(func_op)
             _to_device_memory(func_op, len(lowered.out_specs))
         _run_pipeline(module, PARALLEL_LOOPS_PIPELINE)

@@ -60,8 +60,13 @@ def host_code(stages: dict) -> str:
 
 
 def tiled_matmul_kernels(kernels: str) -> list[str]:
-    """Signature lines of the kernels that stage tiles in workgroup (shared) memory."""
-    return [line for line in kernels.splitlines() if "gpu.func" in line and "workgroup(" in line]
+    """Signature lines of the kernels that stage 2-d tiles in workgroup (shared) memory."""
+    return [line for line in kernels.splitlines() if "gpu.func" in line and re.search(r"workgroup\(%\w+ : memref<\d+x\d+x", line)]
+
+
+def tree_reduction_kernels(kernels: str) -> list[str]:
+    """Signature lines of the kernels that combine per-thread partial results in workgroup memory."""
+    return [line for line in kernels.splitlines() if "gpu.func" in line and re.search(r"workgroup\(%\w+ : memref<\d+x[fi]", line)]
 
 
 def check_host_memory(stages: dict, n_inputs: int, n_outputs: int) -> None:
@@ -101,6 +106,17 @@ def test_reductions_over_last_axis(dtype, tmp_path):
     stages = gpu_stages(f, rand(3, 7, 40, dtype=dtype))
     assemble_all(stages["ptx"], tmp_path)
     check_host_memory(stages, n_inputs=1, n_outputs=3)
+
+
+@pytest.mark.parametrize("axis", [0, 1, (0, 1)])
+def test_reductions_run_one_block_per_output_element(axis, tmp_path):
+    # without the kernel: one thread per output walking the reduced axis alone, and for axis 0 a
+    # host loop with one launch per reduced index
+    stages = gpu_stages(lambda x: np.var(x, axis=axis), rand(33, 300))
+    assemble_all(stages["ptx"], tmp_path)
+    assert len(tree_reduction_kernels(stages["kernels"])) == 2  # the mean's and the variance's
+    assert "scf.for" not in host_code(stages)
+    assert ".shared" in stages["ptx"] and "bar.sync" in stages["ptx"]
 
 
 def test_full_reduction_to_a_scalar_stays_in_a_kernel(tmp_path):
@@ -210,6 +226,9 @@ def test_gpt2_fused_forward(tmp_path):
     kernels = stages["kernels"]
     assert "linalg.matmul" not in kernels and "linalg.batch_matmul" not in kernels
     assert len(tiled_matmul_kernels(kernels)) == 6 * 2 + 1
+    # every reduction is a tree in shared memory: per block the two layer norms' mean and variance
+    # and the softmax's max and sum; then the final norm's two
+    assert len(tree_reduction_kernels(kernels)) == 6 * 2 + 2
     assert "func.func private" not in host_code(stages), "all host code is inlined into one function"
     assert len(re.findall(r"mgpuStreamCreate\(\)", stages["lowered"])) == 2, "one stream (one call, one declaration)"
 

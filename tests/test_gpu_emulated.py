@@ -3,7 +3,8 @@ kernels, exactly as it goes to NVVM) runs on the CPU emulator in tests/support, 
 by thread with real barriers, against NumPy: values with tight tolerances and exact
 dtypes. What is below that IR (NVVM codegen, ptxas, the driver) needs a device
 (tests/test_gpu.py). The emulator itself is shown to catch a wrong index, a missing
-barrier and an unguarded load in the tiled matmul kernel."""
+barrier and an unguarded load in the tiled matmul kernel, and missing barriers in the
+tree reduction."""
 
 from __future__ import annotations
 
@@ -60,6 +61,13 @@ CASES = {
     "layer_norm": (ops.layer_norm, (rand(6, 48), rand(48), rand(48))),
     "full reduction": (lambda a: a.sum(), (rand(7, 9),)),
     "reduction over the first axis": (lambda a: a.max(axis=0), (rand(7, 9, dtype=np.float64),)),
+    # reductions run one block per output element: rows longer than the block, fused producers
+    # (split into a parallel op plus the kernel), several axes, integers, nothing to reduce
+    "softmax over rows longer than a block": (ops.softmax, (rand(3, 700),)),
+    "variance over the first axis": (lambda a: np.var(a, axis=0), (rand(40, 6),)),
+    "sum of a computed value over two axes": (lambda a: np.exp(a).sum(axis=(0, 2)), (rand(4, 5, 6),)),
+    "integer max and sum": (lambda a: (a.max(axis=1), a.sum(axis=0)), (np.arange(-30, 30).reshape(6, 10),)),
+    "reduction of an empty axis": (lambda a: (a[:, :0].sum(axis=1), a[:, :0].astype(np.int32).sum(axis=1)), (rand(3, 4),)),
     "gather, slice, transpose, concatenate": (
         lambda t, i: np.concatenate([t[i], t[1:3].T[:, :2].T], axis=0) * 2, (rand(10, 6), np.array([3, 0, 9]))),
     "where, comparison, cast": (lambda a: np.where(a > 0, a, a * 0.1).astype(np.float64), (rand(4, 5),)),
@@ -201,3 +209,28 @@ def test_emulator_catches_an_unguarded_load(broken_matmul_kernel):
     broken_matmul_kernel("%a_ok = arith.andi %row_ok, %ka_ok : i1", "%a_ok = arith.ori %row_ok, %ka_ok : i1")
     with pytest.raises(EmulationError, match="out of bounds"):
         emulate(lambda p, q: p @ q, rand(20, 20), rand(20, 7))
+
+
+@pytest.fixture
+def broken_reduction_kernel(monkeypatch):
+    import compiler.gpu_reduce as gr
+
+    def apply(edit):
+        original = gr.kernel_text
+        monkeypatch.setattr(gr, "kernel_text", lambda *a, **k: edit(original(*a, **k)))
+    return apply
+
+
+def test_emulator_catches_a_tree_step_without_a_barrier(broken_reduction_kernel):
+    """Every barrier but the first gone: a step reads partial results the last step has not written."""
+    broken_reduction_kernel(lambda text: text.replace("gpu.barrier", "GPU_BARRIER", 1).replace("gpu.barrier\n", "")
+                            .replace("GPU_BARRIER", "gpu.barrier"))
+    x = rand(3, 600)
+    got, _ = emulate(lambda a: a.sum(axis=1), x)
+    assert not np.allclose(got, x.sum(axis=1), rtol=1e-3, atol=1e-3)
+
+
+def test_emulator_catches_partials_read_before_they_are_stored(broken_reduction_kernel):
+    broken_reduction_kernel(lambda text: text.replace("gpu.barrier\n", "", 1))
+    got, _ = emulate(lambda a: a.max(axis=1), rand(3, 600))
+    assert np.isnan(got).any(), "fresh workgroup memory holds NaN, so reading it early shows"
