@@ -177,16 +177,20 @@ def _host_checks(inputs, outputs, paths) -> list[tuple]:
     gather indices in range, integer exponents non-negative. ``problem(array)`` is None or what is wrong."""
     checks = []
     for node in topological(outputs):
-        if node.op == "gather" and node.inputs[1].op == "input":
-            arg, what, problem = node.inputs[1], "indices", _index_in_range(node.inputs[0].shape[node.attrs["axis"]])
+        found = []
+        if node.op == "gather":
+            table, axis = node.inputs[0], node.attrs["axis"]
+            found = [(P.value_source(idx), "indices", _index_in_range(table.shape[axis + j]))
+                     for j, idx in enumerate(node.inputs[1:])]
         elif (arg := P.integer_exponent_source(node)) is not None:
-            what, problem = "integer exponents", _nonnegative_exponent
-        else:
-            continue
-        if arg.attrs.get("device_resident"):
-            raise TypeError(f"argument {paths[arg.index]}: {what} are checked on the host before any kernel "
-                            "runs, so they must be a NumPy array, not a DeviceArray")
-        checks.append((arg.index, paths[arg.index], problem))
+            found = [(arg, "integer exponents", _nonnegative_exponent)]
+        for arg, what, problem in found:
+            if arg.op != "input":
+                continue  # a constant, checked when it was traced
+            if arg.attrs.get("device_resident"):
+                raise TypeError(f"argument {paths[arg.index]}: {what} are checked on the host before any kernel "
+                                "runs, so they must be a NumPy array, not a DeviceArray")
+            checks.append((arg.index, paths[arg.index], problem))
     return checks
 
 

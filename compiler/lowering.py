@@ -354,23 +354,25 @@ class Emitter:
             f"{dt.tensor_type(src.shape, src.dtype)} to {dt.tensor_type(node.shape, node.dtype)}", node.loc)
 
     def gather(self, node: Node, operands) -> str:
-        x, idx = node.inputs
-        axis, k = node.attrs["axis"], idx.ndim
+        x, *indices = node.inputs
+        axis, k = node.attrs["axis"], indices[0].ndim  # the indices share one (broadcast) shape
         table = operands[0]
-        it = dt.mlir_type(idx.dtype)
-        n = x.shape[axis]
         src_t = dt.tensor_type(x.shape, x.dtype)
 
-        def body(rb, args):
+        def coordinate(rb, value, idx, n):
+            it = dt.mlir_type(idx.dtype)
             cast_op = "arith.index_castui" if idx.dtype.kind == "u" else "arith.index_cast"
-            i = rb.op(f"{cast_op} {args[0]} : {it} to index")
+            i = rb.op(f"{cast_op} {value} : {it} to index")
             if idx.dtype.kind == "i":  # negative indices count from the end, as in NumPy
                 zero, size = rb.op("arith.constant 0 : index"), rb.op(f"arith.constant {n} : index")
                 neg = rb.op(f"arith.cmpi slt, {i}, {zero} : index")
                 wrapped = rb.op(f"arith.addi {i}, {size} : index")
                 i = rb.op(f"arith.select {neg}, {wrapped}, {i} : index")
+            return i
+
+        def body(rb, args):
             coords = [rb.op(f"linalg.index {d} : index") for d in range(axis)]
-            coords.append(i)
+            coords += [coordinate(rb, a, idx, x.shape[axis + j]) for j, (a, idx) in enumerate(zip(args, indices))]
             coords += [rb.op(f"linalg.index {d} : index") for d in range(axis + k, node.ndim)]
             return rb.op(f"tensor.extract {table}[{', '.join(coords)}] : {src_t}")
 
@@ -379,7 +381,8 @@ class Emitter:
             return rb.op(f"arith.trunci {stored} : i8 to i1") if dt.is_bool(node.dtype) else stored
 
         index_map = _map(node.ndim, [f"d{axis + j}" for j in range(k)])
-        return self._generic(node.shape, node.dtype, [(operands[1], idx.shape, idx.dtype, index_map)], compute_body, node.loc)
+        ins = [(operands[1 + j], idx.shape, idx.dtype, index_map) for j, idx in enumerate(indices)]
+        return self._generic(node.shape, node.dtype, ins, compute_body, node.loc)
 
     def concat(self, node: Node, operands) -> str:
         axis = node.attrs["axis"]

@@ -363,37 +363,57 @@ def getitem(t: Tensor, key):
             advanced.append((dim, idx))
             out_shape.append(("adv", idx.shape))
         dim += 1
-    if len(advanced) > 1:
-        raise NotImplementedError("indexing with more than one integer array is not supported by the compiler")
-
     y = P.slice_(x, starts, sizes, steps)
     for d, idx in gathers:
         y = P.gather(y, idx, d)
-    for d, idx in advanced:
-        y = P.gather(y, idx, d)
-    # y's axes, one label per axis: an integer-array index contributes its own axes in place
-    labels = []
+    if not advanced:
+        return Tensor(P.reshape(y, tuple(1 if kind == "new" else y.shape[axis]
+                                         for axis, (kind, _) in _axes(out_shape) if kind != "drop")))
+    return Tensor(_advanced_index(y, out_shape, advanced))
+
+
+def _axes(out_shape):
+    """(axis of the sliced array or None, entry) for each index entry, a new axis taking none."""
+    axis = 0
     for kind, extra in out_shape:
-        if kind == "adv":
-            labels += ["adv"] * len(extra)
-        elif kind != "new":
-            labels.append(kind)
-    # NumPy: with an integer array present, integer scalars are advanced indices too; if the
-    # advanced indices are not adjacent, the broadcast (array) axes go first.
+        yield (None if kind == "new" else axis), (kind, extra)
+        axis += kind != "new"
+
+
+def _advanced_index(y, out_shape, advanced):
+    """NumPy's integer-array indexing of the sliced ``y`` (integer-indexed axes kept as size 1): one
+    gather over the indexed axes, made adjacent first. The broadcast axes go where the advanced
+    indices (arrays and integers) were when those are adjacent, else first, as NumPy does."""
+    dims, indices = [d for d, _ in advanced], [idx for _, idx in advanced]
+    if dims == list(range(dims[0], dims[-1] + 1)):
+        z = P.gather(y, indices, dims[0])
+        order = list(range(dims[0])) + ["B"] + list(range(dims[-1] + 1, y.ndim))
+    else:
+        others = [d for d in range(y.ndim) if d not in dims]
+        z = P.gather(P.transpose(y, dims + others), indices, 0)
+        order = ["B"] + others
+    # z's axes labelled by the axis of y they come from, "B" for the broadcast index axes
+    n_b = z.ndim - (y.ndim - len(dims))
+    labels = [label for item in order for label in (["B"] * n_b if item == "B" else [item])]
+    b_shape = [z.shape[i] for i, label in enumerate(labels) if label == "B"]
+    kinds = [kind for kind, _ in out_shape if kind != "new"]
     positions = [i for i, (kind, _) in enumerate(out_shape) if kind in ("adv", "drop")]
-    if advanced and positions[-1] - positions[0] + 1 != len(positions):
-        perm = [i for i, lab in enumerate(labels) if lab == "adv"] + [i for i, lab in enumerate(labels) if lab != "adv"]
-        y = P.transpose(y, perm)
-        out_shape = [("adv", advanced[0][1].shape)] + [entry for entry in out_shape if entry[0] != "adv"]
-    final, axis = [], 0
-    for kind, extra in out_shape:
+    adjacent = positions[-1] - positions[0] + 1 == len(positions)
+    want, final = ([], []) if adjacent else (["B"], list(b_shape))
+    for axis, (kind, _) in _axes(out_shape):
         if kind == "new":
             final.append(1)
-        elif kind == "adv":
-            final.extend(extra)
-            axis += len(extra)
-        else:
-            if kind == "keep":
-                final.append(y.shape[axis])
-            axis += 1
-    return Tensor(P.reshape(y, tuple(final)))
+        elif kind == "keep":
+            want.append(axis)
+            final.append(y.shape[axis])
+        elif "B" not in want:
+            want.append("B")
+            final.extend(b_shape)
+    kept = [i for i, label in enumerate(labels) if label == "B" or kinds[label] != "drop"]
+    z = P.reshape(z, tuple(z.shape[i] for i in kept))  # the integer-indexed axes have size 1
+    labels = [labels[i] for i in kept]
+    perm = [i for item in want for i, label in enumerate(labels) if label == item]
+    if perm != list(range(len(perm))):
+        z = P.transpose(z, perm)
+    return P.reshape(z, tuple(final))
+

@@ -689,7 +689,9 @@ def random_basic_index(c: Chooser, shape: tuple) -> list:
 def decode_index(key) -> tuple:
     out = []
     for k in key:
-        if k == "...":
+        if isinstance(k, dict):  # a constant integer array: {"array": flat values, "shape": [...]}
+            out.append(np.array(k["array"], dtype=np.int64).reshape(k["shape"]))
+        elif k == "...":
             out.append(Ellipsis)
         elif isinstance(k, list) and len(k) == 3 and not any(isinstance(v, list) for v in k):
             out.append(slice(*(None if v == "" else v for v in k)))
@@ -703,6 +705,36 @@ def _getitem_params(c, shape):
 
 
 _single("getitem", lambda xs, p: xs[0][decode_index(p["key"])], _getitem_params, "x[...]", min_rank=1, family="index")
+
+
+def _multi_array_params(c, shape):
+    """Two or three constant integer arrays (broadcast together) on distinct axes, the other axes
+    full or strided slices, integers or nothing, sometimes a new axis: NumPy's advanced indexing,
+    adjacent or not."""
+    if len(shape) < 2:
+        return None
+    free = list(range(len(shape)))
+    axes = sorted(free.pop(c.integer(0, len(free) - 1)) for _ in range(c.integer(2, min(3, len(shape)))))
+    shapes = iter(broadcast_shapes_for(c, len(axes), 0, 2))
+    key = []
+    for axis, n in enumerate(shape):
+        if axis in axes:
+            s = next(shapes)
+            values = [c.integer(-n, n - 1) for _ in range(int(np.prod(s, dtype=np.int64)))]
+            key.append({"array": values, "shape": list(s)})
+            continue
+        kind = c.pick(("full", "full", "int", "slice", "new"))
+        if kind == "new":
+            key.append(None)
+            kind = "full"
+        key.append(c.integer(-n, n - 1) if kind == "int" else
+                   ["", "", ""] if kind == "full" else ["", "", c.pick((2, -1, -2))])
+    return {"key": key}
+
+
+_single("getitem_arrays", lambda xs, p: xs[0][decode_index(p["key"])], _multi_array_params, "x[idx, ..., idx]",
+        min_rank=2, max_rank=4, family="index",
+        notes="several constant integer arrays in one index (broadcast together)")
 
 
 def _gather_params(c, shape):

@@ -283,7 +283,7 @@ primitive(
     lambda n, v: v[0][tuple(slice(s, s + z * st, st) for s, z, st in zip(n.attrs["starts"], n.shape, n.attrs["steps"]))].copy(),
     lambda em, n, ops: em.slice(n, ops[0]),
 )
-primitive("gather", lambda n, v: np.take(v[0], v[1], axis=n.attrs["axis"]), lambda em, n, ops: em.gather(n, ops))
+primitive("gather", lambda n, v: _eval_gather(n, v), lambda em, n, ops: em.gather(n, ops))
 primitive("concat", lambda n, v: np.concatenate(v, axis=n.attrs["axis"]), lambda em, n, ops: em.concat(n, ops))
 primitive("broadcast_to", lambda n, v: np.broadcast_to(v[0], n.shape).copy(), lambda em, n, ops: em.elementwise(n, ops))
 
@@ -344,9 +344,7 @@ def integer_exponent_source(node: Node):
         if (exponent.value < 0).any():
             raise ValueError(f"{NEGATIVE_INTEGER_POWER}; the exponent holds {int(exponent.value.min())}")
         return None
-    source = exponent
-    while source.op in _VALUE_PRESERVING:
-        source = source.inputs[0]
+    source = value_source(exponent)
     if source.dtype.kind in "ub" or (source.op == "cast" and source.inputs[0].dtype.kind in "ub"
                                      and source.inputs[0].dtype.itemsize < source.dtype.itemsize):
         return None  # never negative
@@ -462,19 +460,43 @@ def slice_(x: Node, starts, sizes, steps) -> Node:
     return _make("slice", [x], sizes, x.dtype, starts=tuple(starts), steps=tuple(steps))
 
 
-def gather(x: Node, idx: Node, axis: int) -> Node:
-    if idx.dtype.kind not in "iu":
-        raise IndexError(f"arrays used as indices must be of integer type, got {idx.dtype}")
-    if x.shape[axis] == 0:
-        raise IndexError("cannot gather from an empty axis")
-    if idx.is_const():
-        bad = (idx.value < -x.shape[axis]) | (idx.value >= x.shape[axis])
-        if bad.any():
-            raise ValueError(f"gather index {int(idx.value[bad].flat[0])} is out of range for axis {axis} with size {x.shape[axis]}")
-    elif idx.op != "input":
-        raise NotImplementedError("gather indices must be a function argument or a constant, so they can be bounds-checked before native code runs")
-    shape = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
-    return _make("gather", [x, idx], shape, x.dtype, axis=axis)
+def value_source(node: Node) -> Node:
+    """The node whose elements ``node`` holds, through ops that only move or repeat them."""
+    while node.op in _VALUE_PRESERVING:
+        node = node.inputs[0]
+    return node
+
+
+def gather(x: Node, indices, axis: int) -> Node:
+    """``x`` indexed along ``axis, axis + 1, ...`` by integer arrays (one per axis, broadcast together),
+    as NumPy's adjacent advanced indices: the result has the broadcast shape in their place."""
+    indices = list(indices) if isinstance(indices, (list, tuple)) else [indices]
+    for j, idx in enumerate(indices):
+        if idx.dtype.kind not in "iu":
+            raise IndexError(f"arrays used as indices must be of integer type, got {idx.dtype}")
+        n = x.shape[axis + j]
+        if n == 0:
+            raise IndexError("cannot gather from an empty axis")
+        if idx.is_const():
+            bad = (idx.value < -n) | (idx.value >= n)
+            if bad.any():
+                raise ValueError(f"gather index {int(idx.value[bad].flat[0])} is out of range for axis {axis + j} with size {n}")
+        elif value_source(idx).op != "input":
+            raise NotImplementedError("gather indices must be a function argument or a constant, so they can be "
+                                      "bounds-checked before native code runs")
+    try:
+        shape = tuple(np.broadcast_shapes(*[i.shape for i in indices]))
+    except ValueError:
+        raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
+                         + " ".join(str(i.shape) for i in indices)) from None
+    indices = [broadcast_to(i, shape) for i in indices]
+    out = x.shape[:axis] + shape + x.shape[axis + len(indices):]
+    return _make("gather", [x, *indices], out, x.dtype, axis=axis)
+
+
+def _eval_gather(node: Node, values):
+    axis = node.attrs["axis"]
+    return values[0][(slice(None),) * axis + tuple(values[1:])]
 
 
 def concat(xs: list[Node], axis: int) -> Node:

@@ -96,6 +96,43 @@ def test_embedding_pattern():
     check(lambda wte, wpe, ids: wte[ids] + wpe[: ids.shape[0]], wte, wpe, ids)
 
 
+Y = np.arange(4 * 5 * 6 * 7, dtype=np.float64).reshape(4, 5, 6, 7) - 300
+I, J, K = np.array([0, 3, -1]), np.array([[1], [4]]), np.array([2, 5, 0])
+
+
+@pytest.mark.parametrize("key", [
+    (I, J), (slice(None), J, K), (I, slice(None), K), (I, 2, K), (0, J, K), (I, slice(1, 4), J, 0),
+    (None, I, None, J), (I, None, J), (slice(None, None, -1), I, K), (I, J, 1), (slice(None), slice(None), I, J),
+    (np.array(2), I), (I, I, I, I), (I.reshape(3, 1), slice(None), K), (Ellipsis, J, K),
+], ids=lambda key: "[" + ", ".join(type(k).__name__ if not isinstance(k, np.ndarray) else f"a{k.shape}" for k in key) + "]")
+def test_several_integer_arrays_index_like_numpy(key):
+    # NumPy's rule: the broadcast index shape goes where the advanced indices (arrays and integers)
+    # are when they are adjacent, else first
+    arrays = [k for k in key if isinstance(k, np.ndarray) and k.ndim]
+
+    def as_arguments(t, *idx):
+        it = iter(idx)
+        return t[tuple(next(it) if isinstance(k, np.ndarray) and k.ndim else k for k in key)]
+
+    assert_same(jit(as_arguments)(Y, *arrays), Y[key])
+    assert_same(jit(lambda t: t[key])(Y), Y[key])  # as constants
+
+
+def test_several_index_arrays_are_each_checked_and_must_broadcast():
+    f = jit(lambda t, a, b: t[a, :, b])
+    with pytest.raises(ValueError, match="argument b: index 7 is out of range for an axis of size 6"):
+        f(Y, I, np.array([1, 7, 2]))
+    with pytest.raises(ValueError, match="argument a: index -5 is out of range for an axis of size 4"):
+        f(Y, np.array([-5]), K)
+    with pytest.raises(IndexError, match=r"could not be broadcast together with shapes \(3,\) \(2,\)"):
+        f(Y, I, np.array([1, 2]))
+    # an index argument reshaped or broadcast is still checked on the host
+    g = jit(lambda t, a: t[a.reshape(-1), a.T.reshape(-1)])
+    assert_same(g(Y, np.array([[1, 2]])), Y[np.array([1, 2]), np.array([1, 2])])
+    with pytest.raises(ValueError, match="argument a: index 4 is out of range for an axis of size 4"):
+        g(Y, np.array([[1, 4]]))
+
+
 def test_split_hstack_concatenate():
     rng = np.random.default_rng(2)
     x = rng.standard_normal((4, 12)).astype(np.float32)
