@@ -1,14 +1,16 @@
 """Arrays that stay in GPU memory between calls. ``to_device`` copies a NumPy array
 into a plain device allocation once (never managed memory); a ``DeviceArray`` passed
 to a function compiled for the GPU target goes to its kernels as it is, with no copy,
-so weights are uploaded once rather than on every call. Allocation and copies go
-through the same ``libmlir_cuda_runtime`` the kernels use. Inside ``build_only``
+so weights are uploaded once rather than on every call; ``empty`` allocates the results
+of functions compiled with ``device_outputs``. Allocation and copies go through the same
+runtime functions the kernels call (the device-memory cache's where it is loaded). Inside ``build_only``
 ``to_device`` gives a placeholder with a shape and dtype but no memory: kernels are
 built for it, never run."""
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
 
 import numpy as np
@@ -67,11 +69,13 @@ class DeviceArray:
 _lock = threading.Lock()
 
 
+@functools.cache
 def _runtime():
-    """The loaded CUDA runtime wrappers (libmlir_cuda_runtime), with their C signatures."""
+    """The CUDA runtime wrappers as the kernels see them (global symbols: the device-memory cache's
+    allocation functions where it is loaded, libmlir_cuda_runtime's otherwise), with C signatures."""
     from . import gpu
-    libs = gpu._cuda_runtime_libraries()
-    lib = ctypes.CDLL(libs[-1])
+    gpu._cuda_runtime_libraries()
+    lib = ctypes.CDLL(None)
     p = ctypes.c_void_p
     lib.mgpuMemAlloc.restype, lib.mgpuMemAlloc.argtypes = p, [ctypes.c_uint64, p, ctypes.c_bool]
     lib.mgpuMemFree.restype, lib.mgpuMemFree.argtypes = None, [p, p]
@@ -102,19 +106,38 @@ def to_device(array) -> DeviceArray:
         raise TypeError(f"dtype {host.dtype} is not supported on the device")
     if building():
         return DeviceArray(None, host.shape, host.dtype)
+    out = _allocate(host.shape, host.dtype)
+    if host.nbytes:
+        storage = host.view(np.int8) if host.dtype == np.bool_ else host  # bools are stored as i8, one byte each
+        _copy(out.pointer, storage.ctypes.data, host.nbytes)
+    return out
+
+
+def empty(shape, dtype) -> DeviceArray:
+    """A new device allocation, contents undefined (a placeholder inside ``build_only``)."""
+    from . import dtypes as dt
+    from .jit import building
+
+    dtype = np.dtype(dtype)
+    if dtype not in dt.SUPPORTED:
+        raise TypeError(f"dtype {dtype} is not supported on the device")
+    if building():
+        return DeviceArray(None, shape, dtype)
+    return _allocate(tuple(shape), dtype)
+
+
+def _allocate(shape: tuple, dtype: np.dtype) -> DeviceArray:
     from .gpu import DeviceUnavailableError, device_available
     ok, reason = device_available()
     if not ok:
-        raise DeviceUnavailableError(f"cannot copy an array to the GPU: {reason}")
-    storage = host.view(np.int8) if host.dtype == np.bool_ else host  # bools are stored as i8, one byte each
-    if not host.nbytes:
-        return DeviceArray(0, host.shape, host.dtype)
-    pointer = _runtime().mgpuMemAlloc(host.nbytes, None, False)
+        raise DeviceUnavailableError(f"cannot allocate GPU memory: {reason}")
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if not nbytes:
+        return DeviceArray(0, shape, dtype)
+    pointer = _runtime().mgpuMemAlloc(nbytes, None, False)
     if not pointer:
-        raise MemoryError(f"the GPU could not allocate {host.nbytes} bytes for an array of shape {host.shape}")
-    out = DeviceArray(pointer, host.shape, host.dtype)
-    _copy(pointer, storage.ctypes.data, host.nbytes)
-    return out
+        raise MemoryError(f"the GPU could not allocate {nbytes} bytes for an array of shape {shape}")
+    return DeviceArray(pointer, shape, dtype)
 
 
 def tree_to_device(tree):

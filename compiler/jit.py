@@ -202,9 +202,12 @@ FAULTS: dict = {}
 class JitFunction:
     """A traced-and-compiled function; call it with NumPy arrays."""
 
-    def __init__(self, fn, target: str = "cpu"):
+    def __init__(self, fn, target: str = "cpu", device_outputs: bool = False):
+        if device_outputs and target != "gpu":
+            raise ValueError(f"device_outputs needs the gpu target, not {target!r}")
         self.fn = fn
         self.target = target
+        self.device_outputs = device_outputs  # results stay in GPU memory, as DeviceArrays
         self._cache: dict = {}
         self._lock = threading.Lock()
         self.compile_count = 0
@@ -236,7 +239,7 @@ class JitFunction:
         spec = self._cache.get(key)
         if spec is None:
             inputs, outputs, out_tree, paths = trace(self.fn, args, kwargs)
-            lowered = build_module(inputs, outputs, faults=dict(FAULTS))
+            lowered = build_module(inputs, outputs, faults=dict(FAULTS), device_outputs=self.device_outputs)
             spec = Specialization(inputs, outputs, out_tree, lowered, _host_checks(inputs, outputs, paths), paths)
             self._cache[key] = spec
         return spec
@@ -258,13 +261,16 @@ class JitFunction:
             built = get_target(self.target).build(spec.lowered)
             log.kernels.append(BuiltKernel(getattr(self.fn, "__name__", "?"), self.target, built,
                                            time.perf_counter() - start))
-        outputs = [np.zeros(shape, dtype) for shape, dtype in spec.lowered.out_specs]
+        if self.device_outputs:
+            outputs = [DeviceArray(None, shape, dtype) for shape, dtype in spec.lowered.out_specs]
+        else:
+            outputs = [np.zeros(shape, dtype) for shape, dtype in spec.lowered.out_specs]
         return _unflatten(spec.out_tree, iter(outputs))
 
     def lower(self, *args, **kwargs) -> LoweredModule:
         """Trace only: the tensor-level module, without compiling."""
         inputs, outputs, _, _ = trace(self.fn, args, kwargs)
-        return build_module(inputs, outputs, faults=dict(FAULTS))
+        return build_module(inputs, outputs, faults=dict(FAULTS), device_outputs=self.device_outputs)
 
     def __call__(self, *args, **kwargs):
         key, leaves, paths = self._key(args, kwargs)
@@ -272,7 +278,7 @@ class JitFunction:
         if log is not None:
             return self._build_only(key, args, kwargs, log)
         spec = self._specialization(key, args, kwargs)
-        return run_specialization(spec, leaves)
+        return run_specialization(spec, leaves, self.device_outputs)
 
 
 # --------------------------------------------------------------------------- ahead-of-time builds
@@ -343,15 +349,20 @@ def checked_inputs(leaves: list[np.ndarray], host_checks: list[tuple]) -> list[n
     return arrays
 
 
-def run_specialization(spec: Specialization, leaves: list[np.ndarray]):
+def run_specialization(spec: Specialization, leaves: list[np.ndarray], device_outputs: bool = False):
     arrays = checked_inputs(leaves, spec.host_checks)
-    outputs = [np.empty(shape, dtype) for shape, dtype in spec.lowered.out_specs]
+    if device_outputs:
+        from .gpu_memory import empty
+        outputs = [empty(shape, dtype) for shape, dtype in spec.lowered.out_specs]
+    else:
+        outputs = [np.empty(shape, dtype) for shape, dtype in spec.lowered.out_specs]
     spec.kernel(arrays + list(spec.lowered.hidden) + outputs)
     return _unflatten(spec.out_tree, iter(outputs))
 
 
-def jit(fn=None, *, target: str = "cpu"):
-    """Compile ``fn`` (decorator or call). ``target`` is "cpu" or "gpu"."""
+def jit(fn=None, *, target: str = "cpu", device_outputs: bool = False):
+    """Compile ``fn`` (decorator or call). ``target`` is "cpu" or "gpu"; ``device_outputs`` (gpu only):
+    return the results as ``DeviceArray``s in GPU memory instead of copying them back."""
     if fn is None:
-        return lambda f: JitFunction(f, target)
-    return JitFunction(fn, target)
+        return lambda f: JitFunction(f, target, device_outputs)
+    return JitFunction(fn, target, device_outputs)

@@ -430,7 +430,10 @@ def _resident(node: Node) -> str:
     return f", {DEVICE_RESIDENT_ATTR}" if node.attrs.get("device_resident") else ""
 
 
-def build_module(inputs: list[Node], outputs: list[Node], func_name: str = "main", faults: dict | None = None) -> LoweredModule:
+def build_module(inputs: list[Node], outputs: list[Node], func_name: str = "main", faults: dict | None = None,
+                 device_outputs: bool = False) -> LoweredModule:
+    """The tensor-level module of ``outputs`` over ``inputs``. ``device_outputs``: the results are
+    written into caller-provided device memory (marked device-resident, like DeviceArray inputs)."""
     em = Emitter(func_name, inputs, faults)
     order = topological(outputs)
     users: dict[int, list[Node]] = {}
@@ -455,7 +458,9 @@ def build_module(inputs: list[Node], outputs: list[Node], func_name: str = "main
     args = [f"%arg{n.index}: {dt.tensor_type(n.shape, n.dtype)} {{bufferization.writable = false{_resident(n)}}} {_name_loc(n.name)}"
             for n in inputs]
     args += [f"%hidden{i}: {t} {{bufferization.writable = false}} loc(\"constant\")" for i, t in enumerate(em.hidden_types)]
-    args += [f"%out{k}: memref<{''.join(f'{d}x' for d in o.shape)}{dt.storage_type(o.dtype)}> loc(\"result\")" for k, o in enumerate(outputs)]
+    out_attrs = f" {{{DEVICE_RESIDENT_ATTR}}}" if device_outputs else ""
+    args += [f"%out{k}: memref<{''.join(f'{d}x' for d in o.shape)}{dt.storage_type(o.dtype)}>{out_attrs} loc(\"result\")"
+             for k, o in enumerate(outputs)]
     header = f"  func.func @{func_name}({', '.join(args)}) attributes {{llvm.emit_c_interface}} {{"
     text = "module {\n" + header + "\n" + "\n".join(em.lines) + "\n  } loc(unknown)\n" + "".join(em.extra_functions) + "} loc(unknown)\n"
     return LoweredModule(text, func_name, em.hidden, [(o.shape, o.dtype) for o in outputs])

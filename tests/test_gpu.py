@@ -276,8 +276,27 @@ def test_gpt2_build_only_on_the_gpu_takes_weights_as_device_arrays(tmp_path, mon
     assert runner._on_device is None, "placeholders are never kept as the runner's weights"
     specs = list(runner.feedforward_fn._cache.values())
     header = next(line for line in specs[0].lowered.text.splitlines() if "func.func @main" in line)
-    # x arrives from the host; the six weights are resident
-    assert header.count("parity.device_resident") == 6 and "%arg0: tensor<8x" in header
+    # the residual stream x arrives from the previous sublayer in device memory, as do the six
+    # weights, and the result stays there for the next sublayer; only the logits come back
+    assert header.count("parity.device_resident") == 1 + 6 + 1
+    assert re.search(r"%arg0: tensor<8x64xf64> \{bufferization.writable = false, parity.device_resident\}", header)
+    assert re.search(r"%out0: memref<8x64xf64> \{parity.device_resident\}", header)
+    projection = next(line for line in list(runner.projection_fn._cache.values())[0].lowered.text.splitlines()
+                      if "func.func @main" in line)
+    assert re.search(r"%out0: memref<1x\d+xf64> loc", projection), "the logits are copied back to the host"
+
+
+def test_device_outputs_need_the_gpu_and_build_as_placeholders(tmp_path, monkeypatch):
+    from compiler.gpu_memory import DeviceArray
+
+    with pytest.raises(ValueError, match="device_outputs needs the gpu target"):
+        compiler.jit(lambda x: x + 1, device_outputs=True)
+    monkeypatch.setenv("PARITY_CACHE", str(tmp_path))
+    f = compiler.jit(lambda x: (x * 2, x.sum()), target="gpu", device_outputs=True)
+    with compiler.build_only():
+        doubled, total = f(rand(4, 4))
+    assert isinstance(doubled, DeviceArray) and doubled.is_placeholder and doubled.shape == (4, 4)
+    assert isinstance(total, DeviceArray) and total.shape == () and total.dtype == np.float32
 
 
 def test_device_arrays_are_rejected_where_they_cannot_work():

@@ -161,6 +161,24 @@ def test_gpt2_on_the_gpu_uploads_its_weights_once(runs):
     assert len(result["second_copies"]) <= len(result["first_copies"]) - result["weight_arrays"]
 
 
+def test_gpt2_subgraph_keeps_the_residual_stream_on_the_device(runs):
+    result = runs.first["gpt2_subgraph"]
+    n_layer, width, vocab = result["n_layer"], result["n_embd"], result["vocab"]
+    assert result["sublayer_calls"] == 1 + 2 * n_layer + 1
+    # in: the padded ids (8 int64), the last row's index and small constants (the causal mask);
+    # no activation (8 rows of the width, float32 at least) ever crosses to the device
+    assert 64 in result["to_device"] and 8 in result["to_device"]
+    assert max(result["to_device"]) < 8 * width * 4
+    # out: the logits only (float64), never an activation
+    assert result["to_host"] == [vocab * 8]
+    assert result["logits"] == [[vocab], "float64"]
+    # a trace still holds host arrays of every tensor, the real rows only
+    trace = result["trace"]
+    assert len(trace) == 1 + 2 * n_layer + 1
+    assert trace["embedding"] == [[4, width], "float32", "ndarray"]
+    assert trace[f"h.{n_layer - 1}.output"] == [[4, width], "float64", "ndarray"]
+
+
 def test_a_cached_library_that_does_not_load_is_rebuilt(runs):
     import hashlib
 

@@ -189,17 +189,27 @@ class CompiledGPT2:
         return out
 
 
+def _rows(x, n: int) -> np.ndarray:
+    """The first ``n`` rows of an activation, as a NumPy copy (from device memory on the GPU)."""
+    host = x.to_host() if hasattr(x, "to_host") else x
+    return host[:n].copy()
+
+
 class SubgraphGPT2(CompiledGPT2):
-    """One compiled function per sublayer; the residual stream crosses the boundary between them."""
+    """One compiled function per sublayer; the residual stream crosses the boundary between them
+    (in GPU memory on the GPU target)."""
 
     mode = "subgraph"
 
     def __init__(self, model: GPT2Model, target: str = "cpu"):
         super().__init__(model, target)
         from compiler import jit
-        self.embed_fn = jit(embedding, target=target)
-        self.attention_fn = jit(attention_sublayer, target=target)
-        self.feedforward_fn = jit(feedforward_sublayer, target=target)
+        # on the GPU the residual stream stays in device memory from sublayer to sublayer; only
+        # the logits (and what a trace asks for) come back
+        resident = target == "gpu"
+        self.embed_fn = jit(embedding, target=target, device_outputs=resident)
+        self.attention_fn = jit(attention_sublayer, target=target, device_outputs=resident)
+        self.feedforward_fn = jit(feedforward_sublayer, target=target, device_outputs=resident)
         self.projection_fn = jit(final_projection, target=target)
 
     @staticmethod
@@ -219,14 +229,14 @@ class SubgraphGPT2(CompiledGPT2):
         params, wte_out = self.weights()
         x = self.embed_fn(params.wte, params.wpe, padded)
         if trace is not None:
-            trace["embedding"] = x[:n].copy()
+            trace["embedding"] = _rows(x, n)
         for i in range(self.config.n_layer):
             x = self.attention_fn(x, *self._attention_args(params, i), n_head=self.config.n_head)
             if trace is not None:
-                trace[f"h.{i}.attention"] = x[:n].copy()
+                trace[f"h.{i}.attention"] = _rows(x, n)
             x = self.feedforward_fn(x, *self._feedforward_args(params, i))
             if trace is not None:
-                trace[f"h.{i}.output"] = x[:n].copy()
+                trace[f"h.{i}.output"] = _rows(x, n)
         logits = self.projection_fn(x, np.array([n - 1]), params.ln_f.g, params.ln_f.b, wte_out)[0]
         if trace is not None:
             trace["logits"] = logits

@@ -184,6 +184,24 @@ def gpt2_scenario(workdir: str) -> None:
     print(json.dumps({"scenario": "gpt2_fused", "weight_arrays": len(leaves), "weight_bytes": sum(a.nbytes for a in leaves),
                       "first_copies": copied(first), "second_copies": copied(second)}), flush=True)
 
+    # subgraph mode: the residual stream stays on the device between sublayers
+    runner = compile_model(load_model(model_dir), "subgraph", "gpu")
+    runner.forward([5, 9, 1])
+    RUNTIME.calls.clear()
+    logits = runner.forward([5, 9, 1, 7])
+    calls = list(RUNTIME.calls)
+    trace = {}
+    runner.forward([5, 9, 1, 7], trace=trace)
+    config = runner.config
+    print(json.dumps({
+        "scenario": "gpt2_subgraph", "n_layer": config.n_layer, "n_embd": config.n_embd, "vocab": config.vocab_size,
+        "sublayer_calls": sum(1 for c in calls if c[0] == "stream"),
+        "to_device": [c[2] for c in calls if c[0] == "memcpy" and c[1] == "to_device"],
+        "to_host": [c[2] for c in calls if c[0] == "memcpy" and c[1] == "to_host"],
+        "logits": [list(logits.shape), str(logits.dtype)],
+        "trace": {k: [list(v.shape), str(v.dtype), type(v).__name__] for k, v in trace.items()},
+    }), flush=True)
+
 
 def memory_cache_main(fake_runtime: str) -> None:
     """compiler/gpu_memory_cache.c loaded ahead of the fake runtime, as ahead of the real one:
