@@ -251,9 +251,12 @@ class Emitter:
         kind = dtype.kind
         if node.op == "reduce_sum":
             identity, op = 0, {"f": "arith.addf", "i": "arith.addi", "u": "arith.addi", "b": "arith.ori"}[kind]
-        else:
+        elif node.op == "reduce_max":
             identity = {"f": -np.inf, "i": np.iinfo(dtype).min if kind == "i" else 0, "u": 0, "b": False}[kind]
             op = {"f": "arith.maximumf", "i": "arith.maxsi", "u": "arith.maxui", "b": "arith.ori"}[kind]
+        else:  # reduce_min; arith.minimumf propagates NaN, as np.min does
+            identity = {"f": np.inf, "b": True}.get(kind) if kind in "fb" else np.iinfo(dtype).max
+            op = {"f": "arith.minimumf", "i": "arith.minsi", "u": "arith.minui", "b": "arith.andi"}[kind]
         # float32 sums accumulate in float64: NumPy sums pairwise, which a sequential float32
         # loop cannot match (errors grow with the row length); a wider accumulator stays within
         # NumPy's own rounding of the exact sum.

@@ -76,6 +76,11 @@ def _count(x, axes) -> int:
     return int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
 
 
+def amin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    _no_extras("min", out=out, initial=initial, where=where)
+    return Tensor(P.reduce("min", _node(a), axis, keepdims, "np.min"))
+
+
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     _no_extras("mean", out=out, where=where)
     x = _node(a)
@@ -278,7 +283,7 @@ def size(a, axis=None):
 
 
 FUNCTIONS = {
-    np.sum: sum_, np.max: amax, np.amax: amax, np.mean: mean, np.var: var,
+    np.sum: sum_, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.mean: mean, np.var: var,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,
     np.vstack: vstack, np.stack: stack, np.split: split, np.where: where, np.triu: triu, np.tril: tril,

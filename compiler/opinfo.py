@@ -408,6 +408,8 @@ _reduction("sum", lambda xs, p: np.sum(xs[0], axis=_axis(p), keepdims=p["keepdim
 _reduction("method.sum", lambda xs, p: xs[0].sum(axis=_axis(p), keepdims=p["keepdims"]), ALL, "x.sum", _sum_scale)
 _reduction("max", lambda xs, p: np.max(xs[0], axis=_axis(p), keepdims=p["keepdims"]), ALL, "np.max")
 _reduction("method.max", lambda xs, p: xs[0].max(axis=_axis(p), keepdims=p["keepdims"]), ALL, "x.max")
+_reduction("min", lambda xs, p: np.min(xs[0], axis=_axis(p), keepdims=p["keepdims"]), ALL, "np.min")
+_reduction("method.min", lambda xs, p: xs[0].min(axis=_axis(p), keepdims=p["keepdims"]), ALL, "x.min")
 _reduction("mean", lambda xs, p: np.mean(xs[0], axis=_axis(p), keepdims=p["keepdims"]), ALL, "np.mean", _mean_scale)
 _reduction("method.mean", lambda xs, p: xs[0].mean(axis=_axis(p), keepdims=p["keepdims"]), ALL, "x.mean", _mean_scale)
 _reduction("var", lambda xs, p: np.var(xs[0], axis=_axis(p), keepdims=p["keepdims"], ddof=p.get("ddof", 0)), NUMERIC,

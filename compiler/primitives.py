@@ -269,12 +269,13 @@ for _name in list(UFUNCS) + ["where", "cast"]:
 
 
 def _eval_reduce(node, values):
-    fn = np.sum if node.op == "reduce_sum" else np.max
+    fn = {"reduce_sum": np.sum, "reduce_max": np.max, "reduce_min": np.min}[node.op]
     return np.asarray(fn(values[0], axis=node.attrs["axes"])).astype(node.dtype, copy=False)
 
 
 primitive("reduce_sum", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
 primitive("reduce_max", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
+primitive("reduce_min", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
 primitive("matmul", lambda n, v: np.matmul(v[0], v[1]), lambda em, n, ops: em.matmul(n, ops))
 primitive("reshape", lambda n, v: np.reshape(v[0], n.shape), lambda em, n, ops: em.reshape(ops[0], n.inputs[0], n.shape, n.loc))
 primitive("transpose", lambda n, v: np.transpose(v[0], n.attrs["perm"]).copy(), lambda em, n, ops: em.transpose(n, ops[0]))
@@ -416,10 +417,11 @@ def reduce(kind: str, x: Node, axis, keepdims: bool, what: str) -> Node:
         out = np.sum(np.zeros((1,) * x.ndim, x.dtype), axis=axes).dtype
         op = "reduce_sum"
     else:
+        name = {"max": "maximum", "min": "minimum"}[kind]
         if any(x.shape[a] == 0 for a in axes):
-            raise ValueError(f"{what}: zero-size array to reduction operation maximum which has no identity")
+            raise ValueError(f"{what}: zero-size array to reduction operation {name} which has no identity")
         out = x.dtype
-        op = "reduce_max"
+        op = f"reduce_{kind}"
     x = cast(x, out)
     if axes:
         shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)

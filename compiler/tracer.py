@@ -129,6 +129,9 @@ class Tensor:
     def max(self, axis=None, keepdims=False):
         return Tensor(P.reduce("max", self.node, axis, keepdims, "max"))
 
+    def min(self, axis=None, keepdims=False):
+        return Tensor(P.reduce("min", self.node, axis, keepdims, "min"))
+
     def mean(self, axis=None, keepdims=False):
         from .numpy_api import mean
         return mean(self, axis=axis, keepdims=keepdims)
