@@ -100,7 +100,8 @@ def render_html(report: dict) -> str:
     ref, ckpt = report["reference"], report["checkpoint"]
     parts.append("<table>")
     for label, value in (
-        ("reference", f"{ref.get('kind')} {ref.get('url')} @ {ref.get('revision')} (numpy {ref.get('numpy_version')})"),
+        ("reference", f"{ref.get('kind')} {ref.get('url')} @ {ref.get('revision')}"
+                      + (f" (numpy {ref['numpy_version']})" if ref.get("numpy_version") else "")),
         ("checkpoint", f"{ckpt.get('name')} sha256 {ckpt.get('sha256')}"),
         ("prompt", repr(report.get("prompt"))),
         ("input ids", str(report.get("input_ids"))),

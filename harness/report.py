@@ -165,8 +165,8 @@ def render_terminal(report: dict, console: Console | None = None) -> None:
     header = Table.grid(padding=(0, 2))
     header.add_column(style="bold")
     header.add_column()
-    header.add_row("reference", f"{ref.get('kind')}  {ref.get('url')} @ {ref.get('revision')}  "
-                                f"(numpy {ref.get('numpy_version')})")
+    numpy_version = f"  (numpy {ref['numpy_version']})" if ref.get("numpy_version") else ""  # None: not run
+    header.add_row("reference", f"{ref.get('kind')}  {ref.get('url')} @ {ref.get('revision')}{numpy_version}")
     header.add_row("checkpoint", f"{ckpt.get('name')}  sha256 {ckpt.get('sha256')}")
     header.add_row("prompt", repr(report.get("prompt")))
     header.add_row("input ids", str(report.get("input_ids")))

@@ -299,12 +299,13 @@ def run_verification(capture, runner_factory: Callable[[str, str], Any], plans: 
 
 
 def skipped_report(plans: list[ModePlan], reason: str, *, checkpoint: dict, resolved, prompt: str,
-                   tol: Tolerance) -> dict:
-    """A report in which every mode is skipped, made without capturing the reference."""
+                   tol: Tolerance, input_ids=(), numpy_version: str | None = None) -> dict:
+    """A report in which every mode is skipped, made without capturing the reference (the prompt's
+    ids from the model's tokenizer; a given capture's NumPy version, if any)."""
     reference = {"kind": getattr(resolved, "kind", None), "url": getattr(resolved, "url", None),
-                 "revision": getattr(resolved, "revision", None), "numpy_version": None}
+                 "revision": getattr(resolved, "revision", None), "numpy_version": numpy_version}
     return {
-        "reference": reference, "checkpoint": checkpoint, "prompt": prompt, "input_ids": [],
+        "reference": reference, "checkpoint": checkpoint, "prompt": prompt, "input_ids": [int(t) for t in input_ids],
         "tolerance": {"rtol": tol.rtol, "atol": tol.atol}, "banner": getattr(resolved, "banner", None),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "modes": {plan.name: _error_entry(plan, "skipped", reason, []) for plan in plans},
@@ -460,8 +461,11 @@ def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | No
     if all(plan.target == "gpu" for plan in plans):
         available, why = device_check()
         if not available:
+            given = cap if options.capture else None
             return skipped_report(plans, f"no GPU device: {why}", checkpoint=_checkpoint_of(model),
-                                  resolved=resolved, prompt=options.prompt, tol=tol)
+                                  resolved=resolved, prompt=options.prompt, tol=tol,
+                                  input_ids=given.input_ids if given else model.tokenizer.encode(options.prompt),
+                                  numpy_version=(given.meta or {}).get("key", {}).get("numpy_version") if given else None)
     if not options.capture:
         try:
             cap = take_capture(resolved, model_dir, options.prompt, options.tokens,

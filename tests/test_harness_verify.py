@@ -387,6 +387,7 @@ def glue(monkeypatch):
 
     class Model:
         checkpoint = types.SimpleNamespace(**CHECKPOINT)
+        tokenizer = types.SimpleNamespace(encode=lambda text: [len(word) for word in text.split()])
 
     def load_model(path):
         if state["model_error"]:
@@ -434,6 +435,10 @@ def test_verify_glue_gpu_without_device_skips_without_capturing(glue):
     assert "no CUDA driver" in report["modes"]["gpu-fused"]["reason"]
     assert glue["captured"] == 0 and exit_code(report) == 0
     assert report["reference"]["kind"] == "bundled"
+    # the prompt's ids from the model's tokenizer; no reference ran, so no NumPy version
+    prompt = report["prompt"]
+    assert report["input_ids"] == [len(word) for word in prompt.split()] and report["input_ids"]
+    assert report["reference"]["numpy_version"] is None
     from harness.schema import validate_report
     validate_report(report)
 
