@@ -51,4 +51,5 @@ done
 rm -f "$dest/kernels.tar.xz"
 tar -C "$dest/prebuilt" -cf - kernels | xz -T0 -6 > "$dest/kernels.tar.xz"
 rm -rf "$dest/prebuilt"
-ls -l "$dest/parts" "$dest/kernels.tar.xz"
+ls -l "$dest/kernels.tar.xz"
+if [ -d "$dest/parts" ]; then ls -l "$dest/parts"; else echo "no $dest/parts yet: run without --kernels-only"; fi
