@@ -1,19 +1,12 @@
-/* Parity's device-memory cache for MLIR's CUDA runtime wrappers.
- *
- * The host code MLIR generates allocates every intermediate with mgpuMemAlloc and frees it with
- * mgpuMemFree, which call cuMemAlloc and cuMemFree. cuMemFree waits for the device, so each free
- * after a kernel's last use turns the queue of launches into one launch at a time, on every call.
- * This library is loaded (RTLD_GLOBAL) before libmlir_cuda_runtime, so the kernel libraries'
- * mgpuMemAlloc/mgpuMemFree resolve here: a freed block is kept and handed out again for a request of
- * the same size.
- *
- * Stream rule: a block freed on stream S may still be read by kernels queued on S. It is reused at
- * once on S (the queue orders the new user after the old ones) and on any stream only after S has
- * been synchronized through mgpuStreamSynchronize, which every generated function calls before it
- * returns.
- *
- * Misses, foreign pointers and the stream calls go on to the runtime that parity_gpu_memory_cache_attach
- * names. Compiled and loaded by compiler/gpu.py; PARITY_GPU_MEMORY_CACHE=0 leaves it out. */
+/* Parity's device-memory cache for MLIR's CUDA runtime wrappers. Generated host code gives every
+ * intermediate an mgpuMemAlloc (cuMemAlloc) and an mgpuMemFree (cuMemFree, which waits for the
+ * device) on every call; loaded RTLD_GLOBAL ahead of libmlir_cuda_runtime, this library's
+ * definitions shadow those and keep freed blocks for requests of the same size. A block freed on
+ * stream S is reused at once on S (its queue orders the new user after the old ones) and on other
+ * streams only after mgpuStreamSynchronize(S), which every generated function calls before it
+ * returns. Misses, foreign pointers and stream calls go on to the runtime named by
+ * parity_gpu_memory_cache_attach. Built and loaded by compiler/gpu.py;
+ * PARITY_GPU_MEMORY_CACHE=0 leaves it out. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>

@@ -1,17 +1,11 @@
-"""Reductions on the GPU target, one block of threads (32 to 256, by the reduced count) per
-output element: each thread folds a strided share of the reduced elements, the block
-combines the partial results in workgroup (shared) memory in a tree, and thread 0 folds the
-result into the output's initial value. Without this, parallel-loop mapping gives one thread
-per output element walking every reduced element alone, and a reduction over a leading axis
-becomes a host loop with one launch per index.
-
-``linalg.reduce`` on buffers becomes a call to the kernel (written here in MLIR) when its body
-is an optional widening of the input element (``arith.extf``, ``extsi``, ``extui``, ``sitofp``,
-``uitofp``) and one associative, commutative combiner with a known identity. A
-``linalg.generic`` with reduction iterators (what elementwise fusion makes of a reduction of a
-computed value, such as a variance) is split first: a parallel ``linalg.generic`` writes the
-values it folds into a buffer over the whole loop domain, and the kernel reduces that.
-Anything else keeps the parallel-loop lowering."""
+"""Reductions on the GPU target: one block of threads (32 to 256, by the reduced count) per
+output element, each thread folding a strided share and the block combining the partials in a
+shared-memory tree, instead of one thread per output walking the reduced elements alone (or a
+host loop of launches for a leading axis). ``linalg.reduce`` whose body is an optional widening
+plus one combiner with a known identity becomes a call to a kernel written here in MLIR; a
+``linalg.generic`` with reduction iterators (fusion's form of a reduction of a computed value,
+such as a variance) is first split into a parallel op that writes the folded values and that
+reduction. Anything else keeps the parallel-loop lowering."""
 
 from __future__ import annotations
 
