@@ -282,6 +282,57 @@ class Emitter:
                                  lambda rb, args: cast_scalar(rb, args[0], acc_dtype, dtype), node.loc)
         return result
 
+    def arg_reduce(self, node: Node, x: str) -> str:
+        """argmax/argmin over one axis: a reduction carrying (best value, its index). A later element
+        wins only if strictly better, or NaN where the best so far is not: NumPy's first-occurrence rule,
+        with the first NaN winning."""
+        src, axis = node.inputs[0], node.attrs["axis"]
+        dtype, kind = src.dtype, src.dtype.kind
+        t = dt.storage_type(dtype)
+        is_max = node.op == "argmax"
+        if kind == "f":
+            start = -np.inf if is_max else np.inf
+        elif kind == "b":
+            start = not is_max
+        else:
+            start = np.iinfo(dtype).min if is_max else np.iinfo(dtype).max
+        best = self.filled(node.shape, dtype, start, node.loc)
+        index = self.filled(node.shape, np.dtype(np.int64), 0, node.loc)
+        # loops: the kept axes in order, then the reduced one innermost (so parallel loops never
+        # nest inside the sequential one, which the GPU mapping needs)
+        rank = src.ndim
+        loop_of = {d: i for i, d in enumerate([d for d in range(rank) if d != axis] + [axis])}
+        kept = [f"d{i}" for i in range(rank - 1)]
+        maps = [_map(rank, [f"d{loop_of[d]}" for d in range(rank)]), _map(rank, kept), _map(rank, kept)]
+        its = ", ".join(['"parallel"'] * (rank - 1) + ['"reduction"'])
+        out_t, idx_t = dt.tensor_type(node.shape, dtype), dt.tensor_type(node.shape, np.dtype(np.int64))
+        region = _Region(self)
+        a, b, j = self.fresh("in"), self.fresh("best"), self.fresh("at")
+        if kind == "f":
+            better = region.op(f"arith.cmpf {'ogt' if is_max else 'olt'}, {a}, {b} : {t}")
+            a_nan = region.op(f"arith.cmpf uno, {a}, {a} : {t}")
+            b_num = region.op(f"arith.cmpf ord, {b}, {b} : {t}")
+            first_nan = region.op(f"arith.andi {a_nan}, {b_num} : i1")
+            take = region.op(f"arith.ori {better}, {first_nan} : i1")
+        else:
+            pred = ("sgt" if is_max else "slt") if kind == "i" else ("ugt" if is_max else "ult")
+            take = region.op(f"arith.cmpi {pred}, {a}, {b} : {t}")
+        here = region.op(f"linalg.index {rank - 1} : index")
+        here = region.op(f"arith.index_cast {here} : index to i64")
+        new_best = region.op(f"arith.select {take}, {a}, {b} : {t}")
+        new_index = region.op(f"arith.select {take}, {here}, {j} : i64")
+        values, indices = self.fresh(), self.fresh()
+        loc = _loc(node.loc)
+        self.lines.append(
+            f"    {values}:2 = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = [{its}]}} "
+            f"ins({x} : {dt.tensor_type(src.shape, dtype)}) outs({best}, {index} : {out_t}, {idx_t}) {{")
+        self.lines.append(f"    ^bb0({a}: {t} {loc}, {b}: {t} {loc}, {j}: i64 {loc}):")
+        for ln in region.lines:
+            self.lines.append(f"      {ln} {loc}")
+        self.lines.append(f"      linalg.yield {new_best}, {new_index} : {t}, i64 {loc}")
+        self.lines.append(f"    }} -> ({out_t}, {idx_t}) {loc}")
+        return f"{values}#1"
+
     def matmul(self, node: Node, operands) -> str:
         # A 2-d transpose feeding a matmul is folded into its indexing maps, so ``x @ w.T``
         # never materializes the transposed weight (BLAS reads it transposed instead).

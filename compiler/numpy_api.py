@@ -81,6 +81,16 @@ def amin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     return Tensor(P.reduce("min", _node(a), axis, keepdims, "np.min"))
 
 
+def argmax(a, axis=None, out=None, *, keepdims=False):
+    _no_extras("argmax", out=out)
+    return Tensor(P.arg_reduce("argmax", _node(a), axis, keepdims, "np.argmax"))
+
+
+def argmin(a, axis=None, out=None, *, keepdims=False):
+    _no_extras("argmin", out=out)
+    return Tensor(P.arg_reduce("argmin", _node(a), axis, keepdims, "np.argmin"))
+
+
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     _no_extras("mean", out=out, where=where)
     x = _node(a)
@@ -283,7 +293,7 @@ def size(a, axis=None):
 
 
 FUNCTIONS = {
-    np.sum: sum_, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.mean: mean, np.var: var,
+    np.sum: sum_, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,
     np.vstack: vstack, np.stack: stack, np.split: split, np.where: where, np.triu: triu, np.tril: tril,

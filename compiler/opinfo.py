@@ -493,6 +493,19 @@ def _single(name, call, params_for, numpy_name, dtypes=ALL, min_rank=0, max_rank
                     numpy_name=numpy_name, params_for=params_for, **kw))
 
 
+def _arg_params(c, shape):
+    return {"axis": pick_axis(c, len(shape), allow_tuple=False), "keepdims": c.pick((False, True))}
+
+
+# first occurrence wins, and the first NaN: ANY draws ties, infinities and NaN
+_single("argmax", lambda xs, p: np.argmax(xs[0], axis=p["axis"], keepdims=p["keepdims"]), _arg_params, "np.argmax",
+        min_rank=1, family="arg")
+_single("argmin", lambda xs, p: np.argmin(xs[0], axis=p["axis"], keepdims=p["keepdims"]), _arg_params, "np.argmin",
+        min_rank=1, family="arg")
+_single("method.argmax", lambda xs, p: xs[0].argmax(axis=p["axis"], keepdims=p["keepdims"]), _arg_params, "x.argmax",
+        min_rank=1, family="arg")
+
+
 def _reshape_params(c, shape):
     return {"shape": random_reshape(c, shape)}
 

@@ -276,6 +276,8 @@ def _eval_reduce(node, values):
 primitive("reduce_sum", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
 primitive("reduce_max", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
 primitive("reduce_min", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
+primitive("argmax", lambda n, v: np.argmax(v[0], axis=n.attrs["axis"]), lambda em, n, ops: em.arg_reduce(n, ops[0]))
+primitive("argmin", lambda n, v: np.argmin(v[0], axis=n.attrs["axis"]), lambda em, n, ops: em.arg_reduce(n, ops[0]))
 primitive("matmul", lambda n, v: np.matmul(v[0], v[1]), lambda em, n, ops: em.matmul(n, ops))
 primitive("reshape", lambda n, v: np.reshape(v[0], n.shape), lambda em, n, ops: em.reshape(ops[0], n.inputs[0], n.shape, n.loc))
 primitive("transpose", lambda n, v: np.transpose(v[0], n.attrs["perm"]).copy(), lambda em, n, ops: em.transpose(n, ops[0]))
@@ -431,6 +433,22 @@ def reduce(kind: str, x: Node, axis, keepdims: bool, what: str) -> Node:
     if keepdims:
         r = reshape(r, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
     return r
+
+
+def arg_reduce(kind: str, x: Node, axis, keepdims: bool, what: str) -> Node:
+    """np.argmax/np.argmin: int64 positions along ``axis`` (None: of the flattened array)."""
+    if axis is None:
+        flat = reshape(x, (x.size,))
+        r = arg_reduce(kind, flat, 0, False, what)
+        return reshape(r, (1,) * x.ndim) if keepdims else r
+    if isinstance(axis, (tuple, list)):
+        raise TypeError(f"{what}: axis must be an integer or None, got {type(axis).__name__}")
+    (axis,) = normalize_axes(axis, x.ndim, what)
+    if x.shape[axis] == 0:
+        raise ValueError(f"attempt to get {kind} of an empty sequence")
+    shape = x.shape[:axis] + x.shape[axis + 1:]
+    r = _make(kind, [x], shape, np.dtype(np.int64), axis=axis)
+    return reshape(r, x.shape[:axis] + (1,) + x.shape[axis + 1:]) if keepdims else r
 
 
 def reshape(x: Node, shape) -> Node:

@@ -132,6 +132,12 @@ class Tensor:
     def min(self, axis=None, keepdims=False):
         return Tensor(P.reduce("min", self.node, axis, keepdims, "min"))
 
+    def argmax(self, axis=None, keepdims=False):
+        return Tensor(P.arg_reduce("argmax", self.node, axis, keepdims, "argmax"))
+
+    def argmin(self, axis=None, keepdims=False):
+        return Tensor(P.arg_reduce("argmin", self.node, axis, keepdims, "argmin"))
+
     def mean(self, axis=None, keepdims=False):
         from .numpy_api import mean
         return mean(self, axis=axis, keepdims=keepdims)

@@ -318,3 +318,28 @@ def test_rounding_keeps_integer_dtypes_and_signed_zeros(ufunc):
     assert_bitwise(jit(lambda v: ufunc(v))(x), ufunc(x))
     i = np.array([-3, 0, 5], np.int16)
     assert_bitwise(jit(lambda v: ufunc(v))(i), ufunc(i))
+
+
+# --------------------------------------------------------------------------- argmax / argmin
+
+
+@pytest.mark.parametrize("fn", [np.argmax, np.argmin])
+@pytest.mark.parametrize("axis, keepdims", [(None, False), (None, True), (0, False), (1, True), (-1, False)])
+def test_argmax_argmin_first_occurrence_and_first_nan(fn, axis, keepdims):
+    # ties keep the first position, the first NaN wins, -0.0 ties with 0.0, infinities are values
+    x = np.array([[1.0, 3.0, 3.0, -np.inf],
+                  [np.nan, 2.0, np.nan, 5.0],
+                  [-0.0, 0.0, -0.0, 0.0],
+                  [np.inf, -np.inf, np.inf, 1.0]], np.float32)
+    assert_same(jit(lambda v: fn(v, axis=axis, keepdims=keepdims))(x), fn(x, axis=axis, keepdims=keepdims))
+    for ints in (np.array([[3, -7, 3], [-7, -7, 0]], np.int8), np.array([[250, 3, 250]], np.uint8),
+                 np.array([[True, False, True], [False, False, False]])):
+        assert_same(jit(lambda v: fn(v, axis=axis if axis != -1 else 1, keepdims=keepdims))(ints),
+                    fn(ints, axis=axis if axis != -1 else 1, keepdims=keepdims))
+
+
+def test_argmax_errors_name_the_problem():
+    with pytest.raises(ValueError, match="attempt to get argmax of an empty sequence"):
+        jit(lambda v: np.argmax(v, axis=1))(np.zeros((2, 0), np.float32))
+    with pytest.raises(TypeError, match="axis must be an integer or None"):
+        jit(lambda v: np.argmax(v, axis=(0, 1)))(np.zeros((2, 3), np.float32))
