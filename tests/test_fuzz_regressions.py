@@ -97,3 +97,21 @@ def test_comparison_with_out_of_range_python_int(dtype, value):
         e = f(x)
         assert g.dtype == e.dtype and g.shape == e.shape
         np.testing.assert_array_equal(g, e)
+
+
+def test_numpy_zero_d_power_disagrees_with_its_loops_and_the_checker_accepts_the_loops():
+    """Fuzzer finding: float32 ``(-inf) ** 0.5`` is nan for NumPy 0-d arrays but inf (C's pow) for arrays,
+    which is what the compiler gives; the checker judges 0-d cases against the array loops as well."""
+    from harness.fuzzing.cases import encode_operand
+    from harness.fuzzing.check import check_op_case
+
+    base, exponent = np.array(-np.inf, np.float32), np.array(0.5, np.float32)
+    with np.errstate(invalid="ignore"):
+        zero_d = base ** exponent
+        looped = np.power(base.reshape(1), exponent.reshape(1))
+    assert np.isposinf(looped[0]), "NumPy's array loops follow C's pow"
+    assert np.isnan(zero_d) or np.isposinf(zero_d)  # nan on the NumPy the fuzzer ran (2.4)
+    got = jit(lambda a, b: a ** b)(base, exponent)
+    assert got.dtype == np.float32 and np.isposinf(got)
+    check_op_case({"kind": "op", "op": "operator.pow", "params": {},
+                   "operands": [encode_operand(base), encode_operand(exponent)]})
