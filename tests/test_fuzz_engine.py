@@ -78,6 +78,23 @@ def test_graph_checker_catches_a_fault_inside_a_fused_chain():
             check_case(case)
 
 
+def test_graph_checker_forgives_order_dependent_overflow_downstream_but_not_finite_errors():
+    """Fuzzer finding: a float32 sum near 3.4e38 overflows to inf or NaN (inf + -inf) depending on
+    NumPy's pairwise order, and that reaches a float64 add downstream; only non-finite elements
+    there are forgiven, a finite difference is still caught."""
+    big = np.float32(3.0e38)
+    x = np.array([[big, big, 1], [big, -big, 2], [-big, -big, 3]], np.float32)  # column sums: inf/nan-prone, finite
+    y = np.zeros(3, np.float64)
+    case = {"kind": "graph", "inputs": [encode_operand(x)["array"], encode_operand(y)["array"]], "outputs": [1], "nodes": [
+        {"op": "sum", "args": [{"input": 0}], "params": {"axis": 0, "keepdims": False}, "item": None},
+        {"op": "add", "args": [{"node": 0}, {"input": 1}], "params": {}, "item": None},
+    ]}
+    check_case(case)
+    with inject_fault("add", 2.0):  # finite results off by a factor of two
+        with pytest.raises(Mismatch, match="node 1"):
+            check_case(case)
+
+
 class _FakeRunner:
     """Fails op cases whose first operand has a last axis of 3 or more."""
 
