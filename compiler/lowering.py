@@ -13,7 +13,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .graph import Node, SourceLoc, topological
-from .primitives import PRIMITIVES, cast_scalar, elementwise_scalar, scalar_const
+from .primitives import PRIMITIVES, cast_scalar, elementwise_scalar, numpy_scalar_power, scalar_const
 
 INLINE_CONST_LIMIT = 16  # elements; larger constants are passed as hidden arguments
 
@@ -241,6 +241,8 @@ class Emitter:
                     k += 1
             if node.op in ("cast", "broadcast_to"):
                 return cast_scalar(rb, vals[0], compute[0], node.dtype)
+            if node.attrs.get("scalar_exponent"):
+                return numpy_scalar_power(rb, vals[0], vals[1], np.dtype(compute[-1]))
             return elementwise_scalar(rb, node.op, vals, np.dtype(compute[-1]), node.dtype, operand_dtypes=compute)
 
         return self._generic(node.shape, node.dtype, [(n, s, d) for _, n, s, d in tensor_ops], body, node.loc)

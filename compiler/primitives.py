@@ -326,9 +326,31 @@ def elementwise(name: str, operands: list) -> Node:
             return folded
     nodes = [const_node(dt.weak_to_array(o.value, c)) if isinstance(o, dt.Weak) else o for o, c in zip(operands, compute)]
     shape = broadcast_shapes(*[n.shape for n in nodes], what=f"np.{name}")
-    node = _make(name, nodes, shape, out, compute=tuple(compute))
+    attrs = {}
+    if name == "power" and compute[1].kind == "f" and _scalar_to_inner_loop(nodes[1], shape):
+        attrs["scalar_exponent"] = True
+    node = _make(name, nodes, shape, out, compute=tuple(compute), **attrs)
     integer_exponent_source(node)  # refuses, at trace time, exponents that cannot be checked
     return node
+
+
+def _scalar_to_inner_loop(exponent: Node, shape: tuple) -> bool:
+    """Whether NumPy's power loop sees ``exponent`` with stride 0, which (measured on NumPy 2.4) is when
+    it holds one element and is 0-d or broadcast over more than one (a (1,) exponent with a (1,) base
+    is looped with its own stride; a (2, 1) one over a (2, 3) base too)."""
+    return exponent.size == 1 and (exponent.ndim == 0 or int(np.prod(shape, dtype=np.int64)) > 1)
+
+
+def numpy_scalar_power(rb, x: str, y: str, compute) -> str:
+    """NumPy's float ``power`` when the exponent is a scalar to its inner loop: it takes fast paths, of
+    which only ``0.5 -> sqrt`` changes a value ((-0.0) ** 0.5 is -0.0 and (-inf) ** 0.5 NaN, where
+    C's pow gives +0.0 and +inf). A constant exponent folds the choice away."""
+    t = dt.mlir_type(compute)
+    half = scalar_const(rb, 0.5, compute)
+    is_half = rb.op(f"arith.cmpf oeq, {y}, {half} : {t}")
+    root = rb.op(f"math.sqrt {x} : {t}")
+    power = rb.op(f"math.powf {x}, {y} : {t}")
+    return rb.op(f"arith.select {is_half}, {root}, {power} : {t}")
 
 
 NEGATIVE_INTEGER_POWER = "integers to negative integer powers are not allowed (np.power)"
@@ -386,9 +408,17 @@ def where(cond: Node, x, y) -> Node:
     if isinstance(cond, dt.Weak):
         cond = const_node(np.asarray(cond.value, bool))
     nodes = [cast(cond, bool)]
-    nodes += [const_node(dt.weak_to_array(o.value, out)) if isinstance(o, dt.Weak) else o for o in (x, y)]
+    nodes += [const_node(_where_scalar(o.value, out)) if isinstance(o, dt.Weak) else o for o in (x, y)]
     shape = broadcast_shapes(*[n.shape for n in nodes], what="np.where")
     return _make("where", nodes, shape, out, compute=(np.dtype(bool), out, out))
+
+
+def _where_scalar(value, out: np.dtype) -> np.ndarray:
+    """A Python scalar as np.where takes it: an int goes through a C integer and wraps into an integer
+    result dtype (``np.where(c, -5, uint8_array)`` holds 251), where ufuncs refuse out-of-range ints."""
+    if isinstance(value, int) and out.kind in "iu":
+        return np.asarray(value).astype(out)  # an int beyond 64 bits: OverflowError, as in NumPy
+    return dt.weak_to_array(value, out)
 
 
 def cast(x: Node, dtype) -> Node:

@@ -99,19 +99,36 @@ def test_comparison_with_out_of_range_python_int(dtype, value):
         np.testing.assert_array_equal(g, e)
 
 
-def test_numpy_zero_d_power_disagrees_with_its_loops_and_the_checker_accepts_the_loops():
-    """Fuzzer finding: float32 ``(-inf) ** 0.5`` is nan for NumPy 0-d arrays but inf (C's pow) for arrays,
-    which is what the compiler gives; the checker judges 0-d cases against the array loops as well."""
-    from harness.fuzzing.cases import encode_operand
-    from harness.fuzzing.check import check_op_case
-
-    base, exponent = np.array(-np.inf, np.float32), np.array(0.5, np.float32)
+@pytest.mark.parametrize("base_shape, exponent_shape", [
+    ((), ()), ((3,), ()), ((3,), (1,)), ((2, 3), (1, 1)), ((3, 1), (1, 1)), ((1,), ()),
+    ((1,), (1,)), ((), (1,)), ((1, 1), (1, 1)), ((2, 3), (2, 1)), ((4,), (4,)),
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_power_takes_numpys_sqrt_fast_path_where_numpy_does(base_shape, exponent_shape, dtype):
+    """Fuzzer finding: NumPy's float power loop takes fast paths when the exponent is a scalar to it
+    (one element, 0-d or broadcast over several); for 0.5 that is sqrt, so (-inf) ** 0.5 is NaN and
+    (-0.0) ** 0.5 is -0.0 there, while C's pow (every other layout) gives +inf and +0.0."""
+    base = np.full(base_shape, -np.inf, dtype)
+    base.flat[0] = -0.0
+    exponent = np.full(exponent_shape, 0.5, dtype)
     with np.errstate(invalid="ignore"):
-        zero_d = base ** exponent
-        looped = np.power(base.reshape(1), exponent.reshape(1))
-    assert np.isposinf(looped[0]), "NumPy's array loops follow C's pow"
-    assert np.isnan(zero_d) or np.isposinf(zero_d)  # nan on the NumPy the fuzzer ran (2.4)
-    got = jit(lambda a, b: a ** b)(base, exponent)
-    assert got.dtype == np.float32 and np.isposinf(got)
-    check_op_case({"kind": "op", "op": "operator.pow", "params": {},
-                   "operands": [encode_operand(base), encode_operand(exponent)]})
+        expected = np.power(base, exponent)
+    got = jit(lambda a, b: np.power(a, b))(base, exponent)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    same = (got == expected) | (np.isnan(got) & np.isnan(expected))
+    assert same.all() and (np.signbit(got) == np.signbit(expected)).all(), (got, expected)
+    with np.errstate(invalid="ignore"):
+        expected = base ** 0.5  # a Python float exponent: always the fast path
+    got = jit(lambda a: a ** 0.5)(base)
+    assert ((got == expected) | (np.isnan(got) & np.isnan(expected))).all()
+    assert (np.signbit(got) == np.signbit(expected)).all()
+
+
+@pytest.mark.parametrize("value", [-5, 300, 2**64 - 1, -1])
+def test_where_wraps_python_ints_into_an_integer_result_like_numpy(value):
+    """Fuzzer finding: np.where converts a Python int through a C integer and wraps it into the result
+    dtype (ufuncs would raise OverflowError); the compiler raised."""
+    cond, other = np.array([True, False]), np.array([7, 8], np.uint8)
+    expected = np.where(cond, value, other)
+    got = jit(lambda c, o: np.where(c, value, o))(cond, other)
+    assert got.dtype == expected.dtype and np.array_equal(got, expected)
