@@ -164,24 +164,33 @@ def _strided(rank: int, t: str) -> str:
     return f"memref<{'?x' * rank}{t}, strided<[{', '.join(['?'] * rank)}], offset: ?>>"
 
 
-def substitute_blas(module) -> int:
-    """Replace f32/f64 ``linalg.matmul``/``batch_matmul`` on buffers with OpenBLAS gemm calls."""
-    from mlir import ir
-    from mlir.dialects import func, memref
+def find_ops(root, *names: str) -> list:
+    """Every operation named one of ``names`` nested inside ``root``, in program order."""
+    found = []
 
-    targets = []
-
-    def visit(op):
+    def walk(op):
         for region in op.regions:
             for block in region.blocks:
-                for child in block.operations:
-                    name = child.operation.name
-                    if name in ("linalg.matmul", "linalg.batch_matmul"):
-                        targets.append(child.operation)
-                    else:
-                        visit(child.operation)
+                for child in list(block.operations):
+                    if child.operation.name in names:
+                        found.append(child.operation)
+                    walk(child.operation)
 
-    visit(module.operation)
+    walk(root)
+    return found
+
+
+def append_functions(module, text: str) -> None:
+    """Parse ``text`` (function definitions) in ``module``'s context and append them to its body."""
+    from mlir import ir
+    parsed = ir.Module.parse("module {" + text + "}", module.context)
+    for op in list(parsed.body.operations):
+        module.body.append(op.detach_from_parent())
+
+
+def substitute_blas(module) -> int:
+    """Replace f32/f64 ``linalg.matmul``/``batch_matmul`` on buffers with OpenBLAS gemm calls."""
+    targets = find_ops(module.operation, "linalg.matmul", "linalg.batch_matmul")
     with module.context:
         return _substitute(module, targets)
 
@@ -214,11 +223,8 @@ def _substitute(module, targets) -> int:
         op.erase()
         used.add(elem)
     if used:
-        shim = "module {" + _SHIM_COMMON + "".join(
-            _GEMM_SHIM.format(p="d" if t == "f64" else "s", t=t, m2=_strided(2, t), m3=_strided(3, t)) for t in sorted(used)) + "}"
-        parsed = ir.Module.parse(shim, module.context)
-        for op in list(parsed.body.operations):
-            module.body.append(op.detach_from_parent())
+        append_functions(module, _SHIM_COMMON + "".join(
+            _GEMM_SHIM.format(p="d" if t == "f64" else "s", t=t, m2=_strided(2, t), m3=_strided(3, t)) for t in sorted(used)))
     return len(targets)
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from .backend import (TENSOR_PIPELINE, TARGETS, Target, _asm, _linker, _lock, _parse, _retire, _run_pipeline, cached_library,
-                      disk_cache_enabled, kernel_cache_dir, kernel_key, mlir_lib_dir, store_library)
+                      disk_cache_enabled, find_ops, kernel_cache_dir, kernel_key, mlir_lib_dir, store_library)
 from .gpu_matmul import substitute_matmuls
 from .gpu_reduce import substitute_reductions
 from .gpu_toolchain import GpuToolchain, ToolchainError, find_libdevice, find_toolchain
@@ -101,20 +101,6 @@ def device_available() -> tuple[bool, str]:
 # --------------------------------------------------------------------------- IR rewrites
 
 
-def _walk(op, visit):
-    for region in op.regions:
-        for block in region.blocks:
-            for child in list(block.operations):
-                visit(child.operation)
-                _walk(child.operation, visit)
-
-
-def _find(op, name: str) -> list:
-    found = []
-    _walk(op, lambda o: found.append(o) if o.name == name else None)
-    return found
-
-
 def _function(module, func_name: str):
     for op in module.body.operations:
         if op.operation.name == "func.func" and op.attributes["sym_name"].value == func_name:
@@ -129,7 +115,7 @@ def _outline_matmuls(module) -> int:
     output element and that no tiled matmul kernel recognizes."""
     from mlir import ir
     from mlir.dialects import func
-    matmuls = [op for name in ("linalg.matmul", "linalg.batch_matmul") for op in _find(module.operation, name)
+    matmuls = [op for name in ("linalg.matmul", "linalg.batch_matmul") for op in find_ops(module.operation, name)
                if not _in_private_function(op)]  # the lowering may already have outlined them
     for n, op in enumerate(matmuls):
         name = f"parity_gpu_shielded_matmul_{n}"
@@ -163,7 +149,7 @@ def _copies_to_linalg(func_op) -> None:
     """memref.copy (from bufferization: slices, concatenation, results) becomes linalg.copy, so it runs as a kernel."""
     from mlir import ir
     from mlir.dialects import linalg
-    for copy in _find(func_op, "memref.copy"):
+    for copy in find_ops(func_op, "memref.copy"):
         with ir.InsertionPoint(copy), copy.location:
             linalg.copy(copy.operands[0], outs=[copy.operands[1]])
         copy.erase()
@@ -555,7 +541,7 @@ def _check_host_code(module) -> None:
         if op.operation.name != "func.func":
             continue
         for name in ("memref.load", "memref.store", "scf.parallel"):
-            stray = [o for o in _find(op.operation, name) if not _inside(o, "gpu.launch")]
+            stray = [o for o in find_ops(op.operation, name) if not _inside(o, "gpu.launch")]
             if stray:
                 raise RuntimeError(f"GPU lowering left {name} in host code at {stray[0].location}")
 

@@ -6,6 +6,8 @@ every global element is read once per block rather than once per output."""
 
 from __future__ import annotations
 
+from .backend import _strided, _transposed_operands, append_functions, find_ops
+
 TILE = 16
 
 _KERNEL = """
@@ -79,10 +81,6 @@ _KERNEL = """
 _WIDTH = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
 
 
-def _strided(rank: int, t: str) -> str:
-    return f"memref<{'?x' * rank}{t}, strided<[{', '.join(['?'] * rank)}], offset: ?>>"
-
-
 def _cast(src: str, dst: str) -> str:
     """Convert the loaded %x from ``src`` to the accumulator type, as linalg.matmul does, and yield it."""
     if src == dst:
@@ -109,22 +107,8 @@ def substitute_matmuls(module) -> int:
     from mlir import ir
     from mlir.dialects import func, memref
 
-    from .backend import _transposed_operands
-
-    targets = []
-
-    def visit(op):
-        for region in op.regions:
-            for block in region.blocks:
-                for child in block.operations:
-                    if child.operation.name in ("linalg.matmul", "linalg.batch_matmul"):
-                        targets.append(child.operation)
-                    else:
-                        visit(child.operation)
-
-    visit(module.operation)
     needed = {}
-    for op in targets:
+    for op in find_ops(module.operation, "linalg.matmul", "linalg.batch_matmul"):
         types = [str(ir.MemRefType(v.type).element_type) for v in op.operands]
         if any(t not in _WIDTH for t in types):
             continue
@@ -141,7 +125,5 @@ def substitute_matmuls(module) -> int:
             func.CallOp([], ir.FlatSymbolRefAttr.get(name), casts)
         op.erase()
     if needed:
-        parsed = ir.Module.parse("module {" + "".join(needed.values()) + "}", module.context)
-        for op in list(parsed.body.operations):
-            module.body.append(op.detach_from_parent())
+        append_functions(module, "".join(needed.values()))
     return len(needed)

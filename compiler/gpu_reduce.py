@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from .backend import _strided, append_functions, find_ops
+
 MAX_THREADS, MIN_THREADS = 256, 32  # per block: up to 256, down to one warp for short reductions
 
 _CONVERSIONS = ("arith.extf", "arith.extsi", "arith.extui", "arith.sitofp", "arith.uitofp")
@@ -33,10 +35,6 @@ def _identity(combiner: str, t: str) -> str | None:
     bits = int(t[1:])
     return {"arith.addi": "0", "arith.ori": "0", "arith.maxui": "0", "arith.andi": "-1", "arith.minui": "-1",
             "arith.maxsi": str(-(1 << (bits - 1))), "arith.minsi": str((1 << (bits - 1)) - 1)}.get(combiner)
-
-
-def _strided(rank: int, t: str) -> str:
-    return f"memref<{'?x' * rank}{t}, strided<[{', '.join(['?'] * rank)}], offset: ?>>"
 
 
 def _delinearize(lines: list[str], flat: str, dims: list[int], prefix: str) -> dict[int, str]:
@@ -124,6 +122,14 @@ def kernel_text(rank: int, dims: tuple, ti: str, ta: str, conversion: str | None
     return "\n".join(lines)
 
 
+def _template_combiner(combine, t: str) -> bool:
+    """Whether the kernel can fold with ``combine`` in type ``t``: a known identity, and no fastmath
+    flags (the template would drop them)."""
+    if "fastmath" in combine.attributes and str(combine.attributes["fastmath"]) != "#arith.fastmath<none>":
+        return False
+    return _identity(combine.name, t) is not None
+
+
 def _reduction_form(op):
     """(input type, accumulator type, conversion or None, combiner) when ``op`` is a handled
     ``linalg.reduce``, else None."""
@@ -148,11 +154,9 @@ def _reduction_form(op):
                                     or (operands[0] == init_arg and operands[1] == element))
             and len(yield_op.operands) == 1 and yield_op.operands[0] == combine.results[0]):
         return None
-    if "fastmath" in combine.attributes and str(combine.attributes["fastmath"]) != "#arith.fastmath<none>":
-        return None  # the template would drop it
     ti = str(ir.MemRefType(op.operands[0].type).element_type)
     ta = str(ir.MemRefType(op.operands[1].type).element_type)
-    if _identity(combine.name, ta) is None:
+    if not _template_combiner(combine, ta):
         return None
     return ti, ta, conversion, combine.name
 
@@ -192,9 +196,7 @@ def _generic_reduction_form(op):
     if not (len(args) == 2 and len(yield_op.operands) == 1 and yield_op.operands[0] == combine.results[0]
             and sum(a == out_arg for a in args) == 1 and len(list(out_arg.uses)) == 1):
         return None
-    if _identity(combine.name, str(out_arg.type)) is None:
-        return None
-    if "fastmath" in combine.attributes and str(combine.attributes["fastmath"]) != "#arith.fastmath<none>":
+    if not _template_combiner(combine, str(out_arg.type)):
         return None
     return ranges, dims, combine
 
@@ -257,20 +259,8 @@ def substitute_reductions(module) -> int:
     Returns how many kernel kinds were added."""
     from mlir import ir
 
-    targets = []
-
-    def visit(op):
-        for region in op.regions:
-            for block in region.blocks:
-                for child in block.operations:
-                    if child.operation.name in ("linalg.reduce", "linalg.generic"):
-                        targets.append(child.operation)
-                    else:
-                        visit(child.operation)
-
-    visit(module.operation)
     needed = {}
-    for op in targets:
+    for op in find_ops(module.operation, "linalg.reduce", "linalg.generic"):
         if op.name == "linalg.reduce":
             form = _reduction_form(op)
             dims = tuple(ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
@@ -286,7 +276,5 @@ def substitute_reductions(module) -> int:
         folded = _split_generic_reduction(op, ranges, combine)
         _kernel_call(op, needed, folded, out, dims, ta, ta, None, combiner)
     if needed:
-        parsed = ir.Module.parse("module {" + "\n".join(needed.values()) + "}", module.context)
-        for kernel in list(parsed.body.operations):
-            module.body.append(kernel.detach_from_parent())
+        append_functions(module, "\n".join(needed.values()))
     return len(needed)
