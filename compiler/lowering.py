@@ -43,6 +43,16 @@ def _loc(loc: SourceLoc) -> str:
     return f'loc("{f}":{loc.line}:0)'
 
 
+def _extreme(dtype: np.dtype, lowest: bool):
+    """The lowest (or highest) value of ``dtype``: the identity of max (or min), -inf/+inf for floats."""
+    if dtype.kind == "f":
+        return -np.inf if lowest else np.inf
+    if dtype.kind == "b":
+        return not lowest
+    info = np.iinfo(dtype)
+    return info.min if lowest else info.max
+
+
 def _dims(n: int) -> str:
     return ", ".join(f"d{i}" for i in range(n))
 
@@ -254,10 +264,10 @@ class Emitter:
         if node.op == "reduce_sum":
             identity, op = 0, {"f": "arith.addf", "i": "arith.addi", "u": "arith.addi", "b": "arith.ori"}[kind]
         elif node.op == "reduce_max":
-            identity = {"f": -np.inf, "i": np.iinfo(dtype).min if kind == "i" else 0, "u": 0, "b": False}[kind]
+            identity = _extreme(dtype, lowest=True)
             op = {"f": "arith.maximumf", "i": "arith.maxsi", "u": "arith.maxui", "b": "arith.ori"}[kind]
         else:  # reduce_min; arith.minimumf propagates NaN, as np.min does
-            identity = {"f": np.inf, "b": True}.get(kind) if kind in "fb" else np.iinfo(dtype).max
+            identity = _extreme(dtype, lowest=False)
             op = {"f": "arith.minimumf", "i": "arith.minsi", "u": "arith.minui", "b": "arith.andi"}[kind]
         # float32 sums accumulate in float64: NumPy sums pairwise, which a sequential float32
         # loop cannot match (errors grow with the row length); a wider accumulator stays within
@@ -292,13 +302,7 @@ class Emitter:
         dtype, kind = src.dtype, src.dtype.kind
         t = dt.storage_type(dtype)
         is_max = node.op == "argmax"
-        if kind == "f":
-            start = -np.inf if is_max else np.inf
-        elif kind == "b":
-            start = not is_max
-        else:
-            start = np.iinfo(dtype).min if is_max else np.iinfo(dtype).max
-        best = self.filled(node.shape, dtype, start, node.loc)
+        best = self.filled(node.shape, dtype, _extreme(dtype, lowest=is_max), node.loc)
         index = self.filled(node.shape, np.dtype(np.int64), 0, node.loc)
         # loops: the kept axes in order, then the reduced one innermost (so parallel loops never
         # nest inside the sequential one, which the GPU mapping needs)

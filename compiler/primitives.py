@@ -106,6 +106,18 @@ def _mixed_sign_compare(rb, name: str, args: list[str], operand_dtypes) -> str:
     return rb.op(f"arith.select {negative}, {fixed}, {unsigned} : i1")
 
 
+def _floor_adjustment(rb, rem: str, divisor: str, zero: str, t: str, kind: str) -> tuple[str, str]:
+    """(remainder nonzero, remainder must move): Python's floor convention moves a truncated remainder
+    that is nonzero and whose sign differs from the divisor's (and its quotient one step down). For
+    floats, C's ``if (mod)``: NaN counts as nonzero, hence ``une``."""
+    cmp, ne, lt = ("arith.cmpf", "une", "olt") if kind == "f" else ("arith.cmpi", "ne", "slt")
+    nonzero = rb.op(f"{cmp} {ne}, {rem}, {zero} : {t}")
+    rem_negative = rb.op(f"{cmp} {lt}, {rem}, {zero} : {t}")
+    divisor_negative = rb.op(f"{cmp} {lt}, {divisor}, {zero} : {t}")
+    signs_differ = rb.op(f"arith.xori {rem_negative}, {divisor_negative} : i1")
+    return nonzero, rb.op(f"arith.andi {nonzero}, {signs_differ} : i1")
+
+
 def _integer_division(rb, name: str, a: str, b: str, compute) -> str:
     """NumPy's integer ``floor_divide``/``remainder``/``fmod``: division by zero gives 0, and
     ``MIN // -1`` wraps to MIN (NumPy warns; both trap on x86 and are undefined in LLVM). The
@@ -124,12 +136,7 @@ def _integer_division(rb, name: str, a: str, b: str, compute) -> str:
     rem = rb.op(f"arith.remsi {a}, {safe} : {t}")  # truncated: takes the sign of a
     if name == "fmod":  # C's %, and x % -1 == 0
         return rb.op(f"arith.select {special}, {zero}, {rem} : {t}")
-    # floor semantics: a nonzero remainder whose sign differs from the divisor's moves one step down
-    rem_nonzero = rb.op(f"arith.cmpi ne, {rem}, {zero} : {t}")
-    rem_negative = rb.op(f"arith.cmpi slt, {rem}, {zero} : {t}")
-    divisor_negative = rb.op(f"arith.cmpi slt, {safe}, {zero} : {t}")
-    signs_differ = rb.op(f"arith.xori {rem_negative}, {divisor_negative} : i1")
-    adjust = rb.op(f"arith.andi {rem_nonzero}, {signs_differ} : i1")
+    _, adjust = _floor_adjustment(rb, rem, safe, zero, t, "i")
     if name == "remainder":
         moved = rb.op(f"arith.addi {rem}, {safe} : {t}")
         result = rb.op(f"arith.select {adjust}, {moved}, {rem} : {t}")
@@ -151,12 +158,7 @@ def _float_division(rb, name: str, a: str, b: str, compute) -> str:
         return mod
     zero, one = scalar_const(rb, 0.0, compute), scalar_const(rb, 1.0, compute)
     by_zero = rb.op(f"arith.cmpf oeq, {b}, {zero} : {t}")
-    # C's `if (mod)`: NaN counts as nonzero, hence `une`
-    mod_nonzero = rb.op(f"arith.cmpf une, {mod}, {zero} : {t}")
-    mod_negative = rb.op(f"arith.cmpf olt, {mod}, {zero} : {t}")
-    divisor_negative = rb.op(f"arith.cmpf olt, {b}, {zero} : {t}")
-    signs_differ = rb.op(f"arith.xori {mod_negative}, {divisor_negative} : i1")
-    adjust = rb.op(f"arith.andi {mod_nonzero}, {signs_differ} : i1")
+    mod_nonzero, adjust = _floor_adjustment(rb, mod, b, zero, t, "f")
     if name == "remainder":
         moved = rb.op(f"arith.addf {mod}, {b} : {t}")
         result = rb.op(f"arith.select {adjust}, {moved}, {mod} : {t}")
