@@ -98,16 +98,9 @@ def _copy(dst: int, src: int, nbytes: int) -> None:
 
 def to_device(array) -> DeviceArray:
     """Copy ``array`` into a new device allocation (a placeholder inside ``build_only``)."""
-    from . import dtypes as dt
-    from .jit import building
-
     host = np.ascontiguousarray(array)
-    if host.dtype not in dt.SUPPORTED:
-        raise TypeError(f"dtype {host.dtype} is not supported on the device")
-    if building():
-        return DeviceArray(None, host.shape, host.dtype)
-    out = _allocate(host.shape, host.dtype)
-    if host.nbytes:
+    out = empty(host.shape, host.dtype)
+    if not out.is_placeholder and host.nbytes:
         storage = host.view(np.int8) if host.dtype == np.bool_ else host  # bools are stored as i8, one byte each
         _copy(out.pointer, storage.ctypes.data, host.nbytes)
     return out
@@ -118,15 +111,11 @@ def empty(shape, dtype) -> DeviceArray:
     from . import dtypes as dt
     from .jit import building
 
-    dtype = np.dtype(dtype)
+    shape, dtype = tuple(int(d) for d in shape), np.dtype(dtype)
     if dtype not in dt.SUPPORTED:
         raise TypeError(f"dtype {dtype} is not supported on the device")
     if building():
         return DeviceArray(None, shape, dtype)
-    return _allocate(tuple(shape), dtype)
-
-
-def _allocate(shape: tuple, dtype: np.dtype) -> DeviceArray:
     from .gpu import DeviceUnavailableError, device_available
     ok, reason = device_available()
     if not ok:

@@ -19,7 +19,7 @@ from . import dtypes as dt
 from . import primitives as P
 from .backend import get_target
 from .graph import Node, input_node, topological
-from .gpu_memory import DeviceArray
+from .gpu_memory import DeviceArray, empty
 from .lowering import LoweredModule, build_module
 from .tracer import Tensor
 
@@ -261,11 +261,8 @@ class JitFunction:
             built = get_target(self.target).build(spec.lowered)
             log.kernels.append(BuiltKernel(getattr(self.fn, "__name__", "?"), self.target, built,
                                            time.perf_counter() - start))
-        if self.device_outputs:
-            outputs = [DeviceArray(None, shape, dtype) for shape, dtype in spec.lowered.out_specs]
-        else:
-            outputs = [np.zeros(shape, dtype) for shape, dtype in spec.lowered.out_specs]
-        return _unflatten(spec.out_tree, iter(outputs))
+        make = empty if self.device_outputs else np.zeros  # inside build_only, empty gives placeholders
+        return _unflatten(spec.out_tree, iter([make(shape, dtype) for shape, dtype in spec.lowered.out_specs]))
 
     def lower(self, *args, **kwargs) -> LoweredModule:
         """Trace only: the tensor-level module, without compiling."""
@@ -351,11 +348,7 @@ def checked_inputs(leaves: list[np.ndarray], host_checks: list[tuple]) -> list[n
 
 def run_specialization(spec: Specialization, leaves: list[np.ndarray], device_outputs: bool = False):
     arrays = checked_inputs(leaves, spec.host_checks)
-    if device_outputs:
-        from .gpu_memory import empty
-        outputs = [empty(shape, dtype) for shape, dtype in spec.lowered.out_specs]
-    else:
-        outputs = [np.empty(shape, dtype) for shape, dtype in spec.lowered.out_specs]
+    outputs = [(empty if device_outputs else np.empty)(shape, dtype) for shape, dtype in spec.lowered.out_specs]
     spec.kernel(arrays + list(spec.lowered.hidden) + outputs)
     return _unflatten(spec.out_tree, iter(outputs))
 
