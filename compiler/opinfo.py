@@ -84,7 +84,8 @@ SMALL = Domain(lo=-8.0, hi=8.0, special=False)  # products of several values (ma
 EXPONENT = Domain(lo=-6.0, hi=6.0)
 INT_EXPONENT = Domain(lo=0, hi=5)               # integer powers: NumPy rejects negative exponents, and so does the
                                                 # compiler (tests/test_compiler_errors.py), so they would only draw errors
-CASTABLE = Domain(lo=0.0, hi=100.0, special=False)   # float -> int casts: values every integer dtype can hold
+CASTABLE = Domain(lo=-(2.0 ** 31 - 256), hi=2.0 ** 31 - 256, special=False)  # casts: where NumPy's float -> int
+                                                # conversion is the same on every x86 loop (truncate, then wrap)
 
 
 # --------------------------------------------------------------------------- tolerance
@@ -350,7 +351,8 @@ def _astype_params(c: Chooser, shape) -> dict:
 
 register(OpInfo("astype", lambda xs, p: xs[0].astype(p["dtype"]), 1, ALL, "elementwise", _unary_sample(_astype_params),
                 domains=(CASTABLE,), numpy_name="x.astype", params_for=_astype_params,
-                notes="float -> int of NaN, inf or out-of-range values is undefined in C and LLVM; not drawn"))
+                notes="float -> int of NaN, inf or values beyond int32 is left to the C compiler and SIMD unit by "
+                      "NumPy (the compiler gives fixed values: tests/test_ops.py); not drawn"))
 
 # --------------------------------------------------------------------------- reductions
 

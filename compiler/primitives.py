@@ -79,8 +79,7 @@ def cast_scalar(rb, x: str, src, dst) -> str:
         op = "arith.sitofp" if src.kind == "i" else "arith.uitofp"
         return rb.op(f"{op} {x} : {ts} to {td}")
     if src.kind == "f":
-        op = "arith.fptosi" if dst.kind == "i" else "arith.fptoui"
-        return rb.op(f"{op} {x} : {ts} to {td}")
+        return _float_to_int(rb, x, src, dst)
     if ts == td:  # int32 <-> uint32: the same bits
         return x
     sbits, dbits = int(ts[1:]), int(td[1:])
@@ -88,6 +87,38 @@ def cast_scalar(rb, x: str, src, dst) -> str:
         return rb.op(f"arith.trunci {x} : {ts} to {td}")
     op = "arith.extsi" if src.kind == "i" else "arith.extui"
     return rb.op(f"{op} {x} : {ts} to {td}")
+
+
+def _float_to_int(rb, x: str, src, dst) -> str:
+    """Truncate toward zero, then wrap to ``dst``'s width, as NumPy does on x86-64: through int32
+    for 8-, 16- and signed 32-bit results, through int64 for uint32 and int64, and as an unsigned
+    conversion for uint64 values of 2**63 and up. A value outside the range converted through
+    (NaN and infinities included) gives that range's minimum (x86's "integer indefinite"), or 0
+    from 2**64 up for uint64. NumPy leaves those values to the C compiler and the SIMD unit, so
+    they are not promised to match; the point is that LLVM's ``fptosi``/``fptoui`` never see a
+    value they would turn into poison."""
+    ts, td = dt.mlir_type(src), dt.mlir_type(dst)
+    bits = 32 if dst.itemsize < 4 or dst == np.dtype(np.int32) else 64
+    tw = f"i{bits}"
+
+    def in_range(lo: float, hi: float) -> str:  # lo <= x < hi, false for NaN
+        above = rb.op(f"arith.cmpf oge, {x}, {scalar_const(rb, lo, src)} : {ts}")
+        below = rb.op(f"arith.cmpf olt, {x}, {scalar_const(rb, hi, src)} : {ts}")
+        return rb.op(f"arith.andi {above}, {below} : i1")
+
+    limit = 2.0 ** (bits - 1)
+    indefinite = rb.op(f"arith.constant {-(2 ** (bits - 1))} : {tw}")
+    signed = rb.op(f"arith.fptosi {x} : {ts} to {tw}")
+    wide = rb.op(f"arith.select {in_range(-limit, limit)}, {signed}, {indefinite} : {tw}")
+    if dst == np.dtype(np.uint64):
+        zero = rb.op(f"arith.constant 0 : {tw}")
+        high = rb.op(f"arith.fptoui {x} : {ts} to {tw}")
+        huge = rb.op(f"arith.cmpf oge, {x}, {scalar_const(rb, 2.0 ** 64, src)} : {ts}")
+        beyond = rb.op(f"arith.select {huge}, {zero}, {wide} : {tw}")
+        wide = rb.op(f"arith.select {in_range(limit, 2.0 ** 64)}, {high}, {beyond} : {tw}")
+    if td == tw:
+        return wide
+    return rb.op(f"arith.trunci {wide} : {tw} to {td}")
 
 
 def _mixed_sign_compare(rb, name: str, args: list[str], operand_dtypes) -> str:

@@ -3,8 +3,8 @@ kernels, exactly as it goes to NVVM) runs on the CPU emulator in tests/support, 
 by thread with real barriers, against NumPy: values with tight tolerances and exact
 dtypes. What is below that IR (NVVM codegen, ptxas, the driver) needs a device
 (tests/test_gpu.py). The emulator itself is shown to catch a wrong index, a missing
-barrier and an unguarded load in the tiled matmul kernel, and missing barriers in the
-tree reduction."""
+barrier and an unguarded load in the tiled matmul kernel, missing barriers in the
+tree reduction, and a use of LLVM's poison from an out-of-range float -> int conversion."""
 
 from __future__ import annotations
 
@@ -80,6 +80,39 @@ CASES = {
 def test_kernels_match_numpy(name):
     fn, args = CASES[name]
     check(fn, *args)
+
+
+def test_float_to_int_of_unrepresentable_values_never_uses_poison():
+    """NaN, infinities and values beyond the range converted through reach fptosi/fptoui only
+    under a select that drops the result (the emulator raises if LLVM's poison from such a
+    conversion is used). Expected values: truncate and wrap, else the documented fixed values
+    (int32's minimum for int8, int64's for uint32 and int64; uint64: 2**63, or 0 from 2**64 up)."""
+    x = np.array([-2.5, -129.5, 300.0, np.nan, np.inf, -np.inf, 1e30, 2.0 ** 63], np.float64)
+    got, _ = emulate(lambda a: (a.astype(np.int8), a.astype(np.uint32), a.astype(np.int64), a.astype(np.uint64)), x)
+    m64 = -(2 ** 63)
+    expected = (np.array([-2, 127, 44, 0, 0, 0, 0, 0], np.int8),
+                np.array([2 ** 32 - 2, 2 ** 32 - 129, 300, 0, 0, 0, 0, 0], np.uint32),
+                np.array([-2, -129, 300, m64, m64, m64, m64, m64], np.int64),
+                np.array([2 ** 64 - 2, 2 ** 64 - 129, 300, 2 ** 63, 0, 2 ** 63, 0, 2 ** 63], np.uint64))
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype
+        np.testing.assert_array_equal(g, e)
+
+
+def test_emulator_catches_an_unguarded_float_to_int(monkeypatch):
+    """The check above can fail: with the bare conversion the compiler once emitted, the NaN's
+    poison is stored, and the emulator says so."""
+    from compiler import dtypes as dt
+    from compiler import primitives
+
+    def bare(rb, x, src, dst):
+        op = "arith.fptosi" if dst.kind == "i" else "arith.fptoui"
+        return rb.op(f"{op} {x} : {dt.mlir_type(src)} to {dt.mlir_type(dst)}")
+
+    monkeypatch.setattr(primitives, "_float_to_int", bare)
+    emulate(lambda a: a.astype(np.int32) + 1, np.array([1.5, 2.5]))  # in range: fine
+    with pytest.raises(EmulationError, match="poison"):
+        emulate(lambda a: a.astype(np.int32) + 1, np.array([1.5, np.nan]))
 
 
 def test_small_constants_are_copied_to_the_device_after_they_exist():

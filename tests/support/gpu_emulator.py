@@ -133,6 +133,19 @@ def _truncated_div(x: int, y: int) -> int:
     return q if (x < 0) == (y < 0) else -q
 
 
+class _Poison:
+    """LLVM's poison: what fptosi/fptoui give for a value the result type cannot hold. Only
+    ``arith.select`` may carry it (and drop it when it picks the other operand); any other use raises."""
+
+    def _used(self, *args):
+        raise EmulationError("a poison value (an out-of-range float -> int conversion) was used")
+
+    __int__ = __float__ = __index__ = __bool__ = __array__ = _used
+
+
+POISON = _Poison()
+
+
 def _unsigned(value: int, width: int) -> int:
     return int(value) & ((1 << width) - 1) if width > 1 else int(bool(value))
 
@@ -331,11 +344,11 @@ class Compiler:
             w = _INT_WIDTH[str(op.results[0].type)]
             a, o = ins[0], outs[0]
 
+            lo, hi = (-(1 << (w - 1)), 1 << (w - 1)) if name == "arith.fptosi" else (0, 1 << w)
+
             def fptoi(env, ctx):
                 v = env[a]
-                if not np.isfinite(v):
-                    raise EmulationError(f"{name} of {v} is undefined")
-                env[o] = _wrap(int(v), w)
+                env[o] = _wrap(int(v), w) if np.isfinite(v) and lo <= int(v) < hi else POISON
             return plain(fptoi)
         if name in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui", "arith.trunci"):
             w_in = _INT_WIDTH[str(op.operands[0].type)]
