@@ -53,7 +53,37 @@ def _flatten(obj, path: str, leaves: list, paths: list):
         hash(obj)
     except TypeError:
         raise TypeError(f"argument {path}: static value of type {type(obj).__name__} is not hashable and is not an array") from None
-    return ("static", type(obj), obj)
+    return ("static", StaticValue(obj))
+
+
+class StaticValue:
+    """A non-array argument as part of a specialization key: equal only to a value of the same
+    type with the same bits, so ``1``, ``1.0``, ``True`` and ``np.float32(1)`` (which promote
+    differently) and ``0.0`` and ``-0.0`` get their own specializations, and a NaN meets itself."""
+
+    __slots__ = ("value", "key")
+
+    def __init__(self, value):
+        self.value = value
+        self.key = _static_key(value)
+
+    def __eq__(self, other):
+        return isinstance(other, StaticValue) and self.key == other.key
+
+    def __hash__(self):
+        return hash(self.key)
+
+    def __repr__(self):
+        return f"StaticValue({self.value!r})"
+
+
+def _static_key(value):
+    if isinstance(value, (float, complex, np.generic)):
+        return type(value), np.asarray(value).tobytes()
+    if isinstance(value, (tuple, frozenset)):
+        items = sorted(map(_static_key, value), key=repr) if isinstance(value, frozenset) else map(_static_key, value)
+        return type(value), tuple(items)
+    return type(value), value
 
 
 def _unflatten(tree, leaves):
@@ -61,7 +91,7 @@ def _unflatten(tree, leaves):
     if kind == "array":
         return next(leaves)
     if kind == "static":
-        return tree[2]
+        return tree[1].value
     if kind == "namedtuple":
         return tree[1](*[_unflatten(t, leaves) for t in tree[2]])
     if kind in ("tuple", "list"):
@@ -227,7 +257,8 @@ class JitFunction:
             path = next(p for (_, _, resident), p in zip(sig, paths) if resident)
             raise TypeError(f"argument {path}: a DeviceArray lives in GPU memory; this function is compiled "
                             f"for the {self.target} target (pass a NumPy array, or use target='gpu')")
-        key = (tree, sig, tuple(sorted(kwargs.items())), get_target(self.target).specialization_tag(),
+        static_kwargs = tuple(sorted((k, StaticValue(v)) for k, v in kwargs.items()))
+        key = (tree, sig, static_kwargs, get_target(self.target).specialization_tag(),
                tuple(sorted(FAULTS.items())))
         return key, leaves, paths
 

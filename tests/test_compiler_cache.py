@@ -49,6 +49,34 @@ def test_new_shape_dtype_or_static_value_specializes():
     assert f.compile_count == 4
 
 
+@pytest.mark.parametrize("x, first, second", [
+    (np.array([100, 2], np.int8), 1, 1.0), (np.array([100, 2], np.int8), 2, np.float32(2)),
+    (np.array([True, False]), True, 1), (np.array([1.0, -2.0]), 0.0, -0.0),
+    (np.array([1.5, 3.0], np.float32), 1.0, np.float64(1.0))])
+def test_equal_static_values_of_other_types_or_signs_specialize_apart(x, first, second):
+    """1, 1.0, True, np.float32(2), np.float64(1.0) and -0.0 compare equal to their partners but
+    promote (or divide) differently, so each gets its own specialization, keyword or positional."""
+    by_keyword = jit(lambda a, c=0: (a * c, a / c, a + c))
+    by_position = jit(lambda a, c: (a * c, a / c, a + c))
+    with np.errstate(all="ignore"):
+        for c in (first, second):
+            expected = (x * c, x / c, x + c)
+            for got in (by_keyword(x, c=c), by_position(x, c)):
+                for g, e in zip(got, expected):
+                    assert g.dtype == e.dtype
+                    np.testing.assert_array_equal(g, e)
+                    np.testing.assert_array_equal(np.signbit(g), np.signbit(e))
+    assert by_keyword.compile_count == by_position.compile_count == 2
+
+
+def test_a_static_nan_reuses_its_specialization():
+    f = jit(lambda a, c: a + c)
+    x = np.ones(3)
+    for _ in range(3):
+        assert np.isnan(f(x, float("nan"))).all()
+    assert f.compile_count == 1
+
+
 def test_static_positional_values_are_part_of_the_key():
     def power(x, n):
         return x**n
