@@ -1,12 +1,16 @@
 """The ``parity`` console script: a thin dispatcher that lazily imports one
 module per subcommand from ``harness.commands`` so that ``parity --help`` stays
-fast and a broken subcommand cannot take the others down."""
+fast and a broken subcommand cannot take the others down. An unexpected
+exception is a one-line message and exit 2 ("could not run"), never exit 1,
+which CI reads as a divergence; ``PARITY_DEBUG=1`` adds the traceback."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import traceback
 
 # subcommand name -> module in harness.commands
 SUBCOMMANDS = {
@@ -41,6 +45,25 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     return parser
 
 
+# Exit status for "could not run"; 1 is reserved for a divergence.
+EXIT_COULD_NOT_RUN = 2
+DEBUG_ENV = "PARITY_DEBUG"
+
+
+def report_unexpected(command: str, exc: BaseException) -> int:
+    """Say in one line what went wrong (a Parity bug, not a verdict), with the
+    traceback only when asked for, so CI logs stay readable but a bug report
+    can carry the full trace."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
+    message = " ".join(str(exc).split()) or "(no message)"
+    print(f"parity {command}: internal error: {type(exc).__name__}{where}: {message} "
+          f"(exit {EXIT_COULD_NOT_RUN}: could not run; set {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
+    if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+        traceback.print_exception(exc, file=sys.stderr)
+    return EXIT_COULD_NOT_RUN
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
@@ -50,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # anything a subcommand did not turn into its own exit status
+        return report_unexpected(args.command, exc)
 
 
 if __name__ == "__main__":

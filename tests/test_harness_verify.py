@@ -456,3 +456,4 @@ def test_verify_glue_errors_say_what_to_do(glue):
     glue["capture"].meta["checkpoint_sha256"] = "99" * 32
     with pytest.raises(VerifyError, match="delete the stale capture"):
         verify(VerifyOptions())
+

@@ -10,12 +10,15 @@ import time
 
 import numpy as np
 
+from harness.commands import positive_int
+
 HELP = "benchmark warm per-token decode latency: NumPy reference vs subgraph vs fused"
 PROMPT = "Alan Turing theorized that computers would one day become"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tokens", type=int, default=10, help="tokens decoded per measurement (default 10)")
+    parser.add_argument("--tokens", type=positive_int, default=10,
+                        help="tokens decoded per measurement, at least 1 (default 10)")
     parser.add_argument("--prompt", default=PROMPT)
     parser.add_argument("--model", metavar="DIR", default=None, help="checkpoint (default: GPT-2 small, synthetic offline)")
     parser.add_argument("--target", choices=["cpu", "gpu"], default="cpu")

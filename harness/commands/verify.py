@@ -8,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.commands import positive_int
 from harness.verify import DEFAULT_MODES, DEFAULT_PROMPT, DEFAULT_TOKENS, EXIT_ERROR, VerifyError, VerifyOptions
 
 HELP = "verify compiler modes against the pinned NumPy reference, step by step"
@@ -30,16 +31,6 @@ def _non_negative(text: str) -> float:
     return value
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--modes", type=_modes, default=list(DEFAULT_MODES),
                         help="comma-separated: subgraph, fused, gpu (default subgraph,fused)")
@@ -50,7 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict-reference", action="store_true", help="fail instead of using the bundled fallback")
     parser.add_argument("--model", default=None, help="checkpoint directory (default: the project's default model)")
     parser.add_argument("--prompt", default=DEFAULT_PROMPT)
-    parser.add_argument("--tokens", type=_positive_int, default=DEFAULT_TOKENS)
+    parser.add_argument("--tokens", type=positive_int, default=DEFAULT_TOKENS)
     parser.add_argument("--rtol", type=_non_negative, default=3e-4)
     parser.add_argument("--atol", type=_non_negative, default=3e-4)
     parser.add_argument("--json", dest="json_path", default=None, help="write the JSON report here")
