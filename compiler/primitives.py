@@ -21,9 +21,9 @@ _BINARY = {
     "subtract": {"f": "arith.subf", "i": "arith.subi", "u": "arith.subi"},
     "multiply": {"f": "arith.mulf", "i": "arith.muli", "u": "arith.muli", "b": "arith.andi"},
     "divide": {"f": "arith.divf"},
-    "power": {"f": "math.powf", "i": "math.ipowi", "u": "math.ipowi"},
-    "maximum": {"f": "arith.maximumf", "i": "arith.maxsi", "u": "arith.maxui", "b": "arith.ori"},
-    "minimum": {"f": "arith.minimumf", "i": "arith.minsi", "u": "arith.minui", "b": "arith.andi"},
+    "power": {"f": "math.powf", "i": "math.ipowi", "u": None},  # unsigned: _unsigned_power
+    "maximum": {"f": None, "i": "arith.maxsi", "u": "arith.maxui", "b": "arith.ori"},  # floats: _float_extremum
+    "minimum": {"f": None, "i": "arith.minsi", "u": "arith.minui", "b": "arith.andi"},
 }
 _COMPARE = {  # (float predicate, signed predicate, unsigned/bool predicate)
     "greater": ("ogt", "sgt", "ugt"),
@@ -121,6 +121,34 @@ def _float_to_int(rb, x: str, src, dst) -> str:
     return rb.op(f"arith.trunci {wide} : {tw} to {td}")
 
 
+def _unsigned_power(rb, x: str, y: str, dtype) -> str:
+    """``x ** y`` modulo 2**bits for unsigned ``y``. ``math.ipowi`` reads its exponent as signed, so
+    an exponent with the top bit set would take its negative-power path; that bit is split off
+    instead: x**y = x**(y without it) * x**(2**(bits-1)), the latter by bits-1 squarings (which
+    fold away when ``y`` is a constant without the bit)."""
+    t = dt.mlir_type(dtype)
+    bits = np.dtype(dtype).itemsize * 8
+    low_bits = rb.op(f"arith.constant {2 ** (bits - 1) - 1} : {t}")
+    low = rb.op(f"arith.andi {y}, {low_bits} : {t}")
+    result = rb.op(f"math.ipowi {x}, {low} : {t}")
+    top_set = rb.op(f"arith.cmpi slt, {y}, {scalar_const(rb, 0, np.dtype(f'int{bits}'))} : {t}")
+    square = x
+    for _ in range(bits - 1):
+        square = rb.op(f"arith.muli {square}, {square} : {t}")
+    with_top = rb.op(f"arith.muli {result}, {square} : {t}")
+    return rb.op(f"arith.select {top_set}, {with_top}, {result} : {t}")
+
+
+def _float_extremum(rb, name: str, a: str, b: str, t: str) -> str:
+    """NumPy's float maximum/minimum: ``a`` if it is strictly beyond ``b`` or NaN, else ``b`` -- so a
+    NaN on either side propagates and of two equal values (+0.0 and -0.0) the second is returned,
+    where ``arith.maximumf`` would order -0.0 below +0.0."""
+    beyond = rb.op(f"arith.cmpf {'ogt' if name == 'maximum' else 'olt'}, {a}, {b} : {t}")
+    a_is_nan = rb.op(f"arith.cmpf uno, {a}, {a} : {t}")
+    take_a = rb.op(f"arith.ori {beyond}, {a_is_nan} : i1")
+    return rb.op(f"arith.select {take_a}, {a}, {b} : {t}")
+
+
 def _mixed_sign_compare(rb, name: str, args: list[str], operand_dtypes) -> str:
     """uint64 against int64 (NumPy's exact ``Qq->?``/``qQ->?`` loops): a negative signed
     operand is below every unsigned value; otherwise the unsigned comparison is exact."""
@@ -214,6 +242,10 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
             and {_kind(d) for d in operand_dtypes} == {"i", "u"}):
         return _mixed_sign_compare(rb, name, args, operand_dtypes)
     kind, t = _kind(compute), dt.mlir_type(compute)
+    if name == "power" and kind == "u":
+        return _unsigned_power(rb, args[0], args[1], compute)
+    if name in ("maximum", "minimum") and kind == "f":
+        return _float_extremum(rb, name, args[0], args[1], t)
     if name in _BINARY:
         op = _BINARY[name].get(kind)
         if op is None:

@@ -200,3 +200,31 @@ def test_float_to_int_of_unrepresentable_values_is_defined(src, dst):
     got = jit(lambda a: a.astype(dst))(x)
     assert got.dtype == np.dtype(dst)
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.uint64])
+def test_unsigned_power_with_the_exponents_top_bit_set(dtype):
+    """An unsigned exponent with its top bit set is a large power, not a negative one."""
+    top = np.iinfo(dtype).max
+    base = np.array([0, 0, 1, 2, 3, 3, 5, 255, 7], dtype)
+    exponent = np.array([top // 2 + 1, top, top // 2 + 1, top // 2 + 1, top, top // 2 + 1, top - 2, 0, 3], dtype)
+    expected = base ** exponent
+    got = jit(lambda b, e: b ** e)(base, exponent)
+    assert got.dtype == expected.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, expected)
+    constant = jit(lambda b: b ** dtype(top))(base)
+    np.testing.assert_array_equal(constant, base ** dtype(top))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_maximum_and_minimum_return_the_second_of_equal_values_and_propagate_nan(dtype):
+    """NumPy's float maximum/minimum give the second operand when the two are equal (so +0.0
+    against -0.0 depends on the order) and NaN from either side."""
+    a = np.array([-0.0, 0.0, 0.0, -0.0, np.nan, 1.0, np.nan, 2.0, -3.0], dtype)
+    b = np.array([0.0, -0.0, 0.0, -0.0, 1.0, np.nan, np.nan, -2.0, 3.0], dtype)
+    for f in (np.maximum, np.minimum):
+        expected = f(a, b)
+        got = jit(lambda x, y: f(x, y))(a, b)
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))

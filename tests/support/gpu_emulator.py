@@ -329,9 +329,16 @@ class Compiler:
             a, b, o = ins[0], ins[1], outs[0]
             t = _DTYPES[str(op.results[0].type)]
 
+            w = _INT_WIDTH.get(str(op.results[0].type))
+
             def powi(env, ctx):
-                with np.errstate(all="ignore"):
-                    env[o] = t(np.power(env[a], t(env[b]))) if name == "math.fpowi" else t(int(env[a]) ** int(env[b]))
+                if name == "math.fpowi":
+                    with np.errstate(all="ignore"):
+                        env[o] = t(np.power(env[a], t(env[b])))
+                    return
+                if int(env[b]) < 0:
+                    raise EmulationError("math.ipowi with a negative exponent (the compiler must refuse or avoid it)")
+                env[o] = _wrap(pow(int(env[a]), int(env[b]), 1 << w), w)
             return plain(powi)
         if name in ("arith.extf", "arith.truncf", "arith.sitofp", "arith.uitofp"):
             t = _DTYPES[str(op.results[0].type)]
