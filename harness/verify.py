@@ -385,27 +385,54 @@ class _CapturedReference:
 
 
 def _given_capture(options: VerifyOptions):
-    """Load ``--capture FILE`` (checksummed) and check it is of the prompt and token count asked for."""
+    """Load ``--capture FILE`` (checksummed, metadata checked) and check it is of the prompt and
+    token count asked for."""
     from reference_env.captures import load_capture
-    from reference_env.errors import ReferenceSetupError
+    from reference_env.errors import CaptureCorruptError, ReferenceSetupError
 
     try:
         cap = load_capture(options.capture)
+    except CaptureCorruptError as exc:
+        # verify never rewrites a capture it was given: it has to be remade where the reference runs.
+        raise VerifyError(f"cannot use --capture {options.capture}: {exc}; make it again with `parity verify` "
+                          "on a machine that runs the reference (it writes captures/capture-*.json and .npz) "
+                          "and copy both files") from None
     except ReferenceSetupError as exc:
         raise VerifyError(f"cannot use --capture {options.capture}: {exc}") from None
-    prompt = (cap.meta.get("key") or {}).get("prompt", cap.meta.get("prompt"))
-    if prompt is not None and prompt != options.prompt:
-        raise VerifyError(f"--capture {options.capture} was taken for the prompt {prompt!r}, not {options.prompt!r}; "
-                          "pass the same --prompt")
+    if cap.key.prompt != options.prompt:
+        raise VerifyError(f"--capture {options.capture} was taken for the prompt {cap.key.prompt!r}, "
+                          f"not {options.prompt!r}; pass the same --prompt")
     if cap.steps != options.tokens:
         raise VerifyError(f"--capture {options.capture} has {cap.steps} decoding steps, not {options.tokens}; "
                           f"pass --tokens {cap.steps}")
     ref = cap.reference
     banner = None
-    if ref.get("kind") != "upstream":
-        banner = (f"The capture {options.capture} was taken against a {ref.get('kind')} reference "
-                  f"({ref.get('url')} @ {ref.get('revision')}), not the pinned upstream.")
-    return cap, _CapturedReference(ref.get("kind"), ref.get("url"), ref.get("revision"), banner)
+    if ref["kind"] != "upstream":
+        banner = (f"The capture {options.capture} was taken against a {ref['kind']} reference "
+                  f"({ref['url']} @ {ref['revision']}), not the pinned upstream.")
+    return cap, _CapturedReference(ref["kind"], ref["url"], ref["revision"], banner)
+
+
+def _check_capture_model(cap, capture_file: str, model_dir, checkpoint: dict) -> None:
+    """A given capture must be of the model being verified: the same weights *and* the same
+    config.json (another n_head with the same weights is another model). Otherwise every
+    difference would read as a compiler divergence."""
+    from reference_env.capture_runner import config_sha256
+
+    differing = []
+    if checkpoint.get("sha256") and cap.key.checkpoint_sha256 != checkpoint["sha256"]:
+        differing.append(f"weights (model.safetensors sha256 {cap.key.checkpoint_sha256[:12]}… in the capture, "
+                         f"{checkpoint['sha256'][:12]}… here)")
+    recorded = cap.key.config_sha256 or cap.meta.get("config_sha256")
+    here = config_sha256(model_dir)
+    if recorded and recorded != here:
+        differing.append(f"config.json (sha256 {recorded[:12]}… in the capture, {here[:12]}… here)")
+    if differing:
+        origin = cap.meta.get("model_dir")
+        made_with = f" (it was made from {origin})" if isinstance(origin, str) else ""
+        raise VerifyError(f"the capture {capture_file} is of another model: its {' and '.join(differing)} differ "
+                          f"from the model at {model_dir}; pass the matching --model{made_with}, "
+                          "or make a capture of this model")
 
 
 def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | None], None] | None = None) -> dict:
@@ -443,6 +470,7 @@ def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | No
                           "or create one with `parity synth-model DIR`") from None
     if options.capture:
         cap, resolved = _given_capture(options)
+        _check_capture_model(cap, options.capture, model_dir, _checkpoint_of(model))
     else:
         try:
             resolved = resolve_reference(spec=options.reference, revision=options.reference_rev,
@@ -465,7 +493,7 @@ def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | No
             return skipped_report(plans, f"no GPU device: {why}", checkpoint=_checkpoint_of(model),
                                   resolved=resolved, prompt=options.prompt, tol=tol,
                                   input_ids=given.input_ids if given else model.tokenizer.encode(options.prompt),
-                                  numpy_version=(given.meta or {}).get("key", {}).get("numpy_version") if given else None)
+                                  numpy_version=given.key.numpy_version if given else None)
     if not options.capture:
         try:
             cap = take_capture(resolved, model_dir, options.prompt, options.tokens,

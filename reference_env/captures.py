@@ -2,8 +2,9 @@
 the bundled stand-in, or a user's path/URL), keying captures by what determines them
 (reference revision, checkpoint sha256, prompt, token count, the reference env's NumPy),
 running the capture runner inside the reference env, and loading verified captures
-(npz + JSON metadata) from ``captures/``. A capture that is corrupt, incomplete or from
-another checkpoint is never loaded: it is an error, and ``capture`` recaptures it."""
+(npz + JSON metadata) from ``captures/``. A capture that is corrupt, incomplete, has
+malformed metadata or is from another checkpoint is never loaded: it is an error naming
+the problem, and ``capture`` recaptures it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import json
 import os
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Callable
 
@@ -222,8 +223,69 @@ class Capture:
 
 
 def _corrupt(path: Path, why: str) -> CaptureCorruptError:
-    return CaptureCorruptError(f"capture {path} is corrupt or incomplete ({why}); delete it and capture again "
-                               "(parity verify does this by itself)")
+    # No advice here: ``capture`` replaces such a file by itself, while a capture given
+    # with --capture has to be remade where the reference runs; each caller says which.
+    return CaptureCorruptError(f"capture {path} is corrupt or incomplete ({why})")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_id_list(value) -> bool:
+    return isinstance(value, list) and all(_is_int(v) and v >= 0 for v in value)
+
+
+_KEY_TYPES = {f.name: (int if f.name == "tokens" else str) for f in fields(CaptureKey)}
+_REFERENCE_KINDS = (KIND_UPSTREAM, KIND_BUNDLED, KIND_PATH)
+
+
+def _key_problem(key) -> str | None:
+    if not isinstance(key, dict):
+        return f"its key is {type(key).__name__} {key!r:.40}, not an object"
+    unknown = sorted(set(key) - set(_KEY_TYPES))
+    if unknown:
+        return f"its key has unknown field(s) {', '.join(unknown)}"
+    missing = sorted(set(_KEY_TYPES) - set(key) - {"config_sha256"})  # older captures lack the config hash
+    if missing:
+        return f"its key lacks {', '.join(missing)}"
+    for name, value in key.items():
+        wanted = _KEY_TYPES[name]
+        if not (_is_int(value) if wanted is int else isinstance(value, str)):
+            return f"key field {name} is {value!r:.40}, not a{'n integer' if wanted is int else ' string'}"
+    return None
+
+
+def _reference_problem(reference) -> str | None:
+    if not isinstance(reference, dict):
+        return "it does not record which reference took it (no 'reference' object)"
+    if reference.get("kind") not in _REFERENCE_KINDS:
+        return f"its reference kind is {reference.get('kind')!r}, not one of {', '.join(_REFERENCE_KINDS)}"
+    for name in ("url", "revision"):
+        if not isinstance(reference.get(name), str):
+            return f"its reference {name} is {reference.get(name)!r:.40}, not a string"
+    return None
+
+
+def meta_problem(meta: dict) -> str | None:
+    """What is malformed in a capture's metadata (None when nothing is), so a
+    hand-edited or foreign file is refused by name rather than failing later
+    inside the harness."""
+    steps = meta["steps"]
+    if not (_is_int(steps) and steps >= 1):
+        return f"steps is {steps!r:.40}, not an integer >= 1"
+    names = meta["tensor_names"]
+    if not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)):
+        return "tensor_names is not a non-empty list of strings"
+    for name in ("input_ids", "output_ids"):
+        if not _is_id_list(meta[name]):
+            return f"{name} is not a list of token ids"
+    if len(meta["output_ids"]) != steps:
+        return f"it records {len(meta['output_ids'])} output ids for {steps} steps"
+    for name in ("completion", "numpy_version", "npz_sha256"):
+        if not isinstance(meta[name], str):
+            return f"{name} is {meta[name]!r:.40}, not a string"
+    return _key_problem(meta["key"]) or _reference_problem(meta.get("reference"))
 
 
 def load_capture(json_path: Path, expect: CaptureKey | None = None) -> Capture:
@@ -244,6 +306,9 @@ def load_capture(json_path: Path, expect: CaptureKey | None = None) -> Capture:
     missing = [k for k in required if k not in meta]
     if missing:
         raise _corrupt(json_path, f"metadata lacks {', '.join(missing)}")
+    problem = meta_problem(meta)
+    if problem:
+        raise _corrupt(json_path, f"malformed metadata: {problem}")
     if expect is not None:
         _check_key(json_path, meta, expect)
     npz_path = json_path.with_suffix(".npz")

@@ -237,6 +237,31 @@ def test_corrupt_capture_is_an_error_and_is_recaptured(session_capture, resolved
         load_capture(json_path)
 
 
+def _edit_meta(json_path: Path, edit) -> None:
+    meta = json.loads(json_path.read_text())
+    edit(meta)
+    json_path.write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize("edit, problem", [
+    (lambda m: m["key"].update(extra="x"), "malformed metadata: its key has unknown field(s) extra"),
+    (lambda m: m.update(key="abc"), "malformed metadata: its key is str 'abc', not an object"),
+    (lambda m: m["key"].update(tokens="3"), "malformed metadata: key field tokens is '3', not an integer"),
+    (lambda m: m.update(steps="three"), "malformed metadata: steps is 'three', not an integer >= 1"),
+    (lambda m: m.update(steps=2), "malformed metadata: it records 3 output ids for 2 steps"),
+    (lambda m: m.update(output_ids=[1, "x", 2]), "malformed metadata: output_ids is not a list of token ids"),
+    (lambda m: m.update(tensor_names="logits"), "malformed metadata: tensor_names is not a non-empty list of strings"),
+    (lambda m: m.pop("reference"), "malformed metadata: it does not record which reference took it (no 'reference' object)"),
+    (lambda m: m["reference"].update(kind=None), "malformed metadata: its reference kind is None, not one of upstream, bundled, path"),
+])
+def test_malformed_metadata_is_refused_by_name(session_capture, tmp_path, edit, problem):
+    json_path = _copy_capture(session_capture, tmp_path / "caps")
+    _edit_meta(json_path, edit)
+    with pytest.raises(CaptureCorruptError) as info:
+        load_capture(json_path)
+    assert str(info.value) == f"capture {json_path} is corrupt or incomplete ({problem})"
+
+
 def test_interrupted_capture_is_never_loaded(session_capture, resolved, model12, tmp_path):
     # An interruption between the npz and its JSON leaves an npz without metadata.
     json_path = _copy_capture(session_capture, tmp_path / "caps")

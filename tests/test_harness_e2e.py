@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -143,3 +144,52 @@ def test_verify_against_a_given_capture_file_without_the_reference(world, monkey
         verify(_options(world, modes=["fused"], tokens=TOKENS + 1, capture=str(captures[0])))
     with pytest.raises(VerifyError, match="prompt"):
         verify(_options(world, modes=["fused"], prompt="something else", capture=str(captures[0])))
+
+
+def _given_capture_file(world) -> str:
+    verify(_options(world, modes=["fused"]))  # makes (or reuses) the capture
+    return str(sorted((world["root"] / "captures").glob("capture-*.json"))[0])
+
+
+def test_a_capture_of_another_config_is_another_model_not_a_divergence(world, tmp_path, capsys):
+    """Same weights, another n_head in config.json: exit 2 naming the model, not a compiler divergence."""
+    import shutil
+
+    given = _given_capture_file(world)
+    other = tmp_path / "other-heads"
+    shutil.copytree(world["model"], other)
+    config = json.loads((other / "config.json").read_text())
+    config["n_head"] = config["n_head"] // 2
+    (other / "config.json").write_text(json.dumps(config))
+    from harness.verify import VerifyError
+
+    with pytest.raises(VerifyError) as info:
+        verify(_options(world, modes=["fused"], model=str(other), capture=given))
+    message = str(info.value)
+    assert message.startswith(f"the capture {given} is of another model: its config.json (sha256 ")
+    assert f"differ from the model at {other}; pass the matching --model (it was made from {world['model']})" in message
+    assert "delete" not in message
+    code = cli.main(["verify", "--modes", "fused", "--model", str(other), "--capture", given, "--tokens", str(TOKENS),
+                     "--json", str(tmp_path / "r.json")])
+    assert code == 2 and not (tmp_path / "r.json").exists()
+    assert "is of another model" in capsys.readouterr().err
+
+
+def test_a_malformed_given_capture_says_to_remake_it_where_the_reference_runs(world, tmp_path):
+    import shutil
+
+    given = Path(_given_capture_file(world))
+    copy = tmp_path / given.name
+    shutil.copyfile(given, copy)
+    shutil.copyfile(given.with_suffix(".npz"), copy.with_suffix(".npz"))
+    meta = json.loads(copy.read_text())
+    meta["key"] = "abc"
+    copy.write_text(json.dumps(meta))
+    from harness.verify import VerifyError
+
+    with pytest.raises(VerifyError) as info:
+        verify(_options(world, modes=["fused"], capture=str(copy)))
+    assert str(info.value) == (
+        f"cannot use --capture {copy}: capture {copy} is corrupt or incomplete (malformed metadata: its key is str "
+        "'abc', not an object); make it again with `parity verify` on a machine that runs the reference (it writes "
+        "captures/capture-*.json and .npz) and copy both files")
