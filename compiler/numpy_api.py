@@ -61,10 +61,7 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
 
 def sum_(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     _no_extras("sum", out=out, initial=initial, where=where)
-    x = _node(a)
-    if dtype is not None:
-        x = P.cast(x, dtype)
-    return Tensor(P.reduce("sum", x, axis, keepdims, "np.sum"))
+    return Tensor(P.reduce("sum", _node(a), axis, keepdims, "np.sum", dtype=dtype))
 
 
 def amax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
@@ -96,8 +93,14 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     x = _node(a)
     axes = P.normalize_axes(axis, x.ndim, "np.mean")
     acc = np.dtype(dtype) if dtype is not None else np.mean(np.zeros((1,) * x.ndim, x.dtype), axis=axes).dtype
-    total = P.reduce("sum", P.cast(x, acc), axes, keepdims, "np.mean")
-    return Tensor(P.elementwise("divide", [total, dt.Weak(_count(x, axes))]))
+    total = P.reduce("sum", x, axes, keepdims, "np.mean", dtype=acc)
+    return Tensor(_divide_into(total, _count(x, axes)))
+
+
+def _divide_into(total: P.Node, n: int) -> P.Node:
+    """NumPy's ``true_divide(total, n, out=total, casting='unsafe')``: the quotient in total's dtype
+    (truncated toward zero when that is an integer type, as np.mean and np.var with an integer dtype give)."""
+    return P.cast(P.elementwise("divide", [total, dt.Weak(n)]), total.dtype)
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None, correction=None):
@@ -106,12 +109,13 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
     axes = P.normalize_axes(axis, x.ndim, "np.var")
     acc = np.dtype(dtype) if dtype is not None else (np.dtype(np.float64) if x.dtype.kind in "iub" else x.dtype)
     n = _count(x, axes)
-    # NumPy's _var: mean with keepdims, centre, square by multiplication, sum, divide by n - ddof
-    centre = P.elementwise("divide", [P.reduce("sum", P.cast(x, acc), axes, True, "np.var"), dt.Weak(n)])
+    # NumPy's _var: mean with keepdims in acc, centre (the input's dtype meeting acc), square by
+    # multiplication, sum in acc, divide by n - ddof into acc
+    centre = _divide_into(P.reduce("sum", x, axes, True, "np.var", dtype=acc), n)
     d = P.elementwise("subtract", [x, centre])
     sq = P.elementwise("multiply", [d, d])
-    total = P.reduce("sum", sq, axes, keepdims, "np.var")
-    return Tensor(P.elementwise("divide", [total, dt.Weak(max(n - ddof, 0))]))
+    total = P.reduce("sum", sq, axes, keepdims, "np.var", dtype=acc)
+    return Tensor(_divide_into(total, max(n - ddof, 0)))
 
 
 def _no_extras(name, **kwargs):

@@ -409,17 +409,33 @@ def _axis(p):
     return tuple(a) if isinstance(a, list) else a
 
 
-_reduction("sum", lambda xs, p: np.sum(xs[0], axis=_axis(p), keepdims=p["keepdims"]), ALL, "np.sum", _sum_scale)
-_reduction("method.sum", lambda xs, p: xs[0].sum(axis=_axis(p), keepdims=p["keepdims"]), ALL, "x.sum", _sum_scale)
+def _acc_dtype(c: Chooser, shape) -> dict:
+    """np.sum/mean/var's ``dtype=``: the accumulator and result type (half the time left to NumPy)."""
+    return {"dtype": c.pick((None, None, None, None, None, "int8", "uint16", "int32", "int64", "uint64", "float32",
+                             "float64", "bool"))}
+
+
+def _acc(p):
+    return None if p.get("dtype") is None else np.dtype(p["dtype"])
+
+
+_reduction("sum", lambda xs, p: np.sum(xs[0], axis=_axis(p), keepdims=p["keepdims"], dtype=_acc(p)), ALL, "np.sum",
+           _sum_scale, extra=_acc_dtype)
+_reduction("method.sum", lambda xs, p: xs[0].sum(axis=_axis(p), keepdims=p["keepdims"], dtype=_acc(p)), ALL, "x.sum",
+           _sum_scale, extra=_acc_dtype)
 _reduction("max", lambda xs, p: np.max(xs[0], axis=_axis(p), keepdims=p["keepdims"]), ALL, "np.max")
 _reduction("method.max", lambda xs, p: xs[0].max(axis=_axis(p), keepdims=p["keepdims"]), ALL, "x.max")
 _reduction("min", lambda xs, p: np.min(xs[0], axis=_axis(p), keepdims=p["keepdims"]), ALL, "np.min")
 _reduction("method.min", lambda xs, p: xs[0].min(axis=_axis(p), keepdims=p["keepdims"]), ALL, "x.min")
-_reduction("mean", lambda xs, p: np.mean(xs[0], axis=_axis(p), keepdims=p["keepdims"]), ALL, "np.mean", _mean_scale)
-_reduction("method.mean", lambda xs, p: xs[0].mean(axis=_axis(p), keepdims=p["keepdims"]), ALL, "x.mean", _mean_scale)
-_reduction("var", lambda xs, p: np.var(xs[0], axis=_axis(p), keepdims=p["keepdims"], ddof=p.get("ddof", 0)), NUMERIC,
-           "np.var", _var_scale, extra=lambda c, s: {"ddof": c.pick((0, 0, 1))})
-_reduction("method.var", lambda xs, p: xs[0].var(axis=_axis(p), keepdims=p["keepdims"]), NUMERIC, "x.var", _var_scale)
+_reduction("mean", lambda xs, p: np.mean(xs[0], axis=_axis(p), keepdims=p["keepdims"], dtype=_acc(p)), ALL, "np.mean",
+           _mean_scale, extra=_acc_dtype)
+_reduction("method.mean", lambda xs, p: xs[0].mean(axis=_axis(p), keepdims=p["keepdims"], dtype=_acc(p)), ALL,
+           "x.mean", _mean_scale, extra=_acc_dtype)
+_reduction("var", lambda xs, p: np.var(xs[0], axis=_axis(p), keepdims=p["keepdims"], ddof=p.get("ddof", 0),
+                                       dtype=_acc(p)), NUMERIC,
+           "np.var", _var_scale, extra=lambda c, s: {"ddof": c.pick((0, 0, 1)), **_acc_dtype(c, s)})
+_reduction("method.var", lambda xs, p: xs[0].var(axis=_axis(p), keepdims=p["keepdims"], dtype=_acc(p)), NUMERIC,
+           "x.var", _var_scale, extra=_acc_dtype)
 
 # --------------------------------------------------------------------------- matmul
 

@@ -508,10 +508,11 @@ def normalize_axes(axis, ndim: int, what: str) -> tuple:
     return tuple(sorted(out))
 
 
-def reduce(kind: str, x: Node, axis, keepdims: bool, what: str) -> Node:
+def reduce(kind: str, x: Node, axis, keepdims: bool, what: str, dtype=None) -> Node:
+    """A sum, max or min over ``axis``; ``dtype`` is np.sum's (the accumulator and result type)."""
     axes = normalize_axes(axis, x.ndim, what)
     if kind == "sum":
-        out = np.sum(np.zeros((1,) * x.ndim, x.dtype), axis=axes).dtype
+        out = np.sum(np.zeros((1,) * x.ndim, x.dtype), axis=axes, dtype=dtype).dtype
         op = "reduce_sum"
     else:
         name = {"max": "maximum", "min": "minimum"}[kind]

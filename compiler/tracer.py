@@ -138,13 +138,13 @@ class Tensor:
     def argmin(self, axis=None, keepdims=False):
         return Tensor(P.arg_reduce("argmin", self.node, axis, keepdims, "argmin"))
 
-    def mean(self, axis=None, keepdims=False):
+    def mean(self, axis=None, dtype=None, keepdims=False):
         from .numpy_api import mean
-        return mean(self, axis=axis, keepdims=keepdims)
+        return mean(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
-    def var(self, axis=None, keepdims=False, ddof=0):
+    def var(self, axis=None, dtype=None, ddof=0, keepdims=False):
         from .numpy_api import var
-        return var(self, axis=axis, keepdims=keepdims, ddof=ddof)
+        return var(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
 
     def __getitem__(self, key):
         from .numpy_api import getitem

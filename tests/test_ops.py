@@ -228,3 +228,27 @@ def test_maximum_and_minimum_return_the_second_of_equal_values_and_propagate_nan
         assert got.dtype == expected.dtype
         np.testing.assert_array_equal(got, expected)
         np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+
+
+ACCUMULATOR_CASES = {
+    "sum int8 wraps": (lambda x: np.sum(x, dtype=np.int8), np.array([100, 100, 100], np.int8)),
+    "sum int32 wraps": (lambda x: np.sum(x, dtype=np.int32), np.array([2**31 - 1, 1])),
+    "x.sum uint8": (lambda x: x.sum(dtype=np.uint8), np.array([200, 100])),
+    "sum bool": (lambda x: np.sum(x, dtype=bool), np.array([True, True])),
+    "mean int64 truncates": (lambda x: np.mean(x, dtype=np.int64), np.arange(7) * 2 + 1),
+    "mean int32 by axis": (lambda x: np.mean(x, axis=0, dtype=np.int32), np.arange(-7, 5).reshape(4, 3)),
+    "x.mean float32": (lambda x: x.mean(dtype=np.float32), np.arange(5)),
+    "var float32 of ints": (lambda x: np.var(x, dtype=np.float32), np.arange(7)),
+    "var int64 ddof": (lambda x: np.var(x, axis=1, dtype=np.int64, ddof=1), np.array([[1, 4, 9, 2], [3, -5, 7, 11]])),
+    "x.var float64 keepdims": (lambda x: x.var(dtype=np.float64, keepdims=True), np.arange(6, dtype=np.float32)),
+}
+
+
+@pytest.mark.parametrize("name", list(ACCUMULATOR_CASES))
+def test_sum_mean_var_take_their_dtype_as_accumulator_and_result(name):
+    """``dtype=`` is the accumulator and the result type: sums wrap in it, and mean and var divide
+    into it (an integer one truncates)."""
+    fn, x = ACCUMULATOR_CASES[name]
+    expected, got = fn(x), jit(fn)(x)
+    assert got.dtype == np.asarray(expected).dtype and got.shape == np.shape(expected)
+    np.testing.assert_allclose(got, expected, rtol=1e-7, atol=0)
