@@ -2,7 +2,8 @@
 tools: the rich terminal report (banner, per-mode summary, per-layer max-error
 table, first-divergence panel with the source line), JSON, JUnit XML and HTML
 (``harness.render_html``), and writes each atomically, by default into a
-timestamped file under ``reports/``."""
+timestamped file under ``reports/``; ``unwritable_reason`` checks an output
+place before any work is done."""
 
 from __future__ import annotations
 
@@ -52,6 +53,27 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
             pass
         raise
     return path
+
+
+def unwritable_reason(path: str | os.PathLike, *, directory: bool = False) -> str | None:
+    """Why a file could not be written at `path` (or into the directory `path`),
+    or None. Creates the missing folders and writes and removes a probe file
+    there, because that is what the atomic writer will need, and a permission
+    check alone misjudges root and read-only mounts."""
+    path = Path(path)
+    folder = path if directory else path.parent
+    if not directory and path.is_dir():
+        return f"{path} is a directory"
+    if folder.exists() and not folder.is_dir():
+        return f"{folder} is not a directory"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".parity-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return f"cannot write into {folder}: {exc.strerror or exc}"
+    return None
 
 
 def _umask() -> int:
@@ -284,6 +306,8 @@ def verdict_text(report: dict) -> Text:
     from harness.verify import exit_code
 
     code = exit_code(report)
+    if not report["modes"]:
+        return Text("ERROR: the report has no modes — nothing was verified (exit 2)", style="bold magenta")
     if code == 0 and report["modes"] and all(m["status"] == "skipped" for m in report["modes"].values()):
         return Text("SKIPPED: nothing was verified — every mode was skipped (exit 0); see the reasons above",
                     style="bold yellow")

@@ -1,7 +1,9 @@
 """The verification report's JSON schema — the stable contract other tools read —
 as a JSON-Schema (draft 2020-12) dict, plus a small validator for the subset of
-JSON Schema it uses (type, enum, properties, required, items, minimum), so the
-harness needs no extra dependency to check its own output or a baseline."""
+JSON Schema it uses (type, enum, properties, required, items, minimum,
+minProperties), so the harness needs no extra dependency to check its own
+output before writing it, a baseline, or a report given to ``parity report``.
+Every key the renderers read is covered, so a report that validates renders."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ SCHEMA_ID = "https://parity.invalid/schemas/verify-report.json"
 
 _INT_LIST = {"type": "array", "items": {"type": "integer", "minimum": 0}}
 _ERROR = {"type": ["number", "null"], "minimum": 0}
+_TEXT = {"type": ["string", "null"]}
+_STEP = {"type": "integer", "minimum": 0}
 
 TOKENS = {
     "type": "object",
@@ -35,12 +39,48 @@ FIRST_DIVERGENCE = {
     "type": ["object", "null"],
     "required": ["step", "tensor", "max_abs_error", "op", "source"],
     "properties": {
-        "step": {"type": "integer", "minimum": 0},
+        "step": _STEP,
         "tensor": {"type": "string"},
         "max_abs_error": _ERROR,
-        "op": {"type": ["string", "null"]},
-        "source": {"type": ["string", "null"]},
+        "op": _TEXT,
+        "source": _TEXT,
+        "reason": _TEXT,
+        "localization": _TEXT,
+        "source_text": _TEXT,
+        "op_max_abs_error": _ERROR,
     },
+}
+
+NEAR_TIE = {
+    "type": "object",
+    "required": ["kind", "step", "expected", "actual", "margin"],
+    "properties": {
+        "kind": {"enum": ["forced_tokens", "tokens"]},
+        "step": _STEP,
+        "expected": {"type": "integer", "minimum": 0},
+        "actual": {"type": ["integer", "null"], "minimum": 0},
+        "margin": {"type": "number", "minimum": 0},
+        "bound": {"type": "number", "minimum": 0},
+    },
+}
+
+REGRESSION = {
+    "type": "object",
+    "required": ["mode", "step", "tensor", "baseline_max_abs_error", "max_abs_error", "ratio"],
+    "properties": {
+        "mode": {"type": "string"},
+        "step": _STEP,
+        "tensor": {"type": "string"},
+        "baseline_max_abs_error": {"type": "number", "minimum": 0},
+        "max_abs_error": _ERROR,
+        "ratio": _ERROR,
+    },
+}
+
+TOLERANCE = {
+    "type": "object",
+    "required": ["rtol", "atol"],
+    "properties": {"rtol": {"type": "number", "minimum": 0}, "atol": {"type": "number", "minimum": 0}},
 }
 
 MODE = {
@@ -48,11 +88,16 @@ MODE = {
     "required": ["status", "reason", "tokens", "max_abs_error", "first_divergence", "checks"],
     "properties": {
         "status": {"enum": ["pass", "diverged", "error", "skipped"]},
-        "reason": {"type": ["string", "null"]},
+        "reason": _TEXT,
+        "kind": {"type": "string"},
+        "target": {"type": "string"},
         "tokens": TOKENS,
+        "forced_tokens": TOKENS,
         "max_abs_error": _ERROR,
         "first_divergence": FIRST_DIVERGENCE,
         "checks": {"type": "array", "items": CHECK},
+        "near_ties": {"type": "array", "items": NEAR_TIE},
+        "duration_s": {"type": "number", "minimum": 0},
     },
 }
 
@@ -80,8 +125,17 @@ REPORT_SCHEMA = {
         },
         "prompt": {"type": "string"},
         "input_ids": _INT_LIST,
-        "modes": {"type": "object", "additionalProperties": MODE},
-        "regressions": {"type": "array", "items": {"type": "object"}},
+        "output_ids": _INT_LIST,
+        "completion": _TEXT,
+        "margins": {"type": ["array", "null"], "items": {"type": "number"}},
+        "tolerance": TOLERANCE,
+        "banner": _TEXT,
+        "created": _TEXT,
+        # A report with no modes verified nothing; it must not read as a pass.
+        "modes": {"type": "object", "minProperties": 1, "additionalProperties": MODE},
+        "regressions": {"type": "array", "items": REGRESSION},
+        # An object naming the baseline file; older reports recorded its creation time (or true).
+        "baseline": {"type": ["object", "string", "boolean", "null"]},
     },
 }
 
@@ -115,6 +169,8 @@ def validate(document, schema: dict, path: str = "$") -> None:
     if "minimum" in schema and _TYPES["number"](document) and document < schema["minimum"]:
         raise SchemaError(f"{path}: {document!r} is below the minimum {schema['minimum']}")
     if isinstance(document, dict):
+        if len(document) < schema.get("minProperties", 0):
+            raise SchemaError(f"{path}: has {len(document)} entries, needs at least {schema['minProperties']}")
         for key in schema.get("required", []):
             if key not in document:
                 raise SchemaError(f"{path}: missing required key {key!r}")

@@ -315,9 +315,10 @@ def skipped_report(plans: list[ModePlan], reason: str, *, checkpoint: dict, reso
 
 def exit_code(report: dict) -> int:
     """0 when every mode passed or was skipped and nothing regressed; 2 when a
-    mode could not run (error); otherwise 1."""
+    mode could not run (error) or there is no mode at all (nothing was
+    verified); otherwise 1."""
     statuses = [m["status"] for m in report["modes"].values()]
-    if "error" in statuses:
+    if not statuses or "error" in statuses:
         return EXIT_ERROR
     if "diverged" in statuses or report.get("regressions"):
         return EXIT_DIVERGED
@@ -372,6 +373,19 @@ def _capture_checkpoint_sha(meta: dict) -> str | None:
             return meta[key]
     ckpt = meta.get("checkpoint")
     return ckpt.get("sha256") if isinstance(ckpt, dict) else None
+
+
+def _check_captures_dir(given: str | None) -> None:
+    """The captures directory must be writable before the reference is set up: the capture
+    runner writes there last, and its failure would otherwise read as the reference failing."""
+    from harness.report import unwritable_reason
+    from reference_env.captures import default_captures_dir
+
+    folder = Path(given) if given else default_captures_dir()
+    why = unwritable_reason(folder, directory=True)
+    if why:
+        raise VerifyError(f"cannot use the captures directory {folder} ({why}); pass --captures-dir DIR "
+                          "in a place you can write")
 
 
 @dataclass
@@ -457,6 +471,9 @@ def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | No
         from reference_env.errors import ReferenceSetupError as setup_error
     except ImportError as exc:
         raise VerifyError(f"Parity's installation is incomplete ({exc}); reinstall it with `pip install -e .`") from None
+
+    if not options.capture:
+        _check_captures_dir(options.captures_dir)
 
     def say(message: str) -> None:
         if progress is not None:

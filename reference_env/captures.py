@@ -424,7 +424,12 @@ def capture(resolved: ResolvedReference, model_dir, prompt: str, tokens: int,
     env = ensure_env(resolved.checkout_path, progress=progress, base=envs_base)
     key = capture_key(resolved, env, model_dir, prompt, tokens)
     npz_path, json_path = capture_paths(key, captures_dir)
-    for leftover in sweep_stale_temporaries(npz_path.parent) if npz_path.parent.is_dir() else ():
+    try:
+        npz_path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a path problem, not the reference's: say so before running it
+        raise CaptureError(f"cannot create the captures directory {npz_path.parent} ({exc}); "
+                           "pass --captures-dir DIR in a place you can write") from None
+    for leftover in sweep_stale_temporaries(npz_path.parent):
         _say(progress, f"removed {leftover.name}, left by a capture that was killed midway")
     if json_path.exists() or npz_path.exists():
         try:

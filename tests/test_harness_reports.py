@@ -110,6 +110,14 @@ def test_report_validates_and_round_trips_through_json(tmp_path):
     (lambda r: r["modes"]["subgraph"]["first_divergence"].pop("op"), "missing required key 'op'"),
     (lambda r: r.update(input_ids=[1.5]), "$.input_ids[0]"),
     (lambda r: r["modes"]["fused"]["tokens"].update(agree=1), "$.modes.fused.tokens.agree"),
+    (lambda r: r["modes"]["subgraph"]["near_ties"][0].pop("margin"),
+     "$.modes.subgraph.near_ties[0]: missing required key 'margin'"),
+    (lambda r: r["modes"]["subgraph"]["near_ties"][0].update(kind="logits"), "$.modes.subgraph.near_ties[0].kind"),
+    (lambda r: r["tolerance"].pop("rtol"), "$.tolerance: missing required key 'rtol'"),
+    (lambda r: r["tolerance"].update(atol="3e-4"), "$.tolerance.atol: expected number"),
+    (lambda r: r["regressions"].append({"mode": "fused", "step": 0}), "$.regressions[0]: missing required key 'tensor'"),
+    (lambda r: r["modes"]["fused"]["forced_tokens"].pop("actual"), "$.modes.fused.forced_tokens: missing required key"),
+    (lambda r: r.update(modes={}), "$.modes: has 0 entries, needs at least 1"),
 ])
 def test_schema_rejects_broken_reports(mutate, where):
     report = make_report()
@@ -242,3 +250,29 @@ def test_all_skipped_is_not_called_a_pass():
     report["modes"] = {"gpu-subgraph": report["modes"]["gpu-subgraph"]}
     text = _terminal(report)
     assert "SKIPPED: nothing was verified" in text and "PASS" not in text
+
+
+@pytest.mark.parametrize("mutate, where", [
+    (lambda r: r["modes"]["subgraph"]["near_ties"][0].pop("margin"), "near_ties[0]: missing required key 'margin'"),
+    (lambda r: r["tolerance"].pop("atol"), "$.tolerance: missing required key 'atol'"),
+    (lambda r: r["regressions"].append({"mode": "fused", "step": "0"}), "$.regressions[0]: missing required key"),
+    (lambda r: r.update(modes={}), "$.modes: has 0 entries, needs at least 1"),
+])
+def test_parity_report_exit_code_on_a_malformed_report_is_two_with_the_place(tmp_path, mutate, where, capsys):
+    report = make_report()
+    mutate(report)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(report))
+    assert cli.main(["report", str(bad), "--exit-code"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"report {bad} does not follow the report schema: " in err and where in err
+
+
+def test_a_report_without_modes_is_an_error_not_a_pass():
+    report = make_report()
+    report["modes"] = {}
+    from harness.verify import exit_code
+
+    assert exit_code(report) == 2
+    text = _terminal(report)
+    assert "ERROR: the report has no modes — nothing was verified (exit 2)" in text and "PASS" not in text

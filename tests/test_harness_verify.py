@@ -376,14 +376,15 @@ class FakeResolved:
 
 
 @pytest.fixture
-def glue(monkeypatch):
+def glue(monkeypatch, tmp_path):
     """Replace the compiler and reference entry points verify() imports with fakes."""
     import types
 
     from reference_env.errors import ReferenceSetupError
 
     state = {"capture": FakeCapture(meta={"checkpoint_sha256": CHECKPOINT["sha256"]}), "captured": 0,
-             "device": (False, "no CUDA driver"), "resolve_error": None, "model_error": None}
+             "device": (False, "no CUDA driver"), "resolve_error": None, "model_error": None,
+             "captures_dir": tmp_path / "captures"}
 
     class Model:
         checkpoint = types.SimpleNamespace(**CHECKPOINT)
@@ -411,7 +412,8 @@ def glue(monkeypatch):
     monkeypatch.setattr(compiler.gpt2, "resolve_model_dir", lambda d: d or "default-model", raising=False)
     monkeypatch.setattr(compiler.gpt2, "compile_model", compile_model, raising=False)
     monkeypatch.setitem(sys.modules, "reference_env.captures",
-                        types.SimpleNamespace(capture=capture, resolve_reference=resolve_reference))
+                        types.SimpleNamespace(capture=capture, resolve_reference=resolve_reference,
+                                              default_captures_dir=lambda: state["captures_dir"]))
     monkeypatch.setitem(sys.modules, "compiler.gpu",
                         types.SimpleNamespace(device_available=lambda: state["device"]))
     state["setup_error"] = ReferenceSetupError
@@ -457,3 +459,70 @@ def test_verify_glue_errors_say_what_to_do(glue):
     with pytest.raises(VerifyError, match="delete the stale capture"):
         verify(VerifyOptions())
 
+
+# ------------------------------------------------------------------ report outputs
+
+def test_an_unwritable_report_path_is_refused_before_the_run(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    ran = []
+
+    def verify_fn(options, progress):
+        ran.append(options)
+        return _seam(FakeCapture())(options, progress)
+
+    args = _cli_args("--json", str(tmp_path / "ok.json"), "--html", str(blocker / "r.html"))
+    assert verify_command.run(args, verify_fn=verify_fn) == 2
+    assert ran == [] and not (tmp_path / "ok.json").exists()
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"cannot write the html report to {blocker / 'r.html'} ({blocker} is not a directory); pass another path or --reports-dir" in err
+
+
+@pytest.mark.parametrize("faults, expected_code", [({}, 2), ({(0, "logits"): 1.0}, 1)])
+def test_a_report_that_fails_to_write_keeps_a_divergence_at_one(tmp_path, monkeypatch, capsys, faults, expected_code):
+    from harness import report as reports
+
+    def disk_full(report, path):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(reports, "write_html", disk_full)
+    args = _cli_args("--json", str(tmp_path / "r.json"), "--html", str(tmp_path / "r.html"))
+    assert verify_command.run(args, verify_fn=_seam(FakeCapture(), faults=faults)) == expected_code
+    assert json.loads((tmp_path / "r.json").read_text())["modes"]  # the other report is still written
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"could not write the html report {tmp_path / 'r.html'}: [Errno 28] No space left on device" in err
+    assert f"exit {expected_code}: " in err
+
+
+def test_a_report_that_breaks_the_schema_is_not_written(tmp_path, capsys):
+    def verify_fn(options, progress):
+        report = _seam(FakeCapture())(options, progress)
+        report["reference"]["kind"] = None
+        return report
+
+    assert verify_command.run(_cli_args("--json", str(tmp_path / "r.json")), verify_fn=verify_fn) == 2
+    assert list(tmp_path.iterdir()) == []
+    err = " ".join(capsys.readouterr().err.split())
+    assert "internal error: the report does not follow the report schema ($.reference.kind: None is not one of" in err
+
+
+@pytest.mark.parametrize("under", ["file", "file/captures"])
+def test_an_unusable_captures_dir_is_a_path_error_before_the_reference_runs(glue, tmp_path, under):
+    from harness.verify import VerifyOptions, verify
+
+    (tmp_path / "file").write_text("")
+    resolved = []
+    glue["resolve_error"] = None
+
+    def must_not_resolve(*args, **kwargs):
+        resolved.append(args)
+
+    sys.modules["reference_env.captures"].resolve_reference = must_not_resolve
+    folder = tmp_path / under
+    with pytest.raises(VerifyError) as info:
+        verify(VerifyOptions(tokens=STEPS, captures_dir=str(folder)))
+    why = f"{tmp_path / 'file'} is not a directory" if under == "file" else \
+        f"cannot write into {folder}: Not a directory"
+    assert str(info.value) == (f"cannot use the captures directory {folder} ({why}); "
+                               "pass --captures-dir DIR in a place you can write")
+    assert resolved == [] and glue["captured"] == 0

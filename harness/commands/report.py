@@ -26,7 +26,7 @@ def run(args, *, console=None) -> int:
     try:
         report = load_report(args.report)
     except VerifyError as exc:
-        Console(stderr=True).print(f"[bold red]parity report: error:[/] {exc}", highlight=False)
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]parity report: error:[/] {exc}", highlight=False)
         return EXIT_ERROR
     reports.render_terminal(report, console)
     try:
@@ -35,6 +35,6 @@ def run(args, *, console=None) -> int:
         if args.junit_path:
             console.print(f"report written: {reports.write_junit(report, args.junit_path)}", highlight=False)
     except OSError as exc:
-        Console(stderr=True).print(f"[bold red]parity report: could not write:[/] {exc}", highlight=False)
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]parity report: could not write:[/] {exc}", highlight=False)
         return EXIT_ERROR
     return exit_code(report) if args.exit_code else 0

@@ -1,6 +1,9 @@
 """`parity verify`: run the differential verification of compiler modes against
 the pinned reference and write the reports; exit 0 pass, 1 divergence or
-error-budget regression, 2 when verification could not run."""
+error-budget regression, 2 when verification could not run. Every report path
+is checked writable before the run, the report is checked against the schema
+before it is written, and a report that still fails to write turns a pass
+into 2 but leaves a divergence at 1."""
 
 from __future__ import annotations
 
@@ -65,19 +68,46 @@ def options_from_args(args) -> VerifyOptions:
     )
 
 
-def write_reports(report: dict, args) -> list[Path]:
-    """Write what was asked for, else the timestamped JSON and HTML under --reports-dir."""
+def report_paths(args) -> dict[str, Path]:
+    """What to write: the paths asked for, else the timestamped JSON and HTML under --reports-dir."""
     from harness import report as reports
 
-    written = []
-    explicit = {"json": args.json_path, "junit": args.junit_path, "html": args.html_path}
-    if not any(explicit.values()):
-        explicit.update({k: v for k, v in reports.timestamped_paths(args.reports_dir).items()})
+    explicit = {kind: Path(path) for kind, path in
+                (("json", args.json_path), ("junit", args.junit_path), ("html", args.html_path)) if path}
+    return explicit or reports.timestamped_paths(args.reports_dir)
+
+
+def check_report_paths(paths: dict[str, Path]) -> None:
+    """Refuse to start when a report could not be written: a verdict without its report
+    is of little use to CI, and finding out after a long run wastes it."""
+    from harness.report import unwritable_reason
+
+    for kind, path in paths.items():
+        why = unwritable_reason(path)
+        if why:
+            raise VerifyError(f"cannot write the {kind} report to {path} ({why}); pass another path"
+                              + (" or --reports-dir" if kind != "junit" else ""))
+
+
+def write_reports(report: dict, paths: dict[str, Path]) -> tuple[list[Path], list[str]]:
+    """Write every report, each atomically; one failing does not stop the others.
+    Returns (written paths, one message per failure)."""
+    from harness import report as reports
+
     writers = {"json": reports.write_json, "junit": reports.write_junit, "html": reports.write_html}
-    for kind, path in explicit.items():
-        if path:
+    written, failures = [], []
+    for kind, path in paths.items():
+        try:
             written.append(writers[kind](report, path))
-    return written
+        except OSError as exc:
+            failures.append(f"could not write the {kind} report {path}: {exc}")
+    return written, failures
+
+
+def final_exit_code(verdict: int, write_failed: bool) -> int:
+    """A failed write is "could not run" (2) only when the verdict is a pass: a
+    divergence (1) or an error (2) stays what it is, so CI still sees the verdict."""
+    return EXIT_ERROR if write_failed and verdict == 0 else verdict
 
 
 def run(args, *, verify_fn=None, console=None) -> int:
@@ -85,28 +115,41 @@ def run(args, *, verify_fn=None, console=None) -> int:
     from rich.console import Console
 
     from harness.report import render_terminal
+    from harness.schema import SchemaError, validate_report
     from harness.verify import exit_code, verify
 
     verify_fn = verify_fn or verify
     console = console or Console()
-    errors = Console(stderr=True)
+    errors = Console(stderr=True, soft_wrap=True)  # long paths stay whole in CI logs
     try:
         options = options_from_args(args)
+        paths = report_paths(args)
+        check_report_paths(paths)
         with _progress(errors) as progress:
             report = verify_fn(options, progress)
     except VerifyError as exc:
         errors.print(f"[bold red]parity verify: error:[/] {exc}", highlight=False)
         return EXIT_ERROR
-    render_terminal(report, console)
     try:
-        written = write_reports(report, args)
-    except OSError as exc:
-        errors.print(f"[bold red]parity verify: could not write a report:[/] {exc}; "
-                     "check the path or pass --reports-dir", highlight=False)
+        validate_report(report)  # never write a report `parity report` would reject
+    except SchemaError as exc:
+        errors.print(f"[bold red]parity verify: internal error:[/] the report does not follow the report schema "
+                     f"({exc}); nothing was written (exit 2)", highlight=False)
         return EXIT_ERROR
+    render_terminal(report, console)
+    written, failures = write_reports(report, paths)
     for path in written:
         console.print(f"report written: {path}", highlight=False)
-    return exit_code(report)
+    verdict = exit_code(report)
+    code = final_exit_code(verdict, bool(failures))
+    for failure in failures:
+        errors.print(f"[bold red]parity verify: {failure}[/]", highlight=False)
+    if failures:
+        errors.print(f"parity verify: exit {code}: " + ("the verdict above stands, but a report is missing"
+                                                        if code == verdict else
+                                                        "the run passed, but its reports are incomplete"),
+                     highlight=False)
+    return code
 
 
 class _progress:
