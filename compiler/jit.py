@@ -30,7 +30,10 @@ from .tracer import Tensor
 
 def _flatten(obj, path: str, leaves: list, paths: list):
     if isinstance(obj, (np.ndarray, np.generic)):
-        leaves.append(np.asarray(obj))
+        obj = np.asarray(obj)
+        if not obj.dtype.isnative:  # the same values in this machine's byte order, as NumPy computes
+            obj = obj.astype(obj.dtype.newbyteorder("="))
+        leaves.append(obj)
         paths.append(path)
         return ("array",)
     if isinstance(obj, DeviceArray):  # stays where it is: no boundary copy, passed to kernels as is

@@ -139,6 +139,10 @@ class Emitter:
             name = f"%arg{node.index}"
         elif node.op == "const":
             name = self._constant(node)
+        elif node.size == 0:
+            # nothing to compute; and the ops that make an empty result (a slice past an axis'
+            # end, say) can carry offsets that MLIR's verifier refuses on an empty dimension
+            name = self.empty(node.shape, node.dtype, node.loc)
         else:
             name = PRIMITIVES[node.op].lower(self, node, _Operands(self, node))
             name = self._maybe_fault(node, name)
@@ -450,6 +454,8 @@ class Emitter:
         out_t = dt.tensor_type(node.shape, node.dtype)
         offset = 0
         for i, part in enumerate(node.inputs):
+            if part.size == 0:
+                continue  # an empty part's offset may equal the axis' size, which insert_slice refuses
             offs = [0] * node.ndim
             offs[axis] = offset
             fmt = lambda xs: "[" + ", ".join(str(v) for v in xs) + "]"

@@ -173,6 +173,11 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting=None):
     if axis is None:
         nodes, axis = [P.reshape(n, (n.size,)) for n in nodes], 0
     if dtype is not None:
+        dtype = dt.check_supported(dtype, "np.concatenate")
+        for n in nodes:  # NumPy's default casting='same_kind'
+            if not np.can_cast(n.dtype, dtype, casting="same_kind"):
+                raise TypeError(f"np.concatenate: cannot cast array data from {n.dtype} to {dtype} "
+                                "according to the rule 'same_kind'")
         nodes = [P.cast(n, dtype) for n in nodes]
     return Tensor(P.concat(nodes, axis))
 
@@ -264,7 +269,8 @@ def _like(value):
         x = _node(a)
         shp = x.shape if shape is None else (tuple(shape) if not isinstance(shape, int) else (shape,))
         fill = kw.get("fill_value", value)
-        return Tensor(const_node(np.full(shp, fill, dtype=dtype or x.dtype)))
+        dtype = x.dtype if dtype is None else dt.check_supported(dtype, "np.ones_like/zeros_like/full_like")
+        return Tensor(const_node(np.full(shp, fill, dtype=dtype)))
     return like
 
 
@@ -326,8 +332,12 @@ def _public_name(func) -> str:
 
 def _index_node(idx):
     if isinstance(idx, Tensor):
+        if idx.dtype.kind == "b":
+            raise NotImplementedError("boolean mask indexing has a data-dependent shape and is not supported by the compiler")
         return idx.node
     arr = np.asarray(idx)
+    if arr.size == 0 and not isinstance(idx, np.ndarray):
+        arr = arr.astype(np.intp)  # NumPy reads an empty list as an (empty) integer index
     if arr.dtype.kind == "b":
         raise NotImplementedError("boolean mask indexing has a data-dependent shape and is not supported by the compiler")
     if arr.dtype.kind not in "iu":

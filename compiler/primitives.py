@@ -562,7 +562,8 @@ def reshape(x: Node, shape) -> Node:
 
 
 def transpose(x: Node, perm=None) -> Node:
-    perm = tuple(reversed(range(x.ndim))) if perm is None else tuple(int(p) % max(x.ndim, 1) for p in perm)
+    perm = tuple(reversed(range(x.ndim))) if perm is None else tuple(normalize_axes(int(p), x.ndim, "transpose")[0]
+                                                                      for p in perm)
     if sorted(perm) != list(range(x.ndim)):
         raise ValueError(f"transpose: axes {perm} don't match array of dimension {x.ndim}")
     if perm == tuple(range(x.ndim)):
@@ -591,8 +592,8 @@ def gather(x: Node, indices, axis: int) -> Node:
         if idx.dtype.kind not in "iu":
             raise IndexError(f"arrays used as indices must be of integer type, got {idx.dtype}")
         n = x.shape[axis + j]
-        if n == 0:
-            raise IndexError("cannot gather from an empty axis")
+        if n == 0 and idx.size:
+            raise IndexError(f"index is out of bounds for axis {axis + j} with size 0")
         if idx.is_const():
             bad = (idx.value < -n) | (idx.value >= n)
             if bad.any():

@@ -294,3 +294,32 @@ def test_bad_inputs_never_crash_the_process():
     proc = subprocess.run([sys.executable, "-c", CRASH_PROBES], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "errors 10"
+
+
+@pytest.mark.parametrize("fn", [lambda x: x.transpose(1, 2), lambda x: np.transpose(x, (0, 3)),
+                                lambda x: np.transpose(x, (-3, 0))])
+def test_transpose_axes_out_of_range_are_axis_errors(fn):
+    with pytest.raises(np.exceptions.AxisError):
+        fn(np.zeros((2, 3)))  # NumPy refuses them too
+    with pytest.raises(np.exceptions.AxisError, match="out of bounds for array of dimension 2"):
+        jit(fn)(np.zeros((2, 3)))
+
+
+def test_like_functions_with_an_unsupported_dtype_name_it():
+    with pytest.raises(TypeError, match="dtype float16 is not supported"):
+        jit(lambda x: np.ones_like(x, dtype=np.float16) + x)(np.ones(3))
+
+
+def test_concatenate_dtype_follows_same_kind_casting():
+    with pytest.raises(TypeError):
+        np.concatenate([np.ones(3)] * 2, dtype=np.int8)
+    with pytest.raises(TypeError, match="'same_kind'"):
+        jit(lambda x: np.concatenate([x, x], dtype=np.int8))(np.ones(3))
+    got = jit(lambda x: np.concatenate([x, x], dtype=np.float32))(np.arange(3))
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, np.concatenate([np.arange(3)] * 2, dtype=np.float32))
+
+
+def test_a_runtime_boolean_mask_is_named_as_unsupported():
+    with pytest.raises(NotImplementedError, match="boolean mask indexing"):
+        jit(lambda x, m: x[m])(np.arange(3.0), np.array([True, False, True]))

@@ -252,3 +252,46 @@ def test_bool_tensors_in_a_subprocess():
     proc = subprocess.run([sys.executable, "-c", BOOL_CASES], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("ok ") == 9
+
+
+EMPTY_CASES = {
+    "concatenate, empty part last": (lambda x, y: np.concatenate([x, y]), (np.arange(3.0), np.zeros(0))),
+    "concatenate, empty parts around": (lambda x, y: np.concatenate([y, x, y]), (np.arange(3.0), np.zeros(0))),
+    "split then concatenate, empty middle part": (lambda x: np.concatenate(np.split(x, [2, 2, 4])), (np.arange(4.0),)),
+    "hstack with an empty column block": (lambda x, y: np.hstack([x, y]), (np.ones((2, 3)), np.ones((2, 0)))),
+    "stack of empties": (lambda x, y: np.stack([x, y]), (np.ones(0), np.ones(0))),
+    "slice of an empty axis": (lambda x: x[1:], (np.zeros((3, 0)),)),
+    "integer index into an array with an empty axis": (lambda x: x[1] + 1, (np.zeros((3, 0)),)),
+    "slice past the end": (lambda x: x[3:] * 2, (np.arange(3.0),)),
+    "reversal of an empty array": (lambda x: x[::-1], (np.zeros(0, np.float32),)),
+    "negative step over a non-empty axis of an empty array": (lambda x: x[::-2, 1:], (np.zeros((0, 3)),)),
+    "empty list index": (lambda x: x[[]], (np.arange(4.0),)),
+    "empty list index on a later axis": (lambda x: x[:, []] + 1, (np.arange(4.0).reshape(2, 2),)),
+    "empty runtime index into an empty axis": (lambda x, i: x[i], (np.zeros(0), np.zeros(0, np.int64))),
+}
+
+
+@pytest.mark.parametrize("name", list(EMPTY_CASES))
+def test_empty_results_and_empty_parts(name):
+    """Slices and concatenations touching zero-size dimensions (MLIR refuses an offset equal to an
+    empty dimension's size, so these once failed to parse) and empty integer indices, as NumPy."""
+    fn, args = EMPTY_CASES[name]
+    expected, got = fn(*args), jit(fn)(*args)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_indexing_an_empty_axis_with_indices_is_an_index_error():
+    with pytest.raises(IndexError, match="out of bounds for axis 0 with size 0"):
+        jit(lambda x: x[[0]])(np.zeros(0))
+    with pytest.raises(IndexError, match="integer type"):  # an empty float *array* is refused, as NumPy does
+        jit(lambda x: x[np.array([])])(np.arange(4.0))
+
+
+def test_big_endian_inputs_compute_as_native():
+    x = np.arange(6, dtype=">f4").reshape(2, 3)
+    i = np.array([1, 0], ">i8")
+    fn = lambda a, b: a[b] * 2 + a.sum()  # noqa: E731
+    expected, got = fn(x, i), jit(fn)(x, i)
+    assert got.dtype == expected.dtype == np.float32
+    np.testing.assert_array_equal(got, expected)
