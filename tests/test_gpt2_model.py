@@ -116,11 +116,22 @@ def test_generate_always_produces_the_requested_count(tiny, runners):
     assert runners["subgraph"].generate([50256], 0) == []
 
 
+def test_generation_may_fill_the_whole_context(tiny, runners):
+    """The reference's bound: prompt + tokens - 1 positions, since the last new token is only
+    returned. So a 60-token prompt may get 5 new tokens in a 64-token context, and a full context
+    one more."""
+    n_ctx = tiny.config.n_ctx
+    for runner in runners.values():
+        assert len(runner.generate([1] * 60, n_ctx - 60 + 1)) == n_ctx - 60 + 1
+        assert len(runner.generate([1] * n_ctx, 1)) == 1
+
+
 @pytest.mark.parametrize("ids, n, message", [
     ([], 1, "prompt is empty"),
     ([50257], 1, "outside the vocabulary"),
     ([-1], 1, "outside the vocabulary"),
-    ([1] * 60, 5, "exceeds the context length 64"),
+    ([1] * 60, 6, "60 \\+ 6 - 1 = 65 positions .* exceeds the context length 64"),
+    ([1] * 65, 0, "exceeds the context length 64"),
     ([1], -1, ">= 0"),
     ([[1, 2]], 1, "1-d"),
 ])

@@ -162,9 +162,12 @@ class CompiledGPT2:
             raise ValueError(f"token id {int(arr[bad][0])} is outside the vocabulary (0..{self.config.vocab_size - 1})")
         if n_new < 0:
             raise ValueError(f"the number of tokens to generate must be >= 0, got {n_new}")
-        if arr.size + n_new > self.config.n_ctx:
+        # the last new token is returned, never fed back, so it needs no position
+        positions = arr.size + max(n_new - 1, 0)
+        if positions > self.config.n_ctx:
             raise ValueError(
-                f"prompt ({arr.size} tokens) + {n_new} new tokens exceeds the context length {self.config.n_ctx}")
+                f"prompt ({arr.size} tokens) + {n_new} new tokens needs {arr.size} + {n_new} - 1 = {positions} "
+                f"positions (the last new token is not fed back), which exceeds the context length {self.config.n_ctx}")
         return arr.astype(np.int64)
 
     def _padded(self, ids: np.ndarray) -> np.ndarray:
