@@ -197,6 +197,10 @@ def render_terminal(report: dict, console: Console | None = None) -> None:
     tol = report.get("tolerance")
     if tol:
         header.add_row("tolerance", f"rtol={tol['rtol']:g} atol={tol['atol']:g}")
+    baseline = report.get("baseline")
+    if isinstance(baseline, dict):
+        header.add_row("baseline", f"{baseline.get('path')}  sha256 {str(baseline.get('sha256'))[:12]}…"
+                                   f"  (created {baseline.get('created')})")
     console.print(Panel(header, title="parity verify", border_style="cyan"))
 
     console.print(summary_table(report))

@@ -135,7 +135,11 @@ REPORT_SCHEMA = {
         "modes": {"type": "object", "minProperties": 1, "additionalProperties": MODE},
         "regressions": {"type": "array", "items": REGRESSION},
         # An object naming the baseline file; older reports recorded its creation time (or true).
-        "baseline": {"type": ["object", "string", "boolean", "null"]},
+        "baseline": {
+            "type": ["object", "string", "boolean", "null"],
+            "required": ["path", "sha256", "created"],
+            "properties": {"path": _TEXT, "sha256": _TEXT, "created": _TEXT},
+        },
     },
 }
 

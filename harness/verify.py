@@ -2,14 +2,15 @@
 the reference capture one decoding step at a time (always feeding the
 reference's own sequence, so one divergence cannot cascade), compares each
 step's tensors and tokens, localizes the first divergence to an op and source
-line, checks the error budget against a baseline, and assembles the report
-dict (the JSON schema in ``harness.schema``). ``run_verification`` is the pure
+line, checks the error budget against a baseline report of the same prompt,
+checkpoint and length (refusing any other), and assembles the report dict (the JSON schema in ``harness.schema``). ``run_verification`` is the pure
 core with injectable capture/runner seams; ``verify`` wires it to the real
 reference environment and compiler."""
 
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import linecache
 import os
@@ -254,11 +255,37 @@ def _reference_record(captured: dict, resolved: dict | None) -> dict:
     return record
 
 
+def _baseline_token_count(baseline: dict) -> int | None:
+    """How many tokens the baseline decoded (None when it does not say: every mode skipped)."""
+    if isinstance(baseline.get("output_ids"), list):
+        return len(baseline["output_ids"])
+    counts = [len(mode["tokens"]["expected"]) for mode in baseline["modes"].values() if mode["tokens"]["expected"]]
+    return max(counts) if counts else None
+
+
+def baseline_differences(baseline: dict, *, prompt: str, input_ids: list[int], checkpoint_sha256: str | None,
+                         tokens: int) -> list[str]:
+    """What makes `baseline` a report of another run than this one. Errors are only comparable
+    for the same model, input and length; find_regressions matches by (mode, step, tensor) alone."""
+    differences = []
+    if baseline["prompt"] != prompt:
+        differences.append(f"prompt {baseline['prompt']!r} (this run: {prompt!r})")
+    elif list(baseline["input_ids"]) != list(input_ids):
+        differences.append(f"input ids {baseline['input_ids']} (this run: {list(input_ids)})")
+    theirs = baseline["checkpoint"].get("sha256")
+    if theirs != checkpoint_sha256:
+        differences.append(f"checkpoint sha256 {str(theirs)[:12]}… (this run: {str(checkpoint_sha256)[:12]}…)")
+    count = _baseline_token_count(baseline)
+    if count is not None and count != tokens:
+        differences.append(f"{count} tokens (this run: {tokens})")
+    return differences
+
+
 def run_verification(capture, runner_factory: Callable[[str, str], Any], plans: list[ModePlan],
                      tol: Tolerance = Tolerance(), *, checkpoint: dict, prompt: str,
                      device_check: Callable[[], tuple[bool, str]] | None = None,
                      banner: str | None = None, baseline: dict | None = None,
-                     reference: dict | None = None,
+                     reference: dict | None = None, baseline_source: dict | None = None,
                      progress: Callable[[str, int | None, int | None], None] | None = None) -> dict:
     """Verify every plan against one reference capture and return the report
     dict. `capture` needs input_ids, output_ids, margins, tensor_names,
@@ -266,14 +293,24 @@ def run_verification(capture, runner_factory: Callable[[str, str], Any], plans: 
     target)` returns an object with forward(ids, trace), generate(ids, n) and,
     for subgraph mode, localize(...). `reference` (kind/url/revision of this
     run's resolved reference) overrides the capture's own record, whose
-    numpy_version is kept. Raises ReferenceInconsistency when the capture
-    records one."""
+    numpy_version is kept. `baseline_source` ({"path", "sha256"} of the
+    baseline file) is recorded in the report with the baseline's creation
+    time. Raises ReferenceInconsistency when the capture records one, and
+    VerifyError when the baseline is of another prompt, checkpoint or length."""
     meta = getattr(capture, "meta", None) or {}
     if meta.get("reference_inconsistency"):
         raise ReferenceInconsistency(
             "the reference disagrees with itself — its step-by-step decomposition does not match its own full "
             f"forward: {describe_inconsistency(meta['reference_inconsistency'])}. This is not a compiler divergence; "
             "fix or re-pin the reference (--reference / --reference-rev) and delete the stale capture in captures/.")
+    if baseline is not None:
+        differences = baseline_differences(
+            baseline, prompt=prompt, input_ids=[int(t) for t in capture.input_ids],
+            checkpoint_sha256=checkpoint.get("sha256"), tokens=len(capture.output_ids))
+        if differences:
+            where = (baseline_source or {}).get("path") or "given"
+            raise VerifyError(f"the baseline {where} is of another run — {'; '.join(differences)}; its errors are not "
+                              "comparable. Pass a baseline made with the same --prompt, --tokens and model")
     report = {
         "reference": _reference_record(capture.reference, reference),
         "checkpoint": {"name": checkpoint.get("name"), "sha256": checkpoint.get("sha256")},
@@ -293,7 +330,8 @@ def run_verification(capture, runner_factory: Callable[[str, str], Any], plans: 
     for plan in plans:
         report["modes"][plan.name] = run_mode(plan, capture, runner_factory, tol, device_check, progress)
     if baseline is not None:
-        report["baseline"] = baseline.get("created") or True
+        report["baseline"] = {"path": None, "sha256": None, **(baseline_source or {}),
+                              "created": baseline.get("created")}
         report["regressions"] = find_regressions(baseline, report)
     return report
 
@@ -341,6 +379,21 @@ def load_report(path: str | os.PathLike) -> dict:
     except SchemaError as exc:
         raise VerifyError(f"report {path} does not follow the report schema: {exc}") from None
     return data
+
+
+def stable_path(path: str | os.PathLike) -> str:
+    """A path that reads the same from any working directory: relative to the
+    project root when inside it, else absolute."""
+    resolved = Path(path).resolve()
+    try:
+        return resolved.relative_to(PROJECT_ROOT).as_posix()
+    except ValueError:
+        return str(resolved)
+
+
+def baseline_identity(path: str | os.PathLike) -> dict:
+    """Which baseline file a report was compared with: its path and content hash."""
+    return {"path": stable_path(path), "sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest()}
 
 
 @dataclass
@@ -463,6 +516,7 @@ def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | No
         raise VerifyError(str(exc)) from None
     plans = plan_modes(options.modes, options.target)
     baseline = load_report(options.baseline) if options.baseline else None
+    baseline_source = baseline_identity(options.baseline) if options.baseline else None
 
     try:
         from compiler.gpt2 import compile_model, load_model, resolve_model_dir
@@ -529,5 +583,5 @@ def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | No
 
     return run_verification(cap, runner_factory, plans, tol, checkpoint=checkpoint, prompt=options.prompt,
                             device_check=device_check, banner=getattr(resolved, "banner", None),
-                            baseline=baseline, progress=progress,
+                            baseline=baseline, baseline_source=baseline_source, progress=progress,
                             reference={"kind": resolved.kind, "url": resolved.url, "revision": resolved.revision})

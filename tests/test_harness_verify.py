@@ -526,3 +526,41 @@ def test_an_unusable_captures_dir_is_a_path_error_before_the_reference_runs(glue
     assert str(info.value) == (f"cannot use the captures directory {folder} ({why}); "
                                "pass --captures-dir DIR in a place you can write")
     assert resolved == [] and glue["captured"] == 0
+
+
+# ------------------------------------------------------------------ baselines of another run
+
+@pytest.mark.parametrize("edit, difference", [
+    (lambda b: b.update(prompt="other"), "prompt 'other' (this run: 'p')"),
+    (lambda b: b.update(input_ids=[9, 9]), "input ids [9, 9] (this run: [3, 1, 4, 1])"),
+    (lambda b: b["checkpoint"].update(sha256="12" * 32), "checkpoint sha256 121212121212… (this run: abababababab…)"),
+    (lambda b: b.update(output_ids=[1, 2]), "2 tokens (this run: 3)"),
+])
+def test_a_baseline_of_another_run_is_refused_naming_the_difference(edit, difference):
+    capture = FakeCapture()
+    baseline = verify_fake(capture, factory(capture))
+    edit(baseline)
+    with pytest.raises(VerifyError) as info:
+        verify_fake(capture, factory(capture), baseline=baseline, baseline_source={"path": "b.json", "sha256": "0"})
+    assert str(info.value) == (f"the baseline b.json is of another run — {difference}; its errors are not "
+                               "comparable. Pass a baseline made with the same --prompt, --tokens and model")
+
+
+def test_verify_records_which_baseline_file_it_used(glue, tmp_path):
+    import hashlib
+
+    from harness.report import write_json
+    from harness.verify import VerifyOptions, verify
+
+    first = verify(VerifyOptions(tokens=STEPS))
+    path = write_json(first, tmp_path / "base.json")
+    report = verify(VerifyOptions(tokens=STEPS, baseline=str(path)))
+    assert report["baseline"] == {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                                  "created": first["created"]}
+    other = verify(VerifyOptions(tokens=STEPS, prompt="another prompt"))
+    write_json(other, path)
+    with pytest.raises(VerifyError, match=f"the baseline {path} is of another run — prompt 'another prompt'"):
+        verify(VerifyOptions(tokens=STEPS, baseline=str(path)))
+    assert exit_code(report) == 0
+    from harness.schema import validate_report
+    validate_report(report)
