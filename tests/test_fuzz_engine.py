@@ -35,6 +35,21 @@ def test_compare_values_is_nan_aware_and_strict_on_dtype_and_shape():
     assert compare_values(np.array([3], np.int8), np.array([4], np.int8), 1.0, 1.0, "r")  # ints: exact
 
 
+def test_compare_values_checks_the_sign_of_zero_only_when_asked():
+    e = np.array([0.0, -0.0, 1.0], np.float64)
+    flipped = np.array([-0.0, -0.0, 1.0], np.float64)
+    assert compare_values(e, flipped, 0.0, 0.0, "r") == []
+    problems = compare_values(e, flipped, 0.0, 0.0, "r", zero_sign=True)
+    assert problems and "first at (0,)" in problems[0]
+    assert compare_values(e, e.copy(), 0.0, 0.0, "r", zero_sign=True) == []
+
+
+def test_exact_elementwise_ops_check_the_sign_of_zero_but_reductions_do_not():
+    from harness.fuzzing.check import _defines_zero_sign
+    assert _defines_zero_sign(oi.REGISTRY["maximum"]) and _defines_zero_sign(oi.REGISTRY["floor"])
+    assert not _defines_zero_sign(oi.REGISTRY["max"]) and not _defines_zero_sign(oi.REGISTRY["exp"])
+
+
 @pytest.mark.parametrize("value", [np.float32(-0.0), np.float64(np.nan), np.uint64(2**64 - 1), 1.5, -7, True,
                                    float("inf"), np.array([[np.nan, -0.0]], np.float32), np.array([True, False])])
 def test_operands_round_trip_through_json(value):

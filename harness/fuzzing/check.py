@@ -36,8 +36,9 @@ def numpy_eval(fn):
         return fn()
 
 
-def compare_values(expected, got, rtol: float, atol, label: str) -> list[str]:
-    """Problems with ``got`` against ``expected`` (empty when they agree)."""
+def compare_values(expected, got, rtol: float, atol, label: str, zero_sign: bool = False) -> list[str]:
+    """Problems with ``got`` against ``expected`` (empty when they agree). With ``zero_sign`` a zero
+    must also carry NumPy's sign (for ops whose result NumPy defines bit for bit)."""
     e = np.asarray(expected)
     if not isinstance(got, np.ndarray):
         return [f"{label}: compiled result is a {type(got).__name__}, expected an array"]
@@ -59,6 +60,8 @@ def compare_values(expected, got, rtol: float, atol, label: str) -> list[str]:
         allowed = atol + rtol * np.abs(e.astype(np.float64))
     finite = ~(enan | einf)
     bad = (enan != gnan) | (einf & (got != e)) | (finite & ginf) | (finite & ~gnan & ~ginf & ~(diff <= allowed))
+    if zero_sign:
+        bad |= (e == 0) & (got == 0) & (np.signbit(e) != np.signbit(got))
     if bad.any():
         i = tuple(int(v) for v in np.argwhere(bad)[0])
         return [f"{label}: {int(bad.sum())} of {e.size} elements differ beyond rtol={rtol:.3g}, atol={float(atol[i]):.3g}; "
@@ -114,8 +117,15 @@ def _problems(info, operands, params, expected, got) -> list[str]:
     problems = []
     for k, (e, g) in enumerate(zip(exp_list, got_list)):
         rtol, atol = op_tolerance(info, operands, params, np.asarray(e).dtype)
-        problems += compare_values(e, g, rtol, atol, f"result[{k}]" if len(exp_list) > 1 else "result")
+        problems += compare_values(e, g, rtol, atol, f"result[{k}]" if len(exp_list) > 1 else "result",
+                                   zero_sign=_defines_zero_sign(info))
     return problems
+
+
+def _defines_zero_sign(info: oi.OpInfo) -> bool:
+    """Whether NumPy's result is defined bit for bit, the sign of a zero included: exact ops, but
+    not reductions, whose max/min of +0.0 and -0.0 depends on the order of NumPy's SIMD lanes."""
+    return info.tolerance == oi.EXACT and info.family != "reduction"
 
 
 SELF_TEST_CRASH = "self-test-crash"
