@@ -130,7 +130,9 @@ void mgpuMemFree(void *ptr, void *stream) {
   Block *b = *link;
   if (b) {
     *link = b->next;
-    b->stream = stream ? stream : SETTLED; /* the null stream orders everything: nothing queued behind */
+    /* no stream: a DeviceArray freed from Python. Every call that used it synchronized its
+       (non-blocking) stream before returning, so no work is queued behind the block. */
+    b->stream = stream ? stream : SETTLED;
     b->next = cached;
     cached = b;
     cached_bytes += b->size;

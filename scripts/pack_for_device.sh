@@ -10,15 +10,21 @@
 # Device plan (each call within 30 s of the last, so the machine stays warm):
 #   for each part P except the last:  run(carry=[".device/parts/P"],
 #       command="mkdir -p /tmp/parity-parts && cp .device/parts/* /tmp/parity-parts/")
-#   last call: run(carry=[".device/parts/LAST", ".device/kernels.tar.xz", "captures/CAPTURE.json",
-#       "captures/CAPTURE.npz"], command="OUT=$OUT bash scripts/gpu_check.sh")
+#   last call: run(carry=[".device/parts/LAST", ".device/kernels.tar.xz", ".device/manifest.txt",
+#       "captures/CAPTURE.json", "captures/CAPTURE.npz"], command="OUT=$OUT bash scripts/gpu_check.sh")
 #   (CAPTURE: the 10-token capture of the default model)
 # Make the 10-token reference capture first, on this machine: `parity verify` (it lands in captures/).
 # PYTHON (default python3) must have the project installed, for the kernel build.
 # `--kernels-only` rebuilds only .device/kernels.tar.xz (after a compiler change), keeping the parts.
+# Both write .device/manifest.txt (parts' sha256s, compiler-sources hash); run this right before the
+# device calls: gpu_check.sh reports a bundle built from other compiler sources as stale.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=.device
+compiler_hash() {  # what the prebuilt kernels depend on: the compiler's sources (gpu_check.sh compares)
+    find compiler -type f \( -name '*.py' -o -name '*.c' \) | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16
+}
+if [ "${1:-}" = "--print-compiler-hash" ]; then compiler_hash; exit 0; fi
 if [ "${1:-}" != "--kernels-only" ]; then
 rm -rf "$dest" && mkdir -p "$dest/wheels" "$dest/site" "$dest/parts"
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
@@ -51,5 +57,8 @@ done
 rm -f "$dest/kernels.tar.xz"
 tar -C "$dest/prebuilt" -cf - kernels | xz -T0 -6 > "$dest/kernels.tar.xz"
 rm -rf "$dest/prebuilt"
+# the manifest gpu_check.sh checks first: every part's sha256, and the sources the kernels came from
+{ echo "compiler-sources $(compiler_hash)"; (cd "$dest/parts" 2>/dev/null && sha256sum site.tar.xz.part-*) || true; } \
+    > "$dest/manifest.txt.tmp" && mv "$dest/manifest.txt.tmp" "$dest/manifest.txt"
 ls -l "$dest/kernels.tar.xz"
 if [ -d "$dest/parts" ]; then ls -l "$dest/parts"; else echo "no $dest/parts yet: run without --kernels-only"; fi
