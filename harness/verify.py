@@ -106,6 +106,26 @@ def _error_entry(plan: ModePlan, status: str, reason: str, expected: list[int]) 
     }
 
 
+def _divergence_record(first) -> dict:
+    return {"step": first.step, "tensor": first.tensor, "max_abs_error": first.max_abs_error,
+            "op": None, "source": None, "reason": first.reason}
+
+
+def _keep_partial_results(entry: dict, checks: list, forced: list[int], started: float) -> dict:
+    """A mode that failed midway keeps what it computed before failing (checks, lockstep
+    tokens, their max error and first divergence), so the error does not hide a divergence
+    or wipe the evidence. Not localized: the runner that would re-run the op just failed."""
+    entry["checks"] = [c.to_json() for c in checks]
+    entry["forced_tokens"]["actual"] = list(forced)
+    entry["max_abs_error"] = max_error(checks)
+    first = first_divergence(checks)
+    if first is not None:
+        entry["first_divergence"] = {**_divergence_record(first), "source_text": None,
+                                     "localization": "not localized: the mode failed before finishing"}
+    entry["duration_s"] = round(time.perf_counter() - started, 3)
+    return entry
+
+
 def _describe_exception(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
@@ -205,8 +225,7 @@ def run_mode(plan: ModePlan, capture, runner_factory: Callable[[str, str], Any],
         free = [int(t) for t in runner.generate(input_ids, steps)]
     except Exception as exc:
         entry = _error_entry(plan, "error", f"running {plan.kind} on {plan.target} failed: {_describe_exception(exc)}", expected)
-        entry["checks"] = [c.to_json() for c in checks]
-        return entry
+        return _keep_partial_results(entry, checks, forced, started)
 
     margins = list(capture.margins) if capture.margins is not None else None
     forced_checks = compare_tokens(expected, forced, margins, tol)
@@ -226,8 +245,7 @@ def run_mode(plan: ModePlan, capture, runner_factory: Callable[[str, str], Any],
     }
     first = first_divergence(checks)
     if first is not None:
-        fd = {"step": first.step, "tensor": first.tensor, "max_abs_error": first.max_abs_error,
-              "op": None, "source": None, "reason": first.reason}
+        fd = _divergence_record(first)
         if plan.kind == "subgraph" and hasattr(runner, "localize"):
             fd.update(_localize(runner, capture, first.step, first.tensor, n_layer, tol))
         fd["source_text"] = source_text(fd.get("source"))

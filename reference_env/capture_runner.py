@@ -6,7 +6,8 @@ per step the embedding, both residuals of every block (through the reference's o
 top-2 margin. It checks that decomposition against the reference's complete forward
 functions and records any disagreement as a reference inconsistency.
 
-Usage: python capture_runner.py --checkout DIR --model DIR --prompt TEXT --tokens N --out FILE.npz
+Usage: python capture_runner.py --checkout=DIR --model=DIR --prompt=TEXT --tokens=N --out=FILE.npz
+(Parity passes every value as --option=value, so a prompt starting with "-" stays a value.)
 Writes FILE.npz and FILE.json (metadata; written last and carrying the npz's sha256)."""
 
 from __future__ import annotations
@@ -245,6 +246,15 @@ def steps_to_check(n_tokens: int, checks: str) -> set[int]:
     return {0, n_tokens - 1}
 
 
+def check_context(n_prompt: int, n_tokens: int, n_ctx: int) -> None:
+    """The longest forward pass is over the prompt and every generated token but the last,
+    which is only picked, never fed back; the message shows that arithmetic."""
+    longest = n_prompt + n_tokens - 1
+    if longest > n_ctx:
+        raise BadInput(f"{n_prompt} prompt tokens + {n_tokens} generated - 1 (the last generated token is never "
+                       f"fed back) = {longest} positions, but the checkpoint has n_positions={n_ctx}")
+
+
 def run_capture(checkout: Path, model_dir: Path, prompt: str, n_tokens: int,
                 checks_mode: str = "edges") -> tuple[dict, dict]:
     import numpy as np
@@ -261,10 +271,7 @@ def run_capture(checkout: Path, model_dir: Path, prompt: str, n_tokens: int,
         raise BadInput(f"the prompt {prompt!r} encodes to no tokens")
     if max(input_ids) >= hp["vocab_size"]:
         raise BadInput(f"prompt token id {max(input_ids)} is outside the checkpoint's vocab ({hp['vocab_size']})")
-    longest = len(input_ids) + n_tokens - 1
-    if longest > hp["n_ctx"]:
-        raise BadInput(f"{len(input_ids)} prompt tokens + {n_tokens} generated need {longest} positions, "
-                       f"but the checkpoint has n_positions={hp['n_ctx']}")
+    check_context(len(input_ids), n_tokens, hp["n_ctx"])
     n_head = hp["n_head"]
 
     checks = Checks()
@@ -384,7 +391,7 @@ def write_atomically(out: Path, meta: dict, arrays: dict) -> None:
             os.unlink(tmp_json)
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkout", required=True, type=Path)
     parser.add_argument("--model", required=True, type=Path)
@@ -394,7 +401,11 @@ def main(argv=None) -> int:
     parser.add_argument("--extra-meta", default="{}", help="JSON object merged into the metadata")
     parser.add_argument("--checks", choices=("edges", "all"), default="edges",
                         help="steps compared with the whole forward functions: first and last (default) or all")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
     if args.tokens < 1:
         print("capture_runner: --tokens must be at least 1", file=sys.stderr)
         return EXIT_BAD_INPUT

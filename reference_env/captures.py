@@ -368,13 +368,20 @@ def capture_key(resolved: ResolvedReference, env: ReferenceEnv, model_dir: Path,
                       env.numpy_version, capture_runner.config_sha256(model_dir))
 
 
+def runner_command(env: ReferenceEnv, resolved: ResolvedReference, model_dir: Path, prompt: str, tokens: int,
+                   out_npz: Path, extra_meta: dict, checks: str = "edges") -> list[str]:
+    """The capture runner's command line. Every value is joined to its option with "=", so a
+    prompt (or path) starting with "-" is a value, never taken for an option by argparse."""
+    options = {"checkout": resolved.checkout_path, "model": model_dir, "prompt": prompt, "tokens": int(tokens),
+               "out": out_npz, "extra-meta": json.dumps(extra_meta), "checks": checks}
+    return [str(env.python), "-B", "-I", str(RUNNER), *(f"--{name}={value}" for name, value in options.items())]
+
+
 def run_runner(env: ReferenceEnv, resolved: ResolvedReference, model_dir: Path, prompt: str, tokens: int,
                out_npz: Path, extra_meta: dict, checks: str = "edges") -> None:
     """Run the capture runner with the reference env's Python, isolated from Parity (-I) and
     without writing bytecode into the checkout (-B)."""
-    cmd = [str(env.python), "-B", "-I", str(RUNNER), "--checkout", str(resolved.checkout_path),
-           "--model", str(model_dir), "--prompt", prompt, "--tokens", str(tokens), "--out", str(out_npz),
-           "--extra-meta", json.dumps(extra_meta), "--checks", checks]
+    cmd = runner_command(env, resolved, model_dir, prompt, tokens, out_npz, extra_meta, checks)
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     environment["PYTHONDONTWRITEBYTECODE"] = "1"
     try:

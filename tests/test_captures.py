@@ -366,3 +366,31 @@ def test_auto_uses_a_cached_upstream_without_the_network(source_repo, monkeypatc
     finally:
         origin.set_url(url)
     assert second.kind == "upstream" and second.checkout_path == cached
+
+
+def test_the_context_message_shows_its_arithmetic():
+    from reference_env.capture_runner import BadInput, check_context
+
+    check_context(1, 64, 64)  # 64 positions: the 64th token is picked, never fed back
+    with pytest.raises(BadInput) as info:
+        check_context(1, 1000, 64)
+    assert str(info.value) == ("1 prompt tokens + 1000 generated - 1 (the last generated token is never fed back) "
+                               "= 1000 positions, but the checkpoint has n_positions=64")
+
+
+def test_runner_options_are_joined_to_their_values(resolved, tmp_path):
+    from reference_env.capture_runner import build_parser
+
+    env = type("FakeEnv", (), {"python": "python3"})()
+    prompt = "--help"
+    command = cap_mod.runner_command(env, resolved, tmp_path / "-model", prompt, 2,
+                                     tmp_path / "out.npz", {"k": "-v"}, "all")
+    assert all(arg.startswith("--") and "=" in arg for arg in command[4:])
+    args = build_parser().parse_args(command[4:])
+    assert (args.prompt, args.model, args.tokens, args.extra_meta, args.checks) == (
+        prompt, tmp_path / "-model", 2, '{"k": "-v"}', "all")
+
+
+def test_a_prompt_starting_with_a_dash_is_captured(resolved, model12, tmp_path):
+    cap = capture(resolved, model12, "-Alan", 1, captures_dir=tmp_path / "caps")
+    assert cap.key.prompt == cap.meta["prompt"] == "-Alan" and cap.steps == 1

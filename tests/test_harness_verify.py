@@ -250,6 +250,32 @@ def test_forward_raising_is_an_error():
     assert "RuntimeError: kernel exploded" in report["modes"]["subgraph"]["reason"]
 
 
+def test_a_mode_failing_midway_keeps_the_checks_and_tokens_it_computed():
+    capture = FakeCapture()
+
+    class FailsAtStepTwo(FakeRunner):
+        def forward(self, ids, trace=None):
+            if len(ids) - len(PROMPT_IDS) == 2:
+                raise RuntimeError("out of positions")
+            return super().forward(ids, trace)
+
+    def make(kind, target):
+        return FailsAtStepTwo(capture, kind, faults={(1, "logits"): 5e-3})
+
+    report = verify_fake(capture, make, plans=plan_modes(["fused"]))
+    mode = report["modes"]["fused"]
+    assert mode["status"] == "error" and exit_code(report) == 2
+    assert "RuntimeError: out of positions" in mode["reason"]
+    assert [(c["step"], c["passed"]) for c in mode["checks"]] == [(0, True), (1, False)]
+    assert mode["forced_tokens"] == {"expected": capture.output_ids, "actual": capture.output_ids[:2], "agree": False}
+    assert mode["max_abs_error"] == pytest.approx(5e-3)
+    fd = mode["first_divergence"]
+    assert (fd["step"], fd["tensor"], fd["op"]) == (1, "logits", None)
+    assert fd["localization"] == "not localized: the mode failed before finishing"
+    from harness.schema import validate_report
+    validate_report(report)
+
+
 def test_gpu_modes_skip_with_the_reason_without_a_device():
     capture = FakeCapture()
     built = {}
