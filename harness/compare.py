@@ -1,7 +1,8 @@
 """Numerical comparison of one compiler run against the reference capture: per
-tensor per step dtype, shape, max absolute and relative error and an
-``allclose``-style verdict (NaN-aware); exact token agreement with near-tie
-labelling from the reference's top-1/top-2 margin; the model-order first
+tensor per step dtype, shape, max absolute and relative error, the share of
+the allowed error used, and an ``allclose``-style verdict (NaN-aware); exact
+token agreement with near-tie labelling (the reference's top-1/top-2 margin
+within what in-tolerance errors on those two logits can close); the model-order first
 divergence; and error-budget regressions against a baseline report. Pure
 functions on arrays and dicts — nothing here runs a model."""
 
@@ -54,6 +55,10 @@ class TensorCheck:
     expected_shape: list[int] = field(default_factory=list)
     actual_shape: list[int] = field(default_factory=list)
     reason: str | None = None
+    # The largest |actual - expected| / (atol + rtol*|expected|): the share of its allowance the
+    # worst element uses (<= 1 passes the values). None when undefined, or infinite because
+    # the tolerance is zero.
+    tolerance_ratio: float | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -69,6 +74,7 @@ class TokenCheck:
     actual: int | None
     margin: float | None
     near_tie: bool
+    bound: float | None = None  # the margin in-tolerance logit errors can close (flip_bound)
 
     @property
     def agree(self) -> bool:
@@ -114,6 +120,14 @@ def upstream_tensor_name(name: str, n_layer: int) -> str | None:
 
 def _finite_max(values: np.ndarray) -> float:
     return float(values.max()) if values.size else 0.0
+
+
+def _tolerance_ratio(abs_err: np.ndarray, allowed: np.ndarray) -> float | None:
+    """max(abs_err / allowed), 0/0 counting as 0; None when infinite (zero tolerance)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(abs_err == 0, 0.0, abs_err / allowed)
+    worst = _finite_max(ratios) if ratios.size else 0.0
+    return worst if math.isfinite(worst) else None
 
 
 def compare_tensor(step: int, name: str, expected, actual, tol: Tolerance = Tolerance()) -> TensorCheck:
@@ -162,6 +176,7 @@ def compare_tensor(step: int, name: str, expected, actual, tol: Tolerance = Tole
     else:
         check.max_abs_error = _finite_max(abs_err)
         check.max_rel_error = _finite_max(abs_err[nonzero] / ref_mag[nonzero])
+        check.tolerance_ratio = _tolerance_ratio(abs_err, tol.atol + tol.rtol * ref_mag)
         values_ok = bool(within.all())
         if not values_ok:
             worst = int(np.argmax(abs_err - (tol.atol + tol.rtol * ref_mag)))
@@ -176,35 +191,52 @@ def compare_tensor(step: int, name: str, expected, actual, tol: Tolerance = Tole
     return check
 
 
-def top_margin(logits) -> float:
-    """The reference's top-1 minus top-2 logit: how decisively it picked its token."""
+def top_two(logits) -> tuple[float, float] | None:
+    """The reference's two largest logits (top-1, top-2); None with fewer than two."""
     row = np.asarray(logits, dtype=np.float64).ravel()
     if row.size < 2:
-        return math.inf
-    top2 = np.partition(row, -2)[-2:]
-    return float(top2[1] - top2[0])
+        return None
+    second, first = np.partition(row, -2)[-2:]
+    return float(first), float(second)
 
 
-def is_near_tie(margin: float | None, tol: Tolerance) -> bool:
-    """A margin below the tolerance means an in-tolerance logit error could flip the pick."""
-    return margin is not None and margin < tol.atol
+def top_margin(logits) -> float:
+    """The reference's top-1 minus top-2 logit: how decisively it picked its token."""
+    pair = top_two(logits)
+    return math.inf if pair is None else pair[0] - pair[1]
 
 
-def compare_tokens(expected, actual, margins, tol: Tolerance = Tolerance(), cascade: bool = False) -> list[TokenCheck]:
+def flip_bound(tol: Tolerance, top: tuple[float, float] | None = None) -> float:
+    """The largest top-1/top-2 margin errors within tolerance can close: each of the two logits
+    may move by atol + rtol*|logit|, in opposite directions. Without the logits, 2*atol."""
+    if top is None:
+        return 2 * tol.atol
+    return 2 * tol.atol + tol.rtol * (abs(top[0]) + abs(top[1]))
+
+
+def is_near_tie(margin: float | None, tol: Tolerance, top: tuple[float, float] | None = None) -> bool:
+    """A margin within the flip bound means in-tolerance logit errors could flip the pick."""
+    return margin is not None and margin <= flip_bound(tol, top)
+
+
+def compare_tokens(expected, actual, margins, tol: Tolerance = Tolerance(), cascade: bool = False,
+                   tops=None) -> list[TokenCheck]:
     """Exact token comparison per step. `margins[s]` is the reference's margin at
-    step s. With `cascade` (free-running decoding) only the first mismatch can
-    be a near-tie: later steps saw a different prefix than the reference, so its
-    margins no longer describe them."""
+    step s and `tops[s]` its (top-1, top-2) logits, which set the near-tie bound
+    (flip_bound). With `cascade` (free-running decoding) only the first mismatch
+    can be a near-tie: later steps saw a different prefix than the reference, so
+    its margins no longer describe them."""
     checks = []
     diverged = False
     for step, want in enumerate(expected):
         got = actual[step] if step < len(actual) else None
         margin = margins[step] if margins is not None and step < len(margins) else None
         margin = None if margin is None else float(margin)
+        top = tops[step] if tops is not None and step < len(tops) else None
         mismatch = got != want
-        near = mismatch and not (cascade and diverged) and is_near_tie(margin, tol)
+        near = mismatch and not (cascade and diverged) and is_near_tie(margin, tol, top)
         checks.append(TokenCheck(step=step, expected=int(want), actual=None if got is None else int(got),
-                                 margin=margin, near_tie=near))
+                                 margin=margin, near_tie=near, bound=flip_bound(tol, top)))
         diverged = diverged or mismatch
     return checks
 

@@ -1,6 +1,7 @@
 """The HTML report: one self-contained file (no scripts, no external assets) with
 the banner, per-mode summary, first-divergence details and, per mode, a
-step × layer heatmap of max abs error drawn as inline SVG."""
+step × layer heatmap drawn as inline SVG, coloured by the share of the allowed
+error (atol + rtol·|reference|, as the comparison judges it) each cell uses."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import html
 import math
 
 from harness.compare import model_order_key
-from harness.report import banner_text, fmt_error, read_source_line, token_summary
+from harness.report import banner_text, fmt_error, near_tie_text, read_source_line, token_summary
 
 CELL_W, CELL_H = 26, 20
 LABEL_W, HEADER_H = 70, 110
-# Colour stops: green far below tolerance, yellow at the tolerance, red at 10x it.
+# Colour stops by the share of the allowed error used: green far below, yellow at the
+# allowance (the pass/fail line), red at 10x it.
 GREEN, YELLOW, RED = (26, 152, 80), (254, 224, 139), (215, 48, 39)
 DECADES_BELOW = 8
 
@@ -32,15 +34,16 @@ def _mix(a, b, t):
     return tuple(round(x + (y - x) * t) for x, y in zip(a, b))
 
 
-def error_color(error: float | None, tolerance: float) -> str:
-    """Heatmap colour of one max abs error on a log scale anchored at the tolerance."""
-    if error is None:
+def ratio_color(ratio: float | None) -> str:
+    """Heatmap colour of one cell on a log scale of error / allowed error: green at
+    10**-DECADES_BELOW and below, yellow at 1 (the tolerance), red at 10 and above;
+    black when undefined."""
+    if ratio is None:
         return "#000000"
-    tolerance = max(tolerance, 1e-300)
-    if error <= 0:
+    if ratio <= 0:
         rgb = GREEN
     else:
-        position = math.log10(error) - math.log10(tolerance)  # 0 at tolerance, 1 at 10x
+        position = math.log10(ratio)  # 0 at the allowance, 1 at 10x
         if position <= 0:
             rgb = _mix(GREEN, YELLOW, max(0.0, 1 + position / DECADES_BELOW))
         else:
@@ -48,7 +51,20 @@ def error_color(error: float | None, tolerance: float) -> str:
     return "#%02x%02x%02x" % rgb
 
 
-def heatmap_svg(mode_name: str, mode: dict, tolerance: float) -> str:
+def cell_ratio(check: dict, atol: float) -> float | None:
+    """The share of its allowed error a check uses. Reports from before tolerance_ratio was
+    recorded (or with zero tolerance) only have the max abs error: measured against atol,
+    and never past the allowance for a check that passed."""
+    error = check["max_abs_error"]
+    if error is None:
+        return None
+    if check.get("tolerance_ratio") is not None:
+        return check["tolerance_ratio"]
+    estimate = error / atol if atol > 0 else (0.0 if error == 0 else math.inf)
+    return min(estimate, 1.0) if check["passed"] else estimate
+
+
+def heatmap_svg(mode_name: str, mode: dict, atol: float) -> str:
     """Rows: decoding steps; columns: tensors in model order (grouped by layer)."""
     checks = mode.get("checks", [])
     tensors = sorted({c["tensor"] for c in checks}, key=model_order_key)
@@ -58,7 +74,7 @@ def heatmap_svg(mode_name: str, mode: dict, tolerance: float) -> str:
     height = HEADER_H + CELL_H * len(steps) + 40
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="heatmap" data-mode="{html.escape(mode_name)}" '
            f'width="{width}" height="{height}" font-family="monospace" font-size="10">',
-           f'<title>max abs error per step and tensor — {html.escape(mode_name)}</title>']
+           f'<title>max error / allowed error per step and tensor — {html.escape(mode_name)}</title>']
     for col, tensor in enumerate(tensors):
         x = LABEL_W + col * CELL_W + CELL_W / 2
         out.append(f'<text transform="translate({x:.1f},{HEADER_H - 6}) rotate(-60)">{html.escape(tensor)}</text>')
@@ -71,19 +87,22 @@ def heatmap_svg(mode_name: str, mode: dict, tolerance: float) -> str:
             if check is None:
                 continue
             err = check["max_abs_error"]
+            ratio = cell_ratio(check, atol)
             tip = (f"step {step} {tensor}: max abs error {fmt_error(err)}, rel {fmt_error(check['max_rel_error'])}"
+                   f", {fmt_error(ratio)} of the allowed error"
                    f", dtype {'ok' if check['dtype_match'] else 'MISMATCH'}, {'pass' if check['passed'] else 'FAIL'}")
             stroke = ' stroke="#000" stroke-width="2"' if not check["passed"] else ' stroke="#fff"'
             out.append(f'<rect class="cell{"" if check["passed"] else " fail"}" x="{x}" y="{y}" width="{CELL_W}" '
-                       f'height="{CELL_H}" fill="{error_color(err, tolerance)}"{stroke}><title>{html.escape(tip)}</title></rect>')
+                       f'height="{CELL_H}" fill="{ratio_color(ratio)}"{stroke}><title>{html.escape(tip)}</title></rect>')
             if not check["passed"]:
                 out.append(f'<text x="{x + CELL_W / 2 - 3}" y="{y + CELL_H * 0.7:.1f}" fill="#000" font-weight="bold">✗</text>')
     # legend
     legend_y = HEADER_H + CELL_H * len(steps) + 12
     for i in range(11):
-        err = tolerance * 10 ** (-DECADES_BELOW + i * (DECADES_BELOW + 1) / 10)
-        out.append(f'<rect x="{LABEL_W + i * 18}" y="{legend_y}" width="18" height="10" fill="{error_color(err, tolerance)}"/>')
-    out.append(f'<text x="{LABEL_W + 11 * 18 + 6}" y="{legend_y + 9}">≤{tolerance * 10 ** -DECADES_BELOW:.0e} … atol {tolerance:.0e} (yellow) … ≥10× (red); black = undefined; ✗ = fails</text>')
+        ratio = 10 ** (-DECADES_BELOW + i * (DECADES_BELOW + 1) / 10)
+        out.append(f'<rect x="{LABEL_W + i * 18}" y="{legend_y}" width="18" height="10" fill="{ratio_color(ratio)}"/>')
+    out.append(f'<text x="{LABEL_W + 11 * 18 + 6}" y="{legend_y + 9}">error / allowed (atol + rtol·|reference|): '
+               f'≤1e-{DECADES_BELOW} … 1 = the tolerance (yellow) … ≥10 (red); black = undefined; ✗ = fails</text>')
     out.append("</svg>")
     return "\n".join(out)
 
@@ -140,10 +159,10 @@ def render_html(report: dict) -> str:
                          f"free-running <code>{e(str(tokens['actual']))}</code>, forced "
                          f"<code>{e(str(mode.get('forced_tokens', {}).get('actual')))}</code></p>")
         for tie in mode.get("near_ties", []):
-            parts.append(f"<p>near-tie ({e(tie['kind'])}) at step {tie['step']}: reference margin "
-                         f"{tie['margin']:.3g} &lt; atol — still a failure</p>")
+            parts.append(f"<p>near-tie ({e(tie['kind'])}) at step {tie['step']}: {e(near_tie_text(tie))} "
+                         "— still a failure</p>")
         if mode.get("checks"):
-            parts.append("<h3>Max abs error heatmap (rows: steps, columns: tensors by layer)</h3>")
+            parts.append("<h3>Error heatmap: max error / allowed error (rows: steps, columns: tensors by layer)</h3>")
             parts.append(heatmap_svg(name, mode, tol["atol"]))
         elif mode.get("reason"):
             parts.append(f"<p>{e(mode['reason'])}</p>")

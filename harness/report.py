@@ -158,6 +158,14 @@ def headline(mode: dict) -> str:
     return mode.get("reason") or ""
 
 
+def near_tie_text(tie: dict) -> str:
+    """Why a token mismatch is a near-tie; reports made before the bound was recorded used atol."""
+    if tie.get("bound") is None:
+        return f"reference margin {tie['margin']:.3g} is below atol"
+    return (f"reference margin {tie['margin']:.3g} is within {tie['bound']:.3g}, what in-tolerance errors "
+            "on the top two logits can close")
+
+
 def token_summary(tokens: dict) -> str:
     expected, actual = tokens.get("expected", []), tokens.get("actual", [])
     if not actual:
@@ -215,8 +223,8 @@ def render_terminal(report: dict, console: Console | None = None) -> None:
         for tie in mode.get("near_ties", []):
             label = "forced" if tie["kind"] == "forced_tokens" else "free-running"
             console.print(f"[yellow]near-tie[/] {name} {label} step {tie['step']}: reference picked "
-                          f"{tie['expected']}, compiler {tie['actual']}; reference margin {tie['margin']:.3g} "
-                          "is below atol — still a failure, but a within-tolerance logit error explains it")
+                          f"{tie['expected']}, compiler {tie['actual']}; {near_tie_text(tie)} — still a failure, "
+                          "but within-tolerance logit errors explain it")
     if report.get("regressions"):
         console.print(regression_table(report["regressions"]))
     console.print(verdict_text(report))

@@ -31,6 +31,7 @@ CHECK = {
         "dtype_match": {"type": "boolean"},
         "max_abs_error": _ERROR,
         "max_rel_error": _ERROR,
+        "tolerance_ratio": _ERROR,
         "passed": {"type": "boolean"},
     },
 }

@@ -30,6 +30,7 @@ from harness.compare import (
     first_divergence,
     max_error,
     model_order_key,
+    top_two,
     upstream_tensor_name,
 )
 
@@ -173,8 +174,9 @@ def _mode_reason(entry: dict, tol: Tolerance) -> str | None:
             tie = next((t for t in entry["near_ties"] if t["kind"] == key and t["step"] == first), None)
             text = f"{label} tokens differ from step {first}"
             if tie is not None:
-                text += (f" (near-tie: the reference's top-1/top-2 margin {tie['margin']:.3g} is below "
-                         f"atol {tol.atol:g}, so an in-tolerance logit error can flip the pick)")
+                text += (f" (near-tie: the reference's top-1/top-2 margin {tie['margin']:.3g} is within "
+                         f"{tie['bound']:.3g}, what errors inside rtol={tol.rtol:g} atol={tol.atol:g} on those two "
+                         "logits can close, so the pick can flip)")
             parts.append(text)
     return "; ".join(parts) or None
 
@@ -228,9 +230,11 @@ def run_mode(plan: ModePlan, capture, runner_factory: Callable[[str, str], Any],
         return _keep_partial_results(entry, checks, forced, started)
 
     margins = list(capture.margins) if capture.margins is not None else None
-    forced_checks = compare_tokens(expected, forced, margins, tol)
-    free_checks = compare_tokens(expected, free, margins, tol, cascade=True)
-    near_ties = [{"kind": kind, "step": t.step, "expected": t.expected, "actual": t.actual, "margin": t.margin}
+    tops = [top_two(capture.tensor(step, "logits")) for step in range(steps)]
+    forced_checks = compare_tokens(expected, forced, margins, tol, tops=tops)
+    free_checks = compare_tokens(expected, free, margins, tol, cascade=True, tops=tops)
+    near_ties = [{"kind": kind, "step": t.step, "expected": t.expected, "actual": t.actual, "margin": t.margin,
+                  "bound": t.bound}
                  for kind, token_checks in (("forced_tokens", forced_checks), ("tokens", free_checks))
                  for t in token_checks if t.near_tie]
 

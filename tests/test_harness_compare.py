@@ -16,6 +16,7 @@ from harness.compare import (
     compare_tokens,
     find_regressions,
     first_divergence,
+    flip_bound,
     is_near_tie,
     max_error,
     top_margin,
@@ -104,8 +105,33 @@ def test_top_margin_is_top1_minus_top2():
     assert top_margin(np.array([2.0, 2.0, 1.0])) == 0.0
 
 
-def test_near_tie_threshold_is_atol():
-    assert is_near_tie(1e-4, TOL) and not is_near_tie(3e-4, TOL) and not is_near_tie(None, TOL)
+def test_near_tie_bound_is_what_in_tolerance_errors_on_the_top_two_can_close():
+    # each logit may move by atol + rtol*|logit|: 3e-4 + 3e-4*10 and 3e-4 + 3e-4*9.99
+    top = (10.0, 9.99)
+    assert flip_bound(TOL, top) == pytest.approx(2 * 3e-4 + 3e-4 * 19.99, rel=1e-12)
+    assert flip_bound(TOL) == pytest.approx(6e-4, rel=1e-12)  # logits unknown: atol on each side
+    # a 5e-4 margin (above atol) is a near-tie: two 3e-4 errors in opposite directions close it
+    assert is_near_tie(5e-4, TOL) and not is_near_tie(7e-4, TOL) and not is_near_tie(None, TOL)
+    assert is_near_tie(6.5e-3, TOL, top) and not is_near_tie(6.6e-3, TOL, top)
+    assert is_near_tie(0.0, Tolerance(0.0, 0.0)) and not is_near_tie(1e-9, Tolerance(0.0, 0.0))
+
+
+def test_token_near_ties_use_the_reference_logits():
+    checks = compare_tokens([1, 2], [1, 3], [1.0, 5e-3], TOL, tops=[(20.0, 19.0), (10.0, 9.995)])
+    assert [c.near_tie for c in checks] == [False, True]
+    assert checks[1].bound == pytest.approx(6e-4 + 3e-4 * 19.995, rel=1e-12)
+    assert not compare_tokens([2], [3], [5e-3], TOL)[0].near_tie  # without logits only 2*atol
+
+
+def test_tolerance_ratio_is_the_share_of_the_allowance_used():
+    check = compare_tensor(0, "logits", np.array([100.0, 0.0]), np.array([100.02, 1e-4]), TOL)
+    # allowed: 3e-4 + 3e-4*100 = 0.0303 for the first element, 3e-4 for the second
+    assert check.passed and check.tolerance_ratio == pytest.approx(0.02 / 0.0303, rel=1e-9)
+    assert compare_tensor(0, "x", np.ones(2), np.ones(2), TOL).tolerance_ratio == 0.0
+    zero = Tolerance(0.0, 0.0)
+    assert compare_tensor(0, "x", np.ones(2), np.ones(2), zero).tolerance_ratio == 0.0
+    assert compare_tensor(0, "x", np.ones(2), np.array([1.0, 1.5]), zero).tolerance_ratio is None
+    assert compare_tensor(0, "x", np.ones(2), np.full(2, np.nan), TOL).tolerance_ratio is None
 
 
 def test_token_mismatch_below_margin_is_a_near_tie():

@@ -9,13 +9,14 @@ import json
 import os
 import xml.etree.ElementTree as ET
 
+import numpy as np
 import pytest
 from rich.console import Console
 
 from harness import cli
 from harness import report as reports
 from harness.commands import report as report_command
-from harness.render_html import error_color, render_html
+from harness.render_html import ratio_color, render_html
 from harness.schema import REPORT_SCHEMA, SchemaError, validate, validate_report
 
 TENSORS = ["embedding", "h.0.attention", "h.0.output", "h.1.attention", "h.1.output", "logits"]
@@ -186,11 +187,37 @@ def test_html_is_self_contained_with_a_heatmap():
     assert "First divergence" in page and "compiler/ops.py:41" in page
 
 
-def test_heatmap_colours_are_anchored_at_the_tolerance():
-    assert error_color(0.0, 3e-4) == "#1a9850"
-    assert error_color(3e-4, 3e-4) == "#fee08b"
-    assert error_color(3e-3, 3e-4) == error_color(1.0, 3e-4) == "#d73027"
-    assert error_color(None, 3e-4) == "#000000"
+def test_heatmap_colours_are_anchored_at_the_allowance():
+    assert ratio_color(0.0) == ratio_color(1e-8) == "#1a9850"
+    assert ratio_color(1.0) == "#fee08b"
+    assert ratio_color(10.0) == ratio_color(1e6) == ratio_color(float("inf")) == "#d73027"
+    assert ratio_color(None) == "#000000"
+
+
+def _cell_fills(page: str, mode: str) -> list[str]:
+    svg = page[page.index(f'data-mode="{mode}"'):]
+    svg = svg[:svg.index("</svg>")]
+    return [part.split('fill="')[1].split('"')[0] for part in svg.split('<rect class="cell')[1:]]
+
+
+def test_heatmap_colours_by_the_allowance_the_comparison_uses_with_rtol():
+    from harness.compare import Tolerance, compare_tensor
+
+    tol = Tolerance(rtol=3e-4, atol=3e-4)
+    passing = compare_tensor(0, "logits", np.array([100.0]), np.array([100.02]), tol).to_json()  # 66x atol
+    failing = compare_tensor(1, "logits", np.array([100.0]), np.array([100.4]), tol).to_json()
+    report = make_report()
+    report["modes"]["fused"]["checks"] = [passing, failing]
+    fills = _cell_fills(render_html(report), "fused")
+    assert fills == [ratio_color(0.02 / 0.0303), ratio_color(0.4 / 0.0303)]
+    assert fills[0] != "#d73027" and fills[1] == "#d73027"
+    assert "1 = the tolerance (yellow)" in render_html(report)
+
+
+def test_heatmap_of_an_older_report_never_shows_a_passing_cell_past_the_allowance():
+    report = make_report()
+    report["modes"]["fused"]["checks"] = [_check(0, "logits", 3e-2), _check(1, "logits", 3e-2, passed=False)]
+    assert _cell_fills(render_html(report), "fused") == ["#fee08b", "#d73027"]
 
 
 def test_atomic_write_leaves_the_old_file_when_interrupted(tmp_path, monkeypatch):
