@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -335,7 +336,7 @@ def verdict_text(report: dict) -> Text:
 def render_junit(report: dict) -> str:
     """JUnit XML: one testsuite per mode, one testcase per tensor (failing when
     any step fails) plus one per token comparison; error-budget regressions in
-    their own suite."""
+    their own suite. Always well-formed XML 1.0 (see xml_safe)."""
     root = ET.Element("testsuites", name="parity verify")
     for name, mode in report["modes"].items():
         suite = ET.SubElement(root, "testsuite", name=f"parity.{name}")
@@ -373,6 +374,7 @@ def render_junit(report: dict) -> str:
                 f"max abs error grew from {fmt_error(r['baseline_max_abs_error'])} to {fmt_error(r['max_abs_error'])}"))
         _count(suite)
     _count(root)
+    _make_xml_safe(root)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
@@ -401,6 +403,33 @@ def _token_case(mode: str, label: str, tokens: dict, near_ties: list[dict], key:
             message += "; near-tie at step(s) " + ", ".join(f"{t['step']} (margin {t['margin']:.3g})" for t in ties)
         ET.SubElement(case, "failure", message=message)
     return case
+
+
+# ANSI escape sequences: CSI (colours, cursor), OSC (titles, links) and two-character escapes.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+# Everything XML 1.0 cannot carry, even escaped (C0 controls but tab/newline/CR, lone surrogates, U+FFFE/F).
+_XML_FORBIDDEN = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_safe(text: str) -> str:
+    """`text` as XML 1.0 can hold it: ANSI sequences (a compiler's coloured message) removed,
+    any other forbidden character shown as a visible \\xNN / \\uNNNN escape."""
+    def escape(match: re.Match) -> str:
+        code = ord(match.group())
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    return _XML_FORBIDDEN.sub(escape, _ANSI.sub("", text))
+
+
+def _make_xml_safe(root: ET.Element) -> None:
+    """Reasons and names come from compilers, tracebacks and hand-made reports; an invalid
+    character anywhere would make the whole JUnit file unreadable to CI."""
+    for element in root.iter():
+        element.attrib.update({key: xml_safe(value) for key, value in element.attrib.items()})
+        if element.text:
+            element.text = xml_safe(element.text)
+        if element.tail:
+            element.tail = xml_safe(element.tail)
 
 
 def _count(element: ET.Element) -> None:

@@ -93,7 +93,7 @@ def verify_checkout(path: Path, revision: str, url: str | None = None) -> Checko
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
         raise ReferenceCheckoutMissingError(
             f"reference checkout {path} is not a git repository; Parity pins the reference by commit, "
-            "so it needs a git clone (git clone <url> {path})"
+            f"so it needs a git clone (git clone <url> {path})"
         ) from exc
     if Path(repo.working_tree_dir or "").resolve() != path.resolve():
         raise ReferenceCheckoutMissingError(

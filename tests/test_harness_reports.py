@@ -303,3 +303,16 @@ def test_a_report_without_modes_is_an_error_not_a_pass():
     assert exit_code(report) == 2
     text = _terminal(report)
     assert "ERROR: the report has no modes — nothing was verified (exit 2)" in text and "PASS" not in text
+
+
+def test_junit_is_valid_xml_whatever_the_reasons_contain():
+    report = make_report()
+    report["modes"]["fused"].update(status="error", checks=[],
+                                    reason="\x1b[1;31merror:\x1b[0m kernel \x00 died\x07 \x1b]8;;http://x\x07link\x1b]8;;\x07 \ufffe ok é")
+    report["modes"]["subgraph"]["checks"][0].update(passed=False, reason="bad\x1b[0m\x0bvalue")
+    root = ET.fromstring(reports.render_junit(report).encode("utf-8"))
+    error = root.find("testsuite[@name='parity.fused']/testcase/error")
+    assert error.get("message") == "error: kernel \\x00 died\\x07 link \\ufffe ok é"
+    failure = root.find("testsuite[@name='parity.subgraph']/testcase[@name='embedding']/failure")
+    assert "bad\\x0bvalue" in failure.get("message") and "bad\\x0bvalue" in failure.text
+    assert reports.xml_safe("tab\tnew\nline\r") == "tab\tnew\nline\r"

@@ -151,6 +151,15 @@ def test_local_path_is_verified_in_place(bundled_repo, tmp_path):
         checkout.verify_checkout(src, revision)
 
 
+def test_a_plain_directory_gets_a_clone_command_with_its_own_path(tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(ReferenceCheckoutMissingError) as info:
+        checkout.verify_checkout(plain, "0" * 40)
+    assert str(info.value) == (f"reference checkout {plain} is not a git repository; Parity pins the reference by "
+                               f"commit, so it needs a git clone (git clone <url> {plain})")
+
+
 def test_url_and_path_specs_are_told_apart():
     assert not checkout.is_local_path("https://github.com/sdiehl/tiny-gpt2.git")
     assert not checkout.is_local_path("file:///tmp/x")
