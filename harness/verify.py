@@ -84,6 +84,25 @@ def plan_modes(modes: Iterable[str], target: str = "cpu") -> list[ModePlan]:
     return plans
 
 
+def stable_path(path: str | os.PathLike) -> str:
+    """A path that reads the same from any working directory: relative to the
+    project root when inside it, else absolute."""
+    resolved = Path(path).resolve()
+    try:
+        return resolved.relative_to(PROJECT_ROOT).as_posix()
+    except ValueError:
+        return str(resolved)
+
+
+def stable_source(source: str | None) -> str | None:
+    """A "path:LINE" location made stable_path, so reports from runs in different
+    directories compare equal; anything else is returned as it is."""
+    path, _, line = (source or "").rpartition(":")
+    if not path or not line.isdigit():
+        return source
+    return f"{stable_path(path)}:{line}"
+
+
 def source_text(source: str | None) -> str | None:
     """The text of a "path/to/file.py:LINE" location, or None when unreadable."""
     if not source or ":" not in source:
@@ -148,7 +167,7 @@ def _localize(runner, capture, step: int, tensor: str, n_layer: int, tol: Tolera
         return {"op": None, "source": None, "localization": (
             "every op of this sublayer agrees with NumPy when re-run on the reference's input "
             f"({upstream_name or 'token ids'}); the error is accumulated rather than caused by one op")}
-    return {"op": found.get("op"), "source": found.get("source"),
+    return {"op": found.get("op"), "source": stable_source(found.get("source")),
             "op_max_abs_error": found.get("max_abs_error"),
             "localization": f"re-ran the sublayer on the reference's {upstream_name or 'token ids'}: "
                             f"first diverging op is {found.get('op')}"}
@@ -401,16 +420,6 @@ def load_report(path: str | os.PathLike) -> dict:
     except SchemaError as exc:
         raise VerifyError(f"report {path} does not follow the report schema: {exc}") from None
     return data
-
-
-def stable_path(path: str | os.PathLike) -> str:
-    """A path that reads the same from any working directory: relative to the
-    project root when inside it, else absolute."""
-    resolved = Path(path).resolve()
-    try:
-        return resolved.relative_to(PROJECT_ROOT).as_posix()
-    except ValueError:
-        return str(resolved)
 
 
 def baseline_identity(path: str | os.PathLike) -> dict:

@@ -199,6 +199,24 @@ def test_localize_finding_nothing_is_explained_and_fused_mode_is_not_localized()
     assert fused["tensor"] == "logits" and fused["op"] is None and report_runners["fused"].localize_calls == []
 
 
+@pytest.mark.parametrize("run_in, given, recorded", [
+    ("project", "compiler/ops.py:17", "compiler/ops.py:17"),
+    ("elsewhere", "{root}/compiler/ops.py:17", "compiler/ops.py:17"),
+    ("elsewhere", "kernels/k.py:3", "{tmp}/kernels/k.py:3"),
+    ("elsewhere", "<unknown>", "<unknown>"),
+])
+def test_divergence_source_does_not_depend_on_the_working_directory(monkeypatch, tmp_path, run_in, given, recorded):
+    from harness.verify import PROJECT_ROOT
+
+    monkeypatch.chdir(PROJECT_ROOT if run_in == "project" else tmp_path)
+    fill = {"root": PROJECT_ROOT, "tmp": tmp_path.resolve()}
+    capture = FakeCapture()
+    make = factory(capture, faults={(0, "embedding"): 1.0},
+                   localized={"op": "exp", "source": given.format(**fill), "max_abs_error": 0.5})
+    report = verify_fake(capture, make, plans=plan_modes(["subgraph"]))
+    assert report["modes"]["subgraph"]["first_divergence"]["source"] == recorded.format(**fill)
+
+
 def test_dtype_mismatch_fails_even_with_equal_values():
     capture = FakeCapture()
     report = verify_fake(capture, factory(capture, dtype_override={"h.0.attention": np.float32}),
