@@ -519,18 +519,17 @@ def _check_capture_model(cap, capture_file: str, model_dir, checkpoint: dict) ->
 
     differing = []
     if checkpoint.get("sha256") and cap.key.checkpoint_sha256 != checkpoint["sha256"]:
-        differing.append(f"weights (model.safetensors sha256 {cap.key.checkpoint_sha256[:12]}… in the capture, "
-                         f"{checkpoint['sha256'][:12]}… here)")
+        differing.append(f"model.safetensors sha256 {cap.key.checkpoint_sha256[:12]}… in the capture, "
+                         f"{checkpoint['sha256'][:12]}… here")
     recorded = cap.key.config_sha256 or cap.meta.get("config_sha256")
     here = config_sha256(model_dir)
     if recorded and recorded != here:
-        differing.append(f"config.json (sha256 {recorded[:12]}… in the capture, {here[:12]}… here)")
+        differing.append(f"config.json sha256 {recorded[:12]}… in the capture, {here[:12]}… here")
     if differing:
         origin = cap.meta.get("model_dir")
         made_with = f" (it was made from {origin})" if isinstance(origin, str) else ""
-        raise VerifyError(f"the capture {capture_file} is of another model: its {' and '.join(differing)} differ "
-                          f"from the model at {model_dir}; pass the matching --model{made_with}, "
-                          "or make a capture of this model")
+        raise VerifyError(f"the capture {capture_file} is of another model than {model_dir} — {'; '.join(differing)}; "
+                          f"pass the matching --model{made_with}, or make a capture of this model")
 
 
 def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | None], None] | None = None) -> dict:

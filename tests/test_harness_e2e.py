@@ -166,8 +166,9 @@ def test_a_capture_of_another_config_is_another_model_not_a_divergence(world, tm
     with pytest.raises(VerifyError) as info:
         verify(_options(world, modes=["fused"], model=str(other), capture=given))
     message = str(info.value)
-    assert message.startswith(f"the capture {given} is of another model: its config.json (sha256 ")
-    assert f"differ from the model at {other}; pass the matching --model (it was made from {world['model']})" in message
+    assert message.startswith(f"the capture {given} is of another model than {other} — config.json sha256 ")
+    assert message.endswith(f"here; pass the matching --model (it was made from {world['model']}), "
+                            "or make a capture of this model")
     assert "delete" not in message
     code = cli.main(["verify", "--modes", "fused", "--model", str(other), "--capture", given, "--tokens", str(TOKENS),
                      "--json", str(tmp_path / "r.json")])
@@ -193,3 +194,16 @@ def test_a_malformed_given_capture_says_to_remake_it_where_the_reference_runs(wo
         f"cannot use --capture {copy}: capture {copy} is corrupt or incomplete (malformed metadata: its key is str "
         "'abc', not an object); make it again with `parity verify` on a machine that runs the reference (it writes "
         "captures/capture-*.json and .npz) and copy both files")
+
+
+def test_a_capture_of_other_weights_is_another_model(world, tmp_path):
+    from harness.verify import VerifyError
+    from reference_env.testing import write_tiny_checkpoint
+
+    given = _given_capture_file(world)
+    other = write_tiny_checkpoint(tmp_path / "other-weights", seed=5)
+    with pytest.raises(VerifyError) as info:
+        verify(_options(world, modes=["fused"], model=str(other), capture=given))
+    assert str(info.value).startswith(f"the capture {given} is of another model than {other} — "
+                                      "model.safetensors sha256 ")
+    assert "config.json" not in str(info.value)
