@@ -137,13 +137,17 @@ class RandomChooser:
 DIMS = (1, 2, 3, 4, 5, 7, 8, 16)
 
 
-def random_shape(c: Chooser, min_rank=0, max_rank=4, dims=DIMS) -> tuple:
-    return tuple(c.pick(dims) for _ in range(c.integer(min_rank, max_rank)))
+def random_shape(c: Chooser, min_rank=0, max_rank=4, dims=DIMS, empty=False) -> tuple:
+    """A shape of ``dims``; with ``empty``, one time in ten one of its dims is 0 (a size-0 array)."""
+    shape = [c.pick(dims) for _ in range(c.integer(min_rank, max_rank))]
+    if empty and shape and c.integer(0, 9) == 0:
+        shape[c.integer(0, len(shape) - 1)] = 0
+    return tuple(shape)
 
 
 def broadcast_shapes_for(c: Chooser, n: int, min_rank=0, max_rank=4) -> list[tuple]:
     """``n`` shapes that broadcast together: suffixes of one shape with some dims set to 1."""
-    base = random_shape(c, min_rank, max_rank)
+    base = random_shape(c, min_rank, max_rank, empty=True)
     shapes = []
     for i in range(n):
         if i == 0 or c.pick((0, 1, 2)) == 0:
@@ -250,7 +254,7 @@ def _elementwise_sample(arity):
 def _unary_sample(params_for, min_rank=0, max_rank=4):
     def sample(c: Chooser) -> Call:
         while True:
-            shape = random_shape(c, min_rank, max_rank)
+            shape = random_shape(c, min_rank, max_rank, empty=True)
             params = params_for(c, shape)
             if params is not None:
                 return Call((shape,), params)
@@ -487,6 +491,8 @@ def _factorizations(size: int) -> list[int]:
 def random_reshape(c: Chooser, shape: tuple) -> tuple:
     """A shape with the same number of elements (possibly with one -1)."""
     size = int(np.prod(shape, dtype=np.int64))
+    if size == 0:  # any dims holding a 0 (a -1 would be ambiguous, which NumPy refuses)
+        return tuple(c.pick((0, 1, 2, 3)) for _ in range(c.integer(0, 2))) + (0,)
     out, rest = [], size
     for _ in range(c.integer(0, 3)):
         d = c.pick(_factorizations(rest))
@@ -600,7 +606,9 @@ def _split_params(c, shape):
         return None
     axis = c.integer(0, len(shape) - 1)
     n = shape[axis]
-    if c.pick((0, 1)):
+    if n == 0:
+        sections = c.pick((1, 2, [0], [0, 1], [-1, 2]))
+    elif c.pick((0, 1)):
         sections = c.pick(_factorizations(n))
     else:
         sections = sorted(c.integer(-n, n + 1) for _ in range(c.integer(1, 3)))
@@ -710,7 +718,7 @@ def random_basic_index(c: Chooser, shape: tuple) -> list:
             key.append(None)
             continue
         if kind == "int":
-            key.append(c.integer(-n, n - 1))
+            key.append(c.integer(-n, n - 1) if n else c.integer(-1, 0))  # into an empty axis: IndexError
         elif kind == "full":
             key.append(["", "", ""])
         else:
@@ -747,7 +755,7 @@ def _multi_array_params(c, shape):
     """Two or three constant integer arrays (broadcast together) on distinct axes, the other axes
     full or strided slices, integers or nothing, sometimes a new axis: NumPy's advanced indexing,
     adjacent or not."""
-    if len(shape) < 2:
+    if len(shape) < 2 or 0 in shape:
         return None
     free = list(range(len(shape)))
     axes = sorted(free.pop(c.integer(0, len(free) - 1)) for _ in range(c.integer(2, min(3, len(shape)))))
@@ -778,7 +786,7 @@ def _gather_params(c, shape):
         return None
     axis = c.integer(0, len(shape) - 1)
     n = shape[axis]
-    idx_shape = random_shape(c, 0, 2, (1, 2, 3))
+    idx_shape = random_shape(c, 0, 2, (1, 2, 3)) if n else (0,)  # an empty axis takes only empty indices
     count = int(np.prod(idx_shape, dtype=np.int64))
     indices = np.array([c.integer(-n, n - 1) for _ in range(count)], dtype=np.int64).reshape(idx_shape)
     return {"indices": indices.tolist(), "axis": axis}

@@ -325,6 +325,9 @@ class Compiler:
                 with np.errstate(all="ignore"):
                     env[o] = t(f(env[a]))
             return plain(unary)
+        if name == "math.absi":
+            w, a, o = _INT_WIDTH[str(op.results[0].type)], ins[0], outs[0]
+            return plain(lambda env, ctx: env.__setitem__(o, _wrap(abs(int(env[a])), w)))  # |MIN| wraps to MIN
         if name in ("math.fpowi", "math.ipowi"):
             a, b, o = ins[0], ins[1], outs[0]
             t = _DTYPES[str(op.results[0].type)]
