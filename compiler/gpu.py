@@ -70,6 +70,10 @@ class DeviceUnavailableError(RuntimeError):
     """No usable CUDA driver or device; the message says which."""
 
 
+class CudaError(RuntimeError):
+    """The device holds an error after a kernel library ran (an illegal address, a failed launch)."""
+
+
 # --------------------------------------------------------------------------- device probe
 
 
@@ -96,6 +100,47 @@ def device_available() -> tuple[bool, str]:
     if cuda.cuDeviceGet(ctypes.byref(device), 0) == 0 and cuda.cuDeviceGetName(name, 256, device) == 0:
         return True, name.value.decode(errors="replace")
     return True, f"{count.value} CUDA device(s)"
+
+
+def _cuda_driver() -> ctypes.CDLL:
+    return ctypes.CDLL("libcuda.so.1")
+
+
+@functools.cache
+def _primary_context() -> tuple[ctypes.CDLL, ctypes.c_void_p]:
+    """Device 0's primary context: the one libmlir_cuda_runtime runs everything in."""
+    cuda = _cuda_driver()
+    device, context = ctypes.c_int(0), ctypes.c_void_p()
+    for call, args in (("cuDeviceGet", (ctypes.byref(device), 0)),
+                       ("cuDevicePrimaryCtxRetain", (ctypes.byref(context), device))):
+        status = getattr(cuda, call)(*args)
+        if status:
+            raise CudaError(f"{call} failed: {_error_name(cuda, status)}")
+    return cuda, context
+
+
+def _error_name(cuda: ctypes.CDLL, status: int) -> str:
+    name = ctypes.c_char_p()
+    if cuda.cuGetErrorName(status, ctypes.byref(name)) == 0 and name.value:
+        return f"{name.value.decode(errors='replace')} ({status})"
+    return f"CUresult {status}"
+
+
+def raise_device_errors(what: str) -> None:
+    """Raise ``CudaError`` if the device holds an error. libmlir_cuda_runtime reports a failed driver
+    call on stderr only and carries on, so without this check a kernel that faulted would leave
+    uninitialized outputs to be read as results (a "divergence" instead of an error). Errors of
+    that kind are sticky, so one synchronize of the context after a call finds them."""
+    cuda, context = _primary_context()
+    if cuda.cuCtxPushCurrent_v2(context):
+        raise CudaError(f"{what}: could not make the CUDA context current")
+    try:
+        status = cuda.cuCtxSynchronize()
+    finally:
+        cuda.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
+    if status:
+        raise CudaError(f"{what}: the device reported {_error_name(cuda, status)} "
+                        "(the CUDA runtime's message on stderr names the failing call)")
 
 
 # --------------------------------------------------------------------------- IR rewrites
@@ -462,6 +507,7 @@ class GpuKernel:
         descriptors = [_device_descriptor(a) if isinstance(a, DeviceArray) else get_ranked_memref_descriptor(a)
                        for a in arrays]
         self._fn(*[ctypes.cast(ctypes.pointer(d), ctypes.c_void_p) for d in descriptors])
+        raise_device_errors(f"@{self.func_name}")
 
 
 @functools.cache

@@ -105,6 +105,17 @@ def test_explicit_copies_plain_device_memory_one_stream(runs):
                                  {"shape": [6], "dtype": "float32", "all_pattern": True}]
 
 
+def test_every_call_checks_the_device_for_errors(runs):
+    """libmlir_cuda_runtime only prints a failed driver call; the context is synchronized once after
+    each call (every push popped), and a sticky error raises CudaError instead of returning outputs."""
+    for name, result in runs.first.items():
+        if "calls" in result:
+            assert (result["context_synchronizes"], result["context_depth"]) == (1, 0), name
+    error = runs.first["device_error"]
+    assert error["outcome"].startswith("@") and "CUDA_ERROR_ILLEGAL_ADDRESS (700)" in error["outcome"]
+    assert error["context_depth"] == 0
+
+
 def test_matmul_launch_geometry(runs):
     from compiler.gpu_matmul import TILE as tile
     first = runs.first

@@ -29,3 +29,34 @@ void mgpuStreamSynchronize(void *stream) { hook_mgpuStreamSynchronize(stream); }
 void *mgpuMemAlloc(uint64_t size, void *stream, _Bool host_shared) { return hook_mgpuMemAlloc(size, stream, host_shared); }
 void mgpuMemFree(void *ptr, void *stream) { hook_mgpuMemFree(ptr, stream); }
 void mgpuMemcpy(void *dst, void *src, size_t size, void *stream) { hook_mgpuMemcpy(dst, src, (int64_t)size, stream); }
+
+/* The few CUDA driver calls compiler.gpu makes itself (raise_device_errors): one primary
+   context, a synchronize that returns what the test set (0, or e.g. 700 for an illegal address),
+   and counters the test reads to see every push is popped and every call synchronizes once. */
+int fake_cuda_status = 0;
+int64_t fake_cuda_synchronizes = 0;
+int64_t fake_cuda_context_depth = 0;
+static char fake_context;
+
+int cuDeviceGet(int *device, int ordinal) { *device = ordinal; return 0; }
+int cuDevicePrimaryCtxRetain(void **context, int device) { (void)device; *context = &fake_context; return 0; }
+int cuCtxPushCurrent_v2(void *context) {
+  if (context != &fake_context) return 201; /* CUDA_ERROR_INVALID_CONTEXT */
+  fake_cuda_context_depth++;
+  return 0;
+}
+int cuCtxPopCurrent_v2(void **context) {
+  if (fake_cuda_context_depth == 0) return 201;
+  fake_cuda_context_depth--;
+  if (context) *context = &fake_context;
+  return 0;
+}
+int cuCtxSynchronize(void) {
+  if (fake_cuda_context_depth == 0) return 201; /* synchronizing needs a current context */
+  fake_cuda_synchronizes++;
+  return fake_cuda_status;
+}
+int cuGetErrorName(int status, const char **name) {
+  *name = status == 700 ? "CUDA_ERROR_ILLEGAL_ADDRESS" : "CUDA_ERROR_UNKNOWN";
+  return 0;
+}

@@ -99,14 +99,18 @@ def scenarios():
 
 def main(fake_runtime: str) -> None:
     global RUNTIME
-    library = ctypes.CDLL(fake_runtime, mode=ctypes.RTLD_GLOBAL)
+    global LIBRARY
+    library = LIBRARY = ctypes.CDLL(fake_runtime, mode=ctypes.RTLD_GLOBAL)
     runtime = RUNTIME = FakeCudaRuntime(library)
+    gpu._cuda_driver = lambda: library  # the driver calls raise_device_errors makes
     gpu.device_available = lambda: (True, "fake CUDA runtime")
     gpu._cuda_runtime_libraries = lambda: (fake_runtime,)
     for name, (fn, args) in scenarios().items():
         runtime.calls.clear()
         f = compiler.jit(fn, target="gpu")
+        synchronizes = ctypes.c_int64.in_dll(library, "fake_cuda_synchronizes").value
         out = f(*args)
+        synchronizes = ctypes.c_int64.in_dll(library, "fake_cuda_synchronizes").value - synchronizes
         outs = out if isinstance(out, tuple) else (out,)
         kernel = f.specialize(*args).kernel
         lowered = JitFunction(fn, "gpu").lower(*args)
@@ -119,9 +123,30 @@ def main(fake_runtime: str) -> None:
             "live_allocations": len(runtime.device),
             "input_digests": [hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest() for v in args],
             "input_bytes": [v.nbytes for v in args],
+            "context_synchronizes": synchronizes,
+            "context_depth": ctypes.c_int64.in_dll(library, "fake_cuda_context_depth").value,
             "outputs": [{"shape": list(o.shape), "dtype": str(o.dtype), "all_pattern": bool((o.view(np.uint8) == PATTERN).all())}
                         for o in outs],
         }), flush=True)
+
+
+def device_error_scenario() -> None:
+    """A call after which the device holds a sticky error (as after an illegal address) raises
+    CudaError naming the function and the error, instead of returning its outputs."""
+    status = ctypes.c_int.in_dll(LIBRARY, "fake_cuda_status")
+    fn, args = scenarios()["softmax"]
+    f = compiler.jit(fn, target="gpu")
+    f(*args)  # built and loaded while the device is fine
+    status.value = 700
+    try:
+        f(*args)
+        outcome = "returned"
+    except gpu.CudaError as exc:
+        outcome = str(exc)
+    finally:
+        status.value = 0
+    print(json.dumps({"scenario": "device_error", "outcome": outcome,
+                      "context_depth": ctypes.c_int64.in_dll(LIBRARY, "fake_cuda_context_depth").value}), flush=True)
 
 
 def resident_scenario() -> None:
@@ -207,7 +232,9 @@ def memory_cache_main(fake_runtime: str) -> None:
     """compiler/gpu_memory_cache.c loaded ahead of the fake runtime, as ahead of the real one:
     repeated calls reuse device blocks, and the stream rule holds."""
     shim = gpu.load_memory_cache()
-    runtime = FakeCudaRuntime(ctypes.CDLL(fake_runtime, mode=ctypes.RTLD_GLOBAL))
+    library = ctypes.CDLL(fake_runtime, mode=ctypes.RTLD_GLOBAL)
+    runtime = FakeCudaRuntime(library)
+    gpu._cuda_driver = lambda: library
     gpu.attach_memory_cache(shim, fake_runtime)
     gpu.device_available = lambda: (True, "fake CUDA runtime")
     gpu._cuda_runtime_libraries = lambda: (fake_runtime,)
@@ -246,7 +273,7 @@ def memory_cache_main(fake_runtime: str) -> None:
     alloc(200, s5, False)
     probes["released_is_not_reused"] = ["alloc", 200, 0, s5] in runtime.calls
     for size in (64, 64, 128):
-        free(alloc(size, None, False), None)  # the null stream orders everything: settled at once
+        free(alloc(size, None, False), None)  # no stream (a DeviceArray from Python): settled at once
     runtime.refuse = 1
     runtime.calls.clear()
     big = alloc(4096, s1, False)
@@ -262,11 +289,13 @@ def memory_cache_main(fake_runtime: str) -> None:
 
 
 RUNTIME = None
+LIBRARY = None
 
 if __name__ == "__main__":
     if sys.argv[3:] == ["--memory-cache"]:
         memory_cache_main(sys.argv[1])
         sys.exit(0)
     main(sys.argv[1])
+    device_error_scenario()
     resident_scenario()
     gpt2_scenario(sys.argv[2])
