@@ -289,18 +289,28 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
 # --------------------------------------------------------------------------- primitives
 
 
+# How far a correct compiled result may lie from NumPy's for the same inputs (compiler.diagnose
+# checks each op against this): "exact" ops are IEEE-exact or move data, so only a few ulps;
+# "libm" ops are transcendental functions, whose libraries differ by several ulps; "accumulates"
+# ops (sums, matrix products) round in an order that depends on the implementation, so by the
+# length reduced and the sum of the magnitudes involved.
+ROUNDING = ("exact", "libm", "accumulates")
+
+
 @dataclass(frozen=True)
 class Primitive:
     name: str
     evaluate: Callable  # (node, list[np.ndarray]) -> np.ndarray, NumPy semantics
     lower: Callable     # (emitter, node, list[str]) -> str (SSA name of the result tensor)
+    rounding: str = "exact"  # one of ROUNDING
 
 
 PRIMITIVES: dict[str, Primitive] = {}
 
 
-def primitive(name: str, evaluate: Callable, lower: Callable) -> None:
-    PRIMITIVES[name] = Primitive(name, evaluate, lower)
+def primitive(name: str, evaluate: Callable, lower: Callable, rounding: str = "exact") -> None:
+    assert rounding in ROUNDING, rounding
+    PRIMITIVES[name] = Primitive(name, evaluate, lower, rounding)
 
 
 UFUNCS = {
@@ -330,7 +340,8 @@ def _lower_elementwise(em, node: Node, operands: list[str]) -> str:
 
 
 for _name in list(UFUNCS) + ["where", "cast"]:
-    primitive(_name, _eval_elementwise, _lower_elementwise)
+    primitive(_name, _eval_elementwise, _lower_elementwise,
+              "libm" if _name in ("exp", "tanh", "log", "power") else "exact")
 
 
 def _eval_reduce(node, values):
@@ -338,12 +349,12 @@ def _eval_reduce(node, values):
     return np.asarray(fn(values[0], axis=node.attrs["axes"])).astype(node.dtype, copy=False)
 
 
-primitive("reduce_sum", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
+primitive("reduce_sum", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]), "accumulates")
 primitive("reduce_max", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
 primitive("reduce_min", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
 primitive("argmax", lambda n, v: np.argmax(v[0], axis=n.attrs["axis"]), lambda em, n, ops: em.arg_reduce(n, ops[0]))
 primitive("argmin", lambda n, v: np.argmin(v[0], axis=n.attrs["axis"]), lambda em, n, ops: em.arg_reduce(n, ops[0]))
-primitive("matmul", lambda n, v: np.matmul(v[0], v[1]), lambda em, n, ops: em.matmul(n, ops))
+primitive("matmul", lambda n, v: np.matmul(v[0], v[1]), lambda em, n, ops: em.matmul(n, ops), "accumulates")
 primitive("reshape", lambda n, v: np.reshape(v[0], n.shape), lambda em, n, ops: em.reshape(ops[0], n.inputs[0], n.shape, n.loc))
 primitive("transpose", lambda n, v: np.transpose(v[0], n.attrs["perm"]).copy(), lambda em, n, ops: em.transpose(n, ops[0]))
 primitive(

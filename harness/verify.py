@@ -153,24 +153,48 @@ def _describe_exception(exc: BaseException) -> str:
 
 
 def _localize(runner, capture, step: int, tensor: str, n_layer: int, tol: Tolerance) -> dict:
-    """Re-run the sublayer that produced `tensor` op by op on the reference's
-    own upstream value; returns op/source/max_abs_error (None when unknown)
-    and a sentence about how the localization went."""
-    upstream_name = upstream_tensor_name(tensor, n_layer)
-    upstream = None if upstream_name is None else capture.tensor(step, upstream_name)
+    """Re-run the sublayer that produced `tensor` op by op on the reference's own upstream value,
+    each op held to its own rounding. When every op there is within it, the error was born
+    upstream, below the tensor tolerance, and grew: the sublayers before it at the same step are
+    re-run in model order, and the first op off its rounding there is named. Returns
+    op/source/op_max_abs_error (None when unknown) and a sentence about how it went."""
     ids = list(capture.input_ids) + list(capture.output_ids[:step])
+    upstream_name = upstream_tensor_name(tensor, n_layer)
     try:
-        found = runner.localize(tensor, ids, upstream, tol.rtol, tol.atol)
+        found = _localize_sublayer(runner, capture, step, tensor, ids, n_layer)
+        if found:
+            return _localized(found, f"re-ran the sublayer on the reference's {upstream_name or 'token ids'}: "
+                                     f"first diverging op is {found.get('op')}")
+        for earlier in _sublayers_before(tensor, n_layer):
+            found = _localize_sublayer(runner, capture, step, earlier, ids, n_layer)
+            if found:
+                return _localized(found, (
+                    f"every op producing {tensor} is within its rounding; the error starts upstream: re-running "
+                    f"the sublayers of step {step} in order, the first op off its rounding is {found.get('op')} "
+                    f"in {earlier}, whose error stayed within the tensor tolerance until {tensor}"))
     except Exception as exc:  # localization is a diagnosis aid; its failure must not hide the divergence
         return {"op": None, "source": None, "localization": f"localization failed: {_describe_exception(exc)}"}
-    if not found:
-        return {"op": None, "source": None, "localization": (
-            "every op of this sublayer agrees with NumPy when re-run on the reference's input "
-            f"({upstream_name or 'token ids'}); the error is accumulated rather than caused by one op")}
+    return {"op": None, "source": None, "localization": (
+        f"re-run on the reference's inputs, every op of step {step} up to {tensor} agrees with NumPy within its own "
+        "rounding (a few ulps; sums and matrix products by their length): no single op causes the error, "
+        "which builds up across ops")}
+
+
+def _localize_sublayer(runner, capture, step: int, tensor: str, ids, n_layer: int) -> dict | None:
+    upstream_name = upstream_tensor_name(tensor, n_layer)
+    upstream = None if upstream_name is None else capture.tensor(step, upstream_name)
+    return runner.localize(tensor, ids, upstream)
+
+
+def _sublayers_before(tensor: str, n_layer: int) -> list[str]:
+    """The tensors produced before ``tensor`` in one forward pass, in model order."""
+    order = ["embedding"] + [f"h.{i}.{part}" for i in range(n_layer) for part in ("attention", "output")] + ["logits"]
+    return order[:order.index(tensor)]
+
+
+def _localized(found: dict, sentence: str) -> dict:
     return {"op": found.get("op"), "source": stable_source(found.get("source")),
-            "op_max_abs_error": found.get("max_abs_error"),
-            "localization": f"re-ran the sublayer on the reference's {upstream_name or 'token ids'}: "
-                            f"first diverging op is {found.get('op')}"}
+            "op_max_abs_error": found.get("max_abs_error"), "localization": sentence}
 
 
 def _mode_reason(entry: dict, tol: Tolerance) -> str | None:

@@ -158,6 +158,25 @@ def test_localize_names_the_injected_op_and_its_source_line(tiny, runners):
     assert found["source"].endswith("compiler/ops.py:" + str(_line_of("compiler/ops.py", "exp_x = np.exp(")))
 
 
+@pytest.mark.parametrize("op, needle", [("divide", "np.mean(x, axis=-1, keepdims=True)"), ("reduce_sum", "np.mean(x, axis=-1, keepdims=True)"),
+                                        ("matmul", "    return x @ w + b")])
+def test_localize_pins_an_offset_far_below_the_tensor_tolerance(tiny, runners, op, needle):
+    """An offset of 1e-6 (the harness's tensor tolerance is 3e-4) is still many ulps for the op
+    that makes it: each op is held to its own rounding, so the op and its line are named (the first
+    faulted op in source order: np.mean divides before layer_norm does), and a
+    fault-free sublayer names nothing (sums and matrix products get their length-scaled bound)."""
+    from compiler.testing import inject_fault
+
+    runner = compile_model(tiny, "subgraph")
+    trace = numpy_trace(tiny, PROMPT_IDS)
+    assert runner.localize("h.1.output", PROMPT_IDS, trace["h.1.attention"]) is None
+    with inject_fault(op, 1.0, 1e-6):
+        found = runner.localize("h.1.output", PROMPT_IDS, trace["h.1.attention"])
+    assert found is not None and found["op"] == op
+    assert found["source"].endswith("compiler/ops.py:" + str(_line_of("compiler/ops.py", needle)))
+    assert found["max_abs_error"] == pytest.approx(1e-6, rel=0.05)
+
+
 def _line_of(path, needle):
     import compiler
     from pathlib import Path

@@ -97,8 +97,8 @@ class FakeRunner:
     def generate(self, ids, n_tokens):
         return list(self.generated if self.generated is not None else self.capture.output_ids[:n_tokens])
 
-    def localize(self, tensor, ids, upstream, rtol, atol):
-        self.localize_calls.append((tensor, list(ids), None if upstream is None else upstream.copy(), rtol, atol))
+    def localize(self, tensor, ids, upstream):
+        self.localize_calls.append((tensor, list(ids), None if upstream is None else upstream.copy()))
         return self.localized
 
 
@@ -169,13 +169,40 @@ def test_fault_is_reported_at_its_step_and_tensor_and_localized_on_the_reference
     assert fd["max_abs_error"] == pytest.approx(1e-2, rel=1e-9)
     failing = sorted((c["step"], c["tensor"]) for c in mode["checks"] if not c["passed"])
     assert failing == [(1, "h.1.attention"), (2, "h.0.output")]
-    (tensor, ids, upstream, rtol, atol), = runners[("subgraph", "cpu")].localize_calls
+    (tensor, ids, upstream), = runners[("subgraph", "cpu")].localize_calls
     assert tensor == "h.1.attention" and ids == PROMPT_IDS + capture.output_ids[:1]
     np.testing.assert_array_equal(upstream, capture.tensor(1, "h.0.output"))
-    assert (rtol, atol) == (3e-4, 3e-4)
     assert mode["max_abs_error"] == pytest.approx(1.0)
     # the tokens still agree: the fault did not move an argmax
     assert mode["tokens"]["agree"] and "step 1 in h.1.attention" in mode["reason"]
+
+
+def test_an_error_born_upstream_is_localized_in_the_earlier_sublayer():
+    """When every op producing the failing tensor is within its rounding, the sublayers before it
+    at that step are re-run in model order and the first op off its rounding there is named."""
+    capture = FakeCapture()
+    make = factory(capture, faults={(0, "logits"): 5.0})
+    runners = []
+
+    def make_upstream(kind, target):
+        runner = make(kind, target)
+        found = {"op": "divide", "source": "compiler/ops.py:23", "max_abs_error": 1e-4}
+        calls = runner.localize_calls
+
+        def localize(tensor, ids, upstream):
+            calls.append((tensor, list(ids), upstream))
+            return found if tensor == "h.1.attention" else None
+        runner.localize = localize
+        runners.append(runner)
+        return runner
+
+    report = verify_fake(capture, make_upstream, plans=plan_modes(["subgraph"]))
+    fd = report["modes"]["subgraph"]["first_divergence"]
+    assert (fd["tensor"], fd["op"], fd["source"], fd["op_max_abs_error"]) == ("logits", "divide", "compiler/ops.py:23", 1e-4)
+    assert "starts upstream" in fd["localization"] and "in h.1.attention" in fd["localization"]
+    tried = [c[0] for c in runners[0].localize_calls]
+    assert tried == ["logits", "embedding", "h.0.attention", "h.0.output", "h.1.attention"]
+    np.testing.assert_array_equal(runners[0].localize_calls[-1][2], capture.tensor(0, "h.0.output"))
 
 
 def test_localize_finding_nothing_is_explained_and_fused_mode_is_not_localized():

@@ -262,11 +262,12 @@ class SubgraphGPT2(CompiledGPT2):
             return feedforward_sublayer, (np.asarray(upstream), *self._feedforward_args(self.params, i)), {}
         raise ValueError(f"unknown tensor name {tensor_name!r}")
 
-    def localize(self, tensor_name: str, ids, upstream_value, rtol: float = 3e-4, atol: float = 3e-4) -> dict | None:
-        """Re-run the sublayer producing ``tensor_name`` on ``upstream_value`` op by op against NumPy."""
+    def localize(self, tensor_name: str, ids, upstream_value) -> dict | None:
+        """Re-run the sublayer producing ``tensor_name`` on ``upstream_value`` op by op against NumPy
+        (each op within its own rounding: compiler.diagnose)."""
         from compiler.diagnose import localize
         fn, args, static = self.sublayer_call(tensor_name, ids, upstream_value)
-        found = localize(fn, args, static, rtol=rtol, atol=atol, target=self.target)
+        found = localize(fn, args, static, target=self.target)
         return None if found is None else found.as_dict()
 
 
@@ -288,7 +289,7 @@ class FusedGPT2(CompiledGPT2):
             trace["logits"] = logits
         return logits
 
-    def localize(self, tensor_name, ids, upstream_value, rtol=3e-4, atol=3e-4):
+    def localize(self, tensor_name, ids, upstream_value):
         return None
 
 
