@@ -287,9 +287,7 @@ def divergence_panel(name: str, mode: dict) -> Panel:
         grid.add_row("op's own error", fmt_error(fd["op_max_abs_error"]))
     if fd.get("reason"):
         grid.add_row("why", fd["reason"])
-    not_localized = ("— (only subgraph mode is localized op by op)" if mode.get("kind") == "fused"
-                     else "— (not localized)")
-    grid.add_row("op", fd.get("op") or not_localized)
+    grid.add_row("op", fd.get("op") or "— (not localized)")
     grid.add_row("source", fd.get("source") or "—")
     for key, label in (("forced_tokens", "forced tokens"), ("tokens", "free-running tokens")):
         tokens = mode.get(key)

@@ -180,6 +180,22 @@ def _localize(runner, capture, step: int, tensor: str, n_layer: int, tol: Tolera
         "which builds up across ops")}
 
 
+def _localize_fused(runner, capture, step: int) -> dict:
+    """Fused mode computes the whole pass in one kernel, so the pass is re-run op by op from the
+    step's token ids (every op within its own rounding), naming the first op off it."""
+    ids = list(capture.input_ids) + list(capture.output_ids[:step])
+    try:
+        found = runner.localize("logits", ids)
+    except Exception as exc:  # a diagnosis aid: its failure must not hide the divergence
+        return {"op": None, "source": None, "localization": f"localization failed: {_describe_exception(exc)}"}
+    if found:
+        return _localized(found, f"re-ran the fused forward pass op by op from the token ids of step {step}: "
+                                 f"first op off its rounding is {found.get('op')}")
+    return {"op": None, "source": None, "localization": (
+        f"re-run op by op from the token ids of step {step}, every op of the fused pass agrees with NumPy within its "
+        "own rounding: no single op causes the error, which builds up across ops")}
+
+
 def _localize_sublayer(runner, capture, step: int, tensor: str, ids, n_layer: int) -> dict | None:
     upstream_name = upstream_tensor_name(tensor, n_layer)
     upstream = None if upstream_name is None else capture.tensor(step, upstream_name)
@@ -295,6 +311,8 @@ def run_mode(plan: ModePlan, capture, runner_factory: Callable[[str, str], Any],
         fd = _divergence_record(first)
         if plan.kind == "subgraph" and hasattr(runner, "localize"):
             fd.update(_localize(runner, capture, first.step, first.tensor, n_layer, tol))
+        elif plan.kind == "fused" and hasattr(runner, "localize"):
+            fd.update(_localize_fused(runner, capture, first.step))
         fd["source_text"] = source_text(fd.get("source"))
         entry["first_divergence"] = fd
     if first is not None or not entry["tokens"]["agree"] or not entry["forced_tokens"]["agree"]:

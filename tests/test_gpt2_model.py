@@ -177,6 +177,21 @@ def test_localize_pins_an_offset_far_below_the_tensor_tolerance(tiny, runners, o
     assert found["max_abs_error"] == pytest.approx(1e-6, rel=0.05)
 
 
+def test_fused_localize_reruns_the_whole_pass_and_names_fused_only_ops(tiny, runners):
+    """Fused mode has no sublayers to re-run: its localizer re-runs the whole pass from the token ids,
+    so an op only the fused graph has (the heads' 3-d transposes) is named with its line."""
+    from compiler.testing import inject_fault
+
+    fused = runners["fused"]
+    assert fused.localize("logits", PROMPT_IDS) is None
+    with inject_fault("transpose", 1.0, 1e-4):
+        found = fused.localize("logits", PROMPT_IDS)
+    assert found is not None and found["op"] == "transpose" and len(found["shape"]) == 3
+    assert found["source"].endswith("compiler/gpt2/model.py:" + str(_line_of("compiler/gpt2/model.py", "q = q.reshape(T, n_head, d).transpose(1, 0, 2)")))
+    with pytest.raises(ValueError, match="only the logits"):
+        fused.localize("h.0.attention", PROMPT_IDS)
+
+
 def _line_of(path, needle):
     import compiler
     from pathlib import Path

@@ -97,7 +97,7 @@ class FakeRunner:
     def generate(self, ids, n_tokens):
         return list(self.generated if self.generated is not None else self.capture.output_ids[:n_tokens])
 
-    def localize(self, tensor, ids, upstream):
+    def localize(self, tensor, ids, upstream=None):
         self.localize_calls.append((tensor, list(ids), None if upstream is None else upstream.copy()))
         return self.localized
 
@@ -205,7 +205,7 @@ def test_an_error_born_upstream_is_localized_in_the_earlier_sublayer():
     np.testing.assert_array_equal(runners[0].localize_calls[-1][2], capture.tensor(0, "h.0.output"))
 
 
-def test_localize_finding_nothing_is_explained_and_fused_mode_is_not_localized():
+def test_localize_finding_nothing_is_explained_in_both_modes():
     capture = FakeCapture()
     runners = {}
     make = factory(capture, runners, faults={(0, "logits"): 5.0}, localized=None)
@@ -223,7 +223,19 @@ def test_localize_finding_nothing_is_explained_and_fused_mode_is_not_localized()
     assert sub["tensor"] == "logits" and sub["op"] is None and "agrees with NumPy" in sub["localization"]
     np.testing.assert_array_equal(report_runners["subgraph"].localize_calls[0][2], capture.tensor(0, f"h.{N_LAYER - 1}.output"))
     fused = report["modes"]["fused"]["first_divergence"]
-    assert fused["tensor"] == "logits" and fused["op"] is None and report_runners["fused"].localize_calls == []
+    assert fused["tensor"] == "logits" and fused["op"] is None and "fused pass agrees with NumPy" in fused["localization"]
+    # fused mode re-runs the whole pass from the step's token ids: no upstream tensor
+    assert report_runners["fused"].localize_calls == [("logits", PROMPT_IDS, None)]
+
+
+def test_fused_mode_is_localized_from_the_token_ids():
+    capture = FakeCapture()
+    runners = {}
+    report = verify_fake(capture, factory(capture, runners, faults={(1, "logits"): 5.0}), plans=plan_modes(["fused"]))
+    fd = report["modes"]["fused"]["first_divergence"]
+    assert (fd["step"], fd["tensor"], fd["op"], fd["source"]) == (1, "logits", "exp", "compiler/ops.py:1")
+    assert "fused forward pass op by op from the token ids of step 1" in fd["localization"]
+    assert runners[("fused", "cpu")].localize_calls == [("logits", PROMPT_IDS + capture.output_ids[:1], None)]
 
 
 @pytest.mark.parametrize("run_in, given, recorded", [
