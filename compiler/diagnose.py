@@ -92,6 +92,14 @@ def per_op_values(fn, args, kwargs=None, target: str = "cpu"):
     return ops, results, arrays
 
 
+def _op_name(node) -> str:
+    """The primitive's name; a cast says its dtypes, since many are implicit (a promotion inside
+    concatenate, matmul or a reduction) and its source line shows no ``astype``."""
+    if node.op == "cast":
+        return f"cast {node.inputs[0].dtype}->{node.dtype}"
+    return node.op
+
+
 def localize(fn, args, kwargs=None, target: str = "cpu") -> OpDivergence | None:
     """The first op of ``fn`` (in creation order, which is the order of its source) whose compiled
     result differs from NumPy's on the same inputs by more than the op's own rounding allows."""
@@ -110,7 +118,7 @@ def localize(fn, args, kwargs=None, target: str = "cpu") -> OpDivergence | None:
         expected = np.asarray(PRIMITIVES[node.op].evaluate(node, inputs))
         actual = values[node.id]
         if expected.dtype != actual.dtype:
-            return OpDivergence(node.op, node.loc.short(), float("inf"), float("inf"), node.shape, str(actual.dtype), i)
+            return OpDivergence(_op_name(node), node.loc.short(), float("inf"), float("inf"), node.shape, str(actual.dtype), i)
         if actual.dtype.kind == "f":
             diff, abs_err, rel_err = _errors(actual, expected)
             ok = bool((diff <= allowed_error(node, inputs, expected)).all())
@@ -118,5 +126,5 @@ def localize(fn, args, kwargs=None, target: str = "cpu") -> OpDivergence | None:
             ok = np.array_equal(actual, expected)
             abs_err, rel_err = (0.0, 0.0) if ok else _errors(actual, expected)[1:]
         if not ok:
-            return OpDivergence(node.op, node.loc.short(), abs_err, rel_err, node.shape, str(actual.dtype), i)
+            return OpDivergence(_op_name(node), node.loc.short(), abs_err, rel_err, node.shape, str(actual.dtype), i)
     return None
