@@ -177,6 +177,18 @@ def test_localize_pins_an_offset_far_below_the_tensor_tolerance(tiny, runners, o
     assert found["max_abs_error"] == pytest.approx(1e-6, rel=0.05)
 
 
+def test_localize_names_an_implicit_cast_with_its_dtypes():
+    """The promotion inside concatenate is a cast the source line does not show: its name says it."""
+    from compiler.diagnose import localize
+    from compiler.testing import inject_fault
+
+    x, y = np.arange(4, dtype=np.float32), np.arange(3, dtype=np.float64)
+    with inject_fault("cast", 1.0, 1e-3):
+        found = localize(lambda a, b: np.concatenate([a, b]) * 2, (x, y))
+    assert (found.op, found.shape, found.dtype) == ("cast float32->float64", (4,), "float64")
+    assert found.max_abs_error == pytest.approx(1e-3)
+
+
 def test_fused_localize_reruns_the_whole_pass_and_names_fused_only_ops(tiny, runners):
     """Fused mode has no sublayers to re-run: its localizer re-runs the whole pass from the token ids,
     so an op only the fused graph has (the heads' 3-d transposes) is named with its line."""
