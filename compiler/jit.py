@@ -56,6 +56,12 @@ def _flatten(obj, path: str, leaves: list, paths: list):
         hash(obj)
     except TypeError:
         raise TypeError(f"argument {path}: static value of type {type(obj).__name__} is not hashable and is not an array") from None
+    held = sorted(k for k, v in getattr(obj, "__dict__", {}).items() if isinstance(v, (np.ndarray, DeviceArray)))
+    if held and type(obj).__hash__ is object.__hash__:
+        raise TypeError(
+            f"argument {path}: a {type(obj).__name__} holding arrays ({', '.join(held)}) would be a static value keyed "
+            "by identity, so its arrays would be baked into the compiled code at the first call and later changes "
+            "ignored; make it a dataclass or namedtuple (its arrays become arguments), or pass the arrays themselves")
     return ("static", StaticValue(obj))
 
 
@@ -127,7 +133,10 @@ def _flatten_outputs(out, path="result"):
             n, t = _flatten_outputs(o, f"{path}[{i}]")
             nodes += n
             trees.append(t)
-        return nodes, (type(out).__name__, tuple(trees))
+        if isinstance(out, tuple) and hasattr(out, "_fields"):
+            return nodes, ("namedtuple", type(out), tuple(trees))
+        # other tuple/list subclasses come back as plain tuples/lists (their constructors are unknown)
+        return nodes, ("tuple" if isinstance(out, tuple) else "list", tuple(trees))
     if isinstance(out, dict):
         nodes, trees = [], []
         for k, o in out.items():
@@ -167,7 +176,7 @@ def trace(fn, args, kwargs, func_name="main"):
         if leaf.dtype not in dt.SUPPORTED:
             raise TypeError(f"argument {path}: dtype {leaf.dtype} is not supported (supported: {', '.join(sorted(str(d) for d in dt.SUPPORTED))})")
         inputs.append(input_node(i, path, leaf.shape, leaf.dtype, device_resident=isinstance(leaf, DeviceArray)))
-    placeholders = iter(Tensor(n) for n in inputs)
+    placeholders = iter(Tensor(n, aliases=f"the argument {path}") for n, path in zip(inputs, paths))
     traced_args = _unflatten(("tuple", tree), placeholders)
     out = fn(*traced_args, **kwargs)
     outputs, out_tree = _flatten_outputs(out)
@@ -242,7 +251,7 @@ class JitFunction:
         self.target = target
         self.device_outputs = device_outputs  # results stay in GPU memory, as DeviceArrays
         self._cache: dict = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: the traced function may call this jit function on arrays
         self.compile_count = 0
         functools.update_wrapper(self, fn)
 

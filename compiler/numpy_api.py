@@ -10,7 +10,7 @@ import numpy as np
 from . import dtypes as dt
 from . import primitives as P
 from .graph import const_node
-from .tracer import Tensor, as_node, as_operand
+from .tracer import Tensor, as_node, as_operand, view
 
 UFUNC_PRIMITIVES = {ufunc: name for name, ufunc in P.UFUNCS.items()}
 
@@ -48,8 +48,10 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
     if ufunc is np.divmod:
         x, y = (_operand(v) for v in inputs)
         return Tensor(P.elementwise("floor_divide", [x, y])), Tensor(P.elementwise("remainder", [x, y]))
-    if ufunc is np.positive:
-        return Tensor(_node(inputs[0]))
+    if ufunc is np.positive:  # a fresh array of the same values; NumPy has no bool loop
+        x = _node(inputs[0])
+        dt.resolve_ufunc(np.positive, [x.dtype])
+        return Tensor(x)
     name = UFUNC_PRIMITIVES.get(ufunc)
     if name is None:
         raise NotImplementedError(f"np.{ufunc.__name__} is not supported by the compiler")
@@ -131,11 +133,11 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     shape = newshape if shape is None else shape
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
-    return Tensor(_node(a)).reshape(tuple(shape), order=order)
+    return Tensor(_node(a)).reshape(tuple(shape), order=order)  # a view, as the method gives
 
 
 def transpose(a, axes=None):
-    return Tensor(P.transpose(_node(a), axes))
+    return view(P.transpose(_node(a), axes))
 
 
 def swapaxes(a, axis1, axis2):
@@ -143,7 +145,7 @@ def swapaxes(a, axis1, axis2):
     perm = list(range(x.ndim))
     i, j = P.normalize_axes(axis1, x.ndim, "swapaxes")[0], P.normalize_axes(axis2, x.ndim, "swapaxes")[0]
     perm[i], perm[j] = perm[j], perm[i]
-    return Tensor(P.transpose(x, perm))
+    return view(P.transpose(x, perm))
 
 
 def expand_dims(a, axis):
@@ -152,7 +154,7 @@ def expand_dims(a, axis):
     nd = x.ndim + len(axes)
     axes = P.normalize_axes(axes, nd, "expand_dims")
     it = iter(x.shape)
-    return Tensor(P.reshape(x, tuple(1 if i in axes else next(it) for i in range(nd))))
+    return view(P.reshape(x, tuple(1 if i in axes else next(it) for i in range(nd))))
 
 
 def squeeze(a, axis=None):
@@ -160,11 +162,11 @@ def squeeze(a, axis=None):
     axes = tuple(i for i, d in enumerate(x.shape) if d == 1) if axis is None else P.normalize_axes(axis, x.ndim, "squeeze")
     if any(x.shape[i] != 1 for i in axes):
         raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
-    return Tensor(P.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes)))
+    return view(P.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes)))
 
 
 def broadcast_to(array, shape, subok=False):
-    return Tensor(P.broadcast_to(_node(array), tuple(shape) if not isinstance(shape, int) else (shape,)))
+    return view(P.broadcast_to(_node(array), tuple(shape) if not isinstance(shape, int) else (shape,)))
 
 
 def concatenate(arrays, axis=0, out=None, dtype=None, casting=None):
@@ -231,7 +233,7 @@ def split(ary, indices_or_sections, axis=0):
         sizes = list(x.shape)
         # an empty part starts at 0: an offset equal to the axis size is out of bounds for extract_slice
         starts[axis], sizes[axis] = (lo if hi > lo else 0), hi - lo
-        parts.append(Tensor(P.slice_(x, starts, sizes, [1] * x.ndim)))
+        parts.append(view(P.slice_(x, starts, sizes, [1] * x.ndim)))
     return parts
 
 
@@ -308,7 +310,7 @@ FUNCTIONS = {
     np.squeeze: squeeze, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,
     np.vstack: vstack, np.stack: stack, np.split: split, np.where: where, np.triu: triu, np.tril: tril,
     np.ones_like: _like(1), np.zeros_like: _like(0), np.full_like: full_like, np.take: take,
-    np.shape: shape, np.ndim: ndim, np.size: size,
+    np.shape: shape, np.ndim: ndim, np.size: size, np.copy: lambda a, order="K", subok=False: Tensor(_node(a)),
 }
 
 
@@ -396,7 +398,7 @@ def getitem(t: Tensor, key):
     for d, idx in gathers:
         y = P.gather(y, idx, d)
     if not advanced:
-        return Tensor(P.reshape(y, tuple(1 if kind == "new" else y.shape[axis]
+        return view(P.reshape(y, tuple(1 if kind == "new" else y.shape[axis]
                                          for axis, (kind, _) in _axes(out_shape) if kind != "drop")))
     return Tensor(_advanced_index(y, out_shape, advanced))
 

@@ -145,9 +145,10 @@ def random_shape(c: Chooser, min_rank=0, max_rank=4, dims=DIMS, empty=False) -> 
     return tuple(shape)
 
 
-def broadcast_shapes_for(c: Chooser, n: int, min_rank=0, max_rank=4) -> list[tuple]:
-    """``n`` shapes that broadcast together: suffixes of one shape with some dims set to 1."""
-    base = random_shape(c, min_rank, max_rank, empty=True)
+def broadcast_shapes_for(c: Chooser, n: int, min_rank=0, max_rank=4, empty=True) -> list[tuple]:
+    """``n`` shapes that broadcast together: suffixes of one shape with some dims set to 1
+    (with ``empty``, sometimes a dim of 0: see random_shape)."""
+    base = random_shape(c, min_rank, max_rank, empty=empty)
     shapes = []
     for i in range(n):
         if i == 0 or c.pick((0, 1, 2)) == 0:
@@ -278,6 +279,8 @@ _UNARY = {
     "floor": (np.floor, ANY, EXACT, True),
     "ceil": (np.ceil, ANY, EXACT, True),
     "trunc": (np.trunc, ANY, EXACT, True),
+    "invert": (np.invert, ANY, EXACT, True),
+    "logical_not": (np.logical_not, ANY, EXACT, True),
 }
 
 for _name, (_fn, _domain, _tol, _exact) in _UNARY.items():
@@ -288,6 +291,8 @@ for _name, (_fn, _domain, _tol, _exact) in _UNARY.items():
 register(OpInfo("operator.neg", lambda xs, p: -xs[0], 1, _supported_unary(np.negative), "elementwise",
                 _elementwise_sample(1), numpy_name="-x"))
 register(OpInfo("operator.abs", lambda xs, p: abs(xs[0]), 1, ALL, "elementwise", _elementwise_sample(1), numpy_name="abs(x)"))
+register(OpInfo("operator.invert", lambda xs, p: ~xs[0], 1, _supported_unary(np.invert), "elementwise",
+                _elementwise_sample(1), numpy_name="~x"))
 
 
 def _binary_sample(c: Chooser) -> Call:
@@ -317,10 +322,16 @@ _BINARY = {
     "less_equal": (np.less_equal, operator.le, ALL, (ANY,), EXACT, True),
     "equal": (np.equal, operator.eq, ALL, (ANY,), EXACT, True),
     "not_equal": (np.not_equal, operator.ne, ALL, (ANY,), EXACT, True),
+    "bitwise_and": (np.bitwise_and, operator.and_, INTS + BOOL, (ANY,), EXACT, True),
+    "bitwise_or": (np.bitwise_or, operator.or_, INTS + BOOL, (ANY,), EXACT, True),
+    "bitwise_xor": (np.bitwise_xor, operator.xor, INTS + BOOL, (ANY,), EXACT, True),
+    "logical_and": (np.logical_and, None, ALL, (ANY,), EXACT, True),
+    "logical_or": (np.logical_or, None, ALL, (ANY,), EXACT, True),
+    "logical_xor": (np.logical_xor, None, ALL, (ANY,), EXACT, True),
 }
 
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**", "gt": ">", "ge": ">=", "lt": "<",
-            "le": "<=", "eq": "==", "ne": "!="}
+            "le": "<=", "eq": "==", "ne": "!=", "and_": "&", "or_": "|", "xor": "^"}
 
 for _name, (_fn, _op, _dtypes, _domains, _tol, _exact) in _BINARY.items():
     register(OpInfo(

@@ -22,6 +22,9 @@ _BINARY = {
     "multiply": {"f": "arith.mulf", "i": "arith.muli", "u": "arith.muli", "b": "arith.andi"},
     "divide": {"f": "arith.divf"},
     "power": {"f": "math.powf", "i": "math.ipowi", "u": None},  # unsigned: _unsigned_power
+    "bitwise_and": {"i": "arith.andi", "u": "arith.andi", "b": "arith.andi"},
+    "bitwise_or": {"i": "arith.ori", "u": "arith.ori", "b": "arith.ori"},
+    "bitwise_xor": {"i": "arith.xori", "u": "arith.xori", "b": "arith.xori"},
     "maximum": {"f": None, "i": "arith.maxsi", "u": "arith.maxui", "b": "arith.ori"},  # floats: _float_extremum
     "minimum": {"f": None, "i": "arith.minsi", "u": "arith.minui", "b": "arith.andi"},
 }
@@ -37,6 +40,7 @@ _UNARY_FLOAT = {"exp": "math.exp", "tanh": "math.tanh", "sqrt": "math.sqrt", "lo
 # rounding: a float op; integers and bools are already integral (NumPy's integer loops are the identity)
 _ROUNDING = {"floor": "math.floor", "ceil": "math.ceil", "trunc": "math.trunc"}
 _DIVISION = ("floor_divide", "remainder", "fmod")
+_LOGICAL = {"logical_and": "arith.andi", "logical_or": "arith.ori", "logical_xor": "arith.xori", "logical_not": None}
 
 
 def _kind(dtype) -> str:
@@ -244,6 +248,16 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
     kind, t = _kind(compute), dt.mlir_type(compute)
     if name == "power" and kind == "u":
         return _unsigned_power(rb, args[0], args[1], compute)
+    if name in _LOGICAL:  # truth values of the operands (NumPy's x != 0), then the boolean op
+        truths = [cast_scalar(rb, a, d, np.dtype(bool)) for a, d in zip(args, operand_dtypes or [compute] * len(args))]
+        if name == "logical_not":
+            return rb.op(f"arith.xori {truths[0]}, {scalar_const(rb, True, np.dtype(bool))} : i1")
+        return rb.op(f"{_LOGICAL[name]} {truths[0]}, {truths[1]} : i1")
+    if name == "invert":
+        if kind not in "iub":
+            raise TypeError(f"np.invert is not supported for {compute}")
+        ones = scalar_const(rb, True if kind == "b" else -1 if kind == "i" else np.iinfo(compute).max, compute)  # all bits
+        return rb.op(f"arith.xori {args[0]}, {ones} : {t}")
     if name in ("maximum", "minimum") and kind == "f":
         return _float_extremum(rb, name, args[0], args[1], t)
     if name in _BINARY:
@@ -319,6 +333,9 @@ UFUNCS = {
     "negative": np.negative, "exp": np.exp, "tanh": np.tanh, "sqrt": np.sqrt, "log": np.log,
     "absolute": np.absolute, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
     "floor_divide": np.floor_divide, "remainder": np.remainder, "fmod": np.fmod,
+    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor, "invert": np.invert,
+    "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+    "logical_not": np.logical_not,
     "greater": np.greater, "greater_equal": np.greater_equal, "less": np.less,
     "less_equal": np.less_equal, "equal": np.equal, "not_equal": np.not_equal,
 }

@@ -17,10 +17,13 @@ class Tensor:
     """A traced value of static shape and dtype."""
 
     __array_priority__ = 1000
-    __slots__ = ("node",)
+    __slots__ = ("node", "aliases")
 
-    def __init__(self, node: Node):
+    def __init__(self, node: Node, aliases: str | None = None):
         self.node = node
+        # what NumPy's array here would share memory with ("the argument x", "a view"), or None
+        # for a fresh array: only a fresh one may be updated in place (see _inplace)
+        self.aliases = aliases
 
     # -- metadata
     shape = property(lambda self: self.node.shape)
@@ -63,6 +66,10 @@ class Tensor:
     # -- operators
     def _bin(name, reflected=False):
         def op(self, other):
+            if other is None and name in ("equal", "not_equal"):
+                # NumPy compares elementwise with an object array; Python's fallback would be identity
+                raise NotImplementedError("comparing a traced Tensor with None (elementwise over object dtype in "
+                                          "NumPy) is not supported by the compiler")
             other = as_operand(other)
             if other is NotImplemented:
                 return NotImplemented
@@ -81,8 +88,47 @@ class Tensor:
     __gt__, __ge__ = _bin("greater"), _bin("greater_equal")
     __lt__, __le__ = _bin("less"), _bin("less_equal")
     __eq__, __ne__ = _bin("equal"), _bin("not_equal")
+    __and__, __rand__ = _bin("bitwise_and"), _bin("bitwise_and", True)
+    __or__, __ror__ = _bin("bitwise_or"), _bin("bitwise_or", True)
+    __xor__, __rxor__ = _bin("bitwise_xor"), _bin("bitwise_xor", True)
     __hash__ = object.__hash__
     del _bin
+
+    # -- in-place operators: NumPy's ``ufunc(x, y, out=x)``. The result is cast back to x's dtype
+    # under 'same_kind' and must keep x's shape. The Tensor object itself is updated, so every
+    # name bound to it sees the change, as in NumPy; but an update NumPy would make through
+    # shared memory (into the caller's argument, or into the array a view looks at) cannot be
+    # traced, so those are refused rather than silently not made.
+    def _inplace(name, symbol):
+        def op(self, other):
+            if self.aliases is not None:
+                raise NotImplementedError(
+                    f"in-place '{symbol}' on {self.aliases}: NumPy would also change the memory it shares, which a "
+                    f"compiled function cannot do; write `x = x {symbol[:-1]} y` (a new array) instead")
+            if name == "matmul":
+                result = self.__matmul__(other)
+            else:
+                operand = as_operand(other)
+                if operand is NotImplemented:
+                    return NotImplemented
+                result = Tensor(P.elementwise(name, [self.node, operand]))
+            if result.shape != self.shape:
+                raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't match the "
+                                 f"broadcast shape {result.shape} (in-place '{symbol}')")
+            if not np.can_cast(result.dtype, self.dtype, casting="same_kind"):
+                raise TypeError(f"Cannot cast ufunc '{name}' output from {result.dtype} to {self.dtype} with casting "
+                                f"rule 'same_kind' (in-place '{symbol}')")
+            self.node = P.cast(result.node, self.dtype)
+            return self
+        op.__name__ = f"__i{name}__"
+        return op
+
+    __iadd__, __isub__ = _inplace("add", "+="), _inplace("subtract", "-=")
+    __imul__, __itruediv__ = _inplace("multiply", "*="), _inplace("divide", "/=")
+    __ifloordiv__, __imod__ = _inplace("floor_divide", "//="), _inplace("remainder", "%=")
+    __ipow__, __imatmul__ = _inplace("power", "**="), _inplace("matmul", "@=")
+    __iand__, __ior__, __ixor__ = _inplace("bitwise_and", "&="), _inplace("bitwise_or", "|="), _inplace("bitwise_xor", "^=")
+    del _inplace
 
     def __divmod__(self, other):
         return self // other, self % other
@@ -94,7 +140,17 @@ class Tensor:
         return Tensor(P.elementwise("negative", [self.node]))
 
     def __pos__(self):
-        return self
+        from .numpy_api import apply_ufunc
+        return apply_ufunc(np.positive, "__call__", (self,), {})
+
+    def __invert__(self):
+        return Tensor(P.elementwise("invert", [self.node]))
+
+    def _shift(self, other):
+        raise NotImplementedError("np.left_shift/np.right_shift (<<, >>) are not supported by the compiler")
+
+    __lshift__ = __rlshift__ = __rshift__ = __rrshift__ = _shift
+    del _shift
 
     def __abs__(self):
         return Tensor(P.elementwise("absolute", [self.node]))
@@ -112,12 +168,16 @@ class Tensor:
             raise NotImplementedError("reshape: only order='C' is supported")
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
-        return Tensor(P.reshape(self.node, shape))
+        return view(P.reshape(self.node, shape))
 
     def transpose(self, *axes):
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
             axes = axes[0]
-        return Tensor(P.transpose(self.node, axes or None))
+        return view(P.transpose(self.node, axes or None))
+
+    def copy(self, order="C"):
+        """A fresh array of the same values (so it may be updated in place)."""
+        return Tensor(self.node)
 
     def astype(self, dtype):
         return Tensor(P.cast(self.node, dtype))
@@ -190,3 +250,8 @@ def as_node(x) -> Node:
 
 def wrap(node: Node) -> Tensor:
     return Tensor(node)
+
+
+def view(node: Node) -> Tensor:
+    """A Tensor standing for what NumPy returns as a view (basic indexing, reshape, transpose...)."""
+    return Tensor(node, aliases="a view (NumPy's slicing, reshape, transpose, squeeze, split and broadcast_to share memory)")

@@ -154,7 +154,7 @@ def test_named_promotion_examples():
 
 def test_special_float_values_through_unary_ops():
     specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 3e38, -3e38, 1.0, -1.0], np.float32)
-    ops = [o for o in oi.ops("elementwise") if o.arity == 1 and o.name != "astype"]
+    ops = [o for o in oi.ops("elementwise") if o.arity == 1 and o.name != "astype" and np.dtype(np.float32) in o.dtypes]
     fn = jit(lambda x: [o([x]) for o in ops])
     for o, got in zip(ops, fn(specials)):
         _check_all(o, None, [specials], [{}], [got])
