@@ -133,11 +133,11 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     shape = newshape if shape is None else shape
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
-    return Tensor(_node(a)).reshape(tuple(shape), order=order)  # a view, as the method gives
+    return (a if isinstance(a, Tensor) else Tensor(_node(a))).reshape(tuple(shape), order=order)  # a view
 
 
 def transpose(a, axes=None):
-    return view(P.transpose(_node(a), axes))
+    return view(P.transpose(_node(a), axes), a)
 
 
 def swapaxes(a, axis1, axis2):
@@ -145,7 +145,7 @@ def swapaxes(a, axis1, axis2):
     perm = list(range(x.ndim))
     i, j = P.normalize_axes(axis1, x.ndim, "swapaxes")[0], P.normalize_axes(axis2, x.ndim, "swapaxes")[0]
     perm[i], perm[j] = perm[j], perm[i]
-    return view(P.transpose(x, perm))
+    return view(P.transpose(x, perm), a)
 
 
 def expand_dims(a, axis):
@@ -154,7 +154,7 @@ def expand_dims(a, axis):
     nd = x.ndim + len(axes)
     axes = P.normalize_axes(axes, nd, "expand_dims")
     it = iter(x.shape)
-    return view(P.reshape(x, tuple(1 if i in axes else next(it) for i in range(nd))))
+    return view(P.reshape(x, tuple(1 if i in axes else next(it) for i in range(nd))), a)
 
 
 def squeeze(a, axis=None):
@@ -162,11 +162,11 @@ def squeeze(a, axis=None):
     axes = tuple(i for i, d in enumerate(x.shape) if d == 1) if axis is None else P.normalize_axes(axis, x.ndim, "squeeze")
     if any(x.shape[i] != 1 for i in axes):
         raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
-    return view(P.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes)))
+    return view(P.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes)), a)
 
 
 def broadcast_to(array, shape, subok=False):
-    return view(P.broadcast_to(_node(array), tuple(shape) if not isinstance(shape, int) else (shape,)))
+    return view(P.broadcast_to(_node(array), tuple(shape) if not isinstance(shape, int) else (shape,)), array)
 
 
 def concatenate(arrays, axis=0, out=None, dtype=None, casting=None):
@@ -233,7 +233,7 @@ def split(ary, indices_or_sections, axis=0):
         sizes = list(x.shape)
         # an empty part starts at 0: an offset equal to the axis size is out of bounds for extract_slice
         starts[axis], sizes[axis] = (lo if hi > lo else 0), hi - lo
-        parts.append(view(P.slice_(x, starts, sizes, [1] * x.ndim)))
+        parts.append(view(P.slice_(x, starts, sizes, [1] * x.ndim), ary))
     return parts
 
 
@@ -399,7 +399,7 @@ def getitem(t: Tensor, key):
         y = P.gather(y, idx, d)
     if not advanced:
         return view(P.reshape(y, tuple(1 if kind == "new" else y.shape[axis]
-                                         for axis, (kind, _) in _axes(out_shape) if kind != "drop")))
+                                         for axis, (kind, _) in _axes(out_shape) if kind != "drop")), t)
     return Tensor(_advanced_index(y, out_shape, advanced))
 
 

@@ -168,12 +168,12 @@ class Tensor:
             raise NotImplementedError("reshape: only order='C' is supported")
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
-        return view(P.reshape(self.node, shape))
+        return view(P.reshape(self.node, shape), self)
 
     def transpose(self, *axes):
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
             axes = axes[0]
-        return view(P.transpose(self.node, axes or None))
+        return view(P.transpose(self.node, axes or None), self)
 
     def copy(self, order="C"):
         """A fresh array of the same values (so it may be updated in place)."""
@@ -252,6 +252,10 @@ def wrap(node: Node) -> Tensor:
     return Tensor(node)
 
 
-def view(node: Node) -> Tensor:
-    """A Tensor standing for what NumPy returns as a view (basic indexing, reshape, transpose...)."""
+def view(node: Node, of) -> Tensor:
+    """A Tensor standing for what NumPy returns as a view of ``of`` (basic indexing, reshape,
+    transpose...). In NumPy the two share memory, so neither may be updated in place from now on:
+    the other would see the update, which separate graph nodes cannot show."""
+    if isinstance(of, Tensor) and of.aliases is None:
+        of.aliases = "an array a view was taken of (NumPy's view would see the update)"
     return Tensor(node, aliases="a view (NumPy's slicing, reshape, transpose, squeeze, split and broadcast_to share memory)")

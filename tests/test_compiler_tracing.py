@@ -78,6 +78,8 @@ def test_in_place_operators_follow_numpy(fn, args):
     (lambda x: x[:2].__iadd__(1), NotImplementedError, "on a view"),
     (lambda x: x.reshape(3, 1).__imul__(2), NotImplementedError, "on a view"),
     (lambda x: x.T.__isub__(1), NotImplementedError, "on a view"),
+    (lambda x: (lambda z: (z[1:], z.__iadd__(1)))(x * 1), NotImplementedError, "a view was taken of"),
+    (lambda x: (lambda z: (np.split(z, 3), z.__iadd__(1)))(x * 1), NotImplementedError, "a view was taken of"),
     (lambda x: x.astype(np.int32).__isub__(x.mean()), TypeError, "'same_kind'"),
     (lambda x: x.copy().__iadd__(np.ones((2, 3))), ValueError, "non-broadcastable output operand"),
     (lambda x: x.astype(np.int64).__itruediv__(2), TypeError, "'same_kind'"),
