@@ -23,10 +23,12 @@ FILES = ("config.json", "model.safetensors", "vocab.json", "merges.txt")
 
 class FakeHub:
     """Serves ``files`` at the hub's resolve URLs for one repository and revision, with the headers
-    huggingface_hub requires (X-Repo-Commit, ETag, Content-Length) and its error codes."""
+    huggingface_hub requires (X-Repo-Commit, ETag, Content-Length) and its error codes. ``faults`` maps a
+    file name to "500" (every request for it is an internal server error) or "truncate" (its body stops
+    after 1000 bytes and the connection closes, as when a download is cut short)."""
 
-    def __init__(self, files: dict[str, bytes], revision: str = PINNED_REVISION):
-        self.files, self.revision, self.requests = files, revision, []
+    def __init__(self, files: dict[str, bytes], revision: str = PINNED_REVISION, faults: dict[str, str] | None = None):
+        self.files, self.revision, self.requests, self.faults = files, revision, [], faults or {}
         hub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -49,6 +51,9 @@ class FakeHub:
                     return self._error(404, "RevisionNotFound")
                 if filename not in hub.files:
                     return self._error(404, "EntryNotFound")
+                fault = hub.faults.get(filename)
+                if fault == "500":
+                    return self._error(500, "InternalError")
                 data = hub.files[filename]
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(data)))
@@ -56,7 +61,10 @@ class FakeHub:
                 self.send_header("X-Repo-Commit", hub.revision)
                 self.send_header("Accept-Ranges", "bytes")
                 self.end_headers()
-                if body:
+                if body and fault == "truncate":
+                    self.wfile.write(data[:1000])
+                    self.close_connection = True
+                elif body:
                     self.wfile.write(data)
 
             def _error(self, status: int, code: str):
@@ -169,6 +177,68 @@ def test_existing_destination_is_not_overwritten(tmp_path, served_files):
         with pytest.raises(CheckpointError, match="already exists"):
             fetch_model(dest, endpoint=hub.url)
         assert hub.requests == []
+        # --force deletes what DIR holds, so only when it is a checkpoint (an old download, say)
+        with pytest.raises(CheckpointError, match="no parity-checkpoint.json or config.json, so it is not a checkpoint"):
+            fetch_model(dest, endpoint=hub.url, overwrite=True)
+        assert hub.requests == [] and (dest / "keep.txt").read_text() == "mine"
+        (dest / "config.json").write_text("{}")
         fetch_model(dest, endpoint=hub.url, overwrite=True)
     assert not (dest / "keep.txt").exists()
     assert (dest / "model.safetensors").read_bytes() == served_files["model.safetensors"]
+
+
+@pytest.fixture
+def no_retry_wait(monkeypatch):
+    """huggingface_hub retries a 5xx five times with back-off (23 s); the retries still happen, instantly."""
+    import huggingface_hub.utils._http as hub_http
+
+    monkeypatch.setattr(hub_http.time, "sleep", lambda seconds: None)
+
+
+def test_server_error_says_the_hub_failed_not_that_the_file_is_missing(tmp_path, served_files, monkeypatch,
+                                                                        capsys, no_retry_wait):
+    with FakeHub(served_files, faults={"config.json": "500"}) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        assert cli.main(["fetch-model", str(tmp_path / "gpt2")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"parity fetch-model: error: cannot reach the Hugging Face hub at {hub.url} (")
+    assert "500" in err and "has no file" not in err and "internal error" not in err
+    assert err.endswith("; use `parity synth-model DIR` for an offline synthetic checkpoint\n")
+    assert err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_download_cut_short_is_a_download_failure(tmp_path, served_files, monkeypatch, capsys):
+    with FakeHub(served_files, faults={"model.safetensors": "truncate"}) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        assert cli.main(["fetch-model", str(tmp_path / "gpt2")]) == 2
+    err = capsys.readouterr().err
+    size = len(served_files["model.safetensors"])
+    assert err == (f"parity fetch-model: error: downloading model.safetensors from {hub.url} failed: "
+                   f"RemoteProtocolError: peer closed connection without sending complete message body "
+                   f"(received 1000 bytes, expected {size})\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_corrupt_download_names_the_file_in_dir(tmp_path, served_files, monkeypatch, capsys):
+    files = dict(served_files, **{"model.safetensors": served_files["model.safetensors"][:-100]})
+    dest = tmp_path / "gpt2"
+    with FakeHub(files) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        assert cli.main(["fetch-model", str(dest)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"parity fetch-model: error: the download is not a valid checkpoint: "
+                          f"{dest / 'model.safetensors'}: corrupt or truncated safetensors file (")
+    assert ".tmp-" not in err
+
+
+def test_stale_fetch_staging_is_swept(tmp_path, served_files):
+    import os
+    import time
+
+    stale = tmp_path / ".gpt2.tmp-dead"
+    (stale / "checkpoint").mkdir(parents=True)
+    os.utime(stale, (time.time() - 7200, time.time() - 7200))
+    with FakeHub(served_files) as hub:
+        fetch_model(tmp_path / "gpt2", endpoint=hub.url)
+    assert [p.name for p in tmp_path.iterdir()] == ["gpt2"]

@@ -142,3 +142,77 @@ def test_cli(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["synth-model", str(tmp_path / "x"), "--config", "huge"])
     assert exit_info.value.code == 2
+
+
+# ------------------------------------------------------------------ destination checks and leftovers
+
+def test_current_directory_is_refused_clearly(tmp_path, monkeypatch, capsys):
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    for extra in ([], ["--force"]):
+        assert cli.main(["synth-model", ".", "--config", "tiny", *extra]) == 2
+        assert capsys.readouterr().err == (
+            f"parity synth-model: error: cannot write the checkpoint into {here}: the directory is in use "
+            f"(it is the current directory); give a path that does not exist yet, e.g. {here / 'model'}\n")
+    assert list(tmp_path.iterdir()) == [here] and list(here.iterdir()) == []
+
+
+def test_relative_destination_lands_beside_the_working_directory(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["synth-model", "model", "--config", "tiny"]) == 0
+    assert capsys.readouterr().out.endswith(f" -> {tmp_path / 'model'}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+
+
+def test_busy_rename_says_the_directory_is_in_use(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    real_replace = os.replace
+
+    def busy(src, dst):
+        if Path(src).name == "checkpoint":  # the final rename of the staging directory
+            raise OSError(errno.EBUSY, "Device or resource busy")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", busy)
+    dest = tmp_path / "mnt"
+    with pytest.raises(CheckpointError) as info:
+        synthesize_checkpoint(dest, config="tiny")
+    assert str(info.value) == (f"cannot write the checkpoint into {dest}: the directory is in use (a mount point "
+                               f"or a working directory); give a path that does not exist yet, e.g. {dest / 'model'}")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("content", ["file", "dir"])
+def test_force_refuses_to_delete_what_is_not_a_checkpoint(tmp_path, capsys, content):
+    dest = tmp_path / "precious"
+    if content == "file":
+        dest.write_text("mine")
+        expected = f"{dest} is not a directory; refusing to replace it with a checkpoint"
+    else:
+        dest.mkdir()
+        (dest / "notes.txt").write_text("mine")
+        expected = (f"{dest} holds files but no parity-checkpoint.json or config.json, so it is not a checkpoint; "
+                    "refusing to delete it (remove it yourself or choose another DIR)")
+    assert cli.main(["synth-model", str(dest), "--config", "tiny", "--force"]) == 2
+    assert capsys.readouterr().err == f"parity synth-model: error: {expected}\n"
+    assert (dest.read_text() if content == "file" else (dest / "notes.txt").read_text()) == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["precious"]
+
+
+def test_stale_staging_directories_are_swept(tmp_path):
+    import os
+    import time
+
+    stale, fresh, other = tmp_path / ".out.tmp-dead", tmp_path / ".out.tmp-live", tmp_path / ".other.tmp-dead"
+    for leftover in (stale, fresh, other):
+        (leftover / "checkpoint").mkdir(parents=True)
+        (leftover / "checkpoint" / "model.safetensors").write_bytes(b"x" * 100)
+    two_hours_ago = time.time() - 7200
+    for leftover in (stale, other):
+        os.utime(leftover, (two_hours_ago, two_hours_ago))
+    synthesize_checkpoint(tmp_path / "out", config="tiny")
+    # a killed writer's staging is gone; a recent one may be live, and another DIR's is not ours to judge
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.tmp-dead", ".out.tmp-live", "out"]

@@ -8,10 +8,14 @@ small, synthesized on first use)."""
 from __future__ import annotations
 
 import contextlib
+import errno
+import glob
 import json
 import os
 import re
+import shutil
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -339,20 +343,82 @@ def is_occupied(path: Path) -> bool:
     return path.exists() and (not path.is_dir() or any(path.iterdir()))
 
 
+def staging_prefix(dest: Path) -> str:
+    """Name prefix of the temporary directory a writer of ``dest`` stages into (a sibling of ``dest``, so the final
+    rename stays on one filesystem)."""
+    return f".{dest.name}.tmp-"
+
+
+def sweep_stale_staging(dest: Path, max_age_s: float | None = None) -> list[Path]:
+    """Delete staging directories of ``dest`` left by a writer killed before its rename (GPT-2 small's is ~500 MB);
+    recent ones may belong to a live writer and stay. Same rule as the kernel cache's temporaries."""
+    from compiler.backend import STALE_AFTER_S
+
+    max_age_s = STALE_AFTER_S if max_age_s is None else max_age_s
+    removed = []
+    now = time.time()
+    for leftover in dest.parent.glob(glob.escape(staging_prefix(dest)) + "*"):
+        try:
+            if leftover.is_dir() and now - leftover.stat().st_mtime > max_age_s:
+                shutil.rmtree(leftover)
+                removed.append(leftover)
+        except OSError:
+            pass  # another process swept it first
+    return removed
+
+
+def resolve_destination(dest: str | Path) -> Path:
+    """``dest`` as an absolute path: ``Path(".").name`` is empty, so a relative "." would stage into ``..tmp-*``
+    beside the wrong parent and try to rename over the current directory under a name that says nothing."""
+    return Path(os.path.abspath(Path(dest).expanduser()))
+
+
+def check_destination(dest: Path, overwrite: bool) -> None:
+    """Refuse, before any work, a ``dest`` the final rename would fail on or that ``overwrite`` must not delete."""
+    if dest.is_dir() and dest.samefile(Path.cwd()):
+        # Linux would let us swap the directory out from under the shell that started us (which then sits in a
+        # deleted directory and sees nothing), or refuse it with EBUSY; neither is what was meant.
+        raise CheckpointError(_in_use_message(dest, "it is the current directory"))
+    if overwrite:
+        check_replaceable(dest)
+
+
+def _in_use_message(dest: Path, why: str) -> str:
+    return (f"cannot write the checkpoint into {dest}: the directory is in use ({why}); "
+            f"give a path that does not exist yet, e.g. {dest / 'model'}")
+
+
+def check_replaceable(dest: Path) -> None:
+    """Refuse to replace (``--force``) a non-empty ``dest`` that is not a checkpoint: replacing deletes it."""
+    if not is_occupied(dest):
+        return
+    if not dest.is_dir():
+        raise CheckpointError(f"{dest} is not a directory; refusing to replace it with a checkpoint")
+    if not ((dest / MANIFEST_FILE).is_file() or (dest / CONFIG_FILE).is_file()):
+        raise CheckpointError(
+            f"{dest} holds files but no {MANIFEST_FILE} or {CONFIG_FILE}, so it is not a checkpoint; "
+            "refusing to delete it (remove it yourself or choose another DIR)"
+        )
+
+
 def move_into_place(staging: Path, dest: Path, overwrite: bool, accept_existing) -> None:
     """Rename ``staging`` to ``dest``; with ``overwrite``, the old ``dest`` is swapped out first and then removed."""
     trash = staging.parent / "replaced"
-    if overwrite and dest.exists():
-        os.replace(dest, trash)
     try:
+        if overwrite and dest.exists():
+            os.replace(dest, trash)
         os.replace(staging, dest)  # replaces an empty directory; fails on a non-empty one
-    except OSError:
+    except OSError as err:
         if trash.exists():
             os.replace(trash, dest)  # put the checkpoint being replaced back
+        if err.errno == errno.EBUSY:  # a mount point or some process's working directory (Linux refuses the rename)
+            raise CheckpointError(_in_use_message(dest, "a mount point or a working directory")) from None
         # Another process may have finished the same checkpoint first; keep theirs when it is the same one.
         if is_complete_checkpoint(dest) and accept_existing():
             return
-        raise CheckpointError(f"cannot move the new checkpoint into {dest}: it appeared meanwhile") from None
+        if is_occupied(dest):
+            raise CheckpointError(f"cannot move the new checkpoint into {dest}: it appeared meanwhile") from None
+        raise CheckpointError(f"cannot move the new checkpoint into {dest}: {err.strerror or err}") from None
 
 
 # --- the default model ----------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Download the real GPT-2 (``openai-community/gpt2`` at a pinned revision) from the
 Hugging Face hub with huggingface_hub, into a checkpoint directory with a manifest of
 sha256s. The download is staged in a temporary directory, validated by ``load_model``
-and only then renamed into place, so a failed or invalid download leaves nothing behind.
+and only then renamed into place, so a failed or invalid download leaves nothing behind
+(the staging directory of a fetch killed midway is swept by a later fetch once an hour old).
 ``HF_ENDPOINT`` (or the ``endpoint`` argument) points it at a mirror or a test server."""
 
 from __future__ import annotations
@@ -19,10 +20,14 @@ from compiler.gpt2.checkpoint import (
     CheckpointInfo,
     apply_umask_permissions,
     build_manifest,
+    check_destination,
     checkpoint_info,
     is_occupied,
     load_model,
     move_into_place,
+    resolve_destination,
+    staging_prefix,
+    sweep_stale_staging,
     write_manifest,
 )
 
@@ -46,6 +51,11 @@ def _offline_message(endpoint: str, detail: object) -> str:
         f"cannot reach the Hugging Face hub at {endpoint} ({detail}); "
         "use `parity synth-model DIR` for an offline synthetic checkpoint"
     )
+
+
+def _one_line(err: BaseException) -> str:
+    """huggingface_hub's messages span several lines (request ids, hints); CLI errors are one line."""
+    return " ".join(str(err).split()) or type(err).__name__
 
 
 def check_reachable(endpoint: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
@@ -76,12 +86,13 @@ def _quiet_tqdm():
 def _download(filename: str, local_dir: Path, cache_dir: Path, revision: str, endpoint: str, progress: Any) -> Path:
     import huggingface_hub
     from huggingface_hub.errors import (
-        EntryNotFoundError,
         HfHubHTTPError,
         LocalEntryNotFoundError,
+        RemoteEntryNotFoundError,
         RepositoryNotFoundError,
         RevisionNotFoundError,
     )
+    from huggingface_hub.errors import HTTPError as HubNetworkError  # the base of the httpx errors the hub client raises
 
     try:
         path = huggingface_hub.hf_hub_download(
@@ -94,19 +105,31 @@ def _download(filename: str, local_dir: Path, cache_dir: Path, revision: str, en
             token=False,  # public model: never send stored credentials
             tqdm_class=None if progress else _quiet_tqdm(),
         )
+    # Most specific first: in huggingface_hub 2.x LocalEntryNotFoundError (nothing reachable, nothing cached)
+    # and RemoteEntryNotFoundError (the hub answered 404) are both EntryNotFoundErrors, and every
+    # HfHubHTTPError is also an httpx HTTPError and an OSError.
     except RevisionNotFoundError:
         raise FetchError(f"{endpoint}: revision {revision} of {REPO_ID} not found") from None
     except RepositoryNotFoundError:
         raise FetchError(f"{endpoint}: repository {REPO_ID} not found") from None
-    except EntryNotFoundError:
+    except RemoteEntryNotFoundError:
         raise FetchError(f"{endpoint}: {REPO_ID}@{revision} has no file {filename}") from None
-    except LocalEntryNotFoundError as err:
-        raise FetchError(_offline_message(endpoint, err.__cause__ or err)) from None
+    except LocalEntryNotFoundError as err:  # the hub failed (5xx after retries, connection lost) before any byte came
+        raise FetchError(_offline_message(endpoint, _one_line(err.__cause__ or err))) from None
     except HfHubHTTPError as err:
-        raise FetchError(f"{endpoint}: downloading {filename} failed: {err}") from None
-    except OSError as err:  # connection errors surfacing mid-download, disk full, ...
-        raise FetchError(f"downloading {filename} from {endpoint} failed: {err}") from None
+        raise FetchError(f"{endpoint}: downloading {filename} failed: {_one_line(err)}") from None
+    except (HubNetworkError, OSError) as err:  # a transfer cut short (httpx RemoteProtocolError), disk full, ...
+        raise FetchError(f"downloading {filename} from {endpoint} failed: {type(err).__name__}: {_one_line(err)}") from None
     return Path(path)
+
+
+def _validate_download(staging: Path, dest: Path) -> None:
+    """``load_model`` on the staged download, its errors naming the files as they would be in ``dest``: the staging
+    directory is deleted by the time the user reads the message."""
+    try:
+        load_model(staging)
+    except CheckpointError as err:
+        raise CheckpointError(f"the download is not a valid checkpoint: {str(err).replace(str(staging), str(dest))}") from None
 
 
 def fetch_model(
@@ -117,13 +140,15 @@ def fetch_model(
     overwrite: bool = False,
 ) -> CheckpointInfo:
     """Download GPT-2 at ``revision`` into ``dest`` and return its validated ``CheckpointInfo``."""
-    dest = Path(dest).expanduser()
+    dest = resolve_destination(dest)
     endpoint = hub_endpoint(endpoint)
+    check_destination(dest, overwrite)
     if is_occupied(dest) and not overwrite:
         raise CheckpointError(f"{dest} already exists and is not empty (pass --force to replace it)")
     check_reachable(endpoint)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=dest.parent, prefix=f".{dest.name}.tmp-") as tmp:
+    sweep_stale_staging(dest)
+    with tempfile.TemporaryDirectory(dir=dest.parent, prefix=staging_prefix(dest)) as tmp:
         download_dir, staging = Path(tmp) / "download", Path(tmp) / "checkpoint"
         staging.mkdir()
         for filename in CHECKPOINT_FILES:
@@ -132,7 +157,7 @@ def fetch_model(
         manifest = build_manifest(staging, name=f"gpt2@{revision[:12]}", source="huggingface",
                                   repo_id=REPO_ID, revision=revision, endpoint=endpoint)  # fmt: skip
         write_manifest(staging, manifest)
-        load_model(staging)  # an invalid download never lands at dest
+        _validate_download(staging, dest)  # an invalid download never lands at dest
         apply_umask_permissions(staging)
         move_into_place(staging, dest, overwrite=overwrite, accept_existing=lambda: False)
     return checkpoint_info(dest)

@@ -2,7 +2,9 @@
 offline default when no real weights can be had. Weights are N(0, 0.02) float32 draws
 from ``np.random.default_rng(seed)`` in a fixed tensor order, biases 0, layer-norm gains 1
 and biases 0 (as GPT-2 initializes); the file also carries the causal-mask buffers the
-real file has. The same (config, seed) always gives a byte-identical model.safetensors."""
+real file has. The same (config, seed) always gives a byte-identical model.safetensors.
+The directory is staged beside its destination and renamed into place; the staging
+directories of writers killed midway are swept once an hour old."""
 
 from __future__ import annotations
 
@@ -22,14 +24,18 @@ from compiler.gpt2.checkpoint import (
     WEIGHTS_FILE,
     CheckpointError,
     CheckpointInfo,
+    apply_umask_permissions,
     build_manifest,
+    check_destination,
     checkpoint_info,
     expected_shapes,
-    apply_umask_permissions,
     is_complete_checkpoint,
     is_occupied,
     move_into_place,
     read_manifest,
+    resolve_destination,
+    staging_prefix,
+    sweep_stale_staging,
     write_manifest,
 )
 from compiler.gpt2.config import PRESETS, GPT2Config
@@ -100,14 +106,16 @@ def synthesize_checkpoint(
         raise CheckpointError(f"unknown synthetic config {config!r}; choose one of {', '.join(PRESETS)}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise CheckpointError(f"seed must be a non-negative integer, got {seed!r}")
-    dest = Path(dest).expanduser()
+    dest = resolve_destination(dest)
+    check_destination(dest, overwrite)
     if is_occupied(dest) and not overwrite:
         if exist_ok and is_complete_checkpoint(dest) and _matches(dest, config, seed):
             return checkpoint_info(dest)
         raise CheckpointError(f"{dest} already exists and is not empty (pass --force to replace it)")
     dest.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale_staging(dest)
     name = synthetic_name(config, seed)
-    with tempfile.TemporaryDirectory(dir=dest.parent, prefix=f".{dest.name}.tmp-") as tmp:
+    with tempfile.TemporaryDirectory(dir=dest.parent, prefix=staging_prefix(dest)) as tmp:
         staging = Path(tmp) / "checkpoint"
         staging.mkdir()
         _write_checkpoint(staging, PRESETS[config], seed, progress)
