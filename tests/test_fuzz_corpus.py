@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.fuzzing.engine import corpus_files
 from harness.fuzzing.isolate import IsolatedRunner
 
 CORPUS = Path(__file__).parent / "fuzz_corpus"
-ENTRIES = sorted(CORPUS.glob("*.json"))
+ENTRIES = corpus_files(CORPUS)  # not the dot-named temporaries a killed fuzzer run may have left
 
 
 @pytest.fixture(scope="module")

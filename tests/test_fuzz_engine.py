@@ -134,7 +134,7 @@ def test_failures_are_shrunk_and_written_to_the_corpus(tmp_path):
     assert entry["op_or_graph"] == "negative" and entry["message"] == "last axis too long"
     shrunk = decode_operand(entry["case"]["operands"][0])
     assert shrunk.shape == (3,)  # minimal: one axis of exactly 3
-    assert not list(tmp_path.glob(".tmp-*"))  # written atomically
+    assert not list(tmp_path.glob(".*"))  # written atomically: no temporary left
 
 
 def test_a_native_crash_is_a_finding_and_the_runner_goes_on():
@@ -186,3 +186,124 @@ def test_fuzz_command_rejects_unknown_ops_and_replays_files(capsys, tmp_path):
     assert fuzz_cmd.run(_args(replay=bad, json=True)) == 1
     out = json.loads(capsys.readouterr().out)
     assert out["failures"][0]["message"].startswith("[crash]")
+
+
+# ------------------------------------------------------------------ corpus robustness
+
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
+def test_corpus_temporaries_are_never_entries_and_stale_ones_are_swept(tmp_path):
+    import os
+    import time
+
+    good = _write(tmp_path / "op-add-1.json", json.dumps({"case": {"kind": "op", "op": "add"}}))
+    stale = _write(tmp_path / ".tmp-abcd.json", '{"ca')  # a writer killed mid-write, under the old naming
+    live = _write(tmp_path / ".op-add-2.json.x1y2.tmp", "")
+    os.utime(stale, (time.time() - 7200, time.time() - 7200))
+    assert engine.corpus_files(tmp_path) == [good]
+    assert [p for p, _ in engine.load_corpus(tmp_path)] == [good]
+    assert engine.sweep_stale_corpus_temporaries(tmp_path) == [stale]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".op-add-2.json.x1y2.tmp", "op-add-1.json"]
+    assert live.exists()
+
+
+def test_corpus_entries_respect_the_umask(tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        path = engine.write_corpus_entry(tmp_path, {"kind": "op", "op": "add", "params": {}, "operands": []},
+                                         "add", Outcome("fail", "differs"), "test")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary left
+
+
+BAD_ENTRIES = {
+    "truncated": ('{"case": {"kind": "op", "op"', "not valid JSON (Expecting ':' delimiter: line 1 column 29 (char 28)); "
+                                                 "truncated or not a corpus file"),
+    "garbage": ("\x00\x01garbage", "not valid JSON (Expecting value: line 1 column 1 (char 0)); truncated or not a corpus file"),
+    "empty-object": ("{}", "not a corpus entry: no 'case' object with a 'kind'"),
+    "list": ("[1]", "not a corpus entry (a JSON object with a 'case'), got a JSON list"),
+    "unknown-op": ('{"op_or_graph": "nosuch", "case": {"kind": "op", "op": "nosuch", "params": {}, "operands": []}}',
+                   "corpus entry names unknown op 'nosuch'; see `parity fuzz --list-ops`"),
+    "unknown-graph-op": ('{"case": {"kind": "graph", "inputs": [], "nodes": [{"op": "add"}, {"op": "nosuch"}]}}',
+                         "corpus entry names unknown op 'nosuch'; see `parity fuzz --list-ops`"),
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_ENTRIES))
+@pytest.mark.parametrize("given", ["file", "directory"])
+def test_a_bad_corpus_file_could_not_run_and_is_named(kind, given, tmp_path, capsys, monkeypatch):
+    text, reason = BAD_ENTRIES[kind]
+    bad = _write(tmp_path / f"{kind}.json", text)
+
+    class NoRunner:  # nothing may run: a bad entry is found before any case
+        def __init__(self, *a, **kw):
+            raise AssertionError("a case ran")
+
+    monkeypatch.setattr("harness.fuzzing.isolate.IsolatedRunner", NoRunner)
+    assert fuzz_cmd.run(_args(replay=bad if given == "file" else tmp_path, json=True)) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"parity fuzz: error: {bad}: {reason}\n" and captured.out == ""
+
+
+def _fuzz_must_not_start(monkeypatch):
+    def fuzz(*args, **kwargs):
+        raise AssertionError("fuzzing started")
+    monkeypatch.setattr(engine, "fuzz", fuzz)
+
+
+def test_an_unusable_corpus_is_refused_before_fuzzing(tmp_path, capsys, monkeypatch):
+    _fuzz_must_not_start(monkeypatch)
+    plain = _write(tmp_path / "plain", "")
+    assert fuzz_cmd.run(_args(corpus=plain, ops="add", json=True)) == 2
+    assert capsys.readouterr().err == f"parity fuzz: error: --corpus {plain}: {plain} is not a directory (or pass --no-corpus)\n"
+    assert fuzz_cmd.run(_args(corpus=plain / "sub", ops="add", json=True)) == 2
+    assert capsys.readouterr().err == (f"parity fuzz: error: --corpus {plain / 'sub'}: cannot write into {plain / 'sub'}: "
+                                       "Not a directory (or pass --no-corpus)\n")
+
+
+@pytest.mark.parametrize("argv, message", [
+    ({"seconds": 0}, "--seconds must be a positive number of seconds, got 0"),
+    ({"seconds": "nan"}, "--seconds must be a positive number of seconds, got nan"),
+    ({"seconds": "inf"}, "--seconds must be a positive number of seconds, got inf"),
+    ({"examples": 0, "graph_examples": 0}, "--examples 0 and --graph-examples 0 leave nothing to test"),
+    ({"ops": ","}, "--ops ',' names no op; leave it out to fuzz every op"),
+    ({"ops": " , "}, "--ops ' , ' names no op; leave it out to fuzz every op"),
+])
+def test_a_run_that_would_test_nothing_is_refused(argv, message, capsys, monkeypatch):
+    _fuzz_must_not_start(monkeypatch)
+    assert fuzz_cmd.run(_args(no_corpus=True, json=True, **argv)) == 2
+    assert capsys.readouterr().err == f"parity fuzz: error: {message}\n"
+
+
+def test_list_ops_json_is_one_line_of_registry_rows(capsys):
+    assert fuzz_cmd.run(_args(list_ops=True, json=True)) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1
+    rows = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    assert [r["name"] for r in rows] == list(oi.REGISTRY)
+    add = next(r for r in rows if r["name"] == "add")
+    assert add == {"name": "add", "numpy": oi.REGISTRY["add"].numpy_name, "family": oi.REGISTRY["add"].family,
+                   "arity": 2, "dtypes": [str(d) for d in oi.REGISTRY["add"].dtypes],
+                   "domains": [{"lo": None, "hi": None, "finite_only": False}] * len(oi.REGISTRY["add"].domains),
+                   "tolerance_ulps": oi.REGISTRY["add"].tolerance.ulps}
+
+
+def test_list_ops_piped_never_truncates_names(capsys):
+    import io
+
+    from rich.console import Console
+
+    narrow = Console(file=io.StringIO(), width=40)  # not a terminal, as when piped
+    assert fuzz_cmd.run(_args(list_ops=True), console=narrow) == 0
+    lines = narrow.file.getvalue().splitlines()
+    assert lines[0] == "name\tNumPy\tfamily\tarity\tdtypes\tdomain\ttolerance"
+    assert [line.split("\t")[0] for line in lines[1:]] == list(oi.REGISTRY)
+    assert lines[1].split("\t")[1] == oi.REGISTRY[lines[1].split("\t")[0]].numpy_name

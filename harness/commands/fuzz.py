@@ -1,12 +1,16 @@
 """`parity fuzz`: differential fuzzing of the compiler against NumPy — every op in
 the registry, then random whole programs — with a rich (or one-line JSON) summary;
-failures are shrunk and written to the corpus. Exit 1 when anything failed."""
+failures are shrunk and written to the corpus. Exit 1 when anything failed, 2 when the run
+could not happen (a budget that tests nothing, an unwritable corpus, a corpus file that is
+not a replayable entry)."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+import math
+import sys
 from pathlib import Path
 
 HELP = "fuzz the compiler against NumPy (registry ops and random graphs); failures go to the corpus"
@@ -26,11 +30,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-corpus", action="store_true", help="do not write failures anywhere")
     parser.add_argument("--replay", type=Path, nargs="+", default=None, metavar="FILE",
                         help="replay corpus files (or directories of them) instead of fuzzing")
-    parser.add_argument("--list-ops", action="store_true", help="list the registry and exit")
+    parser.add_argument("--list-ops", action="store_true",
+                        help="list the registry and exit (with --json: one JSON line, a list of objects)")
     parser.add_argument("--json", action="store_true", help="print one JSON line instead of the rich summary")
 
 
+def _error(message: str) -> int:
+    """One plain line on stderr (rich would wrap a long path at 80 columns when piped) and exit 2, "could not run"."""
+    print(f"parity fuzz: error: {message}", file=sys.stderr)
+    return 2
+
+
 def _profile(args):
+    """The profile with the command line's overrides; ``ValueError`` for a budget that would test nothing."""
     from harness.fuzzing.engine import PROFILES
     profile = PROFILES[args.profile]
     changes = {k: v for k, v in (("examples_per_op", args.examples), ("graph_examples", args.graph_examples),
@@ -38,33 +50,58 @@ def _profile(args):
     for name, value in changes.items():
         if value < 0:
             raise ValueError(f"--{name.replace('_per_op', '').replace('_', '-')} must not be negative, got {value}")
-    return dataclasses.replace(profile, **changes)
+    if args.seconds is not None and not (math.isfinite(args.seconds) and args.seconds > 0):
+        raise ValueError(f"--seconds must be a positive number of seconds, got {args.seconds:g}")
+    profile = dataclasses.replace(profile, **changes)
+    if profile.examples_per_op == 0 and profile.graph_examples == 0:
+        raise ValueError("--examples 0 and --graph-examples 0 leave nothing to test")
+    return profile
+
+
+def _selected_ops(args, oi) -> list[str] | None:
+    """The --ops names (None: every op); ``ValueError`` for an empty list or a name the registry lacks."""
+    if args.ops is None:
+        return None
+    ops = [o.strip() for o in args.ops.split(",") if o.strip()]
+    if not ops:
+        raise ValueError(f"--ops {args.ops!r} names no op; leave it out to fuzz every op")
+    unknown = [o for o in ops if o not in oi.REGISTRY]
+    if unknown:
+        raise ValueError(f"unknown op(s) {', '.join(unknown)}; see `parity fuzz --list-ops`")
+    return ops
+
+
+def _corpus(args) -> Path | None:
+    """Where findings go, checked writable now: a finding written after an hour of fuzzing must not be what fails."""
+    if args.no_corpus:
+        return None
+    from harness.report import unwritable_reason
+
+    reason = unwritable_reason(args.corpus, directory=True)
+    if reason:
+        raise ValueError(f"--corpus {args.corpus}: {reason} (or pass --no-corpus)")
+    return args.corpus
 
 
 def run(args, *, console=None) -> int:
     from rich.console import Console
 
     from compiler import opinfo as oi
+    from harness.fuzzing.engine import CorpusError
 
     console = console or Console()
-    err = Console(stderr=True)
     if args.list_ops:
-        return _list_ops(console, oi)
-    if args.replay:
-        return _replay(args, console)
-    ops = [o.strip() for o in args.ops.split(",") if o.strip()] if args.ops else None
-    unknown = [o for o in ops or [] if o not in oi.REGISTRY]
-    if unknown:
-        err.print(f"[bold red]parity fuzz: error:[/] unknown op(s) {', '.join(unknown)}; see `parity fuzz --list-ops`")
-        return 2
+        return _list_ops(console, oi, args.json)
     try:
+        if args.replay:
+            return _replay(args, console)
+        ops = _selected_ops(args, oi)
         profile = _profile(args)
-    except ValueError as exc:
-        err.print(f"[bold red]parity fuzz: error:[/] {exc}")
-        return 2
+        corpus = _corpus(args)
+    except (ValueError, CorpusError) as exc:
+        return _error(str(exc))
     from harness.fuzzing.engine import fuzz
 
-    corpus = None if args.no_corpus else args.corpus
     if args.json:
         summary = fuzz(profile, args.seed, corpus, ops)
         print(json.dumps(summary.as_json()))
@@ -110,40 +147,68 @@ def _render(console, summary, profile, args) -> None:
         console.print("replay with: parity fuzz --replay FILE")
 
 
-def _list_ops(console, oi) -> int:
-    from rich.table import Table
-    table = Table(title=f"op registry ({len(oi.REGISTRY)} ops)")
-    for col in ("name", "NumPy", "family", "arity", "dtypes", "domain", "tolerance"):
-        table.add_column(col)
+def op_rows(oi) -> list[dict]:
+    """The registry as JSON-ready rows: what the --list-ops table shows, with numbers kept numbers."""
+    def bound(v):
+        return v if v is None or math.isfinite(v) else None  # JSON has no infinities; None means unbounded
+
+    return [{"name": o.name, "numpy": o.numpy_name, "family": o.family, "arity": o.arity,
+             "dtypes": [str(d) for d in o.dtypes],
+             "domains": [{"lo": bound(d.lo), "hi": bound(d.hi), "finite_only": not d.special} for d in o.domains],
+             "tolerance_ulps": o.tolerance.ulps}
+            for o in oi.REGISTRY.values()]
+
+
+def _list_ops(console, oi, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps(op_rows(oi), allow_nan=False))
+        return 0
+    header = ("name", "NumPy", "family", "arity", "dtypes", "domain", "tolerance")
+    rows = []
     for o in oi.REGISTRY.values():
         dom = ", ".join(f"[{d.lo if d.lo is not None else '-'}, {d.hi if d.hi is not None else '+'}]"
                         + ("" if d.special else " finite") for d in o.domains)
-        table.add_row(o.name, o.numpy_name, o.family, str(o.arity), oi.describe_dtypes(o.dtypes), dom,
-                      "exact" if o.tolerance.ulps == 0 else f"{o.tolerance.ulps:g} ulp")
+        rows.append((o.name, o.numpy_name, o.family, str(o.arity), oi.describe_dtypes(o.dtypes), dom,
+                     "exact" if o.tolerance.ulps == 0 else f"{o.tolerance.ulps:g} ulp"))
+    if not console.is_terminal:
+        # piped: rich would wrap the table to 80 columns and cut names short; tab-separated lines never are
+        for row in (header, *rows):
+            print("\t".join(row), file=console.file)
+        return 0
+    from rich.table import Table
+    table = Table(title=f"op registry ({len(oi.REGISTRY)} ops)")
+    for col in header:
+        table.add_column(col, no_wrap=col == "name")
+    for row in rows:
+        table.add_row(*row)
     console.print(table)
     return 0
+
+
+def _replay_files(paths) -> list[tuple[Path, dict]]:
+    """(file, checked entry) for every file given or inside a directory given, all read before any runs."""
+    from harness.fuzzing.engine import load_corpus, read_corpus_entry
+
+    entries = []
+    for p in paths:
+        if p.is_dir():
+            entries += load_corpus(p)
+        elif p.is_file():
+            entries.append((p, read_corpus_entry(p)))
+        else:
+            raise ValueError(f"no such corpus file or directory: {p}")
+    return entries
 
 
 def _replay(args, console) -> int:
     from rich.markup import escape
 
-    from harness.fuzzing.engine import load_corpus
     from harness.fuzzing.isolate import IsolatedRunner
 
-    files = []
-    for p in args.replay:
-        if p.is_dir():
-            files += [f for f, _ in load_corpus(p)]
-        elif p.is_file():
-            files.append(p)
-        else:
-            Console = type(console)
-            Console(stderr=True).print(f"[bold red]parity fuzz: error:[/] no such corpus file or directory: {p}")
-            return 2
+    entries = _replay_files(args.replay)
     failures = []
     with IsolatedRunner() as runner:
-        for f in files:
-            entry = json.loads(Path(f).read_text())
+        for f, entry in entries:
             outcome = runner.run(entry["case"])
             if outcome.failed:
                 failures.append({"op_or_graph": entry.get("op_or_graph", "?"), "reproducer": str(f),
@@ -154,5 +219,5 @@ def _replay(args, console) -> int:
                 if outcome.failed:
                     console.print(f"     {escape(outcome.message)}", highlight=False)
     if args.json:
-        print(json.dumps({"ops_covered": 0, "examples": len(files), "graph_examples": 0, "failures": failures}))
+        print(json.dumps({"ops_covered": 0, "examples": len(entries), "graph_examples": 0, "failures": failures}))
     return 1 if failures else 0

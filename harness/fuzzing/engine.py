@@ -1,13 +1,14 @@
 """The fuzzing loop: Hypothesis generates op-level cases (one search per registry
 op) and whole programs, every case runs isolated, and a disagreement is shrunk by
 Hypothesis to a minimal case that is written to the corpus as a reproducible JSON
-file. Budgets are examples per op, graph examples and wall-clock seconds; shrinking
-has its own time cap so one finding cannot eat the run."""
+file (atomically; dot-named temporaries are never read as entries, and those of a run
+killed midway are swept once an hour old). Budgets are examples per op, graph examples
+and wall-clock seconds; shrinking has its own time cap so one finding cannot eat the run.
+A corpus file that is not a replayable entry is a ``CorpusError`` naming the file."""
 
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from compiler import opinfo as oi
+from harness.report import atomic_write_text
 
 from .cases import case_id, describe_case, sample_op_case
 from .graphs import sample_graph_case
@@ -128,18 +130,82 @@ def search(strategy, max_examples: int, run_seed: int, runner: IsolatedRunner, d
     return state["runs"], None, None
 
 
+class CorpusError(ValueError):
+    """A corpus file that cannot be replayed (unreadable, not an entry, or naming an op the registry lacks): the run
+    could not happen, which is not a compiler failure."""
+
+
+CORPUS_TEMPORARY_STALE_S = 3600  # a writer that has not renamed its temporary within this is dead
+
+
+def is_corpus_temporary(path: Path) -> bool:
+    """Dotfiles are temporaries: atomic_write_text's ``.NAME.XXXX.tmp`` and the ``.tmp-XXXX.json`` of older runs
+    (whose ``.json`` suffix a plain ``*.json`` glob matches)."""
+    return path.name.startswith(".")
+
+
+def corpus_files(corpus: Path) -> list[Path]:
+    """The entries of a corpus directory, in name order, without temporaries a killed writer left."""
+    return sorted(p for p in Path(corpus).glob("*.json") if not is_corpus_temporary(p))
+
+
+def sweep_stale_corpus_temporaries(corpus: Path, max_age_s: float = CORPUS_TEMPORARY_STALE_S) -> list[Path]:
+    """Delete temporaries older than ``max_age_s`` (a writer killed before its rename); recent ones may be live."""
+    removed = []
+    now = time.time()
+    for leftover in Path(corpus).glob(".*"):
+        try:
+            if leftover.is_file() and now - leftover.stat().st_mtime > max_age_s:
+                leftover.unlink()
+                removed.append(leftover)
+        except OSError:
+            pass  # another process swept it first
+    return removed
+
+
+def _case_ops(case: dict) -> list:
+    if case.get("kind") == "op":
+        return [case.get("op")]
+    if case.get("kind") == "graph":
+        nodes = case.get("nodes")
+        if not isinstance(nodes, list) or not all(isinstance(n, dict) for n in nodes):
+            return [None]
+        return [n.get("op") for n in nodes]
+    return []  # other kinds (the crash self-test) name no registry op
+
+
+def check_corpus_entry(path: Path, entry) -> dict:
+    """``entry`` when it is a replayable corpus entry, else a ``CorpusError`` naming ``path`` and what is wrong."""
+    if not isinstance(entry, dict):
+        raise CorpusError(f"{path}: not a corpus entry (a JSON object with a 'case'), got a JSON {type(entry).__name__}")
+    case = entry.get("case")
+    if not isinstance(case, dict) or not isinstance(case.get("kind"), str):
+        raise CorpusError(f"{path}: not a corpus entry: no 'case' object with a 'kind'")
+    for op in _case_ops(case):
+        if not isinstance(op, str) or op not in oi.REGISTRY:
+            raise CorpusError(f"{path}: corpus entry names unknown op {op!r}; see `parity fuzz --list-ops`")
+    return entry
+
+
+def read_corpus_entry(path: Path) -> dict:
+    """One corpus file, checked; a truncated or garbage file is a ``CorpusError`` naming it."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise CorpusError(f"{path}: cannot read the corpus file ({err})") from None
+    try:
+        entry = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise CorpusError(f"{path}: not valid JSON ({err}); truncated or not a corpus file") from None
+    return check_corpus_entry(path, entry)
+
+
 def write_corpus_entry(corpus: Path, finding_case: dict, label: str, outcome: Outcome, origin: str) -> Path:
-    corpus.mkdir(parents=True, exist_ok=True)
     name = f"{finding_case['kind']}-{label.replace('.', '_')}-{case_id(finding_case)}.json"
     entry = {"kind": finding_case["kind"], "op_or_graph": label, "status": outcome.status, "message": outcome.message,
              "origin": origin, "description": describe_case(finding_case), "case": finding_case}
-    path = corpus / name
-    fd, tmp = tempfile.mkstemp(dir=corpus, prefix=".tmp-", suffix=".json")
-    with os.fdopen(fd, "w") as f:
-        json.dump(entry, f, indent=1, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
-    return path
+    # atomic (a dot-named temporary renamed into place) and with the umask's permissions, like reports
+    return atomic_write_text(Path(corpus) / name, json.dumps(entry, indent=1, sort_keys=True) + "\n")
 
 
 def fuzz(profile: Profile, base_seed: int = 0, corpus: Path | None = None, ops: list[str] | None = None,
@@ -149,6 +215,8 @@ def fuzz(profile: Profile, base_seed: int = 0, corpus: Path | None = None, ops: 
     deadline = started + profile.seconds
     summary = Summary()
     infos = [oi.REGISTRY[n] for n in ops] if ops else list(oi.REGISTRY.values())
+    if corpus is not None and Path(corpus).is_dir():
+        sweep_stale_corpus_temporaries(corpus)
     own_runner = runner is None
     cache = tempfile.TemporaryDirectory(prefix="parity-fuzz-cache-") if own_runner else None
     runner = runner or IsolatedRunner(cache_dir=cache.name)
@@ -210,8 +278,5 @@ def _finding(case, label, outcome, corpus, base_seed) -> Finding:
 
 
 def load_corpus(corpus: Path) -> list[tuple[Path, dict]]:
-    entries = []
-    for path in sorted(Path(corpus).glob("*.json")):
-        with open(path) as f:
-            entries.append((path, json.load(f)))
-    return entries
+    """Every entry of a corpus directory, each checked (``CorpusError`` names the first bad file)."""
+    return [(path, read_corpus_entry(path)) for path in corpus_files(corpus)]
