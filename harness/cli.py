@@ -2,7 +2,8 @@
 module per subcommand from ``harness.commands`` so that ``parity --help`` stays
 fast and a broken subcommand cannot take the others down. An unexpected
 exception is a one-line message and exit 2 ("could not run"), never exit 1,
-which CI reads as a divergence; ``PARITY_DEBUG=1`` adds the traceback."""
+which CI reads as a divergence; ``PARITY_DEBUG=1`` adds the traceback. A reader
+that closes stdout early (``| head``) ends the command quietly with status 141."""
 
 from __future__ import annotations
 
@@ -64,12 +65,32 @@ def report_unexpected(command: str, exc: BaseException) -> int:
     return EXIT_COULD_NOT_RUN
 
 
+# Exit status when the reader of stdout went away (`parity generate ... | head`): 128 + SIGPIPE, what a shell
+# reports for a program the signal killed, so `set -o pipefail` still sees that the output was cut short.
+EXIT_CLOSED_STDOUT = 141
+
+
+def closed_stdout() -> int:
+    """Stop quietly: point stdout at /dev/null so the interpreter's final flush cannot fail again and print
+    "Exception ignored ... BrokenPipeError"."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (captured): nothing will flush to the pipe
+        pass
+    return EXIT_CLOSED_STDOUT
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
-        return int(args._run(args) or 0)
+        status = int(args._run(args) or 0)
+        sys.stdout.flush()  # a reader that went away shows here, not as an unraisable error at exit
+        return status
+    except BrokenPipeError:
+        return closed_stdout()
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -44,3 +44,90 @@ def test_bench_refuses_a_token_count_below_one(count, capsys):
         cli.main(["bench", "--tokens", count])
     assert info.value.code == 2
     assert f"argument --tokens: '{count}' must be at least 1" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ a reader that closes stdout
+
+def test_a_closed_stdout_ends_quietly_with_141(tmp_path):
+    import subprocess
+    import sys
+
+    script = ("import sys\n"
+              "import harness.commands.report as report\n"
+              "def chatty(args):\n"
+              "    for _ in range(100000):\n"
+              "        print('x' * 100)\n"
+              "report.run = chatty\n"
+              "from harness.cli import main\n"
+              "sys.exit(main(['report', 'whatever.json']))\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.read(300) == b"x" * 100 + b"\n" + b"x" * 100 + b"\n" + b"x" * 98
+    proc.stdout.close()  # as `| head -c 300` does
+    assert proc.wait(timeout=120) == 141
+    assert proc.stderr.read() == b""
+
+
+# ------------------------------------------------------------------ prompts and models checked up front
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    from compiler.gpt2.synth import synthesize_checkpoint
+
+    path = tmp_path_factory.mktemp("cli") / "tiny"
+    synthesize_checkpoint(path, config="tiny", seed=0)
+    return path
+
+
+@pytest.fixture
+def no_timing(monkeypatch):
+    """Bench must refuse before it times anything (the reference decode comes first)."""
+    import harness.commands.bench as bench
+
+    def reference_decode(*args):
+        raise AssertionError("timing started")
+    monkeypatch.setattr(bench, "reference_decode", reference_decode)
+
+
+def test_bench_refuses_an_empty_prompt(tiny_model, no_timing, capsys):
+    assert cli.main(["bench", "--model", str(tiny_model), "--prompt", ""]) == 2
+    assert capsys.readouterr().err == "parity bench: error: the prompt is empty: at least one token is needed\n"
+
+
+def test_bench_refuses_a_prompt_beyond_the_context(tiny_model, no_timing, capsys):
+    prompt = "hello " * 60  # 61 tokens; the tiny model's context is 64
+    assert cli.main(["bench", "--model", str(tiny_model), "--prompt", prompt, "--tokens", "10"]) == 2
+    assert capsys.readouterr().err == (
+        "parity bench: error: prompt (61 tokens) + 10 new tokens needs 61 + 10 - 1 = 70 positions "
+        "(the last new token is not fed back), which exceeds the context length 64\n")
+
+
+def test_bench_without_a_gpu_stops_before_loading_the_model(monkeypatch, no_timing, capsys):
+    import compiler.gpt2
+    import compiler.gpu
+
+    monkeypatch.setattr(compiler.gpu, "device_available", lambda: (False, "no CUDA driver (test)"))
+
+    def resolve_model_dir(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+    monkeypatch.setattr(compiler.gpt2, "resolve_model_dir", resolve_model_dir)
+    assert cli.main(["bench", "--target", "gpu"]) == 2
+    assert capsys.readouterr().err == "parity bench: error: no GPU device: no CUDA driver (test)\n"
+
+
+@pytest.mark.parametrize("command", ["generate", "bench"])
+def test_a_prompt_that_is_not_utf8_is_refused(command, tiny_model, no_timing, capsys):
+    prompt = b"ab\xff".decode("utf-8", "surrogateescape")  # how Python hands over such command-line bytes
+    argv = [command, prompt] if command == "generate" else [command, "--prompt", prompt]
+    assert cli.main([*argv, "--model", str(tiny_model)]) == 2
+    assert capsys.readouterr().err == f"parity {command}: error: the prompt is not valid UTF-8 (byte 0xff at character 2)\n"
+
+
+def test_a_model_that_is_a_file_is_not_a_directory(tiny_model, capsys, monkeypatch):
+    weights = tiny_model / "model.safetensors"
+    assert cli.main(["generate", "hi", "--model", str(weights)]) == 2
+    assert capsys.readouterr().err == (
+        f"parity generate: error: model directory {weights} is not a directory (a checkpoint is a directory)\n")
+    monkeypatch.setenv("PARITY_MODEL", str(weights))
+    assert cli.main(["generate", "hi"]) == 2
+    assert capsys.readouterr().err == (
+        f"parity generate: error: $PARITY_MODEL points at {weights}, which is not a directory (a checkpoint is a directory)\n")

@@ -440,19 +440,23 @@ def is_complete_checkpoint(model_dir: Path) -> bool:
     return all((model_dir / f).is_file() for f in (*CHECKPOINT_FILES, MANIFEST_FILE))
 
 
+def _why_not_a_directory(path: Path) -> str:
+    return "is not a directory (a checkpoint is a directory)" if path.exists() else "does not exist"
+
+
 def resolve_model_dir(arg: str | Path | None, progress=None) -> Path:
     """The checkpoint directory to use: ``arg`` if given; else ``$PARITY_MODEL``; else a fetched real GPT-2
     under the cache; else the synthetic GPT-2 small (seed 0), synthesized there on first use."""
     if arg is not None:
         path = Path(arg).expanduser()
         if not path.is_dir():
-            raise CheckpointError(f"model directory {path} does not exist")
+            raise CheckpointError(f"model directory {path} {_why_not_a_directory(path)}")
         return path
     env = os.environ.get(MODEL_ENV)
     if env:
         path = Path(env).expanduser()
         if not path.is_dir():
-            raise CheckpointError(f"${MODEL_ENV} points at {path}, which does not exist")
+            raise CheckpointError(f"${MODEL_ENV} points at {path}, which {_why_not_a_directory(path)}")
         return path
     fetched = models_root() / FETCHED_DIR_NAME
     if is_complete_checkpoint(fetched):

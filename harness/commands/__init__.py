@@ -1,7 +1,7 @@
 """One module per ``parity`` subcommand. Each exposes ``HELP`` (one line),
 ``configure(parser)`` to declare its arguments and ``run(args) -> int`` that
 returns the process exit code; ``positive_int`` is the argument type the
-commands share for counts."""
+commands share for counts, ``check_prompt_text`` the check of a prompt's text."""
 
 import argparse
 
@@ -16,3 +16,15 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
     return value
+
+
+def check_prompt_text(text: str) -> str:
+    """``text`` when it is valid Unicode. Python decodes command-line bytes that are not UTF-8 as lone surrogates
+    (``\\udcff`` for byte 0xff), which the tokenizer rejects with a message about its own internals."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        char = text[err.start]
+        what = f"byte 0x{ord(char) - 0xDC00:02x}" if 0xDC80 <= ord(char) <= 0xDCFF else f"character U+{ord(char):04X}"
+        raise ValueError(f"the prompt is not valid UTF-8 ({what} at character {err.start})") from None
+    return text

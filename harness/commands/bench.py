@@ -1,5 +1,7 @@
 """``parity bench``: warm per-token decode latency at GPT-2-small shapes for the NumPy
-reference forward, subgraph mode and fused mode, plus compile seconds per mode."""
+reference forward, subgraph mode and fused mode, plus compile seconds per mode. The prompt
+(as ``generate`` checks it) and, for ``--target gpu``, the device are checked before any
+timing: exit 2 when the benchmark could not run."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import time
 
 import numpy as np
 
-from harness.commands import positive_int
+from harness.commands import check_prompt_text, positive_int
 
 HELP = "benchmark warm per-token decode latency: NumPy reference vs subgraph vs fused"
 PROMPT = "Alan Turing theorized that computers would one day become"
@@ -38,10 +40,33 @@ def reference_decode(model, ids, n_tokens):
     return seq[len(ids):]
 
 
-def measure(model, ids, n_tokens, target, progress):
+def check_device(target: str) -> None:
+    """No GPU is an error before the model loads, not after minutes of reference timing."""
+    if target != "gpu":
+        return
+    from compiler.gpu import device_available
+
+    ok, why = device_available()
+    if not ok:
+        raise ValueError(f"no GPU device: {why}")
+
+
+def checked_prompt(model, prompt: str, n_tokens: int, target: str):
+    """(token ids, subgraph runner) once the prompt passes the checks generate makes (not empty, ids in the
+    vocabulary, prompt + tokens - 1 positions within the context), before any timing."""
+    from compiler.gpt2 import compile_model
+
+    ids = model.tokenizer.encode(check_prompt_text(prompt))
+    runner = compile_model(model, "subgraph", target)
+    return list(runner.check_ids(ids, n_tokens)), runner
+
+
+def measure(model, ids, n_tokens, target, progress, runners=None):
+    """``runners``: compiled runners already made, by mode (the rest are made here)."""
     from compiler.gpt2 import compile_model
     from compiler.gpt2.model import padded_length
 
+    runners = runners or {}
     results = {"ms_per_token": {}, "compile_s": {}, "tokens_agree": {}}
     task = progress.add_task("reference (NumPy)", total=None)
     reference_decode(model, ids, 1)  # warm caches and allocator
@@ -50,7 +75,7 @@ def measure(model, ids, n_tokens, target, progress):
     results["ms_per_token"]["reference"] = (time.perf_counter() - start) * 1e3 / n_tokens
     for mode in ("subgraph", "fused"):
         progress.update(task, description=f"{mode}: compiling")
-        runner = compile_model(model, mode, target)
+        runner = runners.get(mode) or compile_model(model, mode, target)
         start = time.perf_counter()
         # compile every padded length the timed run will meet
         for length in sorted({padded_length(len(ids) + i, model.config.n_ctx) for i in range(n_tokens)}):
@@ -70,10 +95,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         from compiler.gpt2 import load_model, resolve_model_dir
 
+        check_device(args.target)
+        check_prompt_text(args.prompt)
         with progress_display() as progress:
             model = load_model(resolve_model_dir(args.model, progress=progress if sys.stderr.isatty() else None))
-            ids = model.tokenizer.encode(args.prompt)
-            results = measure(model, ids, args.tokens, args.target, progress)
+            ids, runner = checked_prompt(model, args.prompt, args.tokens, args.target)
+            results = measure(model, ids, args.tokens, args.target, progress, runners={"subgraph": runner})
     except (ValueError, TypeError, OSError, RuntimeError) as err:
         print(f"parity bench: error: {err}", file=sys.stderr)
         return 2

@@ -9,6 +9,8 @@ import contextlib
 import json
 import sys
 
+from harness.commands import check_prompt_text
+
 HELP = "greedy GPT-2 completion through the compiler (subgraph or fused mode)"
 
 
@@ -32,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
         from compiler import build_only
         from compiler.gpt2 import generate_text, load_model, resolve_model_dir
 
+        check_prompt_text(args.prompt)
         with progress_display() as progress:
             task = progress.add_task("loading model", total=None)
             model = load_model(resolve_model_dir(args.model, progress=progress if sys.stderr.isatty() else None))
