@@ -574,6 +574,22 @@ def _check_capture_model(cap, capture_file: str, model_dir, checkpoint: dict) ->
                           f"pass the matching --model{made_with}, or make a capture of this model")
 
 
+def _check_same_token_ids(model, prompt: str, reference_ids) -> None:
+    """The compiler is fed the reference's token ids, so a model whose vocabulary reads the prompt
+    differently (another vocab.json or merges.txt) would pass on an input no user of it would ever
+    give; the two tokenizers must agree on the prompt first."""
+    try:
+        ours = [int(t) for t in model.tokenizer.encode(prompt)]
+    except Exception as exc:  # a tokenizer that cannot read the prompt is a bad model, not a divergence
+        raise VerifyError(f"the model's tokenizer cannot encode the prompt: {exc}") from None
+    theirs = [int(t) for t in reference_ids]
+    if ours != theirs:
+        raise VerifyError(
+            f"the model's tokenizer ({model.checkpoint.path}: vocab.json, merges.txt) reads the prompt as {ours}, "
+            f"the reference as {theirs}: its vocabulary is not the reference's GPT-2 one, so the compiler would be "
+            "verified on input its users never give it")
+
+
 def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | None], None] | None = None) -> dict:
     """Resolve the reference, load the model, capture, verify every mode and
     return the report. Raises VerifyError (exit 2) for anything that stops
@@ -644,6 +660,7 @@ def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | No
         except setup_error as exc:
             raise VerifyError(f"reference set-up failed: {exc}") from None
 
+    _check_same_token_ids(model, options.prompt, cap.input_ids)
     checkpoint = _checkpoint_of(model)
     captured_sha = _capture_checkpoint_sha(cap.meta or {})
     if captured_sha and checkpoint["sha256"] and captured_sha != checkpoint["sha256"]:

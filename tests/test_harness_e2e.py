@@ -207,3 +207,28 @@ def test_a_capture_of_other_weights_is_another_model(world, tmp_path):
     assert str(info.value).startswith(f"the capture {given} is of another model than {other} — "
                                       "model.safetensors sha256 ")
     assert "config.json" not in str(info.value)
+
+
+def test_a_model_whose_vocabulary_reads_the_prompt_differently_is_refused(world, tmp_path):
+    """The compiler is fed the reference's token ids; a model with another vocab.json (same weights,
+    same config) must not pass on an input its users would never give it."""
+    import shutil
+
+    from harness.verify import VerifyError
+
+    from compiler.gpt2.tokenizer import bundled_tokenizer_files
+
+    given = _given_capture_file(world)
+    other = tmp_path / "swapped-vocab"
+    shutil.copytree(world["model"], other)
+    files = bundled_tokenizer_files()  # GPT-2's own, which the tiny checkpoint uses when it has none
+    shutil.copyfile(files.merges, other / "merges.txt")
+    vocab = json.loads(Path(files.vocab).read_text())
+    vocab["Alan"], vocab["\u0120Turing"] = vocab["\u0120Turing"], vocab["Alan"]
+    (other / "vocab.json").write_text(json.dumps(vocab))
+    with pytest.raises(VerifyError) as info:
+        verify(_options(world, modes=["fused"], model=str(other), capture=given))
+    message = str(info.value)
+    assert message.startswith(f"the model's tokenizer ({other}: vocab.json, merges.txt) reads the prompt as "
+                              "[39141, 36235, 18765")
+    assert "the reference as [36235, 39141, 18765" in message
