@@ -155,7 +155,9 @@ def _head_or_none(path: Path) -> str | None:
 @dataclass(frozen=True)
 class CaptureKey:
     """Everything a capture's content depends on. ``config_sha256`` guards against a changed
-    config.json with the same weights (another n_head is another model)."""
+    config.json with the same weights (another n_head is another model); ``runner_sha256``
+    against a changed capture runner, the code that loads the checkpoint into the reference and
+    records what it computes (a capture from a fixed or broken runner must not be reused)."""
 
     reference_revision: str
     checkpoint_sha256: str
@@ -163,6 +165,7 @@ class CaptureKey:
     tokens: int
     numpy_version: str
     config_sha256: str = ""
+    runner_sha256: str = ""
 
     def digest(self) -> str:
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()
@@ -246,7 +249,7 @@ def _key_problem(key) -> str | None:
     unknown = sorted(set(key) - set(_KEY_TYPES))
     if unknown:
         return f"its key has unknown field(s) {', '.join(unknown)}"
-    missing = sorted(set(_KEY_TYPES) - set(key) - {"config_sha256"})  # older captures lack the config hash
+    missing = sorted(set(_KEY_TYPES) - set(key) - {"config_sha256", "runner_sha256"})  # older captures lack these
     if missing:
         return f"its key lacks {', '.join(missing)}"
     for name, value in key.items():
@@ -365,7 +368,11 @@ def _check_model_dir(model_dir: Path) -> None:
 
 def capture_key(resolved: ResolvedReference, env: ReferenceEnv, model_dir: Path, prompt: str, tokens: int) -> CaptureKey:
     return CaptureKey(resolved.revision, capture_runner.checkpoint_sha256(model_dir), prompt, int(tokens),
-                      env.numpy_version, capture_runner.config_sha256(model_dir))
+                      env.numpy_version, capture_runner.config_sha256(model_dir), runner_sha256())
+
+
+def runner_sha256() -> str:
+    return hashlib.sha256(RUNNER.read_bytes()).hexdigest()
 
 
 def runner_command(env: ReferenceEnv, resolved: ResolvedReference, model_dir: Path, prompt: str, tokens: int,

@@ -473,8 +473,9 @@ def glue(monkeypatch, tmp_path):
              "captures_dir": tmp_path / "captures"}
 
     class Model:
-        checkpoint = types.SimpleNamespace(**CHECKPOINT)
-        tokenizer = types.SimpleNamespace(encode=lambda text: [len(word) for word in text.split()])
+        checkpoint = types.SimpleNamespace(**CHECKPOINT, path=tmp_path / "model")
+        # reads every prompt as the capture's ids (verify refuses a model that reads it otherwise)
+        tokenizer = types.SimpleNamespace(encode=lambda text: list(state["capture"].input_ids))
 
     def load_model(path):
         if state["model_error"]:
@@ -525,7 +526,7 @@ def test_verify_glue_gpu_without_device_skips_without_capturing(glue):
     assert report["reference"]["kind"] == "bundled"
     # the prompt's ids from the model's tokenizer; no reference ran, so no NumPy version
     prompt = report["prompt"]
-    assert report["input_ids"] == [len(word) for word in prompt.split()] and report["input_ids"]
+    assert report["input_ids"] == list(glue["capture"].input_ids) and report["input_ids"] and prompt
     assert report["reference"]["numpy_version"] is None
     from harness.schema import validate_report
     validate_report(report)
