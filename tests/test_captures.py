@@ -207,10 +207,19 @@ def test_key_names_every_determinant():
     stems = {key.file_stem()}
     for changed in (CaptureKey("c" * 40, "b" * 64, PROMPT, 10, "2.4.6"), CaptureKey("a" * 40, "d" * 64, PROMPT, 10, "2.4.6"),
                     CaptureKey("a" * 40, "b" * 64, PROMPT + "!", 10, "2.4.6"), CaptureKey("a" * 40, "b" * 64, PROMPT, 11, "2.4.6"),
-                    CaptureKey("a" * 40, "b" * 64, PROMPT, 10, "2.5.0"), CaptureKey("a" * 40, "b" * 64, PROMPT, 10, "2.4.6", "e")):
+                    CaptureKey("a" * 40, "b" * 64, PROMPT, 10, "2.5.0"), CaptureKey("a" * 40, "b" * 64, PROMPT, 10, "2.4.6", "e"),
+                    CaptureKey("a" * 40, "b" * 64, PROMPT, 10, "2.4.6", runner_sha256="f" * 64)):
         stems.add(changed.file_stem())
-    assert len(stems) == 7
+    assert len(stems) == 8
     assert CaptureKey("a" * 40, "b" * 64, PROMPT, 10, "2.4.6").file_stem() == key.file_stem()
+
+
+def test_the_key_holds_the_capture_runners_own_hash(session_capture):
+    """The runner is the code that turns a checkpoint into the reference's tensors: a capture made
+    by another version of it is another capture."""
+    import hashlib
+
+    assert session_capture.key.runner_sha256 == hashlib.sha256(cap_mod.RUNNER.read_bytes()).hexdigest()
 
 
 def _copy_capture(cap, dest_dir: Path) -> Path:
