@@ -271,6 +271,11 @@ def run_capture(checkout: Path, model_dir: Path, prompt: str, n_tokens: int,
         raise BadInput(f"the prompt {prompt!r} encodes to no tokens")
     if max(input_ids) >= hp["vocab_size"]:
         raise BadInput(f"prompt token id {max(input_ids)} is outside the checkpoint's vocab ({hp['vocab_size']})")
+    known = len(getattr(encoder, "encoder", ()))  # OpenAI's Encoder keeps its token -> id table there
+    if known and hp["vocab_size"] > known:
+        raise BadInput(f"the checkpoint's vocabulary ({hp['vocab_size']} ids) is larger than the reference tokenizer's "
+                       f"({known}): an id it generates beyond that could not be decoded (a padded vocabulary is "
+                       "not GPT-2's)")
     check_context(len(input_ids), n_tokens, hp["n_ctx"])
     n_head = hp["n_head"]
 

@@ -8,6 +8,8 @@ the problem, and ``capture`` recaptures it."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import io
 import json
@@ -445,6 +447,29 @@ def capture(resolved: ResolvedReference, model_dir, prompt: str, tokens: int,
                            "pass --captures-dir DIR in a place you can write") from None
     for leftover in sweep_stale_temporaries(npz_path.parent):
         _say(progress, f"removed {leftover.name}, left by a capture that was killed midway")
+    with _key_lock(npz_path.parent / f".lock-{key.file_stem()}", progress):  # not swept as a temporary
+        return _capture_locked(resolved, env, key, npz_path, json_path, model_dir, prompt, tokens, checks, progress)
+
+
+@contextlib.contextmanager
+def _key_lock(path: Path, progress: Progress):
+    """One capture per key at a time: a second process with the same key waits, then reuses what the
+    first wrote, instead of seeing its half-written files (npz before JSON) as unusable and
+    deleting them. An advisory lock, released by the kernel if its holder dies."""
+    with open(path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _say(progress, "waiting for another process taking the same capture")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _capture_locked(resolved, env, key, npz_path: Path, json_path: Path, model_dir: Path, prompt: str, tokens: int,
+                    checks: str, progress: Progress) -> Capture:
     if json_path.exists() or npz_path.exists():
         try:
             cap = load_capture(json_path, expect=key)

@@ -15,10 +15,11 @@ from safetensors.numpy import save_file
 GPT2_VOCAB = 50257
 
 
-def tiny_config(n_layer: int = 2, n_embd: int = 64, n_head: int = 4, n_positions: int = 64) -> dict:
+def tiny_config(n_layer: int = 2, n_embd: int = 64, n_head: int = 4, n_positions: int = 64,
+                vocab_size: int = GPT2_VOCAB) -> dict:
     return {
         "model_type": "gpt2", "n_layer": n_layer, "n_head": n_head, "n_embd": n_embd,
-        "n_positions": n_positions, "n_ctx": n_positions, "vocab_size": GPT2_VOCAB,
+        "n_positions": n_positions, "n_ctx": n_positions, "vocab_size": vocab_size,
         "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new",
     }
 

@@ -202,6 +202,27 @@ def test_capture_is_reused_when_the_key_matches(session_capture, resolved, model
     np.testing.assert_array_equal(again.tensor(2, "logits"), session_capture.tensor(2, "logits"))
 
 
+def test_a_capture_waits_for_another_process_taking_the_same_one(session_capture, resolved, model12):
+    """One capture per key at a time (a lock beside the capture): a second verify waits and then
+    reuses the first's files, instead of finding them half-written and deleting them."""
+    import fcntl
+    import threading
+
+    lock = session_capture.path.parent / f".lock-{session_capture.key.file_stem()}"
+    said, done = [], []
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # as another process taking this capture would
+        worker = threading.Thread(target=lambda: done.append(
+            capture(resolved, model12, PROMPT, TOKENS, captures_dir=session_capture.path.parent, progress=said.append)))
+        worker.start()
+        worker.join(timeout=1.0)
+        assert worker.is_alive() and not done
+        assert "waiting for another process taking the same capture" in said
+        fcntl.flock(held, fcntl.LOCK_UN)
+    worker.join(timeout=60)
+    assert done and done[0].path == session_capture.path and any(m.startswith("reusing capture") for m in said)
+
+
 def test_key_names_every_determinant():
     key = CaptureKey("a" * 40, "b" * 64, PROMPT, 10, "2.4.6")
     stems = {key.file_stem()}
@@ -284,7 +305,8 @@ def test_interrupted_capture_is_never_loaded(session_capture, resolved, model12,
     bad = write_tiny_checkpoint(tmp_path / "short", seed=3, n_layer=2, n_positions=8)
     with pytest.raises(CaptureError, match="n_positions=8"):
         capture(resolved, bad, PROMPT, TOKENS, captures_dir=tmp_path / "caps2")
-    assert not (tmp_path / "caps2").exists() or list((tmp_path / "caps2").iterdir()) == []
+    assert not (tmp_path / "caps2").exists() or [p for p in (tmp_path / "caps2").iterdir()
+                                                  if not p.name.startswith(".lock-")] == []
 
 
 def test_killed_writers_temporaries_are_swept_when_stale(session_capture, resolved, model12, tmp_path):
@@ -375,6 +397,14 @@ def test_auto_uses_a_cached_upstream_without_the_network(source_repo, monkeypatc
     finally:
         origin.set_url(url)
     assert second.kind == "upstream" and second.checkout_path == cached
+
+
+def test_a_padded_vocabulary_is_refused_as_bad_input(resolved, tmp_path):
+    """Ids beyond the reference tokenizer's could not be decoded: a clear refusal, not the reference
+    failing with a KeyError midway."""
+    padded = write_tiny_checkpoint(tmp_path / "padded", seed=3, vocab_size=50304)
+    with pytest.raises(CaptureError, match=r"vocabulary \(50304 ids\) is larger than the reference tokenizer's \(50257\)"):
+        capture(resolved, padded, PROMPT, TOKENS, captures_dir=tmp_path / "caps")
 
 
 def test_the_context_message_shows_its_arithmetic():

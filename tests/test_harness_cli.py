@@ -114,12 +114,17 @@ def test_bench_without_a_gpu_stops_before_loading_the_model(monkeypatch, no_timi
     assert capsys.readouterr().err == "parity bench: error: no GPU device: no CUDA driver (test)\n"
 
 
-@pytest.mark.parametrize("command", ["generate", "bench"])
-def test_a_prompt_that_is_not_utf8_is_refused(command, tiny_model, no_timing, capsys):
+@pytest.mark.parametrize("command", ["generate", "bench", "verify"])
+def test_a_prompt_that_is_not_utf8_is_refused(command, tiny_model, no_timing, capsys, tmp_path):
     prompt = b"ab\xff".decode("utf-8", "surrogateescape")  # how Python hands over such command-line bytes
     argv = [command, prompt] if command == "generate" else [command, "--prompt", prompt]
+    if command == "verify":  # refused before any reference runs, not reported as the reference's failure
+        argv += ["--json", str(tmp_path / "r.json")]
     assert cli.main([*argv, "--model", str(tiny_model)]) == 2
-    assert capsys.readouterr().err == f"parity {command}: error: the prompt is not valid UTF-8 (byte 0xff at character 2)\n"
+    err = capsys.readouterr().err
+    assert err.endswith("the prompt is not valid UTF-8 (byte 0xff at character 2)\n")
+    if command != "verify":
+        assert err == f"parity {command}: error: the prompt is not valid UTF-8 (byte 0xff at character 2)\n"
 
 
 def test_a_model_that_is_a_file_is_not_a_directory(tiny_model, capsys, monkeypatch):

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.commands import positive_int
+from harness.commands import check_prompt_text, positive_int
 from harness.verify import DEFAULT_MODES, DEFAULT_PROMPT, DEFAULT_TOKENS, EXIT_ERROR, VerifyError, VerifyOptions
 
 HELP = "verify compiler modes against the pinned NumPy reference, step by step"
@@ -61,6 +61,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def options_from_args(args) -> VerifyOptions:
+    try:
+        check_prompt_text(args.prompt)  # before the reference sees it and fails on it as its own error
+    except ValueError as exc:
+        raise VerifyError(str(exc)) from None
     return VerifyOptions(
         modes=args.modes, target=args.target, reference=args.reference, reference_rev=args.reference_rev,
         strict_reference=args.strict_reference, model=args.model, prompt=args.prompt, tokens=args.tokens,
