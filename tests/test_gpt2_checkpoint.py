@@ -107,6 +107,21 @@ def test_modified_weights_disagree_with_manifest(tiny_dir, tmp_path):
         load_model(dest)
 
 
+@pytest.mark.parametrize("file", ["vocab.json", "merges.txt", "config.json"])
+def test_every_file_the_manifest_records_is_checked(tiny_dir, tmp_path, file):
+    """An edited vocab.json reads prompts differently under the same name and weights hash."""
+    dest = tmp_path / "edited"
+    shutil.copytree(tiny_dir, dest)
+    assert file in json.loads((dest / "parity-checkpoint.json").read_text())["sha256"]
+    with open(dest / file, "a", encoding="utf-8") as handle:
+        handle.write("\n")
+    with pytest.raises(CheckpointError, match=f"{file}: sha256 .* differs from .* recorded in parity-checkpoint.json"):
+        load_model(dest)
+    (dest / file).unlink()
+    with pytest.raises(CheckpointError, match=f"{file}: .*missing"):
+        load_model(dest)
+
+
 def test_hugging_face_variants_are_accepted(tiny_dir, tmp_path):
     raw = tiny_tensors(tiny_dir)
     # Keep the first block's mask buffer, drop the second's, add masked_bias scalars: all ignored.

@@ -169,12 +169,21 @@ def checkpoint_info(model_dir: str | Path) -> CheckpointInfo:
         raise CheckpointError(f"{model_dir}: missing {WEIGHTS_FILE}")
     sha = checkpoint_sha256(weights)
     manifest = read_manifest(model_dir) or {}
-    recorded = (manifest.get("sha256") or {}).get(WEIGHTS_FILE) if isinstance(manifest.get("sha256"), dict) else None
-    if recorded is not None and recorded != sha:
-        raise CheckpointError(
-            f"{weights}: sha256 {sha} differs from {recorded} recorded in {MANIFEST_FILE} "
-            "(the file was modified or is corrupt)"
-        )
+    recorded = manifest.get("sha256") if isinstance(manifest.get("sha256"), dict) else {}
+    # every recorded file, not just the weights: an edited vocab.json reads prompts differently
+    # under the same name and weights hash
+    for file in CHECKPOINT_FILES:
+        if file not in recorded:
+            continue
+        path = model_dir / file
+        if not path.is_file():
+            raise CheckpointError(f"{path}: recorded in {MANIFEST_FILE} but missing")
+        actual = sha if file == WEIGHTS_FILE else checkpoint_sha256(path)
+        if actual != recorded[file]:
+            raise CheckpointError(
+                f"{path}: sha256 {actual} differs from {recorded[file]} recorded in {MANIFEST_FILE} "
+                "(the file was modified or is corrupt)"
+            )
     name = manifest.get("name")
     if not isinstance(name, str) or not name:
         name = model_dir.resolve().name
