@@ -215,6 +215,9 @@ def ensure_env(checkout: Path, python_version: str = REFERENCE_PYTHON, base: Pat
                   "numpy_version": numpy_version, "installer": used,
                   "lock_sha256": hashlib.sha256(lock.read_bytes()).hexdigest()}
         (target / ENV_RECORD).write_text(json.dumps(record, indent=2) + "\n")
+        finished_meanwhile = _load_existing(dest, key)
+        if finished_meanwhile is not None:  # another process built the same env first and may be running it
+            return finished_meanwhile
         if dest.exists():  # a stale or half-removed env under this key
             shutil.rmtree(dest, ignore_errors=True)
         try:
