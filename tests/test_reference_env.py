@@ -239,6 +239,27 @@ def test_env_is_built_from_the_lock_isolated_and_reused(built_env):
     assert again.path == ref_env.path and record.stat().st_mtime_ns == before
 
 
+def test_a_build_that_finishes_second_keeps_the_env_another_process_installed(built_env, tmp_path, monkeypatch):
+    """Two first-time builds of one key: the later must not delete the env the earlier installed
+    (and may be running) to put its own copy in place."""
+    co, ref_env = built_env
+    base = tmp_path / "envs"
+    theirs = {}
+
+    def install_while_another_process_finishes(target, interpreter, requirements):
+        dest = base / ref_env.path.name
+        shutil.copytree(ref_env.path, dest, symlinks=True)  # the other process's env lands first
+        theirs["inode"] = (dest / env.ENV_RECORD).stat().st_ino
+        shutil.copytree(ref_env.path, target, symlinks=True)  # then this build completes too
+        return True, ""
+
+    monkeypatch.setattr(env, "_install_with_uv", install_while_another_process_finishes)
+    got = env.ensure_env(co.path, base=base)
+    assert got.path == base / ref_env.path.name
+    assert (got.path / env.ENV_RECORD).stat().st_ino == theirs["inode"], "the other process's env was replaced"
+    assert [p.name for p in base.iterdir()] == [ref_env.path.name]
+
+
 def test_env_error_is_a_setup_error():
     assert issubclass(ReferenceEnvError, ReferenceSetupError)
     assert issubclass(ReferenceUnreachableError, ReferenceSetupError)
