@@ -91,6 +91,9 @@ def resolve_ufunc(ufunc: np.ufunc, operand_types: list) -> tuple[list[np.dtype],
 
 def weak_to_array(value, dtype) -> np.ndarray:
     """Materialize a weak Python scalar in the dtype promotion chose (raises on overflow as NumPy does)."""
+    if np.dtype(dtype).kind == "b" and isinstance(value, int) and not isinstance(value, bool):
+        # a bool loop (np.logical_*) takes a Python int through a C long first: beyond int64, OverflowError
+        return np.asarray(np.asarray(value, dtype=np.int64), dtype=bool)
     return np.asarray(value, dtype=dtype)
 
 

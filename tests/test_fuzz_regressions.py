@@ -132,3 +132,19 @@ def test_where_wraps_python_ints_into_an_integer_result_like_numpy(value):
     expected = np.where(cond, value, other)
     got = jit(lambda c, o: np.where(c, value, o))(cond, other)
     assert got.dtype == expected.dtype and np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("value", [300, -1, 2**63 - 1, -(2**63), 2**63, 2**64 - 1, -(2**63) - 1])
+@pytest.mark.parametrize("ufunc", [np.logical_and, np.logical_or, np.logical_xor])
+def test_logical_ops_take_python_ints_through_a_c_long(ufunc, value):
+    """Fuzzer finding: the logical ufuncs run their bool loop on a Python int converted to a C long,
+    so one beyond int64 is an OverflowError where the compiler had returned a result."""
+    x = np.array([0, 3], np.uint64)
+    try:
+        expected = ufunc(x, value)
+    except OverflowError:
+        with pytest.raises(OverflowError):
+            jit(lambda a: ufunc(a, value))(x)
+        return
+    got = jit(lambda a: ufunc(a, value))(x)
+    assert got.dtype == expected.dtype and np.array_equal(got, expected)
