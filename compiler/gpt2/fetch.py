@@ -7,6 +7,8 @@ and only then renamed into place, so a failed or invalid download leaves nothing
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import socket
 import tempfile
@@ -83,6 +85,19 @@ def _quiet_tqdm():
     return QuietTqdm
 
 
+@contextlib.contextmanager
+def _hub_warnings_silenced():
+    """huggingface_hub logs a warning for every retried request; the one failure that matters is
+    reported by FetchError, in one line, so its retries stay quiet."""
+    logger = logging.getLogger("huggingface_hub")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def _download(filename: str, local_dir: Path, cache_dir: Path, revision: str, endpoint: str, progress: Any) -> Path:
     import huggingface_hub
     from huggingface_hub.errors import (
@@ -95,16 +110,17 @@ def _download(filename: str, local_dir: Path, cache_dir: Path, revision: str, en
     from huggingface_hub.errors import HTTPError as HubNetworkError  # the base of the httpx errors the hub client raises
 
     try:
-        path = huggingface_hub.hf_hub_download(
-            REPO_ID,
-            filename,
-            revision=revision,
-            local_dir=local_dir,
-            cache_dir=cache_dir,  # a throwaway cache: never the user's ~/.cache/huggingface
-            endpoint=endpoint,
-            token=False,  # public model: never send stored credentials
-            tqdm_class=None if progress else _quiet_tqdm(),
-        )
+        with _hub_warnings_silenced():
+            path = huggingface_hub.hf_hub_download(
+                REPO_ID,
+                filename,
+                revision=revision,
+                local_dir=local_dir,
+                cache_dir=cache_dir,  # a throwaway cache: never the user's ~/.cache/huggingface
+                endpoint=endpoint,
+                token=False,  # public model: never send stored credentials
+                tqdm_class=None if progress else _quiet_tqdm(),
+            )
     # Most specific first: in huggingface_hub 2.x LocalEntryNotFoundError (nothing reachable, nothing cached)
     # and RemoteEntryNotFoundError (the hub answered 404) are both EntryNotFoundErrors, and every
     # HfHubHTTPError is also an httpx HTTPError and an OSError.
