@@ -67,6 +67,10 @@ CASES = {
     "variance over the first axis": (lambda a: np.var(a, axis=0), (rand(40, 6),)),
     "sum of a computed value over two axes": (lambda a: np.exp(a).sum(axis=(0, 2)), (rand(4, 5, 6),)),
     "integer max and sum": (lambda a: (a.max(axis=1), a.sum(axis=0)), (np.arange(-30, 30).reshape(6, 10),)),
+    # rows that hold only the dtype's extreme: the tree's start value must be that extreme itself
+    "integer max and min at the dtype's limits": (lambda a, b, c: (a.max(axis=1), b.min(axis=1), c.max(axis=0)), (
+        np.full((3, 5), np.iinfo(np.int32).min, np.int32), np.full((3, 5), np.iinfo(np.int64).max, np.int64),
+        np.full((4, 2), np.iinfo(np.int8).min, np.int8))),
     "reduction of an empty axis": (lambda a: (a[:, :0].sum(axis=1), a[:, :0].astype(np.int32).sum(axis=1)), (rand(3, 4),)),
     "gather, slice, transpose, concatenate": (
         lambda t, i: np.concatenate([t[i], t[1:3].T[:, :2].T], axis=0) * 2, (rand(10, 6), np.array([3, 0, 9]))),

@@ -252,3 +252,50 @@ def test_sum_mean_var_take_their_dtype_as_accumulator_and_result(name):
     expected, got = fn(x), jit(fn)(x)
     assert got.dtype == np.asarray(expected).dtype and got.shape == np.shape(expected)
     np.testing.assert_allclose(got, expected, rtol=1e-7, atol=0)
+
+
+COMPARISONS = [np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_comparisons_of_equal_values_nan_and_signed_zeros(dtype):
+    """Random operands almost never tie: equal values, NaN and ±0 decide between strict and
+    non-strict predicates (x < x is False, -0.0 == 0.0, NaN compares unequal to itself)."""
+    a = np.array([1.0, 2.0, np.nan, -0.0, np.inf, 5.0], dtype)
+    b = np.array([1.0, 3.0, np.nan, 0.0, np.inf, np.nan], dtype)
+    for ufunc in COMPARISONS:
+        for x, y in ((a, b), (b, a), (a, a)):
+            expected = ufunc(x, y)
+            got = jit(lambda p, q: ufunc(p, q))(x, y)
+            assert got.dtype == np.bool_
+            np.testing.assert_array_equal(got, expected, err_msg=ufunc.__name__)
+
+
+def test_uint64_against_negative_int64_in_both_orders():
+    """NumPy's exact mixed-sign loops: a negative int64 is below every uint64, including 2**63."""
+    u = np.array([5, 0, 2**63, 2**64 - 1], np.uint64)
+    i = np.array([-1, -7, -1, -(2**63)], np.int64)
+    for ufunc in COMPARISONS:
+        for x, y in ((u, i), (i, u)):
+            np.testing.assert_array_equal(jit(lambda p, q: ufunc(p, q))(x, y), ufunc(x, y), err_msg=ufunc.__name__)
+
+
+def test_small_constants_keep_signed_zeros_and_nan_payloads():
+    """Constants are inlined (a splat when every element has the same bits): -0.0 next to 0.0 is
+    not a splat of 0.0."""
+    c = np.array([0.0, -0.0, 0.0], np.float32)
+    got = jit(lambda x: x + c)(np.full(3, -0.0, np.float32))
+    np.testing.assert_array_equal(np.signbit(got), [False, True, False])
+    payloads = np.array([0x7FC00001, 0x7FC00002], np.uint32).view(np.float32)
+    out = jit(lambda x: np.where(x > 0, x, payloads))(np.zeros(2, np.float32))
+    np.testing.assert_array_equal(out.view(np.uint32), payloads.view(np.uint32))
+
+
+def test_a_long_float32_sum_of_mixed_magnitudes_stays_close_to_numpy():
+    """A float32 accumulator drifts by about 1% over 2**20 elements here; NumPy sums pairwise,
+    which a float64 accumulator stays within NumPy's own rounding of."""
+    a = np.full(2**20, 0.1, np.float32)
+    a[0] = 1e4
+    got = jit(lambda x: np.sum(x))(a)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, a.sum(), rtol=1e-6)
