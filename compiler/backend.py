@@ -12,6 +12,7 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -242,13 +243,39 @@ class NativeKernel:
         self.func_name = func_name
 
     def __call__(self, arrays: list[np.ndarray]) -> None:
-        from mlir.runtime import get_ranked_memref_descriptor
-
-        descriptors = [ctypes.pointer(ctypes.pointer(get_ranked_memref_descriptor(a))) for a in arrays]
-        packed = (ctypes.c_void_p * len(descriptors))()
-        for i, d in enumerate(descriptors):
-            packed[i] = ctypes.cast(d, ctypes.c_void_p)
+        descriptors = [memref_descriptor(a.ctypes.data, a.shape, a.strides, a.itemsize) for a in arrays]
+        # the packed interface takes, per argument, the address of a pointer to its descriptor
+        pointers = [ctypes.c_void_p(ctypes.addressof(d)) for d in descriptors]
+        packed = (ctypes.c_void_p * len(pointers))(*[ctypes.addressof(p) for p in pointers])
         self._fn(packed)
+
+
+@functools.cache
+def memref_descriptor_type(rank: int) -> type:
+    """MLIR's ranked memref descriptor: allocated and aligned pointers, offset, sizes, strides (in
+    elements). One class per rank, made once: mlir.runtime's get_ranked_memref_descriptor makes a
+    new ctypes class per call, and ctypes.pointer() caches a pointer type for each forever (about
+    9 KiB per argument per call)."""
+    fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p), ("offset", ctypes.c_longlong)]
+    if rank:
+        fields += [("shape", ctypes.c_longlong * rank), ("strides", ctypes.c_longlong * rank)]
+    return type(f"MemRefDescriptor{rank}", (ctypes.Structure,), {"_fields_": fields})
+
+
+def memref_descriptor(address: int, shape: tuple, strides_bytes: tuple | None, itemsize: int):
+    """The descriptor of ``shape`` elements at ``address``; C-contiguous when ``strides_bytes`` is None."""
+    rank = len(shape)
+    desc = memref_descriptor_type(rank)()
+    desc.allocated = desc.aligned = address
+    desc.offset = 0
+    if rank:
+        if strides_bytes is None:
+            strides = [int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(rank)]
+        else:
+            strides = [s // itemsize for s in strides_bytes]
+        desc.shape = (ctypes.c_longlong * rank)(*shape)
+        desc.strides = (ctypes.c_longlong * rank)(*strides)
+    return desc
 
 
 class Target:
@@ -311,9 +338,15 @@ class CpuTarget(Target):
             self.to_llvm(module)
             return {"tensor": lowered.text, "optimized": optimized, "lowered": _asm(module)}
 
+    def cache_key(self, lowered: LoweredModule) -> str:
+        """The ExecutionEngine compiles for this machine's CPU (AVX-512 where it has it), so a cached
+        kernel is keyed by the CPU too: a cache carried to a machine without those instructions
+        must miss, not die of SIGILL."""
+        return kernel_key(lowered.text, f"{self.name};host={host_cpu()}")
+
     def compile(self, lowered: LoweredModule) -> NativeKernel:
         libs = _runtime_libraries()
-        key = kernel_key(lowered.text, self.name)
+        key = self.cache_key(lowered)
         cached = load_cached_kernel(key, lowered.func_name)
         if cached is not None:
             return cached
@@ -330,7 +363,7 @@ class CpuTarget(Target):
             return NativeKernel(address, (engine, module), lowered.func_name)
 
     def build(self, lowered: LoweredModule) -> bool:
-        if cached_library(kernel_key(lowered.text, self.name), lowered.func_name) is not None:
+        if cached_library(self.cache_key(lowered), lowered.func_name) is not None:
             return False
         self.compile(lowered)
         return True
@@ -349,6 +382,18 @@ def get_target(name: str) -> Target:
 
 
 # --------------------------------------------------------------------------- disk cache
+
+
+@functools.cache
+def host_cpu() -> str:
+    """This CPU's architecture and a hash of its feature flags (what LLVM's host target compiles for)."""
+    flags = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            flags = next((line for line in info if line.startswith(("flags", "Features"))), "")
+    except OSError:
+        pass
+    return f"{platform.machine()}:{hashlib.sha256(flags.encode()).hexdigest()[:16]}"
 
 
 def kernel_key(ir_text: str, target: str) -> str:
@@ -480,7 +525,11 @@ def store_cached_kernel(key: str, engine, func_name: str) -> bool:
     def write_library(so: Path) -> None:
         obj = so.with_suffix(".o")
         engine.dump_to_object_file(str(obj))
-        subprocess.run([linker, "-shared", "-Wl,-z,notext", "-o", str(so), str(obj)], check=True, capture_output=True)
+        # -Bsymbolic: the kernel's own symbols (its function, parity_* helpers) bind inside it, never to
+        # a host program's or an RTLD_GLOBAL library's definition of the same name (an embedding
+        # program exporting ``main`` would otherwise be called)
+        subprocess.run([linker, "-shared", "-Wl,-z,notext", "-Wl,-Bsymbolic", "-o", str(so), str(obj)], check=True,
+                       capture_output=True)
         obj.unlink()
 
     return store_library(key, func_name, write_library) is not None

@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from .backend import (TENSOR_PIPELINE, TARGETS, Target, _asm, _linker, _lock, _parse, _retire, _run_pipeline, cached_library,
-                      disk_cache_enabled, find_ops, kernel_cache_dir, kernel_key, mlir_lib_dir, store_library)
+                      disk_cache_enabled, find_ops, kernel_cache_dir, kernel_key, memref_descriptor, mlir_lib_dir,
+                      store_library)
 from .gpu_matmul import substitute_matmuls
 from .gpu_reduce import substitute_reductions
 from .gpu_toolchain import GpuToolchain, ToolchainError, find_libdevice, find_toolchain
@@ -518,32 +519,10 @@ class GpuKernel:
         self.from_disk_cache = from_disk_cache
 
     def __call__(self, arrays: list) -> None:
-        from mlir.runtime import get_ranked_memref_descriptor
-
-        descriptors = [_device_descriptor(a) if isinstance(a, DeviceArray) else get_ranked_memref_descriptor(a)
-                       for a in arrays]
-        self._fn(*[ctypes.cast(ctypes.pointer(d), ctypes.c_void_p) for d in descriptors])
+        descriptors = [memref_descriptor(a.pointer, a.shape, None, 0) if isinstance(a, DeviceArray)
+                       else memref_descriptor(a.ctypes.data, a.shape, a.strides, a.itemsize) for a in arrays]
+        self._fn(*[ctypes.c_void_p(ctypes.addressof(d)) for d in descriptors])
         raise_device_errors(f"@{self.func_name}")
-
-
-@functools.cache
-def _descriptor_type(rank: int):
-    """MLIR's ranked memref descriptor: allocated and aligned pointers, offset, sizes, strides (elements)."""
-    fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p), ("offset", ctypes.c_longlong)]
-    if rank:
-        fields += [("shape", ctypes.c_longlong * rank), ("strides", ctypes.c_longlong * rank)]
-    return type(f"DeviceMemRef{rank}", (ctypes.Structure,), {"_fields_": fields})
-
-
-def _device_descriptor(array: DeviceArray):
-    desc = _descriptor_type(array.ndim)()
-    desc.allocated = desc.aligned = array.pointer
-    desc.offset = 0
-    if array.ndim:
-        strides = [int(np.prod(array.shape[i + 1:], dtype=np.int64)) for i in range(array.ndim)]
-        desc.shape = (ctypes.c_longlong * array.ndim)(*array.shape)
-        desc.strides = (ctypes.c_longlong * array.ndim)(*strides)
-    return desc
 
 
 # --------------------------------------------------------------------------- host library

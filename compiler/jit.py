@@ -373,6 +373,9 @@ def _boundary_arrays(leaves: list) -> list:
         arr = np.ascontiguousarray(leaf)
         if arr.shape != leaf.shape:  # ascontiguousarray makes 0-d arrays 1-d
             arr = arr.reshape(leaf.shape)
+        if arr.dtype == np.bool_ and arr.size and arr.view(np.uint8).max() > 1:
+            # NumPy reads any nonzero byte as True (a .view(bool), bytes from C); kernels assume 0 or 1
+            arr = arr.view(np.uint8) != 0
         if any(isinstance(prev, np.ndarray) and np.may_share_memory(arr, prev) for prev in out):
             arr = arr.copy()
         out.append(arr)

@@ -253,3 +253,45 @@ def test_leftovers_of_killed_writers_are_swept_but_live_ones_kept(tmp_path, monk
     assert not stale_tmp.exists() and not stale_trash.exists()
     assert (live_tmp / "entry" / "kernel.so").read_bytes() == b"half-written"
     assert len(entries(tmp_path)) == 1
+
+
+def test_calls_create_no_ctypes_types():
+    """Descriptors are instances of one class per rank: mlir.runtime's helper made a class per call,
+    and ctypes keeps a pointer type for each forever (about 9 KiB per argument per call)."""
+    import ctypes
+
+    f = jit(lambda x, y: (x + 1, y.sum()))
+    x, y = np.arange(3.0), np.ones((2, 2), np.float32)
+    f(x, y)
+    before = len(ctypes._pointer_type_cache)
+    for _ in range(200):
+        f(x, y)
+    assert len(ctypes._pointer_type_cache) == before
+
+
+def test_cpu_kernels_are_keyed_by_the_host_cpu(monkeypatch):
+    from compiler import backend
+    from compiler.jit import JitFunction
+
+    lowered = JitFunction(lambda x: x * 2).lower(np.ones(3))
+    here = backend.get_target("cpu").cache_key(lowered)
+    monkeypatch.setattr(backend, "host_cpu", lambda: "x86_64:another-cpu")
+    assert backend.get_target("cpu").cache_key(lowered) != here
+
+
+def test_a_cached_kernel_binds_its_own_symbols(tmp_path, monkeypatch):
+    """Linked -Bsymbolic: no dynamic relocation may name a symbol the library defines itself (an
+    embedding program exporting `main` would otherwise be called through it)."""
+    import shutil
+    import subprocess
+
+    readelf = shutil.which("readelf")
+    assert readelf, "binutils' readelf comes with the C toolchain the kernel cache links with"
+    monkeypatch.setenv("PARITY_CACHE", str(tmp_path))
+    jit(lambda a, b: a @ b + 1)(np.ones((3, 4), np.float32), np.ones((4, 2), np.float32))
+    (library,) = tmp_path.glob("kernels/*/kernel.so")
+    defined = set(subprocess.run([shutil.which("nm") or "nm", "-D", "--defined-only", str(library)],
+                                 capture_output=True, text=True, check=True).stdout.split())
+    relocations = subprocess.run([readelf, "-rW", str(library)], capture_output=True, text=True, check=True).stdout
+    named = {line.split()[4] for line in relocations.splitlines() if len(line.split()) >= 5 and "R_X86_64" in line}
+    assert "main" in defined and not (named & defined)

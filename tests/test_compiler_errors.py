@@ -323,3 +323,12 @@ def test_concatenate_dtype_follows_same_kind_casting():
 def test_a_runtime_boolean_mask_is_named_as_unsupported():
     with pytest.raises(NotImplementedError, match="boolean mask indexing"):
         jit(lambda x, m: x[m])(np.arange(3.0), np.array([True, False, True]))
+
+
+def test_bool_arguments_with_bytes_other_than_0_and_1_read_as_numpy_reads_them():
+    """A .view(bool) of other bytes (or bool memory written by C) is True wherever nonzero."""
+    u = np.array([2, 1, 0, 3, 255], np.uint8).view(bool)
+    fn = lambda x: (x.astype(np.int32), x.sum(), ~x, x == np.ones(5, bool), np.where(x, 1, 2))  # noqa: E731
+    for got, expected in zip(jit(fn)(u), fn(u)):
+        assert got.dtype == np.asarray(expected).dtype
+        np.testing.assert_array_equal(got, expected)
