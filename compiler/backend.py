@@ -363,6 +363,8 @@ class CpuTarget(Target):
             return NativeKernel(address, (engine, module), lowered.func_name)
 
     def build(self, lowered: LoweredModule) -> bool:
+        if not disk_cache_enabled():
+            raise RuntimeError("building kernels ahead of time needs the kernel cache (PARITY_NO_DISK_CACHE is set)")
         if cached_library(self.cache_key(lowered), lowered.func_name) is not None:
             return False
         self.compile(lowered)
@@ -461,7 +463,10 @@ def _entry_is_valid(entry: Path, key: str, func_name: str) -> bool:
 
 
 def cached_library(key: str, func_name: str) -> Path | None:
-    """The cached shared library for ``key``, or None when absent, corrupt or from another toolchain."""
+    """The cached shared library for ``key``, or None when absent, corrupt, from another toolchain,
+    or when the disk cache is off (PARITY_NO_DISK_CACHE: neither read nor written)."""
+    if not disk_cache_enabled():
+        return None
     entry = kernel_cache_dir() / key
     return entry / "kernel.so" if _entry_is_valid(entry, key, func_name) else None
 

@@ -295,3 +295,20 @@ def test_a_cached_kernel_binds_its_own_symbols(tmp_path, monkeypatch):
     relocations = subprocess.run([readelf, "-rW", str(library)], capture_output=True, text=True, check=True).stdout
     named = {line.split()[4] for line in relocations.splitlines() if len(line.split()) >= 5 and "R_X86_64" in line}
     assert "main" in defined and not (named & defined)
+
+
+def test_no_disk_cache_means_the_cache_is_not_read_either(tmp_path, monkeypatch):
+    monkeypatch.setenv("PARITY_CACHE", str(tmp_path))
+    x = np.arange(4.0)
+    first = jit(lambda v: v * 3)
+    first(x)
+    again = jit(lambda v: v * 3)
+    assert again.specialize(x).kernel.from_disk_cache  # the entry is there and used
+    monkeypatch.setenv("PARITY_NO_DISK_CACHE", "1")
+    off = jit(lambda v: v * 3)
+    np.testing.assert_array_equal(off(x), x * 3)
+    assert not off.specialize(x).kernel.from_disk_cache
+    with pytest.raises(RuntimeError, match="needs the kernel cache"):
+        from compiler import build_only
+        with build_only():
+            jit(lambda v: v * 5)(x)
