@@ -206,6 +206,11 @@ class Tensor:
         from .numpy_api import var
         return var(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
 
+    def __setitem__(self, key, value):
+        raise NotImplementedError(
+            "item assignment (x[...] = v) is not supported by the compiler: NumPy writes into the array, which a "
+            "traced function cannot; build the result instead (np.where(mask, v, x), np.concatenate, ...)")
+
     def __getitem__(self, key):
         from .numpy_api import getitem
         return getitem(self, key)

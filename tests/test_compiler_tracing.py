@@ -161,3 +161,13 @@ def test_a_jit_function_may_call_itself_on_arrays_while_tracing():
         return x + f(np.ones(3), n - 1)
 
     np.testing.assert_array_equal(f(np.zeros(3), 2), np.full(3, 2.0))
+
+
+def test_item_assignment_is_named_as_unsupported():
+    def assign(x):
+        y = x * 1
+        y[0] = 5
+        return y
+
+    with pytest.raises(NotImplementedError, match=r"item assignment \(x\[...\] = v\)"):
+        jit(assign)(np.ones(3))
