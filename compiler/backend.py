@@ -17,13 +17,12 @@ import shutil
 import subprocess
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
 
 from .lowering import LoweredModule
-from .paths import cache_root
+from .paths import STALE_AFTER_S, cache_root, remove_stale
 
 PIPELINE_VERSION = "5"  # bump whenever the pipeline changes, to retire cached kernels
 
@@ -499,22 +498,10 @@ def _retire(entry: Path) -> None:
         pass
 
 
-STALE_AFTER_S = 3600  # a writer that has not renamed its temporary into place within this is dead
-
-
 def sweep_stale_temporaries(root: Path, max_age_s: float = STALE_AFTER_S) -> int:
     """Delete the ``.tmp-*``/``.trash-*`` leftovers of killed writers (a SIGKILL between mkdtemp and the
     rename); recent ones may belong to a live writer and stay. Returns how many were removed."""
-    removed = 0
-    now = time.time()
-    for leftover in list(root.glob(".tmp-*")) + list(root.glob(".trash-*")):
-        try:
-            if now - leftover.stat().st_mtime > max_age_s:
-                shutil.rmtree(leftover)
-                removed += 1
-        except OSError:
-            pass  # another process swept it first
-    return removed
+    return len(remove_stale([p for p in (*root.glob(".tmp-*"), *root.glob(".trash-*")) if p.is_dir()], max_age_s))
 
 
 def _linker() -> str | None:

@@ -15,14 +15,13 @@ import io
 import json
 import os
 import subprocess
-import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from compiler.paths import cache_root
+from compiler.paths import STALE_AFTER_S, cache_root, remove_stale
 
 from . import capture_runner
 from .bundle import materialize_bundled
@@ -407,22 +406,13 @@ def run_runner(env: ReferenceEnv, resolved: ResolvedReference, model_dir: Path, 
         f"Check the reference checkout {resolved.checkout_path} @ {resolved.revision}")
 
 
-STALE_TEMPORARY_S = 3600  # far beyond CAPTURE_TIMEOUT_S: an older temporary has no live writer
+STALE_TEMPORARY_S = STALE_AFTER_S  # far beyond CAPTURE_TIMEOUT_S: an older temporary has no live writer
 
 
 def sweep_stale_temporaries(captures_dir: Path, max_age_s: float = STALE_TEMPORARY_S) -> list[Path]:
     """Delete the ``.capture-*`` temporaries a capture runner killed between writing and renaming
     left behind (captures are tens of MB each); recent ones may belong to a running capture and stay."""
-    removed = []
-    now = time.time()
-    for leftover in Path(captures_dir).glob(".capture-*"):
-        try:
-            if leftover.is_file() and now - leftover.stat().st_mtime > max_age_s:
-                leftover.unlink()
-                removed.append(leftover)
-        except OSError:
-            pass  # another process swept it first
-    return removed
+    return remove_stale((p for p in Path(captures_dir).glob(".capture-*") if p.is_file()), max_age_s)
 
 
 def capture(resolved: ResolvedReference, model_dir, prompt: str, tokens: int,

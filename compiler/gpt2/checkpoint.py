@@ -13,9 +13,7 @@ import glob
 import json
 import os
 import re
-import shutil
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ import numpy as np
 
 from compiler.gpt2.config import CheckpointError, GPT2Config, read_config
 from compiler.gpt2.tokenizer import GPT2Tokenizer, TokenizerError, file_sha256, load_tokenizer
+from compiler.paths import STALE_AFTER_S, remove_stale
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -361,19 +360,8 @@ def staging_prefix(dest: Path) -> str:
 def sweep_stale_staging(dest: Path, max_age_s: float | None = None) -> list[Path]:
     """Delete staging directories of ``dest`` left by a writer killed before its rename (GPT-2 small's is ~500 MB);
     recent ones may belong to a live writer and stay. Same rule as the kernel cache's temporaries."""
-    from compiler.backend import STALE_AFTER_S
-
-    max_age_s = STALE_AFTER_S if max_age_s is None else max_age_s
-    removed = []
-    now = time.time()
-    for leftover in dest.parent.glob(glob.escape(staging_prefix(dest)) + "*"):
-        try:
-            if leftover.is_dir() and now - leftover.stat().st_mtime > max_age_s:
-                shutil.rmtree(leftover)
-                removed.append(leftover)
-        except OSError:
-            pass  # another process swept it first
-    return removed
+    staged = (p for p in dest.parent.glob(glob.escape(staging_prefix(dest)) + "*") if p.is_dir())
+    return remove_stale(staged, STALE_AFTER_S if max_age_s is None else max_age_s)
 
 
 def resolve_destination(dest: str | Path) -> Path:

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from compiler import opinfo as oi
+from compiler.paths import STALE_AFTER_S, remove_stale
 from harness.report import atomic_write_text
 
 from .cases import case_id, describe_case, sample_op_case
@@ -135,7 +136,7 @@ class CorpusError(ValueError):
     could not happen, which is not a compiler failure."""
 
 
-CORPUS_TEMPORARY_STALE_S = 3600  # a writer that has not renamed its temporary within this is dead
+CORPUS_TEMPORARY_STALE_S = STALE_AFTER_S
 
 
 def is_corpus_temporary(path: Path) -> bool:
@@ -151,16 +152,7 @@ def corpus_files(corpus: Path) -> list[Path]:
 
 def sweep_stale_corpus_temporaries(corpus: Path, max_age_s: float = CORPUS_TEMPORARY_STALE_S) -> list[Path]:
     """Delete temporaries older than ``max_age_s`` (a writer killed before its rename); recent ones may be live."""
-    removed = []
-    now = time.time()
-    for leftover in Path(corpus).glob(".*"):
-        try:
-            if leftover.is_file() and now - leftover.stat().st_mtime > max_age_s:
-                leftover.unlink()
-                removed.append(leftover)
-        except OSError:
-            pass  # another process swept it first
-    return removed
+    return remove_stale((p for p in Path(corpus).glob(".*") if p.is_file()), max_age_s)
 
 
 def _case_ops(case: dict) -> list:
