@@ -158,7 +158,7 @@ def _localize(runner, capture, step: int, tensor: str, n_layer: int, tol: Tolera
     upstream, below the tensor tolerance, and grew: the sublayers before it at the same step are
     re-run in model order, and the first op off its rounding there is named. Returns
     op/source/op_max_abs_error (None when unknown) and a sentence about how it went."""
-    ids = list(capture.input_ids) + list(capture.output_ids[:step])
+    ids = _step_ids(capture, step)
     upstream_name = upstream_tensor_name(tensor, n_layer)
     try:
         found = _localize_sublayer(runner, capture, step, tensor, ids, n_layer)
@@ -173,27 +173,27 @@ def _localize(runner, capture, step: int, tensor: str, n_layer: int, tol: Tolera
                     f"the sublayers of step {step} in order, the first op off its rounding is {found.get('op')} "
                     f"in {earlier}, whose error stayed within the tensor tolerance until {tensor}"))
     except Exception as exc:  # localization is a diagnosis aid; its failure must not hide the divergence
-        return {"op": None, "source": None, "localization": f"localization failed: {_describe_exception(exc)}"}
-    return {"op": None, "source": None, "localization": (
+        return _not_localized(f"localization failed: {_describe_exception(exc)}")
+    return _not_localized(
         f"re-run on the reference's inputs, every op of step {step} up to {tensor} agrees with NumPy within its own "
         "rounding (a few ulps; sums and matrix products by their length): no single op causes the error, "
-        "which builds up across ops")}
+        "which builds up across ops")
 
 
 def _localize_fused(runner, capture, step: int) -> dict:
     """Fused mode computes the whole pass in one kernel, so the pass is re-run op by op from the
     step's token ids (every op within its own rounding), naming the first op off it."""
-    ids = list(capture.input_ids) + list(capture.output_ids[:step])
+    ids = _step_ids(capture, step)
     try:
         found = runner.localize("logits", ids)
     except Exception as exc:  # a diagnosis aid: its failure must not hide the divergence
-        return {"op": None, "source": None, "localization": f"localization failed: {_describe_exception(exc)}"}
+        return _not_localized(f"localization failed: {_describe_exception(exc)}")
     if found:
         return _localized(found, f"re-ran the fused forward pass op by op from the token ids of step {step}: "
                                  f"first op off its rounding is {found.get('op')}")
-    return {"op": None, "source": None, "localization": (
+    return _not_localized(
         f"re-run op by op from the token ids of step {step}, every op of the fused pass agrees with NumPy within its "
-        "own rounding: no single op causes the error, which builds up across ops")}
+        "own rounding: no single op causes the error, which builds up across ops")
 
 
 def _localize_sublayer(runner, capture, step: int, tensor: str, ids, n_layer: int) -> dict | None:
@@ -206,6 +206,15 @@ def _sublayers_before(tensor: str, n_layer: int) -> list[str]:
     """The tensors produced before ``tensor`` in one forward pass, in model order."""
     order = ["embedding"] + [f"h.{i}.{part}" for i in range(n_layer) for part in ("attention", "output")] + ["logits"]
     return order[:order.index(tensor)]
+
+
+def _step_ids(capture, step: int) -> list[int]:
+    """The token ids the reference fed its forward pass at ``step``: the prompt, then its own outputs."""
+    return list(capture.input_ids) + list(capture.output_ids[:step])
+
+
+def _not_localized(sentence: str) -> dict:
+    return {"op": None, "source": None, "localization": sentence}
 
 
 def _localized(found: dict, sentence: str) -> dict:
