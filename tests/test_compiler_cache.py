@@ -312,3 +312,50 @@ def test_no_disk_cache_means_the_cache_is_not_read_either(tmp_path, monkeypatch)
         from compiler import build_only
         with build_only():
             jit(lambda v: v * 5)(x)
+
+
+def _imports_mlir_bindings(source: str) -> bool:
+    return any(line.strip().startswith(("import mlir", "from mlir")) for line in source.splitlines())
+
+
+def test_every_module_that_runs_after_the_ir_text_is_in_the_cache_key():
+    # the lowering writes IR text; modules that touch the MLIR bindings transform it further, and
+    # what they do is invisible in the text a kernel is keyed by
+    from compiler import backend
+    package = Path(backend.__file__).parent
+    post_ir = {p.name for p in package.glob("*.py") if _imports_mlir_bindings(p.read_text())}
+    assert post_ir, "the CPU backend itself imports the MLIR bindings"
+    assert post_ir <= set(backend.POST_IR_SOURCES), sorted(post_ir - set(backend.POST_IR_SOURCES))
+
+
+def test_a_pipeline_edit_retires_cached_kernels(tmp_path):
+    """Editing a pass pipeline in a checkout (no version bumped) changes every kernel's key, so a
+    second process never loads kernels the unedited compiler built."""
+    from compiler import backend
+    package = Path(backend.__file__).parent
+    script = ("import numpy as np, compiler\n"
+              "f = compiler.jit(lambda x: x + 1)\n"
+              "f(np.zeros(3, np.float32))\n"
+              "print(compiler.toolchain_version())\n")
+
+    def run(copy: Path) -> tuple[str, set[str]]:
+        env = {**os.environ, "PYTHONPATH": str(copy), "PARITY_CACHE": str(tmp_path / "cache")}
+        env.pop("PARITY_NO_DISK_CACHE", None)
+        out = subprocess.run([sys.executable, "-c", script], env=env, cwd=copy, capture_output=True, text=True,
+                             timeout=300)
+        assert out.returncode == 0, out.stderr
+        entries = {p.name for p in (tmp_path / "cache" / "kernels").iterdir() if not p.name.startswith(".")}
+        return out.stdout.strip(), entries
+
+    before, after = tmp_path / "before", tmp_path / "after"
+    for copy in (before, after):
+        shutil.copytree(package, copy / "compiler", ignore=shutil.ignore_patterns("__pycache__"))
+    backend_py = after / "compiler" / "backend.py"
+    source = backend_py.read_text()
+    assert "canonicalize,cse)" in source
+    backend_py.write_text(source.replace("canonicalize,cse)", "canonicalize,cse,canonicalize)", 1))
+
+    version_before, entries_before = run(before)
+    version_after, entries_after = run(after)
+    assert version_before != version_after
+    assert len(entries_after) == 2 * len(entries_before), "the edited compiler built its own kernel"
