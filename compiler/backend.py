@@ -482,7 +482,90 @@ def cached_library(key: str, func_name: str) -> Path | None:
     if not disk_cache_enabled():
         return None
     entry = kernel_cache_dir() / key
-    return entry / "kernel.so" if _entry_is_valid(entry, key, func_name) else None
+    if not _entry_is_valid(entry, key, func_name):
+        return None
+    try:
+        os.utime(entry / "meta.json")  # last use, for the size bound's least-recently-used order
+    except OSError:
+        pass  # a read-only cache still serves its kernels
+    return entry / "kernel.so"
+
+
+# --------------------------------------------------------------------------- size bound
+
+DEFAULT_CACHE_LIMIT_MB = 2048
+_RESCAN_EVERY = 64  # stores between full rescans, to see what other processes wrote
+
+
+def cache_limit_bytes() -> int:
+    """``PARITY_KERNEL_CACHE_MB`` (default 2048) in bytes: fuzzing alone writes a kernel per random
+    program, so without a bound the cache would only grow."""
+    raw = os.environ.get("PARITY_KERNEL_CACHE_MB")
+    if raw is None or raw.strip() == "":
+        return DEFAULT_CACHE_LIMIT_MB << 20
+    try:
+        megabytes = float(raw)
+    except ValueError:
+        megabytes = float("nan")
+    if not (megabytes > 0 and megabytes != float("inf")):
+        raise ValueError(f"PARITY_KERNEL_CACHE_MB must be a positive number of megabytes, not {raw!r}")
+    return max(1, int(megabytes * (1 << 20)))
+
+
+def _entry_usage(entry: Path) -> tuple[float, int] | None:
+    """(last use, bytes) of a cache entry, or None when it is not one (a temporary, gone meanwhile)."""
+    try:
+        meta = (entry / "meta.json").stat()
+        return meta.st_mtime, meta.st_size + (entry / "kernel.so").stat().st_size
+    except OSError:
+        return None
+
+
+class _CacheUsage:
+    """A running estimate of the cache's size: rescanned on a process's first store and every
+    ``_RESCAN_EVERY`` stores, and grown by each entry this process writes in between."""
+
+    def __init__(self):
+        self.root: Path | None = None
+        self.bytes = 0
+        self.stores_since_scan = 0
+
+    def scan(self, root: Path) -> dict[Path, tuple[float, int]]:
+        entries = {}
+        for entry in root.iterdir():
+            if not entry.name.startswith(".") and (usage := _entry_usage(entry)) is not None:
+                entries[entry] = usage
+        self.root, self.bytes, self.stores_since_scan = root, sum(size for _, size in entries.values()), 0
+        return entries
+
+
+_usage = _CacheUsage()
+
+
+def bound_cache_size(stored: Path) -> list[Path]:
+    """After ``stored`` was written: if the cache holds more than its limit, retire the least recently
+    used entries (never ``stored``) until it holds at most 80% of it. Returns what was retired."""
+    limit = cache_limit_bytes()
+    root = stored.parent
+    with _lock:
+        if _usage.root != root or _usage.stores_since_scan >= _RESCAN_EVERY:
+            _usage.scan(root)
+        else:
+            _usage.stores_since_scan += 1
+            _usage.bytes += (_entry_usage(stored) or (0, 0))[1]
+        if _usage.bytes <= limit:
+            return []
+        entries = _usage.scan(root)
+        retired = []
+        for entry, (_, size) in sorted(entries.items(), key=lambda item: item[1][0]):
+            if _usage.bytes <= 0.8 * limit:
+                break
+            if entry == stored:
+                continue
+            _retire(entry)  # a process that has it loaded keeps its mapping; one about to load it misses
+            _usage.bytes -= size
+            retired.append(entry)
+        return retired
 
 
 def load_cached_kernel(key: str, func_name: str) -> NativeKernel | None:
@@ -569,6 +652,7 @@ def store_library(key: str, func_name: str, write_library) -> Path | None:
             os.replace(tmp, entry)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+        bound_cache_size(entry)
         return entry / "kernel.so"
     except (OSError, subprocess.CalledProcessError):
         return None

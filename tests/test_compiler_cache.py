@@ -359,3 +359,42 @@ def test_a_pipeline_edit_retires_cached_kernels(tmp_path):
     version_after, entries_after = run(after)
     assert version_before != version_after
     assert len(entries_after) == 2 * len(entries_before), "the edited compiler built its own kernel"
+
+
+def _add_constant(k: float):
+    return jit(lambda x: x * 3.0 + k)  # another constant: other IR, another cache entry
+
+
+def test_the_cache_is_bounded_least_recently_used_first(tmp_path, monkeypatch):
+    from compiler import backend
+    monkeypatch.setenv("PARITY_CACHE", str(tmp_path))
+    x = np.ones(4, np.float32)
+    np.testing.assert_array_equal(_add_constant(0.5)(x), np.full(4, 3.5, np.float32))
+    root = backend.kernel_cache_dir()
+    (first,) = list(root.iterdir())
+    entry_bytes = sum(f.stat().st_size for f in first.iterdir())
+    # room for four entries: the fifth store goes over, and eviction goes down to 80% (three)
+    monkeypatch.setenv("PARITY_KERNEL_CACHE_MB", str(4.5 * entry_bytes / (1 << 20)))
+    stored = [first]
+    for k in (1.5, 2.5, 3.5):
+        _add_constant(k)(x)
+        stored.append(next(e for e in root.iterdir() if e not in stored))
+    old = os.stat(first / "meta.json").st_mtime - 100
+    for i, entry in enumerate(stored):  # last use in store order, with the first one used again last
+        os.utime(entry / "meta.json", (old + i, old + i))
+    assert backend.cached_library(first.name, json.loads((first / "meta.json").read_text())["func"]) is not None
+
+    result = _add_constant(4.5)(x)
+    np.testing.assert_array_equal(result, np.full(4, 7.5, np.float32))
+    kept = {e for e in root.iterdir() if not e.name.startswith(".")}
+    assert len(kept) == 3
+    assert stored[1] not in kept and stored[2] not in kept, "the least recently used went first"
+    assert first in kept and stored[3] in kept
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "lots", "inf", "nan"])
+def test_a_bad_cache_limit_is_named(tmp_path, monkeypatch, value):
+    monkeypatch.setenv("PARITY_CACHE", str(tmp_path))
+    monkeypatch.setenv("PARITY_KERNEL_CACHE_MB", value)
+    with pytest.raises(ValueError, match="PARITY_KERNEL_CACHE_MB must be a positive number"):
+        _add_constant(7.5)(np.ones(2, np.float32))
