@@ -21,6 +21,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from harness import terminal
 from harness.compare import model_order_key, tensor_layer
 
 STATUS_STYLE = {"pass": "bold green", "diverged": "bold red", "error": "bold magenta", "skipped": "yellow"}
@@ -186,7 +187,7 @@ def read_source_line(fd: dict) -> str | None:
 # ---------------------------------------------------------------- terminal
 
 def render_terminal(report: dict, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or terminal.console()
     banner = banner_text(report)
     if banner:
         console.print(Panel(Text(banner, style="bold white on red", justify="center"),

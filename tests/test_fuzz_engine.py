@@ -163,6 +163,20 @@ def test_fuzz_command_json_line(capsys, tmp_path):
     assert out["ops_covered"] == 2 and out["examples"] == 4 and out["graph_examples"] == 2 and out["failures"] == []
 
 
+def test_the_summary_counts_coverage_against_the_selected_ops(monkeypatch):
+    from rich.console import Console
+
+    def fake_fuzz(profile, seed, corpus, ops, progress=None):
+        return engine.Summary(ops_covered=["add"], examples=3)  # sum: not reached
+
+    monkeypatch.setattr(engine, "fuzz", fake_fuzz)
+    console = Console(record=True, width=200, force_terminal=False)
+    assert fuzz_cmd.run(_args(ops="add,sum"), console=console) == 0
+    text = console.export_text()
+    assert "ops covered     1 of 2 selected" in text
+    assert "not reached in this budget: sum\n" in text
+
+
 def test_fuzz_command_exits_1_on_failures(capsys, monkeypatch):
     def fake_fuzz(profile, seed, corpus, ops, progress=None):
         s = engine.Summary(ops_covered=["add"], examples=1)

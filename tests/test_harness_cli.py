@@ -67,6 +67,29 @@ def test_a_closed_stdout_ends_quietly_with_141(tmp_path):
     assert proc.stderr.read() == b""
 
 
+def test_a_closed_stdout_under_rich_is_141_and_the_report_files_are_written(tmp_path):
+    """Rich's own answer to a closed stdout is SystemExit(1), the divergence status; and the report
+    files must not depend on anyone reading the terminal."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.test_harness_reports import make_report
+
+    report = tmp_path / "r.json"
+    big = make_report()
+    big["modes"]["subgraph"]["checks"] *= 400  # terminal output far beyond a pipe's buffer
+    report.write_text(json.dumps(big))
+    html, junit = tmp_path / "r.html", tmp_path / "r.xml"
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "report", str(report), "--html", str(html),
+                             "--junit", str(junit), "--exit-code"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.read(10)
+    proc.stdout.close()
+    assert proc.wait(timeout=120) == 141
+    assert proc.stderr.read() == b""
+    assert "<html" in html.read_text() and "<testsuites" in junit.read_text()
+
+
 # ------------------------------------------------------------------ prompts and models checked up front
 
 @pytest.fixture(scope="module")

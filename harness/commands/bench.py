@@ -90,7 +90,7 @@ def measure(model, ids, n_tokens, target, progress, runners=None):
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.progress import progress_display
+    from harness.terminal import progress_display
 
     try:
         from compiler.gpt2 import load_model, resolve_model_dir
@@ -118,8 +118,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out))
         return 0
-    from rich.console import Console
     from rich.table import Table
+
+    from harness import terminal
 
     ref = results["ms_per_token"]["reference"]
     table = Table(title=f"GPT-2 {c.n_layer}x{c.n_embd}, {args.tokens} tokens, target {args.target} ({model.checkpoint.name})")
@@ -129,5 +130,5 @@ def run(args: argparse.Namespace) -> int:
         ms = results["ms_per_token"][mode]
         table.add_row(mode, f"{ms:.1f}", f"{ref / ms:.2f}x", f"{results['compile_s'].get(mode, 0):.1f}" if mode != "reference" else "-",
                       str(results["tokens_agree"].get(mode, "-")))
-    Console().print(table)
+    terminal.console().print(table)
     return 0

@@ -84,12 +84,11 @@ def _corpus(args) -> Path | None:
 
 
 def run(args, *, console=None) -> int:
-    from rich.console import Console
-
     from compiler import opinfo as oi
+    from harness import terminal
     from harness.fuzzing.engine import CorpusError
 
-    console = console or Console()
+    console = console or terminal.console()
     if args.list_ops:
         return _list_ops(console, oi, args.json)
     try:
@@ -111,19 +110,18 @@ def run(args, *, console=None) -> int:
                 status.update(f"fuzzing… {len(s.ops_covered)} ops, {s.examples} op examples, "
                               f"{s.graph_examples} graph examples, {len(s.failures)} failures")
             summary = fuzz(profile, args.seed, corpus, ops, progress=progress)
-        _render(console, summary, profile, args)
+        _render(console, summary, profile, args, ops or list(oi.REGISTRY))
     return 1 if summary.failures else 0
 
 
-def _render(console, summary, profile, args) -> None:
+def _render(console, summary, profile, args, selected: list[str]) -> None:
+    """``selected``: the ops this run was asked to fuzz (``--ops``, else the whole registry)."""
     from rich.markup import escape
     from rich.panel import Panel
     from rich.table import Table
 
-    from compiler import opinfo as oi
-
     stats = Table.grid(padding=(0, 2))
-    stats.add_row("ops covered", f"{len(summary.ops_covered)} of {len(oi.REGISTRY)}")
+    stats.add_row("ops covered", f"{len(summary.ops_covered)} of {len(selected)}" + ("" if args.ops is None else " selected"))
     stats.add_row("op examples", str(summary.examples))
     stats.add_row("graph examples", str(summary.graph_examples))
     stats.add_row("failures", f"[bold red]{len(summary.failures)}[/]" if summary.failures else "[green]0[/]")
@@ -132,7 +130,7 @@ def _render(console, summary, profile, args) -> None:
                              f"{profile.graph_examples} graphs, {profile.seconds:g} s")
     title = "[bold red]parity fuzz: failures[/]" if summary.failures else "[bold green]parity fuzz: no failures[/]"
     console.print(Panel(stats, title=title, expand=False))
-    missing = [n for n in oi.REGISTRY if n not in summary.ops_covered]
+    missing = [n for n in selected if n not in summary.ops_covered]
     if missing:
         console.print(f"[yellow]not reached in this budget:[/] {', '.join(missing)}", highlight=False)
     if summary.failures:

@@ -28,7 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.progress import progress_display
+    from harness.terminal import progress_display
 
     try:
         from compiler import build_only

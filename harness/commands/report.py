@@ -17,24 +17,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args, *, console=None) -> int:
-    from rich.console import Console
-
     from harness import report as reports
+    from harness import terminal
     from harness.verify import EXIT_ERROR, VerifyError, exit_code, load_report
 
-    console = console or Console()
+    console = console or terminal.console()
     try:
         report = load_report(args.report)
     except VerifyError as exc:
-        Console(stderr=True, soft_wrap=True).print(f"[bold red]parity report: error:[/] {exc}", highlight=False)
+        terminal.console(stderr=True, soft_wrap=True).print(f"[bold red]parity report: error:[/] {exc}", highlight=False)
         return EXIT_ERROR
-    reports.render_terminal(report, console)
+    # files first: a reader of the terminal output who goes away early (`| head`) must not cost them
+    written = []
     try:
         if args.html_path:
-            console.print(f"report written: {reports.write_html(report, args.html_path)}", highlight=False)
+            written.append(reports.write_html(report, args.html_path))
         if args.junit_path:
-            console.print(f"report written: {reports.write_junit(report, args.junit_path)}", highlight=False)
+            written.append(reports.write_junit(report, args.junit_path))
     except OSError as exc:
-        Console(stderr=True, soft_wrap=True).print(f"[bold red]parity report: could not write:[/] {exc}", highlight=False)
+        terminal.console(stderr=True, soft_wrap=True).print(f"[bold red]parity report: could not write:[/] {exc}", highlight=False)
         return EXIT_ERROR
+    reports.render_terminal(report, console)
+    for path in written:
+        console.print(f"report written: {path}", highlight=False)
     return exit_code(report) if args.exit_code else 0

@@ -116,15 +116,15 @@ def final_exit_code(verdict: int, write_failed: bool) -> int:
 
 def run(args, *, verify_fn=None, console=None) -> int:
     """`verify_fn(options, progress)` is a seam for tests (defaults to harness.verify.verify)."""
-    from rich.console import Console
+    from harness import terminal
 
     from harness.report import render_terminal
     from harness.schema import SchemaError, validate_report
     from harness.verify import exit_code, verify
 
     verify_fn = verify_fn or verify
-    console = console or Console()
-    errors = Console(stderr=True, soft_wrap=True)  # long paths stay whole in CI logs
+    console = console or terminal.console()
+    errors = terminal.console(stderr=True, soft_wrap=True)  # long paths stay whole in CI logs
     try:
         options = options_from_args(args)
         paths = report_paths(args)
@@ -140,8 +140,8 @@ def run(args, *, verify_fn=None, console=None) -> int:
         errors.print(f"[bold red]parity verify: internal error:[/] the report does not follow the report schema "
                      f"({exc}); nothing was written (exit 2)", highlight=False)
         return EXIT_ERROR
+    written, failures = write_reports(report, paths)  # before the terminal, which a `| head` may close
     render_terminal(report, console)
-    written, failures = write_reports(report, paths)
     for path in written:
         console.print(f"report written: {path}", highlight=False)
     verdict = exit_code(report)
