@@ -4,8 +4,24 @@ a miscompiled op can itself be tested."""
 from __future__ import annotations
 
 import contextlib
+import difflib
+import math
 
 from .jit import FAULTS
+from .primitives import PRIMITIVES
+
+
+def check_fault(op: str, factor: float, offset: float) -> None:
+    """A fault that names no primitive would change nothing, and a run meant to show that the
+    harness catches it would pass silently; a non-finite factor or offset is not a fault but a
+    different program. Both are ``ValueError``s."""
+    if op not in PRIMITIVES:
+        close = difflib.get_close_matches(op, PRIMITIVES, n=3)
+        hint = f"did you mean {', '.join(close)}?" if close else f"one of: {', '.join(sorted(PRIMITIVES))}"
+        raise ValueError(f"cannot inject a fault into {op!r}: no primitive of that name ({hint})")
+    for name, value in (("factor", factor), ("offset", offset)):
+        if not math.isfinite(float(value)):
+            raise ValueError(f"the fault's {name} must be a finite number, not {value!r}")
 
 
 @contextlib.contextmanager
@@ -13,7 +29,9 @@ def inject_fault(op: str, factor: float = 1.01, offset: float = 0.0):
     """Replace the output ``y`` of every ``op`` (a primitive name such as "exp") by
     ``y * factor + offset`` in every kernel compiled while active. A pure scale can cancel
     downstream (softmax divides it out); an offset does not. The fault is part of the IR,
-    so cached kernels built without it are never reused."""
+    so cached kernels built without it are never reused. Only floating-point results change; an
+    unknown primitive name is a ``ValueError`` (see ``check_fault``)."""
+    check_fault(op, factor, offset)
     previous = FAULTS.get(op)
     FAULTS[op] = (float(factor), float(offset))
     try:

@@ -132,6 +132,12 @@ REPORT_SCHEMA = {
         "tolerance": TOLERANCE,
         "banner": _TEXT,
         "created": _TEXT,
+        # set when the run compiled with a deliberate fault (parity verify --inject-fault)
+        "injected_fault": {
+            "type": ["object", "null"],
+            "required": ["op", "factor", "offset"],
+            "properties": {"op": {"type": "string"}, "factor": {"type": "number"}, "offset": {"type": "number"}},
+        },
         # A report with no modes verified nothing; it must not read as a pass.
         "modes": {"type": "object", "minProperties": 1, "additionalProperties": MODE},
         "regressions": {"type": "array", "items": REGRESSION},

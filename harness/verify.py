@@ -9,6 +9,8 @@ reference environment and compiler."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import datetime as _dt
 import hashlib
 import json
@@ -488,13 +490,16 @@ class VerifyOptions:
     reference_rev: str | None = None
     strict_reference: bool = False
     model: str | None = None
-    prompt: str = DEFAULT_PROMPT
-    tokens: int = DEFAULT_TOKENS
+    prompt: str | None = None    # None: the --capture's prompt, else DEFAULT_PROMPT
+    tokens: int | None = None    # None: the --capture's step count, else DEFAULT_TOKENS
     rtol: float = 3e-4
     atol: float = 3e-4
     baseline: str | None = None
     captures_dir: str | None = None
     capture: str | None = None   # verify against this capture file instead of running the reference
+    # (primitive, factor, offset): compile every mode with compiler.testing.inject_fault active, to
+    # check that the harness catches and localizes a miscompiled op; the report says so loudly
+    inject_fault: tuple[str, float, float] | None = None
 
 
 def _checkpoint_of(model) -> dict:
@@ -548,12 +553,15 @@ def _given_capture(options: VerifyOptions):
                           "and copy both files") from None
     except ReferenceSetupError as exc:
         raise VerifyError(f"cannot use --capture {options.capture}: {exc}") from None
-    if cap.key.prompt != options.prompt:
-        raise VerifyError(f"--capture {options.capture} was taken for the prompt {cap.key.prompt!r}, "
-                          f"not {options.prompt!r}; pass the same --prompt")
-    if cap.steps != options.tokens:
-        raise VerifyError(f"--capture {options.capture} has {cap.steps} decoding steps, not {options.tokens}; "
-                          f"pass --tokens {cap.steps}")
+    differing = []  # what was asked for explicitly and the capture cannot answer, all named at once
+    if options.prompt is not None and cap.key.prompt != options.prompt:
+        differing.append(f"it was taken for the prompt {cap.key.prompt!r}, not {options.prompt!r} "
+                         "(leave --prompt out to use the capture's)")
+    if options.tokens is not None and cap.steps != options.tokens:
+        differing.append(f"it has {cap.steps} decoding steps, not {options.tokens} (leave --tokens out to use "
+                         "the capture's)")
+    if differing:
+        raise VerifyError(f"cannot use --capture {options.capture}: {'; '.join(differing)}")
     ref = cap.reference
     banner = None
     if ref["kind"] != "upstream":
@@ -603,6 +611,12 @@ def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | No
     """Resolve the reference, load the model, capture, verify every mode and
     return the report. Raises VerifyError (exit 2) for anything that stops
     verification from running."""
+    cap = resolved = None
+    if options.capture:  # first: its prompt and step count are the defaults
+        cap, resolved = _given_capture(options)
+    default_prompt, default_tokens = (cap.key.prompt, cap.steps) if cap else (DEFAULT_PROMPT, DEFAULT_TOKENS)
+    options = dataclasses.replace(options, prompt=default_prompt if options.prompt is None else options.prompt,
+                                  tokens=default_tokens if options.tokens is None else options.tokens)
     if options.tokens < 1:
         raise VerifyError(f"--tokens must be at least 1, got {options.tokens}")
     if not options.prompt:
@@ -612,6 +626,12 @@ def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | No
     except ValueError as exc:
         raise VerifyError(str(exc)) from None
     plans = plan_modes(options.modes, options.target)
+    if options.inject_fault:
+        from compiler.testing import check_fault
+        try:
+            check_fault(*options.inject_fault)
+        except ValueError as exc:
+            raise VerifyError(f"--inject-fault: {exc}") from None
     baseline = load_report(options.baseline) if options.baseline else None
     baseline_source = baseline_identity(options.baseline) if options.baseline else None
 
@@ -637,7 +657,6 @@ def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | No
         raise VerifyError(f"could not load the model ({exc}); pass --model DIR with a checkpoint, "
                           "or create one with `parity synth-model DIR`") from None
     if options.capture:
-        cap, resolved = _given_capture(options)
         _check_capture_model(cap, options.capture, model_dir, _checkpoint_of(model))
     else:
         try:
@@ -679,7 +698,21 @@ def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | No
     def runner_factory(kind: str, target: str):
         return compile_model(model, mode=kind, target=target)
 
-    return run_verification(cap, runner_factory, plans, tol, checkpoint=checkpoint, prompt=options.prompt,
-                            device_check=device_check, banner=getattr(resolved, "banner", None),
-                            baseline=baseline, baseline_source=baseline_source, progress=progress,
-                            reference={"kind": resolved.kind, "url": resolved.url, "revision": resolved.revision})
+    banner = getattr(resolved, "banner", None)
+    fault = contextlib.nullcontext()
+    if options.inject_fault:
+        from compiler.testing import inject_fault
+        op, factor, offset = options.inject_fault
+        fault = inject_fault(op, factor, offset)
+        banner = " ".join(filter(None, [
+            f"A fault was injected: every {op} result y became y*{factor:g}{offset:+g} (--inject-fault). This report "
+            "tests the harness, not the compiler.", banner]))
+    with fault:
+        report = run_verification(cap, runner_factory, plans, tol, checkpoint=checkpoint, prompt=options.prompt,
+                                  device_check=device_check, banner=banner,
+                                  baseline=baseline, baseline_source=baseline_source, progress=progress,
+                                  reference={"kind": resolved.kind, "url": resolved.url, "revision": resolved.revision})
+    if options.inject_fault:
+        op, factor, offset = options.inject_fault
+        report["injected_fault"] = {"op": op, "factor": float(factor), "offset": float(offset)}
+    return report

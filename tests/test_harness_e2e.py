@@ -15,7 +15,7 @@ import pytest
 
 from harness import cli
 from harness.schema import validate_report
-from harness.verify import VerifyOptions, exit_code, verify
+from harness.verify import DEFAULT_PROMPT, DEFAULT_TOKENS, VerifyOptions, exit_code, verify
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("harness-e2e")]
 
@@ -144,6 +144,24 @@ def test_verify_against_a_given_capture_file_without_the_reference(world, monkey
         verify(_options(world, modes=["fused"], tokens=TOKENS + 1, capture=str(captures[0])))
     with pytest.raises(VerifyError, match="prompt"):
         verify(_options(world, modes=["fused"], prompt="something else", capture=str(captures[0])))
+    with pytest.raises(VerifyError) as both:  # every mismatch in one message, not one per run
+        verify(_options(world, modes=["fused"], prompt="other", tokens=TOKENS + 1, capture=str(captures[0])))
+    assert f"the prompt {PROMPT!r}, not 'other'" in str(both.value)
+    assert f"it has {TOKENS} decoding steps, not {TOKENS + 1}" in str(both.value)
+
+
+def test_a_given_capture_supplies_the_prompt_and_step_count(world):
+    other_prompt = "Hello there"
+    assert other_prompt != DEFAULT_PROMPT and TOKENS != DEFAULT_TOKENS
+    made = verify(_options(world, modes=["fused"], prompt=other_prompt))
+    given = [p for p in (world["root"] / "captures").glob("capture-*.json")
+             if json.loads(p.read_text())["key"]["prompt"] == other_prompt]
+    assert len(given) == 1
+    report = verify(_options(world, modes=["fused"], reference="unused", prompt=None, tokens=None,
+                             capture=str(given[0])))
+    assert report["prompt"] == other_prompt and report["input_ids"] == made["input_ids"]
+    assert len(report["modes"]["fused"]["tokens"]["expected"]) == TOKENS
+    assert report["modes"]["fused"]["status"] == "pass"
 
 
 def _given_capture_file(world) -> str:
@@ -232,3 +250,32 @@ def test_a_model_whose_vocabulary_reads_the_prompt_differently_is_refused(world,
     assert message.startswith(f"the model's tokenizer ({other}: vocab.json, merges.txt) reads the prompt as "
                               "[39141, 36235, 18765")
     assert "the reference as [36235, 39141, 18765" in message
+
+
+def test_an_injected_fault_is_caught_localized_and_announced(world):
+    report = verify(_options(world, modes=["subgraph"], inject_fault=("tanh", 1.0, 1e-3)))
+    validate_report(report)
+    mode = report["modes"]["subgraph"]
+    assert mode["status"] == "diverged" and exit_code(report) == 1
+    assert mode["first_divergence"]["op"] == "tanh"
+    assert mode["first_divergence"]["source"].startswith("compiler/ops.py:")
+    assert report["injected_fault"] == {"op": "tanh", "factor": 1.0, "offset": 1e-3}
+    assert report["banner"].startswith("A fault was injected: every tanh result y became y*1+0.001")
+    # the fault lives only inside the run: the same verify without it passes
+    assert verify(_options(world, modes=["subgraph"]))["modes"]["subgraph"]["status"] == "pass"
+
+
+def test_a_fault_in_no_primitive_is_refused(world):
+    from harness.verify import VerifyError
+
+    with pytest.raises(VerifyError, match=r"--inject-fault: cannot inject a fault into 'tanhh': no primitive of "
+                                          r"that name \(did you mean tanh\?\)"):
+        verify(_options(world, modes=["subgraph"], inject_fault=("tanhh", 1.0, 1e-3)))
+
+
+@pytest.mark.parametrize("text", ["", "exp:x", "exp:1:2:3"])
+def test_a_malformed_inject_fault_is_a_usage_error(text, capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["verify", "--inject-fault", text])
+    assert info.value.code == 2
+    assert "--inject-fault" in capsys.readouterr().err

@@ -15,6 +15,7 @@ from harness import cli
 from harness.commands import verify as verify_command
 from harness.compare import Tolerance, top_margin
 from harness.verify import (
+    DEFAULT_PROMPT,
     ModePlan,
     ReferenceInconsistency,
     VerifyError,
@@ -385,7 +386,7 @@ def _seam(capture, **kwargs):
     def verify_fn(options, progress):
         plans = plan_modes(options.modes, options.target)
         return run_verification(capture, factory(capture, **kwargs), plans, Tolerance(options.rtol, options.atol),
-                                checkpoint=CHECKPOINT, prompt=options.prompt,
+                                checkpoint=CHECKPOINT, prompt=options.prompt or DEFAULT_PROMPT,  # None: the default
                                 device_check=lambda: (False, "no device"))
     return verify_fn
 
@@ -417,7 +418,7 @@ def test_cli_exit_one_on_regression_against_a_baseline_file(tmp_path):
         from harness.verify import load_report
         plans = plan_modes(options.modes, options.target)
         return run_verification(capture, factory(capture, faults={(1, "h.0.output"): 1e-5}), plans, Tolerance(),
-                                checkpoint=CHECKPOINT, prompt=options.prompt, baseline=load_report(options.baseline))
+                                checkpoint=CHECKPOINT, prompt=options.prompt or DEFAULT_PROMPT, baseline=load_report(options.baseline))
 
     args = _cli_args("--baseline", str(base), "--json", str(tmp_path / "new.json"))
     assert verify_command.run(args, verify_fn=verify_fn) == 1

@@ -34,6 +34,19 @@ def _non_negative(text: str) -> float:
     return value
 
 
+def _fault(text: str) -> tuple[str, float, float]:
+    op, *numbers = text.split(":")
+    if not op or len(numbers) > 2:
+        raise argparse.ArgumentTypeError(f"{text!r} is not OP[:FACTOR[:OFFSET]], e.g. exp:1.001 or tanh:1:1e-3")
+    try:
+        values = [float(n) for n in numbers]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: FACTOR and OFFSET must be numbers") from None
+    factor = values[0] if values else 1.01
+    offset = values[1] if len(values) > 1 else 0.0
+    return op, factor, offset
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--modes", type=_modes, default=list(DEFAULT_MODES),
                         help="comma-separated: subgraph, fused, gpu (default subgraph,fused)")
@@ -43,10 +56,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reference-rev", default=None, help="revision to check out instead of the pin")
     parser.add_argument("--strict-reference", action="store_true", help="fail instead of using the bundled fallback")
     parser.add_argument("--model", default=None, help="checkpoint directory (default: the project's default model)")
-    parser.add_argument("--prompt", default=DEFAULT_PROMPT)
-    parser.add_argument("--tokens", type=positive_int, default=DEFAULT_TOKENS)
-    parser.add_argument("--rtol", type=_non_negative, default=3e-4)
-    parser.add_argument("--atol", type=_non_negative, default=3e-4)
+    parser.add_argument("--prompt", default=None,
+                        help=f"prompt text (default: the --capture's, else {DEFAULT_PROMPT!r})")
+    parser.add_argument("--tokens", type=positive_int, default=None,
+                        help=f"decoding steps to verify (default: the --capture's, else {DEFAULT_TOKENS})")
+    parser.add_argument("--rtol", type=_non_negative, default=3e-4,
+                        help="relative tolerance per element: |actual-expected| <= atol + rtol*|expected| (default 3e-4)")
+    parser.add_argument("--atol", type=_non_negative, default=3e-4, help="absolute tolerance per element (default 3e-4)")
     parser.add_argument("--json", dest="json_path", default=None, help="write the JSON report here")
     parser.add_argument("--junit", dest="junit_path", default=None, help="write a JUnit XML report here")
     parser.add_argument("--html", dest="html_path", default=None, help="write the HTML report here")
@@ -55,6 +71,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reports-dir", default="reports",
                         help="where timestamped JSON+HTML reports go when no --json/--junit/--html is given")
     parser.add_argument("--captures-dir", default=None, help="reference capture cache (default captures/)")
+    parser.add_argument("--inject-fault", type=_fault, default=None, metavar="OP[:FACTOR[:OFFSET]]",
+                        help="compile with a deliberate fault (every OP result y becomes y*FACTOR+OFFSET; default "
+                             "factor 1.01, offset 0), to check that the harness catches and localizes it; the "
+                             "report says so in its banner")
     parser.add_argument("--capture", default=None, metavar="FILE.json",
                         help="verify against this capture (made elsewhere, e.g. for an offline GPU machine) "
                              "instead of running the reference")
@@ -62,13 +82,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def options_from_args(args) -> VerifyOptions:
     try:
-        check_prompt_text(args.prompt)  # before the reference sees it and fails on it as its own error
+        if args.prompt is not None:
+            check_prompt_text(args.prompt)  # before the reference sees it and fails on it as its own error
     except ValueError as exc:
         raise VerifyError(str(exc)) from None
     return VerifyOptions(
         modes=args.modes, target=args.target, reference=args.reference, reference_rev=args.reference_rev,
         strict_reference=args.strict_reference, model=args.model, prompt=args.prompt, tokens=args.tokens,
         rtol=args.rtol, atol=args.atol, baseline=args.baseline, captures_dir=args.captures_dir, capture=args.capture,
+        inject_fault=args.inject_fault,
     )
 
 
