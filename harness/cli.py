@@ -13,36 +13,44 @@ import os
 import sys
 import traceback
 
-# subcommand name -> module in harness.commands
+# subcommand name -> (module in harness.commands, one-line summary for `parity --help`); the summaries
+# live here so that help imports none of the modules
 SUBCOMMANDS = {
-    "emit": "emit",
-    "generate": "generate",
-    "synth-model": "synth_model",
-    "fetch-model": "fetch_model",
-    "verify": "verify",
-    "report": "report",
-    "fuzz": "fuzz",
-    "bench": "bench",
+    "emit": ("emit", "print the IR of a library function (gelu, softmax, layer_norm, ...) at one pipeline stage"),
+    "generate": ("generate", "greedy GPT-2 completion through the compiler (subgraph or fused mode)"),
+    "synth-model": ("synth_model", "write a deterministic synthetic GPT-2 checkpoint (offline stand-in for the real weights)"),
+    "fetch-model": ("fetch_model", "download the real GPT-2 weights at the pinned revision from the Hugging Face hub"),
+    "verify": ("verify", "verify compiler modes against the pinned NumPy reference, step by step"),
+    "report": ("report", "re-render a saved `parity verify` JSON report (terminal, --html, --junit)"),
+    "fuzz": ("fuzz", "fuzz the compiler against NumPy (registry ops and random graphs); failures go to the corpus"),
+    "bench": ("bench", "benchmark warm per-token decode latency: NumPy reference vs subgraph vs fused"),
 }
 
 
 def _load(name: str):
-    return importlib.import_module(f"harness.commands.{SUBCOMMANDS[name]}")
+    return importlib.import_module(f"harness.commands.{SUBCOMMANDS[name][0]}")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("parity")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="parity", description="Parity: an MLIR tensor compiler and its differential-verification harness.")
+    parser.add_argument("--version", action="version", version=f"parity {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    # Only the chosen subcommand's module is imported; the others get a stub entry for --help.
+    # Only the chosen subcommand's module is imported (and declares its arguments).
     chosen = next((a for a in argv if a in SUBCOMMANDS), None)
-    for name in SUBCOMMANDS:
+    for name, (_, summary) in SUBCOMMANDS.items():
+        p = sub.add_parser(name, help=summary, description=summary)
         if name == chosen:
             module = _load(name)
-            p = sub.add_parser(name, help=module.HELP, description=module.HELP)
             module.configure(p)
             p.set_defaults(_run=module.run)
-        else:
-            sub.add_parser(name, help=f"see `parity {name} --help`")
     return parser
 
 

@@ -159,3 +159,24 @@ def test_a_model_that_is_a_file_is_not_a_directory(tiny_model, capsys, monkeypat
     assert cli.main(["generate", "hi"]) == 2
     assert capsys.readouterr().err == (
         f"parity generate: error: $PARITY_MODEL points at {weights}, which is not a directory (a checkpoint is a directory)\n")
+
+
+# ------------------------------------------------------------------ help
+
+def test_every_command_and_option_has_help_and_top_level_help_imports_no_command(capsys):
+    import argparse
+    import subprocess
+    import sys
+
+    for name in cli.SUBCOMMANDS:
+        parser = cli.build_parser([name])
+        (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        undocumented = [a.option_strings or a.dest for a in commands.choices[name]._actions if not a.help]
+        assert undocumented == [], name
+    probe = ("import sys\nfrom harness import cli\ntry:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in sys.modules if m.startswith('harness.commands.')), file=sys.stderr)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    help_text = " ".join(out.stdout.split())  # argparse wraps lines
+    for name, (_, summary) in cli.SUBCOMMANDS.items():
+        assert f"{name} {summary}" in help_text
+    assert out.stderr.strip() == "[]"

@@ -1,4 +1,4 @@
-"""One module per ``parity`` subcommand. Each exposes ``HELP`` (one line),
+"""One module per ``parity`` subcommand (its one-line summary is in ``harness.cli``). Each exposes
 ``configure(parser)`` to declare its arguments and ``run(args) -> int`` that
 returns the process exit code; ``positive_int`` is the argument type the
 commands share for counts, ``check_prompt_text`` the check of a prompt's text."""

@@ -14,16 +14,16 @@ import numpy as np
 
 from harness.commands import check_prompt_text, positive_int
 
-HELP = "benchmark warm per-token decode latency: NumPy reference vs subgraph vs fused"
 PROMPT = "Alan Turing theorized that computers would one day become"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tokens", type=positive_int, default=10,
                         help="tokens decoded per measurement, at least 1 (default 10)")
-    parser.add_argument("--prompt", default=PROMPT)
+    parser.add_argument("--prompt", default=PROMPT, help=f"prompt to decode from (default {PROMPT!r})")
     parser.add_argument("--model", metavar="DIR", default=None, help="checkpoint (default: GPT-2 small, synthetic offline)")
-    parser.add_argument("--target", choices=["cpu", "gpu"], default="cpu")
+    parser.add_argument("--target", choices=["cpu", "gpu"], default="cpu",
+                        help="where subgraph and fused mode run (default cpu; the reference is NumPy on the CPU)")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
 
 

@@ -10,7 +10,6 @@ import argparse
 import re
 import sys
 
-HELP = "print the IR of a library function (gelu, softmax, layer_norm, ...) at one pipeline stage"
 
 CPU_STAGES = ("tensor", "optimized", "lowered")
 GPU_STAGES = ("tensor", "optimized", "kernels", "lowered", "ptx")

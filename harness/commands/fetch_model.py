@@ -6,8 +6,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-HELP = "download the real GPT-2 weights at the pinned revision from the Hugging Face hub"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     from compiler.gpt2.fetch import PINNED_REVISION

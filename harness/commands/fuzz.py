@@ -13,7 +13,6 @@ import math
 import sys
 from pathlib import Path
 
-HELP = "fuzz the compiler against NumPy (registry ops and random graphs); failures go to the corpus"
 
 DEFAULT_CORPUS = Path("tests") / "fuzz_corpus"
 

@@ -11,14 +11,13 @@ import sys
 
 from harness.commands import check_prompt_text
 
-HELP = "greedy GPT-2 completion through the compiler (subgraph or fused mode)"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("prompt", metavar="PROMPT")
+    parser.add_argument("prompt", metavar="PROMPT", help="text to complete (valid UTF-8, not empty)")
     parser.add_argument("--tokens", type=int, default=10, help="how many tokens to generate (always exactly this many)")
-    parser.add_argument("--mode", choices=["subgraph", "fused"], default="subgraph")
-    parser.add_argument("--target", choices=["cpu", "gpu"], default="cpu")
+    parser.add_argument("--mode", choices=["subgraph", "fused"], default="subgraph",
+                        help="one compiled function per sublayer, or the whole forward pass as one (default subgraph)")
+    parser.add_argument("--target", choices=["cpu", "gpu"], default="cpu", help="where the kernels run (default cpu)")
     parser.add_argument("--model", metavar="DIR", default=None, help="checkpoint directory (default: see README)")
     parser.add_argument("--json", action="store_true", help="print one JSON line instead of the completion")
     parser.add_argument("--build-only", action="store_true",

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "re-render a saved `parity verify` JSON report (terminal, --html, --junit)"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("report", help="a JSON report written by `parity verify`")

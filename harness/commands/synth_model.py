@@ -6,8 +6,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-HELP = "write a deterministic synthetic GPT-2 checkpoint (offline stand-in for the real weights)"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     from compiler.gpt2.config import PRESETS

@@ -14,8 +14,6 @@ from pathlib import Path
 from harness.commands import check_prompt_text, positive_int
 from harness.verify import DEFAULT_MODES, DEFAULT_PROMPT, DEFAULT_TOKENS, EXIT_ERROR, VerifyError, VerifyOptions
 
-HELP = "verify compiler modes against the pinned NumPy reference, step by step"
-
 
 def _modes(text: str) -> list[str]:
     modes = [m.strip() for m in text.split(",") if m.strip()]
