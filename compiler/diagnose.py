@@ -30,6 +30,9 @@ class OpDivergence:
     shape: tuple
     dtype: str
     index: int   # position among the function's ops, in creation order
+    # the graph node's id (creation order across the whole trace): lets a caller that marked
+    # points of the trace (compiler.gpt2.model's fused sublayers) say where the op was made
+    node_id: int | None = None
 
     def as_dict(self) -> dict:
         return {"op": self.op, "source": self.source, "max_abs_error": self.max_abs_error,
@@ -118,7 +121,8 @@ def localize(fn, args, kwargs=None, target: str = "cpu") -> OpDivergence | None:
         expected = np.asarray(PRIMITIVES[node.op].evaluate(node, inputs))
         actual = values[node.id]
         if expected.dtype != actual.dtype:
-            return OpDivergence(_op_name(node), node.loc.short(), float("inf"), float("inf"), node.shape, str(actual.dtype), i)
+            return OpDivergence(_op_name(node), node.loc.short(), float("inf"), float("inf"), node.shape, str(actual.dtype), i,
+                                node.id)
         if actual.dtype.kind == "f":
             diff, abs_err, rel_err = _errors(actual, expected)
             ok = bool((diff <= allowed_error(node, inputs, expected)).all())
@@ -126,5 +130,6 @@ def localize(fn, args, kwargs=None, target: str = "cpu") -> OpDivergence | None:
             ok = np.array_equal(actual, expected)
             abs_err, rel_err = (0.0, 0.0) if ok else _errors(actual, expected)[1:]
         if not ok:
-            return OpDivergence(_op_name(node), node.loc.short(), abs_err, rel_err, node.shape, str(actual.dtype), i)
+            return OpDivergence(_op_name(node), node.loc.short(), abs_err, rel_err, node.shape, str(actual.dtype), i,
+                                node.id)
     return None

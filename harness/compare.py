@@ -1,6 +1,6 @@
 """Numerical comparison of one compiler run against the reference capture: per
 tensor per step dtype, shape, max absolute and relative error, the share of
-the allowed error used, and an ``allclose``-style verdict (NaN-aware); exact
+the allowed error used, where the worst element is, and an ``allclose``-style verdict (NaN-aware); exact
 token agreement with near-tie labelling (the reference's top-1/top-2 margin
 within what in-tolerance errors on those two logits can close); the model-order first
 divergence; and error-budget regressions against a baseline report. Pure
@@ -59,9 +59,15 @@ class TensorCheck:
     # worst element uses (<= 1 passes the values). None when undefined, or infinite because
     # the tolerance is zero.
     tolerance_ratio: float | None = None
+    # Where the element furthest outside its allowance is (an index into the tensor), when the
+    # values fail. Only the first divergence reports it: every check carrying it would grow each
+    # report by a list per step and tensor for no reader.
+    worst_index: list[int] | None = None
 
     def to_json(self) -> dict:
-        return asdict(self)
+        record = asdict(self)
+        del record["worst_index"]
+        return record
 
 
 @dataclass
@@ -180,6 +186,9 @@ def compare_tensor(step: int, name: str, expected, actual, tol: Tolerance = Tole
         values_ok = bool(within.all())
         if not values_ok:
             worst = int(np.argmax(abs_err - (tol.atol + tol.rtol * ref_mag)))
+            # abs_err holds the finite elements only: map back to the tensor's own index
+            position = int(np.flatnonzero(both_finite.ravel())[worst])
+            check.worst_index = [int(i) for i in np.unravel_index(position, exp.shape)]
             check.reason = (
                 f"{int((~within).sum())} of {abs_err.size} values outside rtol={tol.rtol:g} atol={tol.atol:g}; "
                 f"worst {float(act[both_finite][worst]):.9g} vs reference {float(exp[both_finite][worst]):.9g}"

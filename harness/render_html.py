@@ -1,5 +1,7 @@
 """The HTML report: one self-contained file (no scripts, no external assets) with
-the banner, per-mode summary, first-divergence details and, per mode, a
+the verdict (the terminal's, from ``harness.report.verdict``) at the top, the
+reference banner, per-mode summary with the error-budget regressions under it,
+first-divergence details and, per mode, a
 step × layer heatmap drawn as inline SVG, coloured by the share of the allowed
 error (atol + rtol·|reference|, as the comparison judges it) each cell uses."""
 
@@ -9,7 +11,18 @@ import html
 import math
 
 from harness.compare import model_order_key
-from harness.report import banner_text, fmt_error, near_tie_text, read_source_line, token_summary
+from harness.report import (
+    banner_text,
+    fmt_error,
+    near_tie_text,
+    plural,
+    read_source_line,
+    regressions_by_mode,
+    sublayer_text,
+    token_summary,
+    verdict,
+    worst_element,
+)
 
 CELL_W, CELL_H = 26, 20
 LABEL_W, HEADER_H = 70, 110
@@ -27,6 +40,10 @@ table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:
 outline:4px solid #c62828;white-space:pre-wrap}
 .source{font-family:monospace;background:#fff8dc;padding:.4em;border-left:4px solid #c62828}
 code{background:#f3f3f3;padding:0 3px}
+.verdict{font-size:1.3em;font-weight:bold;padding:.6em 1em;border-left:10px solid;margin:1em 0}
+.verdict-pass{background:#e6f4ea;border-color:#1a7f37}.verdict-skipped{background:#fff8dc;border-color:#b8860b}
+.verdict-fail{background:#fdecea;border-color:#c62828}.verdict-error{background:#f3e5f5;border-color:#8e24aa}
+.regressed{color:#c62828;font-weight:bold}
 """
 
 
@@ -107,12 +124,71 @@ def heatmap_svg(mode_name: str, mode: dict, atol: float) -> str:
     return "\n".join(out)
 
 
+def verdict_html(report: dict) -> str:
+    """The run's verdict, worded as the terminal's last line, for the top of the page."""
+    found = verdict(report)
+    css = found.kind if found.kind in ("pass", "skipped", "error") else "fail"
+    return (f'<div class="verdict verdict-{css}" data-exit-code="{found.code}" data-verdict="{html.escape(found.kind)}">'
+            f"{html.escape(found.line())}</div>")
+
+
+def summary_html(report: dict) -> list[str]:
+    e = html.escape
+    parts = ['<h2>Summary</h2><table class="summary"><tr><th>mode</th><th>target</th><th>status</th>'
+             "<th>max abs error</th><th>forced tokens</th><th>free-running tokens</th><th>reason</th></tr>"]
+    regressed = regressions_by_mode(report)
+    for name, mode in report["modes"].items():
+        status = f'<span class="{e(mode["status"])}">{e(mode["status"])}</span>'
+        if regressed.get(name):  # within tolerance, yet failing the run on its error budget
+            status += f' <span class="regressed">✗ {plural(regressed[name], "regression")}</span>'
+        parts.append(
+            f"<tr><td>{e(name)}</td><td>{e(str(mode.get('target', '')))}</td>"
+            f"<td>{status}</td><td>{fmt_error(mode.get('max_abs_error'))}</td>"
+            f"<td>{token_summary(mode.get('forced_tokens', {}))}</td><td>{token_summary(mode.get('tokens', {}))}</td>"
+            f"<td>{e(mode.get('reason') or '')}</td></tr>")
+    parts.append("</table>")
+    return parts
+
+
+def regressions_html(regressions: list[dict]) -> list[str]:
+    e = html.escape
+    parts = ['<h2 id="regressions">Error-budget regressions (max abs error grew &gt; 10× since the baseline)</h2>'
+             '<table class="regressions"><tr><th>mode</th><th>step</th><th>tensor</th><th>baseline</th><th>now</th>'
+             "<th>ratio</th></tr>"]
+    for r in regressions:
+        ratio = "undefined" if r.get("ratio") is None else f"{r['ratio']:.3g}×"
+        parts.append(f"<tr><td>{e(r['mode'])}</td><td>{r['step']}</td><td>{e(r['tensor'])}</td>"
+                     f"<td>{fmt_error(r['baseline_max_abs_error'])}</td><td>{fmt_error(r['max_abs_error'])}</td>"
+                     f'<td class="regressed">{ratio}</td></tr>')
+    parts.append("</table>")
+    return parts
+
+
+def divergence_html(fd: dict) -> list[str]:
+    """The first divergence's fields, in the terminal panel's order and wording."""
+    e = html.escape
+    rows = (("step", fd["step"]), ("tensor", fd["tensor"]), ("max abs error", fmt_error(fd.get("max_abs_error"))),
+            ("op's own error", None if fd.get("op_max_abs_error") is None else fmt_error(fd["op_max_abs_error"])),
+            ("why", fd.get("reason")),
+            ("worst element", None if fd.get("worst_index") is None else worst_element(fd)),
+            ("op", fd.get("op") or "— (not localized)"),
+            ("op's sublayer", sublayer_text(fd) if fd.get("sublayer") else None),
+            ("source", fd.get("source") or "—"), ("localization", fd.get("localization")))
+    parts = ['<h3>First divergence</h3><table class="first-divergence">']
+    parts += [f"<tr><th>{e(label)}</th><td>{e(str(value))}</td></tr>" for label, value in rows if value is not None]
+    parts.append("</table>")
+    line = read_source_line(fd)
+    if line:
+        parts.append(f'<div class="source">{e(line)}</div>')
+    return parts
+
+
 def render_html(report: dict) -> str:
     e = html.escape
     tol = report.get("tolerance") or {"rtol": 3e-4, "atol": 3e-4}
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              "<title>parity verify report</title>", f"<style>{CSS}</style></head><body>",
-             "<h1>parity verify report</h1>"]
+             "<h1>parity verify report</h1>", verdict_html(report)]
     banner = banner_text(report)
     if banner:
         parts.append(f'<div class="banner">⚠ {e(banner)}</div>')
@@ -129,30 +205,14 @@ def render_html(report: dict) -> str:
         ("created", str(report.get("created"))),
     ):
         parts.append(f"<tr><th>{e(label)}</th><td>{e(value)}</td></tr>")
-    parts.append("</table><h2>Summary</h2><table><tr><th>mode</th><th>target</th><th>status</th>"
-                 "<th>max abs error</th><th>forced tokens</th><th>free-running tokens</th><th>reason</th></tr>")
-    for name, mode in report["modes"].items():
-        parts.append(
-            f"<tr><td>{e(name)}</td><td>{e(str(mode.get('target', '')))}</td>"
-            f"<td class=\"{e(mode['status'])}\">{e(mode['status'])}</td><td>{fmt_error(mode.get('max_abs_error'))}</td>"
-            f"<td>{token_summary(mode.get('forced_tokens', {}))}</td><td>{token_summary(mode.get('tokens', {}))}</td>"
-            f"<td>{e(mode.get('reason') or '')}</td></tr>")
     parts.append("</table>")
+    parts += summary_html(report)
+    if report.get("regressions"):  # next to the summary whose statuses they overrule
+        parts += regressions_html(report["regressions"])
     for name, mode in report["modes"].items():
         parts.append(f"<h2>{e(name)}</h2>")
-        fd = mode.get("first_divergence")
-        if fd:
-            parts.append("<h3>First divergence</h3><table>")
-            for label, value in (("step", fd["step"]), ("tensor", fd["tensor"]),
-                                 ("max abs error", fmt_error(fd.get("max_abs_error"))), ("why", fd.get("reason")),
-                                 ("op", fd.get("op") or "— (not localized)"), ("source", fd.get("source") or "—"),
-                                 ("localization", fd.get("localization"))):
-                if value is not None:
-                    parts.append(f"<tr><th>{e(label)}</th><td>{e(str(value))}</td></tr>")
-            parts.append("</table>")
-            line = read_source_line(fd)
-            if line:
-                parts.append(f'<div class="source">{e(line)}</div>')
+        if mode.get("first_divergence"):
+            parts += divergence_html(mode["first_divergence"])
         tokens = mode.get("tokens", {})
         if tokens.get("actual"):
             parts.append(f"<p>tokens expected <code>{e(str(tokens['expected']))}</code>, "
@@ -166,12 +226,5 @@ def render_html(report: dict) -> str:
             parts.append(heatmap_svg(name, mode, tol["atol"]))
         elif mode.get("reason"):
             parts.append(f"<p>{e(mode['reason'])}</p>")
-    if report.get("regressions"):
-        parts.append("<h2>Error-budget regressions</h2><table><tr><th>mode</th><th>step</th><th>tensor</th>"
-                     "<th>baseline</th><th>now</th></tr>")
-        for r in report["regressions"]:
-            parts.append(f"<tr><td>{e(r['mode'])}</td><td>{r['step']}</td><td>{e(r['tensor'])}</td>"
-                         f"<td>{fmt_error(r['baseline_max_abs_error'])}</td><td>{fmt_error(r['max_abs_error'])}</td></tr>")
-        parts.append("</table>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

@@ -1,6 +1,7 @@
 """Renders a verification report dict (see ``harness.schema``) for people and
-tools: the rich terminal report (banner, per-mode summary, per-layer max-error
-table, first-divergence panel with the source line), JSON, JUnit XML and HTML
+tools: the rich terminal report (banner, per-mode summary, error-budget
+regressions, per-layer max-error table, first-divergence panel with the source
+line, and the verdict, worded by ``verdict`` for the HTML too), JSON, JUnit XML and HTML
 (``harness.render_html``), and writes each atomically, by default into a
 timestamped file under ``reports/``; ``unwritable_reason`` checks an output
 place before any work is done."""
@@ -13,6 +14,7 @@ import os
 import re
 import tempfile
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich import box
@@ -22,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness import terminal
+from harness.terminal import plural
 from harness.compare import model_order_key, tensor_layer
 
 STATUS_STYLE = {"pass": "bold green", "diverged": "bold red", "error": "bold magenta", "skipped": "yellow"}
@@ -176,6 +179,18 @@ def token_summary(tokens: dict) -> str:
     return f"{same}/{len(expected)}"
 
 
+def worst_element(fd: dict) -> str:
+    """The diverging tensor's worst element, indexed as NumPy would: ``h.1.attention[3, 17]``."""
+    return f"{fd['tensor']}[{', '.join(str(i) for i in fd['worst_index'])}]"
+
+
+def sublayer_text(fd: dict) -> str:
+    """The sublayer holding the named op, and whether it is upstream of the diverging tensor."""
+    if fd["sublayer"] == fd["tensor"]:
+        return f"{fd['sublayer']} (the diverging tensor's own)"
+    return f"{fd['sublayer']} (upstream of {fd['tensor']}: the error was born there)"
+
+
 def read_source_line(fd: dict) -> str | None:
     if fd.get("source_text"):
         return fd["source_text"]
@@ -214,6 +229,8 @@ def render_terminal(report: dict, console: Console | None = None) -> None:
     console.print(Panel(header, title="parity verify", border_style="cyan"))
 
     console.print(summary_table(report))
+    if report.get("regressions"):  # next to the summary whose status it overrules
+        console.print(regression_table(report["regressions"]))
     layers = layer_table(report)
     if layers is not None:
         console.print(layers)
@@ -227,8 +244,6 @@ def render_terminal(report: dict, console: Console | None = None) -> None:
             console.print(f"[yellow]near-tie[/] {name} {label} step {tie['step']}: reference picked "
                           f"{tie['expected']}, compiler {tie['actual']}; {near_tie_text(tie)} — still a failure, "
                           "but within-tolerance logit errors explain it")
-    if report.get("regressions"):
-        console.print(regression_table(report["regressions"]))
     console.print(verdict_text(report))
 
 
@@ -238,10 +253,14 @@ def summary_table(report: dict) -> Table:
     for column in ("mode", "status", "max err", "forced", "free", "failed"):
         table.add_column(column, no_wrap=True)
     table.add_column("reason", overflow="fold", ratio=1)
+    regressed = regressions_by_mode(report)
     for name, mode in report["modes"].items():
         failed = sum(1 for c in mode.get("checks", []) if not c["passed"])
+        status = Text(mode["status"], style=STATUS_STYLE.get(mode["status"], ""))
+        if regressed.get(name):  # a mode can pass its tolerance and still fail the run on its error budget
+            status.append(f" ✗ {plural(regressed[name], 'regression')}", style="bold red")
         table.add_row(
-            name, Text(mode["status"], style=STATUS_STYLE.get(mode["status"], "")),
+            name, status,
             fmt_error(mode.get("max_abs_error")), token_summary(mode.get("forced_tokens", {})),
             token_summary(mode.get("tokens", {})), f"{failed}/{len(mode.get('checks', []))}",
             headline(mode),
@@ -288,7 +307,11 @@ def divergence_panel(name: str, mode: dict) -> Panel:
         grid.add_row("op's own error", fmt_error(fd["op_max_abs_error"]))
     if fd.get("reason"):
         grid.add_row("why", fd["reason"])
+    if fd.get("worst_index") is not None:
+        grid.add_row("worst element", worst_element(fd))
     grid.add_row("op", fd.get("op") or "— (not localized)")
+    if fd.get("sublayer"):
+        grid.add_row("op's sublayer", sublayer_text(fd))
     grid.add_row("source", fd.get("source") or "—")
     for key, label in (("forced_tokens", "forced tokens"), ("tokens", "free-running tokens")):
         tokens = mode.get(key)
@@ -314,20 +337,75 @@ def regression_table(regressions: list[dict]) -> Table:
     return table
 
 
-def verdict_text(report: dict) -> Text:
+def regressions_by_mode(report: dict) -> dict[str, int]:
+    """How many error-budget regressions each mode has."""
+    counts: dict[str, int] = {}
+    for r in report.get("regressions") or []:
+        counts[r["mode"]] = counts.get(r["mode"], 0) + 1
+    return counts
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The run's verdict as every renderer states it: ``harness.verify.exit_code``'s code, a
+    kind (pass, skipped, divergence, regression, divergence and regression, error) and one
+    line saying why."""
+
+    code: int
+    kind: str
+    why: str
+
+    @property
+    def label(self) -> str:
+        return {"pass": "PASS", "skipped": "SKIPPED"}.get(self.kind, "ERROR" if self.code == 2 else "FAIL")
+
+    def line(self) -> str:
+        return f"{self.label}: {self.why} (exit {self.code})"
+
+
+def verdict(report: dict) -> Verdict:
     from harness.verify import exit_code
 
-    code = exit_code(report)
-    if not report["modes"]:
-        return Text("ERROR: the report has no modes — nothing was verified (exit 2)", style="bold magenta")
-    if code == 0 and report["modes"] and all(m["status"] == "skipped" for m in report["modes"].values()):
-        return Text("SKIPPED: nothing was verified — every mode was skipped (exit 0); see the reasons above",
-                    style="bold yellow")
+    code, modes = exit_code(report), report["modes"]
+    if not modes:
+        return Verdict(code, "error", "the report has no modes — nothing was verified")
+    if code == 2:
+        failed = [f"{name}: {mode.get('reason') or 'no reason recorded'}"
+                  for name, mode in modes.items() if mode["status"] == "error"]
+        return Verdict(code, "error", "could not run — " + "; ".join(failed))
     if code == 0:
-        return Text("PASS: every mode agrees with the reference (skipped modes count as pass)", style="bold green")
-    if code == 1:
-        return Text("FAIL: divergence or error-budget regression (exit 1)", style="bold red")
-    return Text("ERROR: a mode could not run (exit 2) — see the reason column", style="bold magenta")
+        return _passing_verdict(report)
+    diverged = [f"{name} ({headline(mode) or 'diverged'})" for name, mode in modes.items()
+                if mode["status"] == "diverged"]
+    regressed = regressions_by_mode(report)
+    parts = []
+    if diverged:
+        parts.append("divergence in " + "; ".join(diverged))
+    if regressed:
+        parts.append(f"error-budget regression: the max abs error of {plural(sum(regressed.values()), 'check')} grew "
+                     "> 10× since the baseline (" + ", ".join(f"{m}: {n}" for m, n in regressed.items()) + ")")
+    kind = " and ".join(k for k, on in (("divergence", diverged), ("regression", regressed)) if on)
+    return Verdict(code, kind, "; ".join(parts))
+
+
+def _passing_verdict(report: dict) -> Verdict:
+    skipped = [name for name, mode in report["modes"].items() if mode["status"] == "skipped"]
+    if len(skipped) == len(report["modes"]):
+        return Verdict(0, "skipped", "nothing was verified — every mode was skipped; see the reasons")
+    why = "every mode agrees with the reference"
+    if skipped:
+        why += f" ({', '.join(skipped)} skipped)"
+    if report.get("baseline") is not None:
+        why += "; no tensor's error grew > 10× since the baseline"
+    return Verdict(0, "pass", why)
+
+
+VERDICT_STYLE = {"pass": "bold green", "skipped": "bold yellow", "error": "bold magenta"}
+
+
+def verdict_text(report: dict) -> Text:
+    found = verdict(report)
+    return Text(found.line(), style=VERDICT_STYLE.get(found.kind, "bold red"))
 
 
 # ---------------------------------------------------------------- JUnit
@@ -384,7 +462,8 @@ def _tensor_case(mode: str, tensor: str, checks: list[dict]) -> ET.Element:
     if failing:
         worst = max((c["max_abs_error"] for c in checks if c["max_abs_error"] is not None), default=None)
         first = failing[0]
-        message = (f"{len(failing)} of {len(checks)} steps fail; first at step {first['step']}"
+        message = (f"{len(failing)} of {plural(len(checks), 'step')} fail{'s' if len(failing) == 1 else ''}; "
+                   f"first at step {first['step']}"
                    f" ({first.get('reason') or 'outside tolerance'}); max abs error {fmt_error(worst)}")
         failure = ET.SubElement(case, "failure", message=message)
         failure.text = "\n".join(

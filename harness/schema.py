@@ -49,6 +49,10 @@ FIRST_DIVERGENCE = {
         "localization": _TEXT,
         "source_text": _TEXT,
         "op_max_abs_error": _ERROR,
+        # the tensor whose sublayer holds `op` (upstream of `tensor` when the error was born there)
+        "sublayer": _TEXT,
+        # the diverging tensor's element furthest outside its allowance
+        "worst_index": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 0}},
     },
 }
 

@@ -1,4 +1,4 @@
-"""What the ``parity`` commands print through: rich consoles that report a reader who went away
+"""What the ``parity`` commands print through: ``plural`` for counts, rich consoles that report a reader who went away
 (``parity verify | head``) as a ``BrokenPipeError``, which the CLI turns into exit 141, and a rich
 progress display on a terminal with a silent stand-in when output is piped."""
 
@@ -18,6 +18,11 @@ class ParityConsole(Console):
     def on_broken_pipe(self) -> None:
         self.quiet = True
         raise BrokenPipeError("the reader of parity's output went away")
+
+
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """"1 kernel", "3 kernels": a printed count with its noun agreeing."""
+    return f"{count} {noun if count == 1 else (plural_form or noun + 's')}"
 
 
 def console(*, stderr: bool = False, **options) -> ParityConsole:

@@ -1,8 +1,8 @@
 """Lockstep differential verification: drives every requested compiler mode over
 the reference capture one decoding step at a time (always feeding the
 reference's own sequence, so one divergence cannot cascade), compares each
-step's tensors and tokens, localizes the first divergence to an op and source
-line, checks the error budget against a baseline report of the same prompt,
+step's tensors and tokens, localizes the first divergence to an op, the
+sublayer it is in and its source line, checks the error budget against a baseline report of the same prompt,
 checkpoint and length (refusing any other), and assembles the report dict (the JSON schema in ``harness.schema``). ``run_verification`` is the pure
 core with injectable capture/runner seams; ``verify`` wires it to the real
 reference environment and compiler."""
@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from harness.terminal import plural
 from harness.compare import (
     Tolerance,
     compare_tensor,
@@ -130,7 +131,7 @@ def _error_entry(plan: ModePlan, status: str, reason: str, expected: list[int]) 
 
 def _divergence_record(first) -> dict:
     return {"step": first.step, "tensor": first.tensor, "max_abs_error": first.max_abs_error,
-            "op": None, "source": None, "reason": first.reason}
+            "op": None, "source": None, "reason": first.reason, "worst_index": first.worst_index}
 
 
 def _keep_partial_results(entry: dict, checks: list, forced: list[int], started: float) -> dict:
@@ -166,14 +167,14 @@ def _localize(runner, capture, step: int, tensor: str, n_layer: int, tol: Tolera
         found = _localize_sublayer(runner, capture, step, tensor, ids, n_layer)
         if found:
             return _localized(found, f"re-ran the sublayer on the reference's {upstream_name or 'token ids'}: "
-                                     f"first diverging op is {found.get('op')}")
+                                     f"first diverging op is {found.get('op')}", sublayer=tensor)
         for earlier in _sublayers_before(tensor, n_layer):
             found = _localize_sublayer(runner, capture, step, earlier, ids, n_layer)
             if found:
                 return _localized(found, (
                     f"every op producing {tensor} is within its rounding; the error starts upstream: re-running "
                     f"the sublayers of step {step} in order, the first op off its rounding is {found.get('op')} "
-                    f"in {earlier}, whose error stayed within the tensor tolerance until {tensor}"))
+                    f"in {earlier}, whose error stayed within the tensor tolerance until {tensor}"), sublayer=earlier)
     except Exception as exc:  # localization is a diagnosis aid; its failure must not hide the divergence
         return _not_localized(f"localization failed: {_describe_exception(exc)}")
     return _not_localized(
@@ -191,8 +192,11 @@ def _localize_fused(runner, capture, step: int) -> dict:
     except Exception as exc:  # a diagnosis aid: its failure must not hide the divergence
         return _not_localized(f"localization failed: {_describe_exception(exc)}")
     if found:
+        # the runner says which sublayer of the one fused graph made the op, when it can tell
+        where = f" in {found['sublayer']}" if found.get("sublayer") else ""
         return _localized(found, f"re-ran the fused forward pass op by op from the token ids of step {step}: "
-                                 f"first op off its rounding is {found.get('op')}")
+                                 f"first op off its rounding is {found.get('op')}{where}",
+                          sublayer=found.get("sublayer"))
     return _not_localized(
         f"re-run op by op from the token ids of step {step}, every op of the fused pass agrees with NumPy within its "
         "own rounding: no single op causes the error, which builds up across ops")
@@ -219,9 +223,11 @@ def _not_localized(sentence: str) -> dict:
     return {"op": None, "source": None, "localization": sentence}
 
 
-def _localized(found: dict, sentence: str) -> dict:
+def _localized(found: dict, sentence: str, sublayer: str | None) -> dict:
+    """The first divergence's op fields; `sublayer` is the tensor whose sublayer holds the op
+    (upstream of the diverging tensor when the error was born there)."""
     return {"op": found.get("op"), "source": stable_source(found.get("source")),
-            "op_max_abs_error": found.get("max_abs_error"), "localization": sentence}
+            "op_max_abs_error": found.get("max_abs_error"), "sublayer": sublayer, "localization": sentence}
 
 
 def _mode_reason(entry: dict, tol: Tolerance) -> str | None:
@@ -234,7 +240,10 @@ def _mode_reason(entry: dict, tol: Tolerance) -> str | None:
         if fd.get("reason"):
             text += f": {fd['reason']}"
         if fd.get("op"):
-            text += f"; op {fd['op']} at {fd.get('source') or 'unknown source'}"
+            text += f"; op {fd['op']}"
+            if fd.get("sublayer") and fd["sublayer"] != fd["tensor"]:
+                text += f" in {fd['sublayer']}"
+            text += f" at {fd.get('source') or 'unknown source'}"
         parts.append(text)
     for label, key in (("forced", "forced_tokens"), ("free-running", "tokens")):
         tokens = entry[key]
@@ -371,7 +380,7 @@ def baseline_differences(baseline: dict, *, prompt: str, input_ids: list[int], c
         differences.append(f"checkpoint sha256 {str(theirs)[:12]}… (this run: {str(checkpoint_sha256)[:12]}…)")
     count = _baseline_token_count(baseline)
     if count is not None and count != tokens:
-        differences.append(f"{count} tokens (this run: {tokens})")
+        differences.append(f"{plural(count, 'token')} (this run: {tokens})")
     return differences
 
 
@@ -457,21 +466,56 @@ def exit_code(report: dict) -> int:
     return EXIT_PASS
 
 
-def load_report(path: str | os.PathLike) -> dict:
-    """Read and schema-check a report JSON; VerifyError names what is wrong."""
-    from harness.schema import SchemaError, validate_report
+_WRITE_ONE = "`parity report` reads the JSON report that `parity verify --json NEW.json` writes"
 
+
+def load_report(path: str | os.PathLike) -> dict:
+    """Read and schema-check a report JSON; VerifyError names what is wrong. Regenerating at
+    the same path is suggested only for what is a parity report, damaged or of an older schema:
+    for any other file (weights, a JUnit XML, a config) it would overwrite the user's file."""
     path = Path(path)
+    if path.is_dir():
+        raise VerifyError(f"{path} is a directory, not a parity JSON report; pass one of the .json files "
+                          f"in it, or write one with `parity verify --json NEW.json`")
     try:
-        data = json.loads(path.read_text())
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise VerifyError(f"report {path} does not exist; pass the path of a JSON report written by `parity verify`") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise VerifyError(f"report {path} is not readable JSON ({exc}); regenerate it with `parity verify --json {path}`") from None
+    except UnicodeDecodeError:
+        raise VerifyError(f"{path} is not a parity JSON report (it is not text; model weights?); {_WRITE_ONE}") from None
+    except OSError as exc:
+        raise VerifyError(f"report {path} cannot be read ({exc.strerror or exc})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise VerifyError(_not_json_reason(path, text, exc)) from None
+    return _checked_report(path, data)
+
+
+def _looks_like_report(text: str) -> bool:
+    """Whether unparsable JSON text still reads as a parity report (one cut short or hand-edited)."""
+    return text.lstrip().startswith("{") and '"modes"' in text and '"checkpoint"' in text
+
+
+def _not_json_reason(path: Path, text: str, exc: json.JSONDecodeError) -> str:
+    if _looks_like_report(text):
+        return f"report {path} is a damaged parity report, not valid JSON ({exc}); regenerate it with `parity verify --json {path}`"
+    if text.lstrip().startswith("<"):
+        return (f"{path} is XML (a JUnit report?), not a parity JSON report; JUnit cannot be read back: "
+                f"{_WRITE_ONE}")
+    return f"{path} is not a parity JSON report (not JSON: {exc}); {_WRITE_ONE}"
+
+
+def _checked_report(path: Path, data) -> dict:
+    from harness.schema import SchemaError, validate_report
+
+    if not isinstance(data, dict) or "modes" not in data:
+        raise VerifyError(f"{path} is JSON but not a parity report (no \"modes\"); {_WRITE_ONE}")
     try:
         validate_report(data)
     except SchemaError as exc:
-        raise VerifyError(f"report {path} does not follow the report schema: {exc}") from None
+        raise VerifyError(f"report {path} does not follow the report schema: {exc}; if it is a report of an "
+                          f"older parity, regenerate it with `parity verify --json {path}`") from None
     return data
 
 
@@ -558,7 +602,7 @@ def _given_capture(options: VerifyOptions):
         differing.append(f"it was taken for the prompt {cap.key.prompt!r}, not {options.prompt!r} "
                          "(leave --prompt out to use the capture's)")
     if options.tokens is not None and cap.steps != options.tokens:
-        differing.append(f"it has {cap.steps} decoding steps, not {options.tokens} (leave --tokens out to use "
+        differing.append(f"it has {plural(cap.steps, 'decoding step')}, not {options.tokens} (leave --tokens out to use "
                          "the capture's)")
     if differing:
         raise VerifyError(f"cannot use --capture {options.capture}: {'; '.join(differing)}")
@@ -660,10 +704,15 @@ def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | No
         _check_capture_model(cap, options.capture, model_dir, _checkpoint_of(model))
     else:
         try:
+            # Its one message is the banner, which the report records and opens with in full; passed
+            # on here too, a terminal showed it twice (and the spinner took its title as its label).
             resolved = resolve_reference(spec=options.reference, revision=options.reference_rev,
-                                         strict=options.strict_reference, progress=say)
+                                         strict=options.strict_reference, progress=None)
         except setup_error as exc:
             raise VerifyError(f"reference set-up failed: {exc}") from None
+        if getattr(resolved, "banner", None):
+            # one line now, so a run that stops during set-up still says what it was against
+            say(f"reference: {resolved.kind}, not the pinned upstream (the report opens with why)")
 
     def device_check():
         try:

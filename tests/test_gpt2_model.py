@@ -199,6 +199,7 @@ def test_fused_localize_reruns_the_whole_pass_and_names_fused_only_ops(tiny, run
     with inject_fault("transpose", 1.0, 1e-4):
         found = fused.localize("logits", PROMPT_IDS)
     assert found is not None and found["op"] == "transpose" and len(found["shape"]) == 3
+    assert found["sublayer"] == "h.0.attention"  # the first block's heads are the first transposes
     assert found["source"].endswith("compiler/gpt2/model.py:" + str(_line_of("compiler/gpt2/model.py", "q = q.reshape(T, n_head, d).transpose(1, 0, 2)")))
     with pytest.raises(ValueError, match="only the logits"):
         fused.localize("h.0.attention", PROMPT_IDS)
@@ -291,3 +292,41 @@ def test_localize_checks_gather_indices_before_native_code(tiny):
     p = tiny.params
     with pytest.raises(ValueError, match="out of range"):
         localize(embedding, (p.wte, p.wpe, np.array([0, tiny.config.vocab_size])))
+
+
+def test_fused_ops_are_attributed_to_the_sublayer_whose_weights_they_read(tiny):
+    """The marks taken while the fused pass is traced put every op that reads a block's weights in
+    that block's sublayer, as the input's own path names it (ln_1/attn_* -> attention, ln_2/mlp_* ->
+    the feed-forward, whose tensor is h.{i}.output), the embedding's gathers before them and the
+    final layer norm and projection after them."""
+    import re
+
+    from compiler.graph import topological
+    from compiler.jit import trace
+    from compiler.gpt2.model import marking_sublayers, prepared_params, sublayer_of
+
+    params, wte_out = prepared_params(tiny.params)
+    fn, marks = marking_sublayers()
+    ids = np.array(PROMPT_IDS + [0] * 6, np.int64)
+    _, outputs, _, _ = trace(fn, (ids, np.array([len(PROMPT_IDS) - 1]), params, wte_out),
+                             {"n_head": tiny.config.n_head})
+    expected_by_input = []
+    for node in topological(outputs):
+        if node.op in ("input", "const"):
+            continue
+        for name in {inp.name for inp in node.inputs if inp.op == "input"}:
+            block = re.match(r"params\.blocks\[(\d+)\]\.(\w+)\.", name)
+            if block:
+                part = "attention" if block.group(2) in ("ln_1", "attn_c_attn", "attn_c_proj") else "output"
+                want = f"h.{block.group(1)}.{part}"
+            elif name.startswith(("params.wte", "params.wpe")):
+                want = "embedding"
+            elif name.startswith(("params.ln_f", "wte_out")):
+                want = "logits"
+            else:
+                continue
+            expected_by_input.append((node.op, want, sublayer_of(node.id, marks)))
+    seen = {want for _, want, _ in expected_by_input}
+    assert seen == {"embedding", "logits"} | {f"h.{i}.{p}" for i in range(tiny.config.n_layer)
+                                              for p in ("attention", "output")}
+    assert [(op, want) for op, want, got in expected_by_input if got != want] == []

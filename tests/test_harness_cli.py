@@ -180,3 +180,18 @@ def test_every_command_and_option_has_help_and_top_level_help_imports_no_command
     for name, (_, summary) in cli.SUBCOMMANDS.items():
         assert f"{name} {summary}" in help_text
     assert out.stderr.strip() == "[]"
+
+
+@pytest.mark.parametrize("count, start", [(1, "1 kernel for fused mode on cpu: 1 built, 0 already cached"),
+                                          (2, "2 kernels for fused mode on cpu: 2 built, 0 already cached")])
+def test_build_only_summary_counts_kernels_in_agreement(capsys, count, start):
+    import argparse
+    import types
+
+    from harness.commands import generate
+
+    log = types.SimpleNamespace(kernels=[types.SimpleNamespace(function=f"f{i}", built=True, seconds=0.5)
+                                         for i in range(count)])
+    args = argparse.Namespace(mode="fused", target="cpu", json=False)
+    assert generate.report_build(log, args) == 0
+    assert capsys.readouterr().out.startswith(start)

@@ -205,3 +205,18 @@ def test_regressions_only_compare_matching_modes_and_checks():
     new = {"modes": {"subgraph": {"checks": [_check(0, "logits", True, 1.0)]},
                      "fused": {"checks": [_check(1, "logits", True, 1.0)]}}}
     assert find_regressions(base, new) == []
+
+
+def test_worst_index_is_the_element_furthest_outside_its_allowance_in_the_tensors_own_indexing():
+    expected = np.zeros((3, 4))
+    expected[0, 0] = np.nan  # a matching NaN before it: the finite-only errors must map back
+    actual = expected.copy()
+    actual[1, 2] += 1e-3  # outside atol, but less so than
+    actual[2, 3] += 5e-3  # this one
+    check = compare_tensor(0, "h.0.output", expected, actual, Tolerance(rtol=0, atol=3e-4))
+    assert not check.passed and check.worst_index == [2, 3]
+    assert "worst_index" not in check.to_json()  # only the first divergence carries it
+    passing = compare_tensor(0, "h.0.output", expected, expected.copy(), Tolerance())
+    assert passing.worst_index is None
+    logits = compare_tensor(0, "logits", np.arange(5.0), np.arange(5.0) + np.eye(5)[3], Tolerance())
+    assert logits.worst_index == [3]  # the token id

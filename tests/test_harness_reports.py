@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
 
 import numpy as np
 import pytest
@@ -316,3 +317,203 @@ def test_junit_is_valid_xml_whatever_the_reasons_contain():
     failure = root.find("testsuite[@name='parity.subgraph']/testcase[@name='embedding']/failure")
     assert "bad\\x0bvalue" in failure.get("message") and "bad\\x0bvalue" in failure.text
     assert reports.xml_safe("tab\tnew\nline\r") == "tab\tnew\nline\r"
+
+
+# ------------------------------------------------------------------ the verdict, the same on every surface
+
+class _Page(HTMLParser):
+    """The parts of an HTML report a reader sees: text by element class, tables as rows of cell
+    texts (keyed by the table's class, or its heading), and the order of headings."""
+
+    def __init__(self, page: str):
+        super().__init__()
+        self.classes: dict[str, list[str]] = {}
+        self.attrs: dict[str, dict] = {}
+        self.tables: list[list[list[str]]] = []
+        self.order: list[str] = []  # headings and classed tables, as they appear
+        self._open: list[tuple[str, str | None]] = []
+        self._cell: list[str] | None = None
+        self.feed(page)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        for name in (attrs.get("class") or "").split():
+            self.attrs.setdefault(name, attrs)
+            self.classes.setdefault(name, []).append("")
+        self._open.append((tag, attrs.get("class")))
+        if tag == "table":
+            self.tables.append([])
+            self.order.append(f"table.{attrs.get('class')}")
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+        elif tag in ("h2", "h3"):
+            self.order.append("")
+
+    def handle_endtag(self, tag):
+        while self._open and self._open.pop()[0] != tag:
+            pass
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[-1][-1].append("".join(self._cell).strip())
+            self._cell = None
+
+    def handle_data(self, data):
+        for _, cls in self._open:
+            for name in (cls or "").split():
+                self.classes[name][-1] += data
+        if self._cell is not None:
+            self._cell.append(data)
+        if self._open and self._open[-1][0] in ("h2", "h3"):
+            self.order[-1] += data
+
+
+def _terminal_verdict(report) -> str:
+    console = Console(record=True, width=1000, force_terminal=False)
+    reports.render_terminal(report, console)
+    return console.export_text().rstrip().splitlines()[-1]
+
+
+def _with_regression(report):
+    report["baseline"] = {"path": "reports/base.json", "sha256": "ef" * 32, "created": "2025-12-31T00:00:00+00:00"}
+    report["regressions"] = [{"mode": "fused", "step": 0, "tensor": "logits", "baseline_max_abs_error": 1e-7,
+                              "max_abs_error": 3e-6, "ratio": 30.0},
+                             {"mode": "fused", "step": 1, "tensor": "logits", "baseline_max_abs_error": 1e-8,
+                              "max_abs_error": 1e-6, "ratio": 100.0}]
+    return report
+
+
+def _passing(report):
+    report["modes"] = {"fused": report["modes"]["fused"], "gpu-subgraph": report["modes"]["gpu-subgraph"]}
+    return report
+
+
+def _erroring(report):
+    report["modes"]["fused"].update(status="error", reason="compiling fused for cpu failed: boom", checks=[])
+    return report
+
+
+@pytest.mark.parametrize("shape, code, label, needle", [
+    (_passing, 0, "PASS", "every mode agrees with the reference (gpu-subgraph skipped)"),
+    (lambda r: r, 1, "FAIL", "divergence in subgraph (step 0 h.1.attention · op exp)"),
+    (lambda r: _with_regression(_passing(r)), 1, "FAIL", "error-budget regression: the max abs error of 2 checks grew"),
+    (_with_regression, 1, "FAIL", "; error-budget regression"),
+    (_erroring, 2, "ERROR", "could not run — fused: compiling fused for cpu failed: boom"),
+    (lambda r: r.update(modes={"gpu-subgraph": r["modes"]["gpu-subgraph"]}) or r, 0, "SKIPPED", "nothing was verified"),
+])
+def test_the_html_opens_with_the_terminal_verdict(shape, code, label, needle):
+    from harness.verify import exit_code
+
+    report = shape(make_report())
+    assert exit_code(report) == code  # the verdict every surface must state
+    page = _Page(render_html(report))
+    (html_verdict,) = page.classes["verdict"]
+    assert html_verdict == _terminal_verdict(report)
+    assert html_verdict.startswith(f"{label}: ") and html_verdict.endswith(f"(exit {code})") and needle in html_verdict
+    assert page.attrs["verdict"]["data-exit-code"] == str(code)
+    assert render_html(report).index('class="verdict') < render_html(report).index("<table")
+
+
+def test_regressions_mark_their_mode_and_sit_under_the_summary():
+    report = _with_regression(_passing(make_report()))
+    page = _Page(render_html(report))
+    summary = page.tables[1]
+    fused = next(row for row in summary if row[0] == "fused")
+    assert fused[2] == "pass ✗ 2 regressions"
+    assert next(row for row in summary if row[0] == "gpu-subgraph")[2] == "skipped"
+    order = page.order
+    summary_at = order.index("table.summary")
+    assert order[summary_at + 1].startswith("Error-budget regressions") and order[summary_at + 2] == "table.regressions"
+    assert order.index("table.regressions") < order.index("fused")
+    rows = page.tables[2]
+    assert rows[1] == ["fused", "0", "logits", "1e-07", "3e-06", "30×"]
+    text = _terminal(report)
+    fused_line = next(line for line in text.splitlines() if line.strip().startswith("fused "))
+    assert "pass ✗ 2 regressions" in fused_line
+    assert text.index("Error-budget regressions") < text.index("Max abs error per")
+
+
+def _divergence_rows(report) -> dict[str, str]:
+    page = _Page(render_html(report))
+    table = page.tables[[t for t in page.order if t.startswith("table")].index("table.first-divergence")]
+    return {row[0]: row[1] for row in table}
+
+
+def test_html_first_divergence_shows_the_ops_own_error_its_sublayer_and_the_worst_element():
+    report = make_report()
+    report["modes"]["subgraph"]["first_divergence"].update(
+        op_max_abs_error=1.5e-6, sublayer="h.0.output", worst_index=[1, 17])
+    rows = _divergence_rows(report)
+    assert rows["op's own error"] == "1.5e-06"
+    assert rows["op's sublayer"] == "h.0.output (upstream of h.1.attention: the error was born there)"
+    assert rows["worst element"] == "h.1.attention[1, 17]"
+    text = _terminal(report)
+    for needle in ("op's own error       1.5e-06", "op's sublayer        h.0.output (upstream of h.1.attention",
+                   "worst element        h.1.attention[1, 17]"):
+        assert needle in text, needle
+    validate_report(report)
+
+
+def test_a_divergence_without_the_new_fields_renders_as_before():
+    rows = _divergence_rows(make_report())  # an older report: no sublayer, worst_index, op error
+    assert "op's sublayer" not in rows and "worst element" not in rows and "op's own error" not in rows
+    assert rows["op"] == "exp"
+
+
+@pytest.mark.parametrize("bad, first", [("sublayer", 3), ("worst_index", [-1]), ("worst_index", "1,2")])
+def test_schema_checks_the_new_first_divergence_fields(bad, first):
+    report = make_report()
+    report["modes"]["subgraph"]["first_divergence"][bad] = first
+    with pytest.raises(SchemaError, match=f"first_divergence.{bad}"):
+        validate_report(report)
+
+
+def test_junit_counts_agree_with_their_nouns():
+    report = make_report()
+    report["modes"]["fused"]["checks"] = [_check(0, "logits", 1.0, passed=False)]
+    root = ET.fromstring(reports.render_junit(report))
+    message = root.find("testsuite[@name='parity.fused']/testcase[@name='logits']/failure").get("message")
+    assert message.startswith("1 of 1 step fails;")
+    assert reports.render_junit(make_report()).count("2 of 2 steps fail;") == 1
+
+
+# ------------------------------------------------------------------ `parity report` on files that are not reports
+
+def _report_error(path, capsys) -> str:
+    assert report_command.run(_report_args(str(path)), console=Console(record=True)) == 2
+    return " ".join(capsys.readouterr().err.split())
+
+
+def _safetensors(path):
+    header = json.dumps({"wte": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}).encode()
+    path.write_bytes(len(header).to_bytes(8, "little") + header + np.array([np.nan, -1.5], np.float32).tobytes()
+                     + bytes([0xff, 0xfe, 0x80]))
+    return path
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda d: _safetensors(d / "model.safetensors"), "is not a parity JSON report (it is not text"),
+    (lambda d: (d / "r.xml").write_text(reports.render_junit(make_report())) and d / "r.xml", "is XML (a JUnit report?)"),
+    (lambda d: (d / "config.json").write_text(json.dumps({"n_layer": 2})) and d / "config.json",
+     'is JSON but not a parity report (no "modes")'),
+    (lambda d: (d / "notes.txt").write_text("hello") and d / "notes.txt", "is not a parity JSON report (not JSON"),
+    (lambda d: d, "is a directory, not a parity JSON report"),
+])
+def test_parity_report_never_suggests_overwriting_a_file_that_is_not_a_report(tmp_path, capsys, make, says):
+    path = make(tmp_path)
+    before = None if path.is_dir() else path.read_bytes()
+    err = _report_error(path, capsys)
+    assert says in err and "parity verify --json NEW.json" in err
+    assert f"--json {path}" not in err  # following the advice would have overwritten it
+    assert before is None or path.read_bytes() == before
+
+
+@pytest.mark.parametrize("damage", [
+    lambda text: text[: len(text) // 2],  # cut short
+    lambda text: json.dumps({**json.loads(text), "modes": {"fused": {"status": "ok"}}}),  # an older schema
+])
+def test_parity_report_suggests_regenerating_a_damaged_or_older_report_in_place(tmp_path, capsys, damage):
+    path = tmp_path / "old.json"
+    path.write_text(damage(reports.report_to_json(make_report())))
+    err = _report_error(path, capsys)
+    assert f"regenerate it with `parity verify --json {path}`" in err and "NEW.json" not in err

@@ -4,16 +4,20 @@ capture and fake compiler runners (no reference env, no compiler)."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from rich.console import Console
 
 from harness import cli
 from harness.commands import verify as verify_command
 from harness.compare import Tolerance, top_margin
+from harness.schema import validate_report
 from harness.verify import (
     DEFAULT_PROMPT,
     ModePlan,
@@ -168,6 +172,9 @@ def test_fault_is_reported_at_its_step_and_tensor_and_localized_on_the_reference
     fd = mode["first_divergence"]
     assert (fd["step"], fd["tensor"], fd["op"], fd["source"]) == (1, "h.1.attention", "exp", "compiler/ops.py:1")
     assert fd["max_abs_error"] == pytest.approx(1e-2, rel=1e-9)
+    # the op was found re-running the diverging tensor's own sublayer; the fault is at flat[0]
+    assert fd["sublayer"] == "h.1.attention"
+    assert fd["worst_index"] == [0] * capture.tensor(1, "h.1.attention").ndim
     failing = sorted((c["step"], c["tensor"]) for c in mode["checks"] if not c["passed"])
     assert failing == [(1, "h.1.attention"), (2, "h.0.output")]
     (tensor, ids, upstream), = runners[("subgraph", "cpu")].localize_calls
@@ -201,6 +208,8 @@ def test_an_error_born_upstream_is_localized_in_the_earlier_sublayer():
     fd = report["modes"]["subgraph"]["first_divergence"]
     assert (fd["tensor"], fd["op"], fd["source"], fd["op_max_abs_error"]) == ("logits", "divide", "compiler/ops.py:23", 1e-4)
     assert "starts upstream" in fd["localization"] and "in h.1.attention" in fd["localization"]
+    assert fd["sublayer"] == "h.1.attention"  # structurally, not only in the sentence
+    assert "op divide in h.1.attention at compiler/ops.py:23" in report["modes"]["subgraph"]["reason"]
     tried = [c[0] for c in runners[0].localize_calls]
     assert tried == ["logits", "embedding", "h.0.attention", "h.0.output", "h.1.attention"]
     np.testing.assert_array_equal(runners[0].localize_calls[-1][2], capture.tensor(0, "h.0.output"))
@@ -237,6 +246,18 @@ def test_fused_mode_is_localized_from_the_token_ids():
     assert (fd["step"], fd["tensor"], fd["op"], fd["source"]) == (1, "logits", "exp", "compiler/ops.py:1")
     assert "fused forward pass op by op from the token ids of step 1" in fd["localization"]
     assert runners[("fused", "cpu")].localize_calls == [("logits", PROMPT_IDS + capture.output_ids[:1], None)]
+    assert fd["sublayer"] is None  # this runner does not say which block the op is in
+
+
+def test_fused_mode_records_the_sublayer_its_runner_attributes_the_op_to():
+    capture = FakeCapture()
+    found = {"op": "tanh", "source": "compiler/ops.py:12", "max_abs_error": 0.5, "sublayer": "h.1.output"}
+    report = verify_fake(capture, factory(capture, faults={(0, "logits"): 5.0}, localized=found),
+                         plans=plan_modes(["fused"]))
+    validate_report(report)
+    fd = report["modes"]["fused"]["first_divergence"]
+    assert (fd["op"], fd["sublayer"], fd["worst_index"]) == ("tanh", "h.1.output", [0])
+    assert "first op off its rounding is tanh in h.1.output" in fd["localization"]
 
 
 @pytest.mark.parametrize("run_in, given, recorded", [
@@ -420,10 +441,20 @@ def test_cli_exit_one_on_regression_against_a_baseline_file(tmp_path):
         return run_verification(capture, factory(capture, faults={(1, "h.0.output"): 1e-5}), plans, Tolerance(),
                                 checkpoint=CHECKPOINT, prompt=options.prompt or DEFAULT_PROMPT, baseline=load_report(options.baseline))
 
-    args = _cli_args("--baseline", str(base), "--json", str(tmp_path / "new.json"))
-    assert verify_command.run(args, verify_fn=verify_fn) == 1
+    args = _cli_args("--baseline", str(base), "--json", str(tmp_path / "new.json"), "--html", str(tmp_path / "new.html"))
+    console = Console(record=True, width=400)
+    assert verify_command.run(args, verify_fn=verify_fn, console=console) == 1
     new = json.loads((tmp_path / "new.json").read_text())
     assert [(r["step"], r["tensor"]) for r in new["regressions"]] == [(1, "h.0.output")]
+    # both modes are within tolerance, yet the run fails: the page must say so as the terminal does
+    assert {m["status"] for m in new["modes"].values()} == {"pass"}
+    terminal_verdict = [line for line in console.export_text().rstrip().splitlines()
+                        if not line.startswith("report written:")][-1]
+    page = (tmp_path / "new.html").read_text()
+    start = page.index('<div class="verdict')
+    page_verdict = html.unescape(re.sub(r"<[^>]+>", "", page[start:page.index("</div>", start)]))
+    assert terminal_verdict == page_verdict and terminal_verdict.startswith("FAIL: error-budget regression")
+    assert terminal_verdict.endswith("(exit 1)")
 
 
 def test_cli_exit_two_on_mode_error_and_on_verify_error(tmp_path):
@@ -652,3 +683,38 @@ def test_verify_records_which_baseline_file_it_used(glue, tmp_path):
     assert exit_code(report) == 0
     from harness.schema import validate_report
     validate_report(report)
+
+
+def test_cli_prints_the_reference_banner_once_on_a_terminal(glue, tmp_path, monkeypatch):
+    """The bundled reference's banner heads the report; the set-up must not print it again above
+    the progress bar (nor make its title the spinner's label)."""
+    from harness import terminal
+
+    banner = FakeResolved.banner
+    seen_progress = []
+
+    def resolve_reference(spec, revision=None, strict=False, progress=None):
+        if progress is not None:  # what the real resolver does on falling back
+            progress(banner)
+        return FakeResolved()
+
+    sys.modules["reference_env.captures"].resolve_reference = resolve_reference
+    glue["capture"] = FakeCapture(meta={"checkpoint_sha256": CHECKPOINT["sha256"]})
+    out = Console(record=True, width=300, force_terminal=True)
+    err = Console(record=True, width=300, force_terminal=True)
+    monkeypatch.setattr(terminal, "console", lambda stderr=False, **_: err if stderr else out)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+
+    def verify_fn(options, progress):
+        def spy(message, completed=None, total=None):
+            seen_progress.append(message)
+            progress(message, completed, total)
+        from harness.verify import verify
+        return verify(options, spy)
+
+    args = _cli_args("--tokens", str(STEPS), "--json", str(tmp_path / "r.json"))
+    assert verify_command.run(args, verify_fn=verify_fn) == 0
+    printed = out.export_text() + err.export_text()
+    assert printed.count(banner) == 1
+    assert banner not in seen_progress  # so it never became the bar's label either
+    assert any("bundled, not the pinned upstream" in m for m in seen_progress)

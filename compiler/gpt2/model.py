@@ -6,10 +6,13 @@ into a single module. Both pad the sequence to the next power of two (the causal
 mask keeps real rows from seeing padding) so decoding compiles a handful of
 kernels, and both compute exactly the reference's dtypes: float32 until the first
 attention scores are scaled by a float64 NumPy scalar, float64 from then on. On the
-GPU target the weights are copied to device memory once and stay there."""
+GPU target the weights are copied to device memory once and stay there. Both re-run
+their graphs op by op to localize a divergence; fused mode marks, while tracing,
+where each sublayer starts, so an op of the one fused graph is named with its block."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -166,7 +169,8 @@ class CompiledGPT2:
         positions = arr.size + max(n_new - 1, 0)
         if positions > self.config.n_ctx:
             raise ValueError(
-                f"prompt ({arr.size} tokens) + {n_new} new tokens needs {arr.size} + {n_new} - 1 = {positions} "
+                f"prompt ({arr.size} token{'' if arr.size == 1 else 's'}) + {n_new} new token{'' if n_new == 1 else 's'} "
+                f"needs {arr.size} + {n_new} - 1 = {positions} "
                 f"positions (the last new token is not fed back), which exceeds the context length {self.config.n_ctx}")
         return arr.astype(np.int64)
 
@@ -299,8 +303,83 @@ class FusedGPT2(CompiledGPT2):
             raise ValueError(f"fused mode computes only the logits, not {tensor_name!r}")
         ids = self.check_ids(ids)
         args = (self._padded(ids), np.array([ids.size - 1]), self.params, self.wte_out)
-        found = localize(gpt2_fused, args, {"n_head": self.config.n_head}, target=self.target)
-        return None if found is None else found.as_dict()
+        fn, marks = marking_sublayers(gpt2_fused)
+        found = localize(fn, args, {"n_head": self.config.n_head}, target=self.target)
+        if found is None:
+            return None
+        return {**found.as_dict(), "sublayer": sublayer_of(found.node_id, marks)}
+
+
+# --------------------------------------------------------------------------- fused ops -> sublayers
+# The fused pass is one graph, but its ops are created in model order while it is traced. Marking
+# the graph's id counter where each sublayer starts (a block's iteration: attention; its first use
+# of ln_2: the feed-forward; the loop's end: the final projection) tells which sublayer made an
+# op, in the names subgraph mode's tensors have.
+
+
+class _MarkedBlock:
+    """A block's parameters that mark where its feed-forward sublayer starts: at the first read of
+    ``ln_2``, which ``gpt2_fused`` makes after the attention residual and before anything else of
+    the feed-forward."""
+
+    def __init__(self, block, layer: int, marks: list):
+        self._block, self._layer, self._marks, self._marked = block, layer, marks, False
+
+    def __getattr__(self, name):
+        if name == "ln_2" and not self._marked:
+            self._marked = True
+            self._marks.append((_next_node_id(), f"h.{self._layer}.output"))
+        return getattr(self._block, name)
+
+
+class _MarkedBlocks:
+    """``params.blocks`` that marks each block's start (its attention sublayer) and the loop's end."""
+
+    def __init__(self, blocks, marks: list):
+        self._blocks, self._marks = list(blocks), marks
+
+    def __len__(self):
+        return len(self._blocks)
+
+    def __iter__(self):
+        for layer, block in enumerate(self._blocks):
+            self._marks.append((_next_node_id(), f"h.{layer}.attention"))
+            yield _MarkedBlock(block, layer, self._marks)
+        self._marks.append((_next_node_id(), "logits"))
+
+
+def _next_node_id() -> int:
+    """An id no node will have, below every node made after it (the graph's ids only increase)."""
+    from compiler.graph import _ids
+    return next(_ids)
+
+
+def marking_sublayers(fused=None):
+    """(``fused`` taking the same arguments, marks): each trace of the returned function fills
+    ``marks`` with (node id, sublayer) where each sublayer's ops start (see ``sublayer_of``)."""
+    fused = fused or gpt2_fused
+    marks: list = []
+
+    def gpt2_fused_marked(ids, last, params, wte_out, n_head: int):  # the same argument names: same input paths
+        marks.clear()
+        return fused(ids, last, dataclasses.replace(params, blocks=_MarkedBlocks(params.blocks, marks)), wte_out,
+                     n_head=n_head)
+
+    return gpt2_fused_marked, marks
+
+
+def sublayer_of(node_id: int | None, marks: list) -> str | None:
+    """The sublayer (``embedding``, ``h.{i}.attention``, ``h.{i}.output``, ``logits``) whose ops a
+    node made while ``marks`` were taken belongs to; None when the node id is unknown. Before the
+    first block only the embedding makes ops (the causal mask is NumPy on a static shape: a
+    constant, made where a block adds it)."""
+    if node_id is None:
+        return None
+    found = "embedding"
+    for start, name in marks:
+        if node_id > start:
+            found = name
+    return found
 
 
 def compile_model(model: GPT2Model, mode: str = "subgraph", target: str = "cpu") -> CompiledGPT2:

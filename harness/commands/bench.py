@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     from harness import terminal
 
     ref = results["ms_per_token"]["reference"]
-    table = Table(title=f"GPT-2 {c.n_layer}x{c.n_embd}, {args.tokens} tokens, target {args.target} ({model.checkpoint.name})")
+    table = Table(title=f"GPT-2 {c.n_layer}x{c.n_embd}, {terminal.plural(args.tokens, 'token')}, target {args.target} ({model.checkpoint.name})")
     for col in ("mode", "ms/token (warm)", "speed-up vs reference", "compile s", "tokens agree"):
         table.add_column(col)
     for mode in ("reference", "subgraph", "fused"):

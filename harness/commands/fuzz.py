@@ -99,6 +99,7 @@ def run(args, *, console=None) -> int:
     except (ValueError, CorpusError) as exc:
         return _error(str(exc))
     from harness.fuzzing.engine import fuzz
+    from harness.terminal import plural
 
     if args.json:
         summary = fuzz(profile, args.seed, corpus, ops)
@@ -106,8 +107,8 @@ def run(args, *, console=None) -> int:
     else:
         with console.status("fuzzing…") as status:
             def progress(s):
-                status.update(f"fuzzing… {len(s.ops_covered)} ops, {s.examples} op examples, "
-                              f"{s.graph_examples} graph examples, {len(s.failures)} failures")
+                status.update(f"fuzzing… {plural(len(s.ops_covered), 'op')}, {plural(s.examples, 'op example')}, "
+                              f"{plural(s.graph_examples, 'graph example')}, {plural(len(s.failures), 'failure')}")
             summary = fuzz(profile, args.seed, corpus, ops, progress=progress)
         _render(console, summary, profile, args, ops or list(oi.REGISTRY))
     return 1 if summary.failures else 0

@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
 def report_build(log, args: argparse.Namespace) -> int:
     from compiler import kernel_cache_dir
+    from harness.terminal import plural
 
     built = sum(k.built for k in log.kernels)
     summary = {"build_only": True, "mode": args.mode, "target": args.target, "kernel_cache": str(kernel_cache_dir()),
@@ -67,6 +68,6 @@ def report_build(log, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary))
     else:
-        print(f"{len(log.kernels)} kernels for {args.mode} mode on {args.target}: {built} built, "
+        print(f"{plural(len(log.kernels), 'kernel')} for {args.mode} mode on {args.target}: {built} built, "
               f"{summary['already_cached']} already cached, in {summary['kernel_cache']}")
     return 0
