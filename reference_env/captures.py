@@ -285,7 +285,8 @@ def meta_problem(meta: dict) -> str | None:
         if not _is_id_list(meta[name]):
             return f"{name} is not a list of token ids"
     if len(meta["output_ids"]) != steps:
-        return f"it records {len(meta['output_ids'])} output ids for {steps} steps"
+        return (f"it records {len(meta['output_ids'])} output id{'' if len(meta['output_ids']) == 1 else 's'} "
+                f"for {steps} step{'' if steps == 1 else 's'}")
     for name in ("completion", "numpy_version", "npz_sha256"):
         if not isinstance(meta[name], str):
             return f"{name} is {meta[name]!r:.40}, not a string"
@@ -469,7 +470,7 @@ def _capture_locked(resolved, env, key, npz_path: Path, json_path: Path, model_d
             _say(progress, f"discarding unusable capture: {exc}")
             for path in (json_path, npz_path):  # the JSON first: without it nothing is loadable
                 path.unlink(missing_ok=True)
-    _say(progress, f"capturing {tokens} steps with the reference ({resolved.kind} @ {resolved.revision[:12]}, "
+    _say(progress, f"capturing {tokens} step{'' if tokens == 1 else 's'} with the reference ({resolved.kind} @ {resolved.revision[:12]}, "
                    f"NumPy {env.numpy_version}) -> {json_path}")
     extra = {"key": asdict(key), "reference": resolved.report(env.numpy_version),
              "reference_env": {"path": str(env.path), "python_version": env.python_version,

@@ -209,7 +209,7 @@ def _open_safetensors(path: Path):
 
     path = Path(path)
     if not path.is_file():
-        raise CheckpointError(f"{path}: missing {path.name}")
+        raise CheckpointError(f"{path.parent}: missing {path.name}")
     size = path.stat().st_size
     if size < 8:
         raise CheckpointError(f"{path}: truncated safetensors file ({size} bytes, no header)")

@@ -146,7 +146,7 @@ def read_config(path: Path) -> GPT2Config:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise CheckpointError(f"{path}: missing config.json") from None
+        raise CheckpointError(f"{path.parent}: missing {path.name}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise CheckpointError(f"{path}: not a readable JSON config ({err})") from None
     return GPT2Config.from_hf_dict(raw, source=str(path))
