@@ -1,9 +1,9 @@
 """Targets: pass pipelines from ``linalg`` on tensors to native code, and the
 executables they produce. The CPU target fuses on tensors, bufferizes, swaps
-matmuls for OpenBLAS calls, lowers to LLVM and runs through MLIR's
-ExecutionEngine; compiled objects are cached on disk keyed by the IR text and the
-toolchain (MLIR, LLVM, OpenBLAS and the sources of the code that runs after the IR
-text). Other targets (see ``gpu``) register themselves in ``TARGETS``."""
+matmuls for OpenBLAS calls (and log1p/expm1 for the C library's), lowers to LLVM
+and runs through MLIR's ExecutionEngine; compiled objects are cached on disk keyed
+by the IR text and the toolchain (MLIR, LLVM, OpenBLAS and the sources of the code
+that runs after the IR text). Other targets (see ``gpu``) register themselves in ``TARGETS``."""
 
 from __future__ import annotations
 
@@ -210,6 +210,35 @@ def substitute_blas(module) -> int:
         return _substitute(module, targets)
 
 
+# math ops that convert-math-to-llvm expands into a formula losing the precision they exist for
+# (log1p as log(1 + x), expm1 as exp(x) - 1): on the CPU they become calls of the C library's own
+# functions instead. (The GPU target maps them to libdevice's __nv_log1pf etc.)
+LIBM_CALLS = {"math.log1p": "log1p", "math.expm1": "expm1"}
+
+
+def substitute_libm(module) -> int:
+    """Replace the ``LIBM_CALLS`` math ops of f32/f64 with calls of libm's ``log1pf``/``log1p`` etc."""
+    from mlir import ir
+    from mlir.dialects import func
+
+    declared = {}
+    with module.context:
+        for op in find_ops(module.operation, *LIBM_CALLS):
+            t = op.results[0].type
+            suffix = {"f32": "f", "f64": ""}.get(str(t))
+            if suffix is None:
+                raise NotImplementedError(f"{op.name} of {t} has no C library function")
+            name = LIBM_CALLS[op.name] + suffix
+            declared[name] = str(t)
+            with ir.InsertionPoint(op), op.location:
+                call = func.CallOp([t], ir.FlatSymbolRefAttr.get(name), [op.operands[0]])
+            op.results[0].replace_all_uses_with(call.results[0])
+            op.erase()
+    if declared:
+        append_functions(module, "\n".join(f"func.func private @{n}({t}) -> {t}" for n, t in declared.items()))
+    return len(declared)
+
+
 def _transposed_operands(op) -> tuple[bool, bool, bool]:
     """Which matmul operands are read transposed (a folded ``.T``), from its indexing maps."""
     if "indexing_maps" not in op.attributes:
@@ -342,6 +371,7 @@ class CpuTarget(Target):
     def to_llvm(self, module):
         _run_pipeline(module, BUFFERIZE_PIPELINE)
         substitute_blas(module)
+        substitute_libm(module)
         _run_pipeline(module, LLVM_PIPELINE)
         return module
 

@@ -29,11 +29,12 @@ def _identity(combiner: str, t: str) -> str | None:
     -0.0 for float sums: -0.0 + x is x for every x, -0.0 included."""
     if t in _INFINITIES:
         pos, neg = _INFINITIES[t]
-        return {"arith.addf": "-0.0", "arith.maximumf": neg, "arith.minimumf": pos}.get(combiner)
+        return {"arith.addf": "-0.0", "arith.mulf": "1.0", "arith.maximumf": neg, "arith.minimumf": pos}.get(combiner)
     if not re.fullmatch(r"i\d+", t):
         return None
     bits = int(t[1:])
-    return {"arith.addi": "0", "arith.ori": "0", "arith.maxui": "0", "arith.andi": "-1", "arith.minui": "-1",
+    return {"arith.addi": "0", "arith.muli": "1", "arith.ori": "0", "arith.maxui": "0", "arith.andi": "-1",
+            "arith.minui": "-1",
             "arith.maxsi": str(-(1 << (bits - 1))), "arith.minsi": str((1 << (bits - 1)) - 1)}.get(combiner)
 
 

@@ -13,7 +13,8 @@ import numpy as np
 
 from . import dtypes as dt
 from .graph import Node, SourceLoc, topological
-from .primitives import PRIMITIVES, cast_scalar, elementwise_scalar, numpy_scalar_power, scalar_const
+from .primitives import (PRIMITIVES, cast_scalar, elementwise_scalar, numpy_constant_clip, numpy_scalar_power,
+                         scalar_const)
 
 INLINE_CONST_LIMIT = 16  # elements; larger constants are passed as hidden arguments
 
@@ -257,6 +258,8 @@ class Emitter:
                 return cast_scalar(rb, vals[0], compute[0], node.dtype)
             if node.attrs.get("scalar_exponent"):
                 return numpy_scalar_power(rb, vals[0], vals[1], np.dtype(compute[-1]))
+            if node.attrs.get("scalar_bounds"):
+                return numpy_constant_clip(rb, *vals, np.dtype(compute[-1]))
             return elementwise_scalar(rb, node.op, vals, np.dtype(compute[-1]), node.dtype, operand_dtypes=compute)
 
         return self._generic(node.shape, node.dtype, [(n, s, d) for _, n, s, d in tensor_ops], body, node.loc)
@@ -267,6 +270,10 @@ class Emitter:
         kind = dtype.kind
         if node.op == "reduce_sum":
             identity, op = 0, {"f": "arith.addf", "i": "arith.addi", "u": "arith.addi", "b": "arith.ori"}[kind]
+        elif node.op == "reduce_prod":  # in the result's own dtype, in order, as NumPy multiplies
+            identity, op = 1, {"f": "arith.mulf", "i": "arith.muli", "u": "arith.muli", "b": "arith.andi"}[kind]
+        elif node.op in ("reduce_any", "reduce_all"):  # of bools (stored 0/1)
+            identity, op = (False, "arith.ori") if node.op == "reduce_any" else (True, "arith.andi")
         elif node.op == "reduce_max":
             identity = _extreme(dtype, lowest=True)
             op = {"f": "arith.maximumf", "i": "arith.maxsi", "u": "arith.maxui", "b": "arith.ori"}[kind]

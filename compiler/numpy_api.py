@@ -66,6 +66,21 @@ def sum_(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     return Tensor(P.reduce("sum", _node(a), axis, keepdims, "np.sum", dtype=dtype))
 
 
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    _no_extras("prod", out=out, initial=initial, where=where)
+    return Tensor(P.reduce("prod", _node(a), axis, keepdims, "np.prod", dtype=dtype))
+
+
+def any_(a, axis=None, out=None, keepdims=False, *, where=None):
+    _no_extras("any", out=out, where=where)
+    return Tensor(P.reduce("any", _node(a), axis, keepdims, "np.any"))
+
+
+def all_(a, axis=None, out=None, keepdims=False, *, where=None):
+    _no_extras("all", out=out, where=where)
+    return Tensor(P.reduce("all", _node(a), axis, keepdims, "np.all"))
+
+
 def amax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     _no_extras("max", out=out, initial=initial, where=where)
     return Tensor(P.reduce("max", _node(a), axis, keepdims, "np.max"))
@@ -124,6 +139,42 @@ def _no_extras(name, **kwargs):
     bad = [k for k, v in kwargs.items() if v is not None]
     if bad:
         raise NotImplementedError(f"np.{name}: arguments {bad} are not supported by the compiler")
+
+
+# --------------------------------------------------------------------------- clip
+
+
+def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue, max=np._NoValue, **kwargs):
+    """np.clip as NumPy 2 computes it (``np._core._methods._clip``): a Python int bound beyond an
+    integer array's range is dropped, a missing bound leaves np.minimum/np.maximum/np.positive, and
+    two bounds are the ``clip`` ufunc (primitive), whose dtypes NumPy resolves from all three
+    operands."""
+    if a_min is np._NoValue and a_max is np._NoValue:
+        a_min = None if min is np._NoValue else min
+        a_max = None if max is np._NoValue else max
+    elif a_min is np._NoValue or a_max is np._NoValue:
+        missing = "a_min" if a_min is np._NoValue else "a_max"
+        raise TypeError(f"clip() missing 1 required positional argument: '{missing}'")
+    elif min is not np._NoValue or max is not np._NoValue:
+        raise ValueError("Passing `min` or `max` keyword argument when `a_min` and `a_max` are provided is forbidden.")
+    _no_extras("clip", out=out, **kwargs)
+    return _clip(a, a_min, a_max)
+
+
+def _clip(a, lo, hi):
+    x = _node(a)
+    if x.dtype.kind in "iu":
+        if type(lo) is int and lo <= np.iinfo(x.dtype).min:
+            lo = None
+        if type(hi) is int and hi >= np.iinfo(x.dtype).max:
+            hi = None
+    if lo is None and hi is None:
+        return apply_ufunc(np.positive, "__call__", (Tensor(x),), {})
+    if lo is None:
+        return Tensor(P.elementwise("minimum", [x, _operand(hi)]))
+    if hi is None:
+        return Tensor(P.elementwise("maximum", [x, _operand(lo)]))
+    return Tensor(P.elementwise("clip", [x, _operand(lo), _operand(hi)]))
 
 
 # --------------------------------------------------------------------------- shape functions
@@ -305,7 +356,8 @@ def size(a, axis=None):
 
 
 FUNCTIONS = {
-    np.sum: sum_, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var,
+    np.sum: sum_, np.prod: prod, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var,
+    np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,
     np.vstack: vstack, np.stack: stack, np.split: split, np.where: where, np.triu: triu, np.tril: tril,

@@ -281,6 +281,19 @@ _UNARY = {
     "trunc": (np.trunc, ANY, EXACT, True),
     "invert": (np.invert, ANY, EXACT, True),
     "logical_not": (np.logical_not, ANY, EXACT, True),
+    "sin": (np.sin, ANY, TRANSCENDENTAL, False),
+    "cos": (np.cos, ANY, TRANSCENDENTAL, False),
+    "exp2": (np.exp2, ANY, TRANSCENDENTAL, False),
+    "expm1": (np.expm1, ANY, TRANSCENDENTAL, False),
+    "log2": (np.log2, NONNEG, TRANSCENDENTAL, False),
+    "log10": (np.log10, NONNEG, TRANSCENDENTAL, False),
+    "log1p": (np.log1p, Domain(lo=-1.0), TRANSCENDENTAL, False),
+    # integers: C's 1.0 / x converted back, so 0 gives what the conversion of inf gives (see astype)
+    "reciprocal": (np.reciprocal, ANY, EXACT, True),
+    "sign": (np.sign, ANY, EXACT, True),
+    "isnan": (np.isnan, ANY, EXACT, True),
+    "isinf": (np.isinf, ANY, EXACT, True),
+    "isfinite": (np.isfinite, ANY, EXACT, True),
 }
 
 for _name, (_fn, _domain, _tol, _exact) in _UNARY.items():
@@ -351,6 +364,30 @@ register(OpInfo("power_int", _call_ufunc(np.power), 2, INTS, "elementwise", _bin
                 numpy_name="np.power"))
 
 
+def _clip_sample(c: Chooser) -> Call:
+    """x with two bounds, each an array (broadcast with x), a Python scalar or a NumPy scalar; and
+    which bounds are passed (``None`` for the other, as np.clip allows)."""
+    shapes = broadcast_shapes_for(c, 3)
+    scalars = {}
+    for i in (1, 2):
+        kind = c.pick(("array", "array", "python", "numpy"))
+        if kind != "array":
+            scalars[i] = kind
+    return Call(tuple(shapes), {"bounds": c.pick(("both", "both", "both", "lo", "hi"))}, scalars)
+
+
+def _clip_bounds(xs, p):
+    return (xs[1] if p["bounds"] != "hi" else None), (xs[2] if p["bounds"] != "lo" else None)
+
+
+# NaN bounds, ties of ±0 with a bound and lo > hi are all drawn (ANY): NumPy's answer is defined for each
+register(OpInfo("clip", lambda xs, p: np.clip(xs[0], *_clip_bounds(xs, p)), 3, ALL, "elementwise", _clip_sample,
+                scalar_operands=True, numpy_name="np.clip",
+                notes="operands 1 and 2 are the bounds; params.bounds says which are passed (the other is None)"))
+register(OpInfo("method.clip", lambda xs, p: xs[0].clip(*_clip_bounds(xs, p)), 3, ALL, "elementwise", _clip_sample,
+                scalar_operands=True, numpy_name="x.clip"))
+
+
 def _where_sample(c: Chooser) -> Call:
     shapes = broadcast_shapes_for(c, 3)
     kind = c.pick(("array", "array", "python", "numpy"))
@@ -412,10 +449,15 @@ def _var_scale(xs, p):
     return 4 * np.mean(a, axis=_axis(p), keepdims=p["keepdims"]) * math.sqrt(max(_reduced_count(xs[0], p), 1))
 
 
-def _reduction(name, call, dtypes, numpy_name, scale=None, extra=None):
+def _prod_scale(xs, p):
+    a = np.abs(_as_float(xs[0]))
+    return np.prod(a, axis=_axis(p), keepdims=p["keepdims"]) * math.sqrt(max(_reduced_count(xs[0], p), 1))
+
+
+def _reduction(name, call, dtypes, numpy_name, scale=None, extra=None, domain=None):
     params = _reduction_params(extra)
     register(OpInfo(name, call, 1, dtypes, "reduction", _unary_sample(params, 1), numpy_name=numpy_name,
-                    domains=(MODERATE,) if scale else (ANY,), tolerance=REDUCTION if scale else EXACT,
+                    domains=(domain or (MODERATE if scale else ANY),), tolerance=REDUCTION if scale else EXACT,
                     exact=scale is None, params_for=params, scale=scale))
 
 
@@ -438,6 +480,18 @@ _reduction("sum", lambda xs, p: np.sum(xs[0], axis=_axis(p), keepdims=p["keepdim
            _sum_scale, extra=_acc_dtype)
 _reduction("method.sum", lambda xs, p: xs[0].sum(axis=_axis(p), keepdims=p["keepdims"], dtype=_acc(p)), ALL, "x.sum",
            _sum_scale, extra=_acc_dtype)
+# products: factors near 1 in size, so thousands of them neither overflow nor underflow in one
+# order and not another (NumPy multiplies in order, and so does the compiler; ints wrap in both)
+PROD_DOMAIN = Domain(lo=-2.0, hi=2.0)
+_reduction("prod", lambda xs, p: np.prod(xs[0], axis=_axis(p), keepdims=p["keepdims"], dtype=_acc(p)), ALL, "np.prod",
+           _prod_scale, extra=_acc_dtype, domain=PROD_DOMAIN)
+_reduction("method.prod", lambda xs, p: xs[0].prod(axis=_axis(p), keepdims=p["keepdims"], dtype=_acc(p)), ALL,
+           "x.prod", _prod_scale, extra=_acc_dtype, domain=PROD_DOMAIN)
+# truth values (x != 0: NaN is true, -0.0 false), over empty axes too
+_reduction("any", lambda xs, p: np.any(xs[0], axis=_axis(p), keepdims=p["keepdims"]), ALL, "np.any")
+_reduction("method.any", lambda xs, p: xs[0].any(axis=_axis(p), keepdims=p["keepdims"]), ALL, "x.any")
+_reduction("all", lambda xs, p: np.all(xs[0], axis=_axis(p), keepdims=p["keepdims"]), ALL, "np.all")
+_reduction("method.all", lambda xs, p: xs[0].all(axis=_axis(p), keepdims=p["keepdims"]), ALL, "x.all")
 _reduction("max", lambda xs, p: np.max(xs[0], axis=_axis(p), keepdims=p["keepdims"]), ALL, "np.max")
 _reduction("method.max", lambda xs, p: xs[0].max(axis=_axis(p), keepdims=p["keepdims"]), ALL, "x.max")
 _reduction("min", lambda xs, p: np.min(xs[0], axis=_axis(p), keepdims=p["keepdims"]), ALL, "np.min")

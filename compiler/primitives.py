@@ -36,7 +36,11 @@ _COMPARE = {  # (float predicate, signed predicate, unsigned/bool predicate)
     "equal": ("oeq", "eq", "eq"),
     "not_equal": ("une", "ne", "ne"),  # NaN != NaN is True, as in NumPy
 }
-_UNARY_FLOAT = {"exp": "math.exp", "tanh": "math.tanh", "sqrt": "math.sqrt", "log": "math.log"}
+_UNARY_FLOAT = {"exp": "math.exp", "tanh": "math.tanh", "sqrt": "math.sqrt", "log": "math.log",
+                "sin": "math.sin", "cos": "math.cos", "exp2": "math.exp2", "expm1": "math.expm1",
+                "log2": "math.log2", "log10": "math.log10", "log1p": "math.log1p"}
+# NumPy has integer and bool loops for these too, where every value is finite: a constant
+_FLOAT_CLASS = {"isnan": False, "isinf": False, "isfinite": True}
 # rounding: a float op; integers and bools are already integral (NumPy's integer loops are the identity)
 _ROUNDING = {"floor": "math.floor", "ceil": "math.ceil", "trunc": "math.trunc"}
 _DIVISION = ("floor_divide", "remainder", "fmod")
@@ -153,6 +157,29 @@ def _float_extremum(rb, name: str, a: str, b: str, t: str) -> str:
     return rb.op(f"arith.select {take_a}, {a}, {b} : {t}")
 
 
+def _sign(rb, x: str, compute) -> str:
+    """NumPy's ``x > 0 ? 1 : x < 0 ? -1 : x == 0 ? 0 : x``: +0.0 for both zeros, NaN stays NaN."""
+    kind, t = _kind(compute), dt.mlir_type(compute)
+    if kind == "b":
+        raise TypeError("np.sign is not supported for bool")  # NumPy has no bool loop
+    zero, one = scalar_const(rb, 0, compute), scalar_const(rb, 1, compute)
+    if kind == "u":
+        nonzero = rb.op(f"arith.cmpi ne, {x}, {zero} : {t}")
+        return rb.op(f"arith.select {nonzero}, {one}, {zero} : {t}")
+    minus_one = scalar_const(rb, -1, compute)
+    if kind == "f":
+        positive = rb.op(f"arith.cmpf ogt, {x}, {zero} : {t}")
+        negative = rb.op(f"arith.cmpf olt, {x}, {zero} : {t}")
+        is_zero = rb.op(f"arith.cmpf oeq, {x}, {zero} : {t}")
+        rest = rb.op(f"arith.select {is_zero}, {zero}, {x} : {t}")
+    else:
+        positive = rb.op(f"arith.cmpi sgt, {x}, {zero} : {t}")
+        negative = rb.op(f"arith.cmpi slt, {x}, {zero} : {t}")
+        rest = zero
+    rest = rb.op(f"arith.select {negative}, {minus_one}, {rest} : {t}")
+    return rb.op(f"arith.select {positive}, {one}, {rest} : {t}")
+
+
 def _mixed_sign_compare(rb, name: str, args: list[str], operand_dtypes) -> str:
     """uint64 against int64 (NumPy's exact ``Qq->?``/``qQ->?`` loops): a negative signed
     operand is below every unsigned value; otherwise the unsigned comparison is exact."""
@@ -260,6 +287,9 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
         return rb.op(f"arith.xori {args[0]}, {ones} : {t}")
     if name in ("maximum", "minimum") and kind == "f":
         return _float_extremum(rb, name, args[0], args[1], t)
+    if name == "clip":  # NumPy's loop: min(max(x, lo), hi), its own maximum and minimum
+        low = elementwise_scalar(rb, "maximum", args[:2], compute, out)
+        return elementwise_scalar(rb, "minimum", [low, args[2]], compute, out)
     if name in _BINARY:
         op = _BINARY[name].get(kind)
         if op is None:
@@ -280,6 +310,24 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
         if kind != "f":
             raise TypeError(f"np.{name} needs a float operand, got {compute}")
         return rb.op(f"{_UNARY_FLOAT[name]} {args[0]} : {t}")
+    if name in _FLOAT_CLASS:
+        if kind != "f":
+            return scalar_const(rb, _FLOAT_CLASS[name], np.dtype(bool))
+        if name == "isnan":
+            return rb.op(f"arith.cmpf uno, {args[0]}, {args[0]} : {t}")
+        magnitude = rb.op(f"math.absf {args[0]} : {t}")
+        inf = scalar_const(rb, np.inf, compute)
+        return rb.op(f"arith.cmpf {'oeq' if name == 'isinf' else 'olt'}, {magnitude}, {inf} : {t}")  # NaN: false
+    if name == "sign":
+        return _sign(rb, args[0], compute)
+    if name == "reciprocal":
+        if kind == "f":
+            return rb.op(f"arith.divf {scalar_const(rb, 1.0, compute)}, {args[0]} : {t}")
+        # NumPy's integer loop is C's ``1.0 / x`` in double, converted back (1 / 0 = inf: see _float_to_int)
+        wide = np.dtype(np.float64)
+        x = cast_scalar(rb, args[0], compute, wide)
+        quotient = rb.op(f"arith.divf {scalar_const(rb, 1.0, wide)}, {x} : f64")
+        return cast_scalar(rb, quotient, wide, compute)
     if name == "negative":
         if kind == "f":
             return rb.op(f"arith.negf {args[0]} : {t}")
@@ -331,6 +379,9 @@ UFUNCS = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
     "power": np.power, "maximum": np.maximum, "minimum": np.minimum,
     "negative": np.negative, "exp": np.exp, "tanh": np.tanh, "sqrt": np.sqrt, "log": np.log,
+    "sin": np.sin, "cos": np.cos, "exp2": np.exp2, "expm1": np.expm1, "log2": np.log2, "log10": np.log10,
+    "log1p": np.log1p, "reciprocal": np.reciprocal, "sign": np.sign,
+    "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "clip": np._core.umath.clip,
     "absolute": np.absolute, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
     "floor_divide": np.floor_divide, "remainder": np.remainder, "fmod": np.fmod,
     "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor, "invert": np.invert,
@@ -356,19 +407,28 @@ def _lower_elementwise(em, node: Node, operands: list[str]) -> str:
     return em.elementwise(node, operands)
 
 
+_LIBM = ("exp", "tanh", "log", "power", "sin", "cos", "exp2", "expm1", "log2", "log10", "log1p")
+
 for _name in list(UFUNCS) + ["where", "cast"]:
-    primitive(_name, _eval_elementwise, _lower_elementwise,
-              "libm" if _name in ("exp", "tanh", "log", "power") else "exact")
+    primitive(_name, _eval_elementwise, _lower_elementwise, "libm" if _name in _LIBM else "exact")
+
+
+# the NumPy reduction each reduce_* primitive is (any/all take bool operands: NumPy's x != 0)
+_REDUCE_NUMPY = {"reduce_sum": np.sum, "reduce_prod": np.prod, "reduce_max": np.max, "reduce_min": np.min,
+                 "reduce_any": np.any, "reduce_all": np.all}
 
 
 def _eval_reduce(node, values):
-    fn = {"reduce_sum": np.sum, "reduce_max": np.max, "reduce_min": np.min}[node.op]
+    fn = _REDUCE_NUMPY[node.op]
     return np.asarray(fn(values[0], axis=node.attrs["axes"])).astype(node.dtype, copy=False)
 
 
 primitive("reduce_sum", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]), "accumulates")
+primitive("reduce_prod", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]), "accumulates")
 primitive("reduce_max", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
 primitive("reduce_min", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
+primitive("reduce_any", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
+primitive("reduce_all", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
 primitive("argmax", lambda n, v: np.argmax(v[0], axis=n.attrs["axis"]), lambda em, n, ops: em.arg_reduce(n, ops[0]))
 primitive("argmin", lambda n, v: np.argmin(v[0], axis=n.attrs["axis"]), lambda em, n, ops: em.arg_reduce(n, ops[0]))
 primitive("matmul", lambda n, v: np.matmul(v[0], v[1]), lambda em, n, ops: em.matmul(n, ops), "accumulates")
@@ -419,9 +479,13 @@ def elementwise(name: str, operands: list) -> Node:
             return folded
     nodes = [const_node(dt.weak_to_array(o.value, c)) if isinstance(o, dt.Weak) else o for o, c in zip(operands, compute)]
     shape = broadcast_shapes(*[n.shape for n in nodes], what=f"np.{name}")
+    if name in _FLOAT_CLASS and compute[0].kind != "f":  # an integer is never NaN or infinite
+        return const_node(np.full(shape, _FLOAT_CLASS[name]))
     attrs = {}
     if name == "power" and compute[1].kind == "f" and _scalar_to_inner_loop(nodes[1], shape):
         attrs["scalar_exponent"] = True
+    if name == "clip" and compute[0].kind == "f" and all(_scalar_to_inner_loop(b, shape) for b in nodes[1:]):
+        attrs["scalar_bounds"] = True
     node = _make(name, nodes, shape, out, compute=tuple(compute), **attrs)
     integer_exponent_source(node)  # refuses, at trace time, exponents that cannot be checked
     return node
@@ -444,6 +508,23 @@ def numpy_scalar_power(rb, x: str, y: str, compute) -> str:
     root = rb.op(f"math.sqrt {x} : {t}")
     power = rb.op(f"math.powf {x}, {y} : {t}")
     return rb.op(f"arith.select {is_half}, {root}, {power} : {t}")
+
+
+def numpy_constant_clip(rb, x: str, lo: str, hi: str, compute) -> str:
+    """NumPy's float ``clip`` when both bounds are scalars to its loop (the rule of
+    ``_scalar_to_inner_loop``; measured on NumPy 2.4): a NaN bound, lo's first, is the result
+    everywhere; otherwise ``x < lo -> lo``, then ``> hi -> hi``, so a NaN ``x`` stays and a tie of
+    -0.0 with +0.0 keeps ``x``, where the general loop gives the bound. Constant bounds fold the
+    choices away."""
+    t = dt.mlir_type(compute)
+    below = rb.op(f"arith.cmpf olt, {x}, {lo} : {t}")
+    r = rb.op(f"arith.select {below}, {lo}, {x} : {t}")
+    above = rb.op(f"arith.cmpf ogt, {r}, {hi} : {t}")
+    r = rb.op(f"arith.select {above}, {hi}, {r} : {t}")
+    hi_nan = rb.op(f"arith.cmpf uno, {hi}, {hi} : {t}")
+    r = rb.op(f"arith.select {hi_nan}, {hi}, {r} : {t}")
+    lo_nan = rb.op(f"arith.cmpf uno, {lo}, {lo} : {t}")
+    return rb.op(f"arith.select {lo_nan}, {lo}, {r} : {t}")
 
 
 NEGATIVE_INTEGER_POWER = "integers to negative integer powers are not allowed (np.power)"
@@ -537,17 +618,21 @@ def normalize_axes(axis, ndim: int, what: str) -> tuple:
 
 
 def reduce(kind: str, x: Node, axis, keepdims: bool, what: str, dtype=None) -> Node:
-    """A sum, max or min over ``axis``; ``dtype`` is np.sum's (the accumulator and result type)."""
+    """A sum, product, max, min, any or all over ``axis``; ``dtype`` is np.sum's and np.prod's (the
+    accumulator and result type). any/all reduce NumPy's truth values (``x != 0``, NaN true) and
+    are bool; an empty any is False and an empty all True, as sums are 0 and products 1."""
     axes = normalize_axes(axis, x.ndim, what)
-    if kind == "sum":
-        out = np.sum(np.zeros((1,) * x.ndim, x.dtype), axis=axes, dtype=dtype).dtype
-        op = "reduce_sum"
+    op = f"reduce_{kind}"
+    if kind in ("sum", "prod"):
+        out = getattr(np, kind)(np.zeros((1,) * x.ndim, x.dtype), axis=axes, dtype=dtype).dtype
+        dt.check_supported(out, what)
+    elif kind in ("any", "all"):
+        out = np.dtype(bool)
     else:
         name = {"max": "maximum", "min": "minimum"}[kind]
         if any(x.shape[a] == 0 for a in axes):
             raise ValueError(f"{what}: zero-size array to reduction operation {name} which has no identity")
         out = x.dtype
-        op = f"reduce_{kind}"
     x = cast(x, out)
     if axes:
         shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)

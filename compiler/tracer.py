@@ -186,6 +186,19 @@ class Tensor:
         from .numpy_api import sum_
         return sum_(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
+    def prod(self, axis=None, dtype=None, keepdims=False):
+        return Tensor(P.reduce("prod", self.node, axis, keepdims, "prod", dtype=dtype))
+
+    def any(self, axis=None, keepdims=False):
+        return Tensor(P.reduce("any", self.node, axis, keepdims, "any"))
+
+    def all(self, axis=None, keepdims=False):
+        return Tensor(P.reduce("all", self.node, axis, keepdims, "all"))
+
+    def clip(self, min=None, max=None):
+        from .numpy_api import _clip
+        return _clip(self, min, max)
+
     def max(self, axis=None, keepdims=False):
         return Tensor(P.reduce("max", self.node, axis, keepdims, "max"))
 

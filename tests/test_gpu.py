@@ -1,5 +1,5 @@
-"""GPU target without a GPU: every kind of kernel GPT-2 needs compiles to PTX for
-sm_90 and ptxas accepts it; the host side moves data with explicit device
+"""GPU target without a GPU: every kind of kernel GPT-2 needs (and the other math
+ufuncs and reductions) compiles to PTX for sm_90 and ptxas accepts it; the host side moves data with explicit device
 allocations and copies; matmuls use the shared-memory tiled kernel. Tests that
 need a device run only where ``device_available()`` says one is usable."""
 
@@ -87,6 +87,12 @@ ELEMENTWISE = {
     "sqrt": lambda x: np.sqrt(x * x + 1),
     "pow": lambda x: np.power(x, 3) + x ** 2.5,
     "gelu": ops.gelu,
+    # libdevice's __nv_sinf/__nv_log1p etc. (linked, so no .extern may be left)
+    "sin cos": lambda x: np.sin(x) * np.cos(x),
+    "log1p expm1": lambda x: np.log1p(np.abs(x)) + np.expm1(x),
+    "exp2 log2 log10": lambda x: np.exp2(x) + np.log2(np.abs(x)) - np.log10(np.abs(x)),
+    "reciprocal sign clip": lambda x: np.reciprocal(x) * np.sign(x) + np.clip(x, -0.5, 0.5),
+    "isnan isinf isfinite": lambda x: np.where(np.isnan(x) | np.isinf(x), 0, x) * np.isfinite(x),
 }
 
 
@@ -106,6 +112,15 @@ def test_reductions_over_last_axis(dtype, tmp_path):
     stages = gpu_stages(f, rand(3, 7, 40, dtype=dtype))
     assemble_all(stages["ptx"], tmp_path)
     check_host_memory(stages, n_inputs=1, n_outputs=3)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_prod_any_all_take_the_tree_kernel(dtype, tmp_path):
+    """Products (identity 1) and any/all (or/and of truth values) are folded in shared memory like sums."""
+    stages = gpu_stages(lambda x: (x.prod(axis=1), np.any(x, axis=0), x.all(axis=1)), rand(33, 300).astype(dtype))
+    assemble_all(stages["ptx"], tmp_path)
+    assert len(tree_reduction_kernels(stages["kernels"])) == 3
+    assert "scf.for" not in host_code(stages)
 
 
 @pytest.mark.parametrize("axis", [0, 1, (0, 1)])

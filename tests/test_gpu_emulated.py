@@ -71,6 +71,14 @@ CASES = {
     "integer max and min at the dtype's limits": (lambda a, b, c: (a.max(axis=1), b.min(axis=1), c.max(axis=0)), (
         np.full((3, 5), np.iinfo(np.int32).min, np.int32), np.full((3, 5), np.iinfo(np.int64).max, np.int64),
         np.full((4, 2), np.iinfo(np.int8).min, np.int8))),
+    "prod, any and all over rows longer than a block": (
+        lambda a: (np.prod(1 + a / 100, axis=1), a.prod(axis=0), np.any(a > 2, axis=1), np.all(a > -3, axis=0),
+                   np.any(a[:, :0], axis=1), (a * 1000).astype(np.int64).prod(axis=1)),
+        (rand(4, 700),)),
+    "libdevice math, clip with scalar and array bounds": (
+        lambda a, b: (np.log1p(np.abs(a) * 1e-6), np.expm1(a * 1e-7), np.sin(a), np.cos(b), np.exp2(a), np.log2(np.abs(b)),
+                      np.log10(np.abs(a)), np.clip(a, -0.5, 0.5), np.clip(a, b, 1.0), np.sign(b), np.reciprocal(a)),
+        (rand(5, 40), rand(5, 40))),
     "reduction of an empty axis": (lambda a: (a[:, :0].sum(axis=1), a[:, :0].astype(np.int32).sum(axis=1)), (rand(3, 4),)),
     "gather, slice, transpose, concatenate": (
         lambda t, i: np.concatenate([t[i], t[1:3].T[:, :2].T], axis=0) * 2, (rand(10, 6), np.array([3, 0, 9]))),

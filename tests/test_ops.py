@@ -2,7 +2,9 @@
 op's registered tolerance, dtypes and shapes exact. The per-op samples come from the
 registry itself (so a new op is tested as soon as it is registered); the batched tests
 below pin the cases the issue names — several reduction axes and keepdims, broadcast
-vectors and size-1 dims, mixed dtypes, and NumPy-scalar vs Python-scalar promotion."""
+vectors and size-1 dims, mixed dtypes, and NumPy-scalar vs Python-scalar promotion — and
+the edge cases of the math ufuncs, clip, prod and any/all (signed zeros, NaN and infinite
+values and bounds, integer wrapping, empty reductions)."""
 
 from __future__ import annotations
 
@@ -299,3 +301,249 @@ def test_a_long_float32_sum_of_mixed_magnitudes_stays_close_to_numpy():
     got = jit(lambda x: np.sum(x))(a)
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, a.sum(), rtol=1e-6)
+
+
+# --------------------------------------------------------------------------- math ufuncs, clip, prod, any/all
+# Edge cases the random samples rarely meet, each against NumPy itself: signed zeros, subnormals,
+# infinities and NaN; libm-grade functions within 16 ulps of NumPy, everything else exactly.
+
+
+def assert_matches_numpy(got, expected, ulps=0):
+    """Same dtype and shape; NaN where NumPy has NaN, the same infinities and the sign of every zero;
+    other values within ``ulps`` units in the last place of NumPy's (0: bit for bit)."""
+    expected = np.asarray(expected)
+    assert isinstance(got, np.ndarray) and got.dtype == expected.dtype and got.shape == expected.shape, \
+        (type(got), getattr(got, "dtype", None), expected.dtype, getattr(got, "shape", None), expected.shape)
+    if expected.dtype.kind != "f":
+        np.testing.assert_array_equal(got, expected)
+        return
+    nan = np.isnan(expected)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    g, e = got[~nan], expected[~nan]
+    np.testing.assert_array_equal(np.isinf(g), np.isinf(e))
+    np.testing.assert_array_equal(g[np.isinf(e)], e[np.isinf(e)])
+    zero = e == 0
+    np.testing.assert_array_equal(np.signbit(g[zero]), np.signbit(e[zero]), err_msg="sign of zero")
+    finite = np.isfinite(e)
+    with np.errstate(over="ignore"):  # the spacing at the largest finite value is inf
+        spacing = np.spacing(np.abs(e[finite])).astype(np.float64)
+    err = np.abs(g[finite].astype(np.float64) - e[finite].astype(np.float64)) / spacing
+    assert err.size == 0 or err.max() <= ulps, f"{err.max()} ulps from NumPy at {e[finite][np.argmax(err)]!r}"
+
+
+def float_edges(dtype):
+    fi = np.finfo(dtype)
+    values = [0.0, -0.0, np.inf, -np.inf, np.nan, fi.smallest_subnormal, -fi.smallest_subnormal, fi.tiny, -fi.tiny,
+              fi.eps, 1e-10, -1e-10, 1e-5, -1e-5, 0.5, -0.5, 1.0, -1.0, -0.999, 2.0, 3.0, 10.0, 100.0, 88.5, -103.0,
+              127.5, -149.5, 700.0, -745.0, 1e5, 1e10, -1e10, 1e30, float(fi.max), -float(fi.max)]
+    with np.errstate(over="ignore"):
+        return np.array(values, dtype)
+
+
+LIBM_UFUNCS = [np.sin, np.cos, np.log1p, np.expm1, np.exp2, np.log2, np.log10]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_libm_ufuncs_at_edge_values_within_16_ulps(dtype):
+    x = np.concatenate([float_edges(dtype), np.random.default_rng(9).uniform(-20, 20, 500).astype(dtype)])
+    got = jit(lambda a: [f(a) for f in LIBM_UFUNCS])(x)
+    for f, g in zip(LIBM_UFUNCS, got):
+        assert_matches_numpy(g, numpy_eval(lambda: f(x)), ulps=16)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_log1p_and_expm1_keep_their_precision_near_zero(dtype):
+    """What they exist for: log(1 + x) and exp(x) - 1 lose every digit here (MLIR's own lowering
+    of math.log1p/expm1 on the CPU), the C library's functions do not."""
+    x = np.array([1e-20, -1e-20, 3e-12, -7e-9, 1e-6, -2e-4, 0.01], dtype)
+    lp, em = jit(lambda a: (np.log1p(a), np.expm1(a)))(x)
+    assert_matches_numpy(lp, np.log1p(x), ulps=2)
+    assert_matches_numpy(em, np.expm1(x), ulps=2)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.uint64, np.bool_])
+def test_math_ufuncs_of_integers_promote_like_numpy(dtype):
+    """int16 and wider compute in float64; int8, uint8 and bool would give float16, which the compiler
+    refuses with a TypeError naming the function."""
+    x = np.array([0, 1, 2, 5, 100], dtype) if dtype != np.bool_ else np.array([True, False])
+    for f in LIBM_UFUNCS:
+        expected = numpy_eval(lambda: f(x))
+        if expected.dtype == np.float16:
+            with pytest.raises(TypeError, match=f"np.{f.__name__}"):
+                jit(lambda a: f(a))(x)
+        else:
+            assert_matches_numpy(jit(lambda a: f(a))(x), expected, ulps=16)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_reciprocal_sign_and_float_classes_of_special_values(dtype):
+    x = float_edges(dtype)
+    fns = [np.reciprocal, np.sign, np.isnan, np.isinf, np.isfinite, np.square, np.abs]
+    for f, g in zip(fns, jit(lambda a: [f(a) for f in fns])(x)):
+        assert_matches_numpy(g, numpy_eval(lambda: f(x)))  # sign(-0.0) is +0.0, sign(nan) nan
+
+
+INTEGER_DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
+
+
+@pytest.mark.parametrize("dtype", INTEGER_DTYPES)
+def test_reciprocal_sign_and_float_classes_of_integers(dtype):
+    """NumPy's integer reciprocal is C's 1.0 / x converted back: 0 for |x| > 1, and for x = 0 what the
+    conversion of inf gives on x86 (the minimum of int32 and int64, 0 for the others). Integers are
+    never NaN or infinite; bool has no sign loop."""
+    info = np.iinfo(dtype) if dtype != np.bool_ else None
+    values = [0, 1, 2, 3, 100] + ([] if info is None else [int(info.max), int(info.max) - 1, int(info.min)])
+    if info is not None and info.min < 0:
+        values += [-1, -2, -100, int(info.min) + 1]
+    x = np.array(values, dtype)
+    for f in (np.reciprocal, np.isnan, np.isinf, np.isfinite, np.sign):
+        try:
+            expected = numpy_eval(lambda: f(x))
+        except TypeError:
+            with pytest.raises(TypeError, match=f"np.{f.__name__}"):
+                jit(lambda a: f(a))(x)
+            continue
+        assert_matches_numpy(jit(lambda a: f(a))(x), expected)
+
+
+def test_float_classes_of_integers_are_constants():
+    """np.isnan of an integer array is all False whatever it holds: nothing is computed at run time."""
+    from compiler.jit import trace
+
+    _, outputs, _, _ = trace(lambda a: (np.isnan(a), np.isinf(a), np.isfinite(a)), (np.arange(4),), {})
+    assert [o.op for o in outputs] == ["const"] * 3
+    assert [bool(o.value.all()) for o in outputs] == [False, False, True]
+
+
+CLIP_CASES = {
+    # NaN in x or in either bound wins; a tie of ±0 with a bound gives the bound; lo > hi gives hi
+    "nan and signed zeros against array bounds": (
+        lambda x, lo, hi: np.clip(x, lo, hi),
+        (np.array([np.nan, 1.0, 1.0, -0.0, 0.0, -0.0, 0.0, 5.0, -5.0, 0.5, 2.0], np.float32),
+         np.array([0.0, np.nan, 0.0, 0.0, -0.0, -0.0, 0.0, 3.0, -1.0, -np.inf, np.nan], np.float32),
+         np.array([1.0, 2.0, np.nan, 1.0, 1.0, 0.0, -0.0, 1.0, -2.0, np.inf, np.nan], np.float32))),
+    "scalar bounds, both zeros": (lambda x: (np.clip(x, 0.0, 1.0), np.clip(x, -0.0, -0.0), np.clip(x, -1.0, 0.0)),
+                                  (np.array([-0.0, 0.0, np.nan, -np.inf, np.inf, 0.25, -3.0]),)),
+    # NumPy's loop takes another path when both bounds are scalars to it (one element, and 0-d or
+    # broadcast over more than one): there a tie of -0.0 with +0.0 keeps x, and a NaN bound is the result
+    "one-element bounds": (lambda x, lo, hi: (np.clip(x, lo, hi), np.clip(x[:1], lo, hi), np.clip(x, lo[0], hi),
+                                              np.clip(x[:1], lo[0], hi[0]), np.clip(x.reshape(2, 2), lo, hi[None])),
+                           (np.array([-0.0, 0.0, -0.0, np.nan], np.float32), np.array([0.0], np.float32),
+                            np.array([-0.0], np.float32))),
+    "a one-element bound with an array bound": (lambda x, lo, hi: (np.clip(x, lo, hi), np.clip(x, hi, lo[0])),
+                                                (np.array([-0.0, 0.0, -0.0]), np.array([0.0]), np.array([-0.0, 1.0, 0.0]))),
+    "nan scalar bounds": (lambda x: (np.clip(x, np.nan, 1.0), np.clip(x, 0.0, np.float32(np.nan)), x.clip(None, np.nan)),
+                          (np.array([-1.0, 0.5, 2.0, np.nan], np.float32),)),
+    "bounds broadcast with x": (lambda x, lo: np.clip(x, lo, lo + 1), (np.arange(12.0).reshape(3, 4) - 6,
+                                                                      np.array([[-2.0], [0.0], [3.0]]))),
+    "float32 with a Python float stays float32": (lambda x: np.clip(x, 0.1, 0.9), (np.linspace(-1, 2, 7, dtype=np.float32),)),
+    "float32 with a NumPy float64 becomes float64": (lambda x: np.clip(x, np.float64(0.1), 0.9),
+                                                     (np.linspace(-1, 2, 7, dtype=np.float32),)),
+    "int8 with a Python float becomes float64": (lambda x: np.clip(x, 0.5, 10), (np.arange(-5, 15, dtype=np.int8),)),
+    "int8 with int16 bounds becomes int16": (lambda x, lo: np.clip(x, lo, 5), (np.arange(-5, 15, dtype=np.int8),
+                                                                               np.array(-3, np.int16))),
+    "uint8 with Python ints beyond its range": (lambda x: (np.clip(x, -1, 300), np.clip(x, -5, 7), np.clip(x, 3, 2**70)),
+                                                (np.array([0, 3, 200, 255], np.uint8),)),
+    "one bound, keywords, method": (lambda x: (np.clip(x, None, 2), np.clip(x, -1, None), np.clip(x, min=0),
+                                               np.clip(x, max=1, min=-1), x.clip(max=0), x.clip(-2, 2)),
+                                    (np.arange(-4, 5, dtype=np.int64),)),
+    "bools": (lambda x, y: (np.clip(x, False, True), np.clip(x, y, True), np.clip(x, 0, 1)),
+              (np.array([True, False, True]), np.array([True, True, False]))),
+}
+
+
+@pytest.mark.parametrize("name", list(CLIP_CASES))
+def test_clip_matches_numpy(name):
+    fn, args = CLIP_CASES[name]
+    expected = numpy_eval(lambda: fn(*args))
+    got = jit(fn)(*args)
+    for g, e in zip(oi_flatten(got), oi_flatten(expected)):
+        assert_matches_numpy(g, e)
+
+
+def oi_flatten(x):
+    return list(x) if isinstance(x, (tuple, list)) else [x]
+
+
+CLIP_ERRORS = {
+    "both bounds and keywords": (lambda x: np.clip(x, 0, 1, min=0), ValueError),
+    "one positional bound": (lambda x: np.clip(x, 0), TypeError),
+    "no bound of bool": (lambda x: np.clip(x.astype(bool), None, None), TypeError),
+    "a Python int beyond int8 on the near side": (lambda x: np.clip(x.astype(np.int8), 200, 300), OverflowError),
+    "bounds that do not broadcast": (lambda x: np.clip(x, np.zeros(3), 1), ValueError),
+}
+
+
+@pytest.mark.parametrize("name", list(CLIP_ERRORS))
+def test_clip_refuses_what_numpy_refuses(name):
+    fn, error = CLIP_ERRORS[name]
+    x = np.arange(4.0)
+    with pytest.raises(error):
+        numpy_eval(lambda: fn(x))
+    with pytest.raises(error):
+        jit(fn)(x)
+
+
+def test_clip_out_and_casting_are_refused_by_name():
+    with pytest.raises(NotImplementedError, match="out"):
+        jit(lambda x: np.clip(x, 0, 1, out=x))(np.arange(3.0))
+
+
+PROD_CASES = {
+    # NumPy multiplies in order, in the result's dtype: an early underflow to 0 or overflow to inf stays
+    "float32 in order: underflow first": (lambda x: np.prod(x), np.array([1e-30, 1e-30, 1e30, 1e30], np.float32)),
+    "float32 in order: overflow first": (lambda x: np.prod(x), np.array([1e30, 1e30, 1e-30, 1e-30], np.float32)),
+    "float32 rows and columns": (lambda x: (x.prod(axis=0), x.prod(axis=1), np.prod(x, keepdims=True)),
+                                 np.random.default_rng(4).uniform(0.7, 1.4, (40, 64)).astype(np.float32)),
+    "nan, inf times zero, signed zeros": (lambda x: np.prod(x, axis=1),
+                                          np.array([[1.0, np.nan, 0.0], [np.inf, 0.0, 2.0], [-0.0, 3.0, 1.0],
+                                                    [-np.inf, -1.0, 2.0], [-0.0, -0.0, -1.0]])),
+    "int8 accumulates in int64": (lambda x: np.prod(x), np.array([100, 100, 100, -7], np.int8)),
+    "int64 wraps": (lambda x: (np.prod(x), np.prod(x[:2])), np.array([2**62, 4, 3], np.int64)),
+    "uint64 wraps": (lambda x: np.prod(x), np.array([2**63 + 1, 3, 2**40], np.uint64)),
+    "int32 wraps in its dtype": (lambda x: np.prod(x, dtype=np.int32), np.full(12, 7, np.int32)),
+    "dtype=int8 wraps": (lambda x: x.prod(dtype=np.int8), np.array([3, 5, 7, 11], np.int64)),
+    "bool becomes int64": (lambda x: (np.prod(x), np.prod(x, axis=0), np.prod(x, dtype=bool)),
+                           np.array([[True, True], [True, False]])),
+    "float32 dtype of ints": (lambda x: np.prod(x, dtype=np.float32), np.arange(1, 30, dtype=np.int64)),
+    "empty is 1": (lambda x: (np.prod(x[:0]), np.prod(x[:, :0], axis=1), x[:0].prod(axis=0, keepdims=True)),
+                   np.ones((3, 4), np.float32)),
+    "empty int is 1": (lambda x: (np.prod(x[:0]), np.prod(x[:, :0], axis=1)), np.ones((3, 4), np.uint8)),
+}
+
+
+@pytest.mark.parametrize("name", list(PROD_CASES))
+def test_prod_matches_numpy(name):
+    fn, x = PROD_CASES[name]
+    expected = numpy_eval(lambda: fn(x))
+    for g, e in zip(oi_flatten(jit(fn)(x)), oi_flatten(expected)):
+        assert_matches_numpy(g, e)  # in NumPy's order: bit for bit
+
+
+ANY_ALL_CASES = {
+    "empty: any False, all True": (lambda x: (np.any(x[:0]), np.all(x[:0]), x[:, :0].any(axis=1), x[:, :0].all(axis=1),
+                                              np.any(x[:0], axis=0, keepdims=True), np.all(x[:0], axis=(0, 1)))),
+    "nan is true, -0.0 false": (lambda x: (np.any(x, axis=1), np.all(x, axis=1), x.any(), x.all(axis=0, keepdims=True))),
+    "axis () gives truth values": (lambda x: (np.any(x, axis=()), np.all(x, axis=()))),
+    "of integers and comparisons": (lambda x: (np.any(x.astype(np.int32), axis=0), np.all(x > -1, axis=(0, 1)),
+                                               np.all(x.astype(np.uint8)))),
+}
+
+
+@pytest.mark.parametrize("name", list(ANY_ALL_CASES))
+def test_any_all_match_numpy(name):
+    fn = ANY_ALL_CASES[name]
+    x = np.array([[0.0, -0.0, 0.0], [np.nan, 0.0, -0.0], [1.0, 2.0, -1.0], [0.0, 5.0, np.inf]])
+    expected = numpy_eval(lambda: fn(x))
+    for g, e in zip(oi_flatten(jit(fn)(x)), oi_flatten(expected)):
+        assert_matches_numpy(g, e)
+
+
+def test_reductions_refuse_unsupported_arguments_by_name():
+    x = np.arange(6.0).reshape(2, 3)
+    for fn, word in ((lambda a: np.prod(a, initial=2.0), "initial"), (lambda a: np.any(a, where=a > 1), "where"),
+                     (lambda a: np.all(a, out=np.zeros(3, bool)), "out")):
+        with pytest.raises(NotImplementedError, match=word):
+            jit(fn)(x)
+    with pytest.raises(np.exceptions.AxisError):
+        jit(lambda a: np.any(a, axis=2))(x)
