@@ -5,8 +5,9 @@ is simply not added). The program is compiled as ONE function returning its sink
 so fusion and bufferization see realistic chains, and compared with NumPy running
 the same program. Tolerances follow exactness: a node is exact when its op is
 correctly rounded and all its inputs are exact (then the compiled value must match
-bit for bit, NaN-aware); discontinuous ops (comparisons, float->int casts) only take
-exact operands, so rounding differences never flip a branch."""
+bit for bit, NaN-aware); discontinuous ops (comparisons, sign, isnan/isinf/isfinite,
+any/all, float->int casts) only take exact operands, so rounding differences never
+flip a branch."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ MAX_ELEMENTS = 4096
 GRAPH_DOMAIN = oi.Domain(lo=-4.0, hi=4.0, special=False)
 EXCLUDED = {"getitem_index_arg"}     # needs an index argument; covered at op level
 DISCONTINUOUS = {"greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
-                 "operator.gt", "operator.ge", "operator.lt", "operator.le", "operator.eq", "operator.ne"}
+                 "operator.gt", "operator.ge", "operator.lt", "operator.le", "operator.eq", "operator.ne",
+                 "sign", "isinf", "isfinite", "isnan", "any", "all", "method.any", "method.all"}
 
 
 def graph_ops() -> list[oi.OpInfo]:
@@ -209,8 +211,9 @@ class _Builder:
         c = self.c
         if f == "elementwise" and info.name.startswith("power"):
             return self._power(info)
+        discontinuous = info.name in DISCONTINUOUS
         if f == "elementwise" and info.arity == 1 and info.name != "astype":
-            a = self.pick_ref(lambda v, e: v.dtype in info.dtypes)
+            a = self.pick_ref(lambda v, e: v.dtype in info.dtypes and (e or not discontinuous))
             return ([a[0]], {}) if a else None
         if info.name == "astype":
             a = self.pick_ref(lambda v, e: True)
@@ -221,22 +224,15 @@ class _Builder:
             if src.kind == "f" and (dst.kind in "iu" or not a[2]):
                 return None     # float -> int is undefined outside the target range; -> bool needs exact input
             return [a[0]], params
-        if f == "elementwise":   # binary
-            discontinuous = info.name in DISCONTINUOUS
+        if f == "elementwise":   # binary, or clip's array and two bounds
             a = self.pick_ref(lambda v, e: v.dtype in info.dtypes and (e or not discontinuous))
             if a is None:
                 return None
             shape, dtype = np.shape(a[1]), np.asarray(a[1]).dtype
-            kind = c.pick(("existing", "existing", "input", "scalar"))
-            if kind == "existing":
-                b = self.pick_ref(lambda v, e: v.dtype in info.dtypes and (e or not discontinuous) and _broadcastable(v.shape, shape))
-                b = b[0] if b else None
-            else:
-                b = None
-            if b is None and kind == "scalar":
-                b = self.scalar(c.pick(info.dtypes) if c.pick((0, 1)) else dtype)
-            if b is None:
-                b = self.new_input(self.broadcast_variant(shape), c.pick((dtype, dtype, c.pick(info.dtypes))))
+            others = [self._operand_for(info, shape, dtype, discontinuous) for _ in range(info.arity - 1)]
+            if info.arity > 2:
+                return [a[0], *others], info.sample(c).params
+            b = others[0]
             return ([b, a[0]] if c.pick((0, 1)) else [a[0], b]), {}
         if f == "select":
             cond = self.pick_ref(lambda v, e: v.dtype == np.bool_ and e)
@@ -253,12 +249,24 @@ class _Builder:
         if f == "join":
             return self._join(info)
         if info.params_for is not None:
-            a = self.pick_ref(lambda v, e: v.dtype in info.dtypes)
+            a = self.pick_ref(lambda v, e: v.dtype in info.dtypes and (e or not discontinuous))
             if a is None:
                 return None
             params = info.params_for(c, np.shape(a[1]))
             return ([a[0]], params) if params is not None else None
         return None
+
+    def _operand_for(self, info, shape, dtype, discontinuous) -> dict:
+        """Another operand of an elementwise op over ``shape``: an existing value, a new input or a scalar."""
+        c = self.c
+        kind = c.pick(("existing", "existing", "input", "scalar"))
+        if kind == "existing":
+            b = self.pick_ref(lambda v, e: v.dtype in info.dtypes and (e or not discontinuous) and _broadcastable(v.shape, shape))
+            if b:
+                return b[0]
+        if kind == "scalar":
+            return self.scalar(c.pick(info.dtypes) if c.pick((0, 1)) else dtype)
+        return self.new_input(self.broadcast_variant(shape), c.pick((dtype, dtype, c.pick(info.dtypes))))
 
     def _power(self, info):
         ints = info.name == "power_int"
