@@ -5,23 +5,19 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import math
 
 from .jit import FAULTS
 from .primitives import PRIMITIVES
 
 
-def check_fault(op: str, factor: float, offset: float) -> None:
+def check_fault(op: str) -> None:
     """A fault that names no primitive would change nothing, and a run meant to show that the
-    harness catches it would pass silently; a non-finite factor or offset is not a fault but a
-    different program. Both are ``ValueError``s."""
+    harness catches it would pass silently: a ``ValueError`` naming the closest primitives.
+    (A non-finite factor or offset is allowed: it models a miscompile that yields inf or NaN.)"""
     if op not in PRIMITIVES:
         close = difflib.get_close_matches(op, PRIMITIVES, n=3)
         hint = f"did you mean {', '.join(close)}?" if close else f"one of: {', '.join(sorted(PRIMITIVES))}"
         raise ValueError(f"cannot inject a fault into {op!r}: no primitive of that name ({hint})")
-    for name, value in (("factor", factor), ("offset", offset)):
-        if not math.isfinite(float(value)):
-            raise ValueError(f"the fault's {name} must be a finite number, not {value!r}")
 
 
 @contextlib.contextmanager
@@ -31,7 +27,7 @@ def inject_fault(op: str, factor: float = 1.01, offset: float = 0.0):
     downstream (softmax divides it out); an offset does not. The fault is part of the IR,
     so cached kernels built without it are never reused. Only floating-point results change; an
     unknown primitive name is a ``ValueError`` (see ``check_fault``)."""
-    check_fault(op, factor, offset)
+    check_fault(op)
     previous = FAULTS.get(op)
     FAULTS[op] = (float(factor), float(offset))
     try:

@@ -140,7 +140,9 @@ REPORT_SCHEMA = {
         "injected_fault": {
             "type": ["object", "null"],
             "required": ["op", "factor", "offset"],
-            "properties": {"op": {"type": "string"}, "factor": {"type": "number"}, "offset": {"type": "number"}},
+            # a non-finite factor or offset (a miscompile that yields inf/NaN) is a string: "inf", "-inf", "nan"
+            "properties": {"op": {"type": "string"}, "factor": {"type": ["number", "string"]},
+                           "offset": {"type": ["number", "string"]}},
         },
         # A report with no modes verified nothing; it must not read as a pass.
         "modes": {"type": "object", "minProperties": 1, "additionalProperties": MODE},

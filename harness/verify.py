@@ -15,6 +15,7 @@ import datetime as _dt
 import hashlib
 import json
 import linecache
+import math
 import os
 import time
 import traceback
@@ -226,8 +227,14 @@ def _not_localized(sentence: str) -> dict:
 def _localized(found: dict, sentence: str, sublayer: str | None) -> dict:
     """The first divergence's op fields; `sublayer` is the tensor whose sublayer holds the op
     (upstream of the diverging tensor when the error was born there)."""
+    # an op whose output is NaN/inf where NumPy's is finite (or of another dtype) has an undefined
+    # error: null, as for tensors -- inf is not a schema number, and the report would not be written
+    err = found.get("max_abs_error")
+    if err is not None and not math.isfinite(err):
+        err = None
+        sentence += " (the op's own error is undefined: a non-finite value where NumPy's is finite, or another dtype)"
     return {"op": found.get("op"), "source": stable_source(found.get("source")),
-            "op_max_abs_error": found.get("max_abs_error"), "sublayer": sublayer, "localization": sentence}
+            "op_max_abs_error": err, "sublayer": sublayer, "localization": sentence}
 
 
 def _mode_reason(entry: dict, tol: Tolerance) -> str | None:
@@ -651,6 +658,12 @@ def _check_same_token_ids(model, prompt: str, reference_ids) -> None:
             "verified on input its users never give it")
 
 
+def _json_number(value: float) -> float | str:
+    """``value``, or its name when JSON has no number for it (inf, -inf, nan)."""
+    value = float(value)
+    return value if math.isfinite(value) else repr(value)
+
+
 def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | None], None] | None = None) -> dict:
     """Resolve the reference, load the model, capture, verify every mode and
     return the report. Raises VerifyError (exit 2) for anything that stops
@@ -673,7 +686,7 @@ def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | No
     if options.inject_fault:
         from compiler.testing import check_fault
         try:
-            check_fault(*options.inject_fault)
+            check_fault(options.inject_fault[0])
         except ValueError as exc:
             raise VerifyError(f"--inject-fault: {exc}") from None
     baseline = load_report(options.baseline) if options.baseline else None
@@ -763,5 +776,5 @@ def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | No
                                   reference={"kind": resolved.kind, "url": resolved.url, "revision": resolved.revision})
     if options.inject_fault:
         op, factor, offset = options.inject_fault
-        report["injected_fault"] = {"op": op, "factor": float(factor), "offset": float(offset)}
+        report["injected_fault"] = {"op": op, "factor": _json_number(factor), "offset": _json_number(offset)}
     return report

@@ -279,3 +279,16 @@ def test_a_malformed_inject_fault_is_a_usage_error(text, capsys):
         cli.main(["verify", "--inject-fault", text])
     assert info.value.code == 2
     assert "--inject-fault" in capsys.readouterr().err
+
+
+def test_a_miscompile_that_yields_inf_still_gets_a_report(world):
+    """The worst miscompiles make NaN/inf where NumPy's values are finite: the op's own error is
+    then undefined (null, said in words), and the report is still valid and written."""
+    report = verify(_options(world, modes=["subgraph"], inject_fault=("exp", 1.0, float("inf"))))
+    validate_report(report)
+    fd = report["modes"]["subgraph"]["first_divergence"]
+    assert report["modes"]["subgraph"]["status"] == "diverged"
+    assert fd["op"] == "exp" and fd["source"].startswith("compiler/ops.py:")
+    assert fd["op_max_abs_error"] is None
+    assert "the op's own error is undefined" in fd["localization"]
+    assert report["injected_fault"] == {"op": "exp", "factor": 1.0, "offset": "inf"}
