@@ -147,6 +147,22 @@ def test_localize_finds_nothing_in_a_correct_sublayer(tiny, runners):
     assert runner.localize("h.1.attention", PROMPT_IDS, trace["h.0.output"]) is None
 
 
+def test_localize_reruns_a_sublayer_at_the_padded_length_the_forward_ran_it_at(tiny, runners):
+    """A miscompile that depends on the shape (a square operand, a BLAS path taken by size) must
+    show in the re-run as in the forward, which runs every sublayer at the padded length."""
+    runner = runners["subgraph"]
+    trace = numpy_trace(tiny, PROMPT_IDS)
+    rows = padded_length(len(PROMPT_IDS), tiny.config.n_ctx)
+    assert rows > len(PROMPT_IDS)
+    _, args, _ = runner.sublayer_call("embedding", PROMPT_IDS, None)
+    np.testing.assert_array_equal(args[2], PROMPT_IDS + [0] * (rows - len(PROMPT_IDS)))
+    for tensor, upstream in (("h.0.attention", "embedding"), ("h.1.output", "h.1.attention"), ("logits", "h.1.output")):
+        _, args, _ = runner.sublayer_call(tensor, PROMPT_IDS, trace[upstream])
+        assert args[0].shape == (rows, tiny.config.n_embd) and args[0].dtype == trace[upstream].dtype
+        np.testing.assert_array_equal(args[0][: len(PROMPT_IDS)], trace[upstream])
+        assert not args[0][len(PROMPT_IDS):].any()
+
+
 def test_localize_names_the_injected_op_and_its_source_line(tiny, runners):
     from compiler.testing import inject_fault
 

@@ -250,20 +250,28 @@ class SubgraphGPT2(CompiledGPT2):
         return logits
 
     def sublayer_call(self, tensor_name: str, ids, upstream):
-        """(function, args, static kwargs) of the sublayer that produces ``tensor_name``."""
+        """(function, args, static kwargs) of the sublayer that produces ``tensor_name``, at the
+        padded length the forward pass runs it at (the reference's rows, then zero rows): a
+        miscompile that depends on the shape (a square operand, a BLAS or tiling path taken by
+        size) must show in the re-run as it did in the forward."""
         ids = self.check_ids(ids)
         if tensor_name == "embedding":
-            return embedding, (self.params.wte, self.params.wpe, ids), {}
+            return embedding, (self.params.wte, self.params.wpe, self._padded(ids)), {}
+        if upstream is not None:
+            upstream = np.asarray(upstream)
+            rows = np.zeros((padded_length(ids.size, self.config.n_ctx),) + upstream.shape[1:], upstream.dtype)
+            rows[: upstream.shape[0]] = upstream
+            upstream = rows
         if tensor_name == "logits":
-            return final_projection, (np.asarray(upstream), np.array([ids.size - 1]), self.params.ln_f.g, self.params.ln_f.b, self.wte_out), {}
+            return final_projection, (upstream, np.array([ids.size - 1]), self.params.ln_f.g, self.params.ln_f.b, self.wte_out), {}
         parts = tensor_name.split(".")
         if len(parts) != 3 or parts[0] != "h" or not parts[1].isdigit() or int(parts[1]) >= self.config.n_layer:
             raise ValueError(f"unknown tensor name {tensor_name!r}")
         i = int(parts[1])
         if parts[2] == "attention":
-            return attention_sublayer, (np.asarray(upstream), *self._attention_args(self.params, i)), {"n_head": self.config.n_head}
+            return attention_sublayer, (upstream, *self._attention_args(self.params, i)), {"n_head": self.config.n_head}
         if parts[2] == "output":
-            return feedforward_sublayer, (np.asarray(upstream), *self._feedforward_args(self.params, i)), {}
+            return feedforward_sublayer, (upstream, *self._feedforward_args(self.params, i)), {}
         raise ValueError(f"unknown tensor name {tensor_name!r}")
 
     def localize(self, tensor_name: str, ids, upstream_value) -> dict | None:
