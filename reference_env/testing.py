@@ -15,7 +15,7 @@ from safetensors.numpy import save_file
 GPT2_VOCAB = 50257
 
 
-def tiny_config(n_layer: int = 2, n_embd: int = 64, n_head: int = 4, n_positions: int = 64,
+def tiny_config(n_layer: int = 2, n_embd: int = 48, n_head: int = 4, n_positions: int = 64,
                 vocab_size: int = GPT2_VOCAB) -> dict:
     return {
         "model_type": "gpt2", "n_layer": n_layer, "n_head": n_head, "n_embd": n_embd,

@@ -47,7 +47,7 @@ def test_hugging_face_layout(tiny):
     config = json.loads((tiny / "config.json").read_text())
     assert {k: config[k] for k in ("model_type", "n_layer", "n_head", "n_embd", "n_positions", "n_ctx",
                                    "vocab_size", "activation_function", "layer_norm_epsilon")} == {
-        "model_type": "gpt2", "n_layer": 2, "n_head": 4, "n_embd": 64, "n_positions": 64, "n_ctx": 64,
+        "model_type": "gpt2", "n_layer": 2, "n_head": 4, "n_embd": 48, "n_positions": 64, "n_ctx": 64,
         "vocab_size": 50257, "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5}  # fmt: skip
     assert sha256(tiny / "vocab.json") == BUNDLED_VOCAB_SHA
     assert sha256(tiny / "merges.txt") == BUNDLED_MERGES_SHA

@@ -155,5 +155,7 @@ def read_config(path: Path) -> GPT2Config:
 # Presets for synthetic checkpoints. The vocabulary stays GPT-2's so the real tokenizer applies.
 PRESETS: dict[str, GPT2Config] = {
     "gpt2-small": GPT2Config(n_layer=12, n_head=12, n_embd=768, n_ctx=1024, vocab_size=50257),
-    "tiny": GPT2Config(n_layer=2, n_head=4, n_embd=64, n_ctx=64, vocab_size=50257),
+    # head size 12: never a padded sequence length (a power of two), so an axis mix-up between
+    # the sequence and head axes (a concat, a folded transpose) cannot hide behind a square shape
+    "tiny": GPT2Config(n_layer=2, n_head=4, n_embd=48, n_ctx=64, vocab_size=50257),
 }
