@@ -184,6 +184,32 @@ def _localize(runner, capture, step: int, tensor: str, n_layer: int, tol: Tolera
         "which builds up across ops")
 
 
+def _audit_ops(runner, capture, kind: str, names: list[str], n_layer: int, checks: list) -> dict | None:
+    """``--audit-ops``, when every tensor passed: a tensor tolerance cannot see a miscompile that an
+    invariance cancels (a max-reduction's initial value under softmax's shift) or that stays below
+    it (a float64 exp computed in float32), but each op held to its own rounding can. Re-run step
+    0 op by op on the reference's inputs (every sublayer in model order; fused mode: the whole pass)
+    and return a first-divergence record for the first op off its rounding, or None."""
+    ids = _step_ids(capture, 0)
+    step0 = {c.tensor: c for c in checks if c.step == 0}
+    for tensor in (names if kind == "subgraph" else ["logits"]):
+        if kind == "subgraph":
+            found = _localize_sublayer(runner, capture, 0, tensor, ids, n_layer)
+            fields = found and _localized(found, "", tensor)
+        else:
+            fields = _localize_fused(runner, capture, 0)
+        if fields and fields.get("op"):
+            where = fields.get("sublayer") or tensor
+            fields["localization"] = (
+                f"op audit (--audit-ops): every tensor is within tolerance, but re-run op by op on the reference's "
+                f"inputs of step 0, {fields['op']} in {where} is off its own rounding")
+            return {**_divergence_record(step0[tensor]), **fields,
+                    "reason": "within the tensor tolerance; found by the op audit"}
+        if fields is not None and fields.get("localization", "").startswith("localization failed"):
+            raise RuntimeError(fields["localization"])  # an audit asked for and not done must not read as a pass
+    return None
+
+
 def _localize_fused(runner, capture, step: int) -> dict:
     """Fused mode computes the whole pass in one kernel, so the pass is re-run op by op from the
     step's token ids (every op within its own rounding), naming the first op off it."""
@@ -269,7 +295,7 @@ def _mode_reason(entry: dict, tol: Tolerance) -> str | None:
 
 def run_mode(plan: ModePlan, capture, runner_factory: Callable[[str, str], Any], tol: Tolerance,
              device_check: Callable[[], tuple[bool, str]] | None = None,
-             progress: Callable[[str, int | None, int | None], None] | None = None) -> dict:
+             progress: Callable[[str, int | None, int | None], None] | None = None, audit_ops: bool = False) -> dict:
     """Verify one mode against the capture; never raises for compiler failures
     (they become status "error")."""
     input_ids = [int(t) for t in capture.input_ids]
@@ -342,7 +368,15 @@ def run_mode(plan: ModePlan, capture, runner_factory: Callable[[str, str], Any],
             fd.update(_localize_fused(runner, capture, first.step))
         fd["source_text"] = source_text(fd.get("source"))
         entry["first_divergence"] = fd
-    if first is not None or not entry["tokens"]["agree"] or not entry["forced_tokens"]["agree"]:
+    if first is None and audit_ops and hasattr(runner, "localize"):
+        try:
+            entry["first_divergence"] = _audit_ops(runner, capture, plan.kind, names, n_layer, checks)
+        except Exception as exc:
+            entry = _error_entry(plan, "error", f"the op audit (--audit-ops) failed: {_describe_exception(exc)}", expected)
+            return _keep_partial_results(entry, checks, forced, started)
+        if entry["first_divergence"] is not None:
+            entry["first_divergence"]["source_text"] = source_text(entry["first_divergence"].get("source"))
+    if entry["first_divergence"] is not None or not entry["tokens"]["agree"] or not entry["forced_tokens"]["agree"]:
         entry["status"] = "diverged"
         entry["reason"] = _mode_reason(entry, tol)
     entry["duration_s"] = round(time.perf_counter() - started, 3)
@@ -396,7 +430,8 @@ def run_verification(capture, runner_factory: Callable[[str, str], Any], plans: 
                      device_check: Callable[[], tuple[bool, str]] | None = None,
                      banner: str | None = None, baseline: dict | None = None,
                      reference: dict | None = None, baseline_source: dict | None = None,
-                     progress: Callable[[str, int | None, int | None], None] | None = None) -> dict:
+                     progress: Callable[[str, int | None, int | None], None] | None = None,
+                     audit_ops: bool = False) -> dict:
     """Verify every plan against one reference capture and return the report
     dict. `capture` needs input_ids, output_ids, margins, tensor_names,
     tensor(step, name), reference (dict) and completion; `runner_factory(kind,
@@ -438,7 +473,7 @@ def run_verification(capture, runner_factory: Callable[[str, str], Any], plans: 
     if meta.get("whole_forward_checks") is not None:
         report["reference_checks"] = meta["whole_forward_checks"]
     for plan in plans:
-        report["modes"][plan.name] = run_mode(plan, capture, runner_factory, tol, device_check, progress)
+        report["modes"][plan.name] = run_mode(plan, capture, runner_factory, tol, device_check, progress, audit_ops)
     if baseline is not None:
         report["baseline"] = {"path": None, "sha256": None, **(baseline_source or {}),
                               "created": baseline.get("created")}
@@ -551,6 +586,7 @@ class VerifyOptions:
     # (primitive, factor, offset): compile every mode with compiler.testing.inject_fault active, to
     # check that the harness catches and localizes a miscompiled op; the report says so loudly
     inject_fault: tuple[str, float, float] | None = None
+    audit_ops: bool = False      # when every tensor passes, still re-run step 0 op by op (see _audit_ops)
 
 
 def _checkpoint_of(model) -> dict:
@@ -773,6 +809,7 @@ def verify(options: VerifyOptions, progress: Callable[[str, int | None, int | No
         report = run_verification(cap, runner_factory, plans, tol, checkpoint=checkpoint, prompt=options.prompt,
                                   device_check=device_check, banner=banner,
                                   baseline=baseline, baseline_source=baseline_source, progress=progress,
+                                  audit_ops=options.audit_ops,
                                   reference={"kind": resolved.kind, "url": resolved.url, "revision": resolved.revision})
     if options.inject_fault:
         op, factor, offset = options.inject_fault

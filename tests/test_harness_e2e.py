@@ -292,3 +292,27 @@ def test_a_miscompile_that_yields_inf_still_gets_a_report(world):
     assert fd["op_max_abs_error"] is None
     assert "the op's own error is undefined" in fd["localization"]
     assert report["injected_fault"] == {"op": "exp", "factor": 1.0, "offset": "inf"}
+
+
+@pytest.mark.parametrize("mode", ["subgraph", "fused"])
+def test_the_op_audit_finds_a_miscompile_the_tolerance_cannot_see(world, mode):
+    """A pure scale of exp cancels in softmax's normalization, so every tensor passes; held to its own
+    rounding, exp does not. --audit-ops makes that a divergence, named like any other."""
+    fault = ("exp", 1.001, 0.0)
+    unaudited = verify(_options(world, modes=[mode], inject_fault=fault))
+    assert unaudited["modes"][mode]["status"] == "pass"
+    report = verify(_options(world, modes=[mode], inject_fault=fault, audit_ops=True))
+    validate_report(report)
+    entry = report["modes"][mode]
+    assert entry["status"] == "diverged" and exit_code(report) == 1
+    assert all(c["passed"] for c in entry["checks"])
+    fd = entry["first_divergence"]
+    assert fd["step"] == 0 and fd["op"] == "exp" and fd["source"].startswith("compiler/")
+    assert fd["sublayer"] == "h.0.attention"
+    assert fd["localization"].startswith("op audit (--audit-ops): every tensor is within tolerance")
+    assert "exp" in entry["reason"]
+
+
+def test_the_op_audit_passes_a_correct_compiler(world):
+    report = verify(_options(world, audit_ops=True))
+    assert [m["status"] for m in report["modes"].values()] == ["pass", "pass"]

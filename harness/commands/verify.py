@@ -73,6 +73,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="compile with a deliberate fault (every OP result y becomes y*FACTOR+OFFSET; default "
                              "factor 1.01, offset 0), to check that the harness catches and localizes it; the "
                              "report says so in its banner")
+    parser.add_argument("--audit-ops", action="store_true",
+                        help="when every tensor passes, still re-run step 0 op by op and fail on any op off its own "
+                             "rounding (a miscompile a tolerance cannot see); costs a localization per sublayer")
     parser.add_argument("--capture", default=None, metavar="FILE.json",
                         help="verify against this capture (made elsewhere, e.g. for an offline GPU machine) "
                              "instead of running the reference")
@@ -88,7 +91,7 @@ def options_from_args(args) -> VerifyOptions:
         modes=args.modes, target=args.target, reference=args.reference, reference_rev=args.reference_rev,
         strict_reference=args.strict_reference, model=args.model, prompt=args.prompt, tokens=args.tokens,
         rtol=args.rtol, atol=args.atol, baseline=args.baseline, captures_dir=args.captures_dir, capture=args.capture,
-        inject_fault=args.inject_fault,
+        inject_fault=args.inject_fault, audit_ops=args.audit_ops,
     )
 
 
