@@ -33,10 +33,13 @@ class OpDivergence:
     # the graph node's id (creation order across the whole trace): lets a caller that marked
     # points of the trace (compiler.gpt2.model's fused sublayers) say where the op was made
     node_id: int | None = None
+    function: str = ""                  # the function whose line ``source`` is
+    called_from: tuple = ()             # "path:LINE (function)" of its callers, innermost first
 
     def as_dict(self) -> dict:
         return {"op": self.op, "source": self.source, "max_abs_error": self.max_abs_error,
-                "max_rel_error": self.max_rel_error, "shape": list(self.shape), "dtype": self.dtype, "index": self.index}
+                "max_rel_error": self.max_rel_error, "shape": list(self.shape), "dtype": self.dtype, "index": self.index,
+                "function": self.function, "called_from": list(self.called_from)}
 
 
 def _errors(actual: np.ndarray, expected: np.ndarray) -> tuple[np.ndarray, float, float]:
@@ -122,7 +125,7 @@ def localize(fn, args, kwargs=None, target: str = "cpu") -> OpDivergence | None:
         actual = values[node.id]
         if expected.dtype != actual.dtype:
             return OpDivergence(_op_name(node), node.loc.short(), float("inf"), float("inf"), node.shape, str(actual.dtype), i,
-                                node.id)
+                                node.id, node.loc.function, tuple(node.loc.call_chain()))
         if actual.dtype.kind == "f":
             diff, abs_err, rel_err = _errors(actual, expected)
             ok = bool((diff <= allowed_error(node, inputs, expected)).all())
@@ -131,5 +134,5 @@ def localize(fn, args, kwargs=None, target: str = "cpu") -> OpDivergence | None:
             abs_err, rel_err = (0.0, 0.0) if ok else _errors(actual, expected)[1:]
         if not ok:
             return OpDivergence(_op_name(node), node.loc.short(), abs_err, rel_err, node.shape, str(actual.dtype), i,
-                                node.id)
+                                node.id, node.loc.function, tuple(node.loc.call_chain()))
     return None

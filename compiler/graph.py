@@ -27,32 +27,62 @@ _INTERNAL = {
 class SourceLoc:
     file: str
     line: int
+    function: str = ""
+    # the user frames that called ``function``, innermost first, as (file, line, function), up to the
+    # traced function: one line of a formula (``linear``'s matmul) serves many calls, and these say which
+    callers: tuple = ()
 
     def short(self) -> str:
-        try:
-            rel = os.path.relpath(self.file)
-        except ValueError:
-            rel = self.file
-        if rel.startswith(".."):
-            rel = self.file
-        return f"{rel}:{self.line}"
+        return _short(self.file, self.line)
+
+    def call_chain(self) -> list[str]:
+        """``path:LINE (function)`` of each caller, innermost first."""
+        return [f"{_short(file, line)} ({function})" for file, line, function in self.callers]
 
     def __str__(self) -> str:
         return self.short()
 
 
+def _short(file: str, line: int) -> str:
+    try:
+        rel = os.path.relpath(file)
+    except ValueError:
+        rel = file
+    if rel.startswith(".."):
+        rel = file
+    return f"{rel}:{line}"
+
+
 UNKNOWN_LOC = SourceLoc("<unknown>", 0)
+MAX_CALLERS = 8
+
+
+def _is_user_frame(fname: str) -> bool:
+    return fname not in _INTERNAL and not fname.startswith(_NUMPY_DIR) and not fname.startswith("<frozen")
 
 
 def user_location() -> SourceLoc:
-    """The innermost stack frame that belongs to user code (not compiler machinery, not NumPy)."""
+    """The innermost stack frame that belongs to user code (not compiler machinery, not NumPy), with
+    the user frames that called it up to the first compiler frame (the tracer calling the function)."""
     frame = sys._getframe(1)
     while frame is not None:
         fname = os.path.abspath(frame.f_code.co_filename)
-        if fname not in _INTERNAL and not fname.startswith(_NUMPY_DIR) and not fname.startswith("<frozen"):
-            return SourceLoc(fname, frame.f_lineno)
+        if _is_user_frame(fname):
+            return SourceLoc(fname, frame.f_lineno, frame.f_code.co_name, _callers(frame.f_back))
         frame = frame.f_back
     return UNKNOWN_LOC
+
+
+def _callers(frame) -> tuple:
+    callers = []
+    while frame is not None and len(callers) < MAX_CALLERS:
+        fname = os.path.abspath(frame.f_code.co_filename)
+        if fname in _INTERNAL:
+            break  # the tracer: above it is whoever called jit, not the traced function
+        if _is_user_frame(fname):
+            callers.append((fname, frame.f_lineno, frame.f_code.co_name))
+        frame = frame.f_back
+    return tuple(callers)
 
 
 @dataclass(eq=False)

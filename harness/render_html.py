@@ -18,6 +18,7 @@ from harness.report import (
     plural,
     read_source_line,
     regressions_by_mode,
+    source_with_function,
     sublayer_text,
     token_summary,
     verdict,
@@ -173,7 +174,9 @@ def divergence_html(fd: dict) -> list[str]:
             ("worst element", None if fd.get("worst_index") is None else worst_element(fd)),
             ("op", fd.get("op") or "— (not localized)"),
             ("op's sublayer", sublayer_text(fd) if fd.get("sublayer") else None),
-            ("source", fd.get("source") or "—"), ("localization", fd.get("localization")))
+            ("source", source_with_function(fd)),
+            ("called from", " ← ".join(fd["called_from"]) if fd.get("called_from") else None),
+            ("localization", fd.get("localization")))
     parts = ['<h3>First divergence</h3><table class="first-divergence">']
     parts += [f"<tr><th>{e(label)}</th><td>{e(str(value))}</td></tr>" for label, value in rows if value is not None]
     parts.append("</table>")

@@ -184,6 +184,12 @@ def worst_element(fd: dict) -> str:
     return f"{fd['tensor']}[{', '.join(str(i) for i in fd['worst_index'])}]"
 
 
+def source_with_function(fd: dict) -> str:
+    """``compiler/ops.py:30 in linear``: the op's line and the function it is in."""
+    source = fd.get("source") or "—"
+    return f"{source} in {fd['function']}" if fd.get("function") and fd.get("source") else source
+
+
 def sublayer_text(fd: dict) -> str:
     """The sublayer holding the named op, and whether it is upstream of the diverging tensor."""
     if fd["sublayer"] == fd["tensor"]:
@@ -312,7 +318,9 @@ def divergence_panel(name: str, mode: dict) -> Panel:
     grid.add_row("op", fd.get("op") or "— (not localized)")
     if fd.get("sublayer"):
         grid.add_row("op's sublayer", sublayer_text(fd))
-    grid.add_row("source", fd.get("source") or "—")
+    grid.add_row("source", source_with_function(fd))
+    if fd.get("called_from"):
+        grid.add_row("called from", " ← ".join(fd["called_from"]))
     for key, label in (("forced_tokens", "forced tokens"), ("tokens", "free-running tokens")):
         tokens = mode.get(key)
         if tokens and not tokens.get("agree", True):

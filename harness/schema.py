@@ -51,6 +51,9 @@ FIRST_DIVERGENCE = {
         "op_max_abs_error": _ERROR,
         # the tensor whose sublayer holds `op` (upstream of `tensor` when the error was born there)
         "sublayer": _TEXT,
+        # the function whose line `source` is, and its callers ("path:LINE (function)", innermost first)
+        "function": _TEXT,
+        "called_from": {"type": ["array", "null"], "items": {"type": "string"}},
         # the diverging tensor's element furthest outside its allowance
         "worst_index": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 0}},
     },

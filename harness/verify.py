@@ -260,7 +260,15 @@ def _localized(found: dict, sentence: str, sublayer: str | None) -> dict:
         err = None
         sentence += " (the op's own error is undefined: a non-finite value where NumPy's is finite, or another dtype)"
     return {"op": found.get("op"), "source": stable_source(found.get("source")),
+            "function": found.get("function") or None,
+            "called_from": [_stable_caller(c) for c in found.get("called_from") or []],
             "op_max_abs_error": err, "sublayer": sublayer, "localization": sentence}
+
+
+def _stable_caller(caller: str) -> str:
+    """A "path:LINE (function)" caller with its path made stable, as ``source`` is."""
+    where, _, function = caller.partition(" ")
+    return " ".join(filter(None, [stable_source(where), function]))
 
 
 def _mode_reason(entry: dict, tol: Tolerance) -> str | None:
@@ -277,6 +285,8 @@ def _mode_reason(entry: dict, tol: Tolerance) -> str | None:
             if fd.get("sublayer") and fd["sublayer"] != fd["tensor"]:
                 text += f" in {fd['sublayer']}"
             text += f" at {fd.get('source') or 'unknown source'}"
+            if fd.get("function"):
+                text += f" ({fd['function']})"
         parts.append(text)
     for label, key in (("forced", "forced_tokens"), ("free-running", "tokens")):
         tokens = entry[key]

@@ -259,6 +259,12 @@ def test_an_injected_fault_is_caught_localized_and_announced(world):
     assert mode["status"] == "diverged" and exit_code(report) == 1
     assert mode["first_divergence"]["op"] == "tanh"
     assert mode["first_divergence"]["source"].startswith("compiler/ops.py:")
+    # the line is gelu's; its callers say which of the model's uses of it diverged
+    assert mode["first_divergence"]["function"] == "gelu"
+    called_from = mode["first_divergence"]["called_from"]
+    assert [c.split(" ")[1] for c in called_from] == ["(feedforward)", "(feedforward_sublayer)"]
+    assert called_from[0].startswith("compiler/ops.py:") and called_from[1].startswith("compiler/gpt2/model.py:")
+    assert "(gelu)" in mode["reason"]
     assert report["injected_fault"] == {"op": "tanh", "factor": 1.0, "offset": 1e-3}
     assert report["banner"].startswith("A fault was injected: every tanh result y became y*1+0.001")
     # the fault lives only inside the run: the same verify without it passes

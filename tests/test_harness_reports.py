@@ -454,6 +454,22 @@ def test_html_first_divergence_shows_the_ops_own_error_its_sublayer_and_the_wors
     validate_report(report)
 
 
+def test_first_divergence_names_the_ops_function_and_its_callers():
+    report = make_report()
+    report["modes"]["subgraph"]["first_divergence"].update(
+        function="linear", called_from=["compiler/ops.py:45 (feedforward)", "compiler/gpt2/model.py:53 (feedforward_sublayer)"])
+    rows = _divergence_rows(report)
+    assert rows["source"] == "compiler/ops.py:41 in linear"
+    assert rows["called from"] == "compiler/ops.py:45 (feedforward) ← compiler/gpt2/model.py:53 (feedforward_sublayer)"
+    text = _terminal(report)
+    assert "source               compiler/ops.py:41 in linear" in text
+    assert "called from          compiler/ops.py:45 (feedforward) ← compiler/gpt2/model.py:53 (feedforward_sublayer)" in text
+    validate_report(report)
+    report["modes"]["subgraph"]["first_divergence"]["called_from"] = "compiler/ops.py:45"
+    with pytest.raises(SchemaError, match="first_divergence.called_from"):
+        validate_report(report)
+
+
 def test_a_divergence_without_the_new_fields_renders_as_before():
     rows = _divergence_rows(make_report())  # an older report: no sublayer, worst_index, op error
     assert "op's sublayer" not in rows and "worst element" not in rows and "op's own error" not in rows
