@@ -10,14 +10,27 @@ from .jit import FAULTS
 from .primitives import PRIMITIVES
 
 
+# Primitives whose result is never floating point (bool or integer by their dtype rule): a fault only
+# changes floating-point results, so one of these would change nothing.
+NEVER_FLOAT = frozenset({
+    "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "argmax", "argmin", "reduce_any", "reduce_all",
+})
+
+
 def check_fault(op: str) -> None:
-    """A fault that names no primitive would change nothing, and a run meant to show that the
-    harness catches it would pass silently: a ``ValueError`` naming the closest primitives.
-    (A non-finite factor or offset is allowed: it models a miscompile that yields inf or NaN.)"""
+    """A fault that would change nothing (no primitive of that name, or one whose results are never
+    floating point) makes a run meant to show that the harness catches it pass silently: both are
+    ``ValueError``s. (A non-finite factor or offset is allowed: it models a miscompile that yields
+    inf or NaN.)"""
     if op not in PRIMITIVES:
         close = difflib.get_close_matches(op, PRIMITIVES, n=3)
         hint = f"did you mean {', '.join(close)}?" if close else f"one of: {', '.join(sorted(PRIMITIVES))}"
         raise ValueError(f"cannot inject a fault into {op!r}: no primitive of that name ({hint})")
+    if op in NEVER_FLOAT:
+        raise ValueError(f"cannot inject a fault into {op!r}: its results are never floating point, and a fault "
+                         "scales and offsets floating-point results only, so it would change nothing")
 
 
 @contextlib.contextmanager

@@ -192,17 +192,17 @@ def _audit_ops(runner, capture, kind: str, names: list[str], n_layer: int, check
     and return a first-divergence record for the first op off its rounding, or None."""
     ids = _step_ids(capture, 0)
     step0 = {c.tensor: c for c in checks if c.step == 0}
+    audit = "op audit (--audit-ops): every tensor is within tolerance, but "
     for tensor in (names if kind == "subgraph" else ["logits"]):
         if kind == "subgraph":
             found = _localize_sublayer(runner, capture, 0, tensor, ids, n_layer)
-            fields = found and _localized(found, "", tensor)
+            fields = found and _localized(found, f"{audit}re-run op by op on the reference's inputs of step 0, "
+                                                 f"{found.get('op')} in {tensor} is off its own rounding", tensor)
         else:
             fields = _localize_fused(runner, capture, 0)
+            if fields.get("op"):
+                fields["localization"] = audit + fields["localization"]
         if fields and fields.get("op"):
-            where = fields.get("sublayer") or tensor
-            fields["localization"] = (
-                f"op audit (--audit-ops): every tensor is within tolerance, but re-run op by op on the reference's "
-                f"inputs of step 0, {fields['op']} in {where} is off its own rounding")
             return {**_divergence_record(step0[tensor]), **fields,
                     "reason": "within the tensor tolerance; found by the op audit"}
         if fields is not None and fields.get("localization", "").startswith("localization failed"):
@@ -267,8 +267,10 @@ def _localized(found: dict, sentence: str, sublayer: str | None) -> dict:
 
 def _stable_caller(caller: str) -> str:
     """A "path:LINE (function)" caller with its path made stable, as ``source`` is."""
-    where, _, function = caller.partition(" ")
-    return " ".join(filter(None, [stable_source(where), function]))
+    where, paren, function = caller.rpartition(" (")  # the path itself may hold spaces
+    if not paren:
+        return stable_source(caller)
+    return f"{stable_source(where)} ({function}"
 
 
 def _mode_reason(entry: dict, tol: Tolerance) -> str | None:

@@ -41,3 +41,16 @@ def test_sums_and_matmuls_get_a_length_scaled_allowance(dtype):
     a = (rng.standard_normal((16, 768)) * 100).astype(dtype)
     b = rng.standard_normal((768, 32)).astype(dtype)
     assert localize(lambda p, q: (p @ q).sum(axis=0) + p.sum(), (a, b)) is None
+
+
+def test_a_fault_that_would_change_nothing_is_refused():
+    from compiler.testing import NEVER_FLOAT, check_fault
+
+    for op in ("tanhh", "greater", "argmax", "reduce_any", "isnan"):
+        with pytest.raises(ValueError, match=f"cannot inject a fault into {op!r}"):
+            check_fault(op)
+    check_fault("exp")
+    # NumPy's own loops say these ufuncs never return floating point
+    for name in NEVER_FLOAT & {n for n in dir(np) if isinstance(getattr(np, n), np.ufunc)}:
+        outputs = [t.split("->")[1] for t in getattr(np, name).types]
+        assert not any(c in "efdgFDG" for out in outputs for c in out), name

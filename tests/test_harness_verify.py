@@ -718,3 +718,11 @@ def test_cli_prints_the_reference_banner_once_on_a_terminal(glue, tmp_path, monk
     assert printed.count(banner) == 1
     assert banner not in seen_progress  # so it never became the bar's label either
     assert any("bundled, not the pinned upstream" in m for m in seen_progress)
+
+
+def test_callers_are_made_stable_even_with_spaces_in_the_path():
+    from harness.verify import PROJECT_ROOT, _stable_caller
+
+    inside = PROJECT_ROOT / "my dir" / "model.py"
+    assert _stable_caller(f"{inside}:12 (attention)") == "my dir/model.py:12 (attention)"
+    assert _stable_caller("/elsewhere/x y.py:3 (f)") == "/elsewhere/x y.py:3 (f)"

@@ -425,7 +425,9 @@ CLIP_CASES = {
     "scalar bounds, both zeros": (lambda x: (np.clip(x, 0.0, 1.0), np.clip(x, -0.0, -0.0), np.clip(x, -1.0, 0.0)),
                                   (np.array([-0.0, 0.0, np.nan, -np.inf, np.inf, 0.25, -3.0]),)),
     # NumPy's loop takes another path when both bounds are scalars to it (one element, and 0-d or
-    # broadcast over more than one): there a tie of -0.0 with +0.0 keeps x, and a NaN bound is the result
+    # broadcast over more than one; the compiler models that much): there a tie of -0.0 with +0.0
+    # keeps x, and a NaN bound is the result. NumPy's iterator also gives stride 0 to some
+    # multi-element bounds ((2, 1) bounds over (2, 3)), which is not modelled: README, known limitations
     "one-element bounds": (lambda x, lo, hi: (np.clip(x, lo, hi), np.clip(x[:1], lo, hi), np.clip(x, lo[0], hi),
                                               np.clip(x[:1], lo[0], hi[0]), np.clip(x.reshape(2, 2), lo, hi[None])),
                            (np.array([-0.0, 0.0, -0.0, np.nan], np.float32), np.array([0.0], np.float32),
