@@ -176,12 +176,32 @@ def _localize(runner, capture, step: int, tensor: str, n_layer: int, tol: Tolera
                     f"every op producing {tensor} is within its rounding; the error starts upstream: re-running "
                     f"the sublayers of step {step} in order, the first op off its rounding is {found.get('op')} "
                     f"in {earlier}, whose error stayed within the tensor tolerance until {tensor}"), sublayer=earlier)
+        own_kernel_diverges = _own_kernel_diverges(runner, capture, step, tensor, ids, n_layer, tol)
     except Exception as exc:  # localization is a diagnosis aid; its failure must not hide the divergence
         return _not_localized(f"localization failed: {_describe_exception(exc)}")
-    return _not_localized(
-        f"re-run on the reference's inputs, every op of step {step} up to {tensor} agrees with NumPy within its own "
-        "rounding (a few ulps; sums and matrix products by their length): no single op causes the error, "
-        "which builds up across ops")
+    every_op = (f"re-run on the reference's inputs, every op of step {step} up to {tensor} agrees with NumPy within "
+                "its own rounding (a few ulps; sums and matrix products by their length)")
+    if own_kernel_diverges:
+        return _not_localized(
+            f"{every_op}, yet the sublayer's own kernel diverges on the same input: the miscompile depends on how "
+            "the kernel is fused (the op-by-op re-run makes every intermediate an output, which fuses it "
+            "differently); compare its `optimized` IR (parity emit, or compiler.emit on the sublayer) with the "
+            "op-by-op one")
+    own = "" if own_kernel_diverges is None else (
+        ", and so does the sublayer's own kernel on the reference's input (the error comes from the compiler's "
+        "upstream values, each within the tolerance)")
+    return _not_localized(f"{every_op}{own}: no single op causes the error, which builds up across ops")
+
+
+def _own_kernel_diverges(runner, capture, step: int, tensor: str, ids, n_layer: int, tol: Tolerance) -> bool | None:
+    """Whether the sublayer producing ``tensor``, run as the forward pass runs it (not instrumented),
+    diverges from the reference on the reference's own input; None when the runner cannot re-run it."""
+    if not hasattr(runner, "rerun"):
+        return None
+    upstream_name = upstream_tensor_name(tensor, n_layer)
+    upstream = None if upstream_name is None else capture.tensor(step, upstream_name)
+    reference = capture.tensor(step, tensor)
+    return not compare_tensor(step, tensor, reference, runner.rerun(tensor, ids, upstream), tol).passed
 
 
 def _audit_ops(runner, capture, kind: str, names: list[str], n_layer: int, checks: list) -> dict | None:

@@ -163,6 +163,16 @@ def test_localize_reruns_a_sublayer_at_the_padded_length_the_forward_ran_it_at(t
         assert not args[0][len(PROMPT_IDS):].any()
 
 
+def test_rerun_runs_a_sublayers_own_kernel_on_a_given_input(tiny, runners):
+    runner = runners["subgraph"]
+    trace = numpy_trace(tiny, PROMPT_IDS)
+    for tensor, upstream in (("embedding", None), ("h.0.attention", "embedding"), ("h.1.output", "h.1.attention"),
+                             ("logits", "h.1.output")):
+        got = runner.rerun(tensor, PROMPT_IDS, None if upstream is None else trace[upstream])
+        assert got.shape == trace[tensor].shape and got.dtype == trace[tensor].dtype, tensor
+        np.testing.assert_allclose(got, trace[tensor], **TOL)
+
+
 def test_localize_names_the_injected_op_and_its_source_line(tiny, runners):
     from compiler.testing import inject_fault
 

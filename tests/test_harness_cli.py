@@ -74,7 +74,7 @@ def test_a_closed_stdout_under_rich_is_141_and_the_report_files_are_written(tmp_
     import subprocess
     import sys
 
-    from tests.test_harness_reports import make_report
+    from test_harness_reports import make_report  # tests/ is on sys.path (pytest prepends it)
 
     report = tmp_path / "r.json"
     big = make_report()

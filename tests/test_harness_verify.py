@@ -726,3 +726,35 @@ def test_callers_are_made_stable_even_with_spaces_in_the_path():
     inside = PROJECT_ROOT / "my dir" / "model.py"
     assert _stable_caller(f"{inside}:12 (attention)") == "my dir/model.py:12 (attention)"
     assert _stable_caller("/elsewhere/x y.py:3 (f)") == "/elsewhere/x y.py:3 (f)"
+
+
+@pytest.mark.parametrize("own_kernel_delta, expected", [
+    (5.0, "yet the sublayer's own kernel diverges on the same input: the miscompile depends on how the kernel is fused"),
+    (0.0, "and so does the sublayer's own kernel on the reference's input (the error comes from the compiler's upstream"),
+])
+def test_nothing_localized_says_whether_the_sublayers_own_kernel_reproduces_it(own_kernel_delta, expected):
+    """No op off its rounding in the op-by-op re-run: either the ordinary kernel diverges on the
+    reference's input too (a fusion-dependent miscompile the instrumented re-run hides) or it does
+    not (the error accumulated upstream)."""
+    capture = FakeCapture()
+    make = factory(capture, faults={(0, "h.1.output"): 5.0})
+    reruns = []
+
+    def make_rerunnable(kind, target):
+        runner = make(kind, target)
+        runner.localized = None
+
+        def rerun(tensor, ids, upstream):
+            reruns.append((tensor, upstream))
+            value = capture.tensor(len(ids) - len(PROMPT_IDS), tensor).copy()
+            value.flat[0] += own_kernel_delta
+            return value
+        runner.rerun = rerun
+        return runner
+
+    report = verify_fake(capture, make_rerunnable, plans=plan_modes(["subgraph"]))
+    fd = report["modes"]["subgraph"]["first_divergence"]
+    assert fd["tensor"] == "h.1.output" and fd["op"] is None
+    assert expected in fd["localization"]
+    assert [t for t, _ in reruns] == ["h.1.output"]
+    np.testing.assert_array_equal(reruns[0][1], capture.tensor(0, "h.1.attention"))

@@ -274,6 +274,18 @@ class SubgraphGPT2(CompiledGPT2):
             return feedforward_sublayer, (upstream, *self._feedforward_args(self.params, i)), {}
         raise ValueError(f"unknown tensor name {tensor_name!r}")
 
+    def rerun(self, tensor_name: str, ids, upstream_value) -> np.ndarray:
+        """The sublayer producing ``tensor_name`` run as the forward pass runs it (its own kernel, at
+        the padded length) on ``upstream_value``; its real rows, or the logits row. Tells a divergence
+        the sublayer makes from the reference's own input apart from one it inherits upstream."""
+        fn, args, static = self.sublayer_call(tensor_name, ids, upstream_value)
+        compiled = {embedding: self.embed_fn, attention_sublayer: self.attention_fn,
+                    feedforward_sublayer: self.feedforward_fn, final_projection: self.projection_fn}[fn]
+        out = compiled(*args, **static)
+        if fn is final_projection:
+            return np.asarray(out)[0]
+        return _rows(out, self.check_ids(ids).size)
+
     def localize(self, tensor_name: str, ids, upstream_value) -> dict | None:
         """Re-run the sublayer producing ``tensor_name`` on ``upstream_value`` op by op against NumPy
         (each op within its own rounding: compiler.diagnose)."""
