@@ -3,7 +3,8 @@ executables they produce. The CPU target fuses on tensors, bufferizes, swaps
 matmuls for OpenBLAS calls (and log1p/expm1 for the C library's), lowers to LLVM
 and runs through MLIR's ExecutionEngine; compiled objects are cached on disk keyed
 by the IR text and the toolchain (MLIR, LLVM, OpenBLAS and the sources of the code
-that runs after the IR text). Other targets (see ``gpu``) register themselves in ``TARGETS``."""
+that runs after the IR text), least recently used entries retired past a size bound.
+Other targets (see ``gpu``) register themselves in ``TARGETS``."""
 
 from __future__ import annotations
 
