@@ -71,6 +71,11 @@ CASES = {
     "integer max and min at the dtype's limits": (lambda a, b, c: (a.max(axis=1), b.min(axis=1), c.max(axis=0)), (
         np.full((3, 5), np.iinfo(np.int32).min, np.int32), np.full((3, 5), np.iinfo(np.int64).max, np.int64),
         np.full((4, 2), np.iinfo(np.int8).min, np.int8))),
+    # float max/min of rows that lie on one side of zero: a tree started from 0.0 instead of -inf
+    # (+inf) gives 0 (softmax's shift cancels that, so no other case sees it)
+    "float max and min of rows on one side of zero": (
+        lambda a: (np.max(-np.abs(a) - 1, axis=1), np.min(np.abs(a) + 1, axis=0), np.max(-np.abs(a) - 1)),
+        (rand(3, 700),)),
     "prod, any and all over rows longer than a block": (
         lambda a: (np.prod(1 + a / 100, axis=1), a.prod(axis=0), np.any(a > 2, axis=1), np.all(a > -3, axis=0),
                    np.any(a[:, :0], axis=1), (a * 1000).astype(np.int64).prod(axis=1)),
