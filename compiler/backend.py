@@ -579,14 +579,16 @@ def bound_cache_size(stored: Path) -> list[Path]:
     limit = cache_limit_bytes()
     root = stored.parent
     with _lock:
+        entries = None
         if _usage.root != root or _usage.stores_since_scan >= _RESCAN_EVERY:
-            _usage.scan(root)
+            entries = _usage.scan(root)
         else:
             _usage.stores_since_scan += 1
             _usage.bytes += (_entry_usage(stored) or (0, 0))[1]
         if _usage.bytes <= limit:
             return []
-        entries = _usage.scan(root)
+        if entries is None:  # the estimate says over: count exactly before retiring anything
+            entries = _usage.scan(root)
         retired = []
         for entry, (_, size) in sorted(entries.items(), key=lambda item: item[1][0]):
             if _usage.bytes <= 0.8 * limit:

@@ -124,8 +124,7 @@ def localize(fn, args, kwargs=None, target: str = "cpu") -> OpDivergence | None:
         expected = np.asarray(PRIMITIVES[node.op].evaluate(node, inputs))
         actual = values[node.id]
         if expected.dtype != actual.dtype:
-            return OpDivergence(_op_name(node), node.loc.short(), float("inf"), float("inf"), node.shape, str(actual.dtype), i,
-                                node.id, node.loc.function, tuple(node.loc.call_chain()))
+            return _divergence(node, i, actual, float("inf"), float("inf"))
         if actual.dtype.kind == "f":
             diff, abs_err, rel_err = _errors(actual, expected)
             ok = bool((diff <= allowed_error(node, inputs, expected)).all())
@@ -133,6 +132,10 @@ def localize(fn, args, kwargs=None, target: str = "cpu") -> OpDivergence | None:
             ok = np.array_equal(actual, expected)
             abs_err, rel_err = (0.0, 0.0) if ok else _errors(actual, expected)[1:]
         if not ok:
-            return OpDivergence(_op_name(node), node.loc.short(), abs_err, rel_err, node.shape, str(actual.dtype), i,
-                                node.id, node.loc.function, tuple(node.loc.call_chain()))
+            return _divergence(node, i, actual, abs_err, rel_err)
     return None
+
+
+def _divergence(node, index: int, actual: np.ndarray, abs_err: float, rel_err: float) -> OpDivergence:
+    return OpDivergence(_op_name(node), node.loc.short(), abs_err, rel_err, node.shape, str(actual.dtype), index,
+                        node.id, node.loc.function, tuple(node.loc.call_chain()))

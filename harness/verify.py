@@ -198,10 +198,8 @@ def _own_kernel_diverges(runner, capture, step: int, tensor: str, ids, n_layer: 
     diverges from the reference on the reference's own input; None when the runner cannot re-run it."""
     if not hasattr(runner, "rerun"):
         return None
-    upstream_name = upstream_tensor_name(tensor, n_layer)
-    upstream = None if upstream_name is None else capture.tensor(step, upstream_name)
-    reference = capture.tensor(step, tensor)
-    return not compare_tensor(step, tensor, reference, runner.rerun(tensor, ids, upstream), tol).passed
+    own = runner.rerun(tensor, ids, _reference_upstream(capture, step, tensor, n_layer))
+    return not compare_tensor(step, tensor, capture.tensor(step, tensor), own, tol).passed
 
 
 def _audit_ops(runner, capture, kind: str, names: list[str], n_layer: int, checks: list) -> dict | None:
@@ -249,10 +247,14 @@ def _localize_fused(runner, capture, step: int) -> dict:
         "own rounding: no single op causes the error, which builds up across ops")
 
 
-def _localize_sublayer(runner, capture, step: int, tensor: str, ids, n_layer: int) -> dict | None:
+def _reference_upstream(capture, step: int, tensor: str, n_layer: int):
+    """The reference's value of what the sublayer producing ``tensor`` reads (None: the token ids)."""
     upstream_name = upstream_tensor_name(tensor, n_layer)
-    upstream = None if upstream_name is None else capture.tensor(step, upstream_name)
-    return runner.localize(tensor, ids, upstream)
+    return None if upstream_name is None else capture.tensor(step, upstream_name)
+
+
+def _localize_sublayer(runner, capture, step: int, tensor: str, ids, n_layer: int) -> dict | None:
+    return runner.localize(tensor, ids, _reference_upstream(capture, step, tensor, n_layer))
 
 
 def _sublayers_before(tensor: str, n_layer: int) -> list[str]:
