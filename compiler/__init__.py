@@ -1,7 +1,8 @@
 """Parity's tensor compiler: Python tensor expressions (operator overloads and
 plain NumPy code traced through the array protocols) become a typed tensor graph
 with NumPy 2 dtype rules, then MLIR ``linalg`` on tensors, which MLIR fuses,
-bufferizes and lowers to native code. Public API: ``jit``, ``build_only``, ``emit``, the math
+bufferizes and lowers to native code. Public API: ``jit``, ``build_only``, ``emit``,
+``CompileError`` (MLIR rejected what the compiler lowered, named by the user's source), the math
 helpers ``tanh``/``exp``/``sqrt``, ``Tensor`` and the library formulas in ``ops``."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .backend import get_target, kernel_cache_dir, toolchain_version
+from .errors import CompileError, located_compile_errors
 from .jit import JitFunction, build_only, jit
 from .tracer import Tensor
 
@@ -31,10 +33,11 @@ STAGES = ("tensor", "optimized", "lowered")
 def emit(fn, *args, stage: str = "optimized", target: str = "cpu", **static) -> str:
     """The IR of ``fn`` specialized on ``args`` at one pipeline stage."""
     lowered = JitFunction(fn, target).lower(*args, **static)
-    stages = get_target(target).stages(lowered)
+    with located_compile_errors(lowered):
+        stages = get_target(target).stages(lowered)
     if stage not in stages:
         raise ValueError(f"unknown stage {stage!r} for target {target}; choose from {', '.join(stages)}")
     return stages[stage]
 
 
-__all__ = ["jit", "build_only", "kernel_cache_dir", "emit", "tanh", "exp", "sqrt", "Tensor", "JitFunction", "toolchain_version"]
+__all__ = ["jit", "build_only", "CompileError", "kernel_cache_dir", "emit", "tanh", "exp", "sqrt", "Tensor", "JitFunction", "toolchain_version"]

@@ -16,6 +16,7 @@ import numpy as np
 
 from .jit import FAULTS, _flatten, _host_checks, checked_inputs, trace
 from .backend import get_target
+from .errors import located_compile_errors
 from .graph import topological
 from .lowering import build_module
 from .primitives import PRIMITIVES
@@ -92,7 +93,8 @@ def per_op_values(fn, args, kwargs=None, target: str = "cpu"):
     leaves = []
     _flatten(tuple(args), "args", leaves, [])
     arrays = checked_inputs(leaves, _host_checks(inputs, ops, paths))  # before any native code runs
-    kernel = get_target(target).compile(lowered)
+    with located_compile_errors(lowered):
+        kernel = get_target(target).compile(lowered)
     results = [np.empty(shape, dtype) for shape, dtype in lowered.out_specs]
     kernel(arrays + list(lowered.hidden) + results)
     return ops, results, arrays

@@ -21,6 +21,16 @@ _INTERNAL = {
     os.path.join(_COMPILER_DIR, name)
     for name in ("graph.py", "tracer.py", "primitives.py", "numpy_api.py", "jit.py", "lowering.py", "dtypes.py", "diagnose.py")
 }
+# single functions of user-like files that are machinery too (a wrapper that only re-passes its
+# arguments): their frames are never named as a caller
+_MACHINERY_CODE: set = set()
+
+
+def machinery(fn):
+    """Mark ``fn`` (a wrapper around traced code that makes no op itself) as compiler machinery:
+    source locations skip its frame, so reports name the code it wraps and that code's callers."""
+    _MACHINERY_CODE.add(fn.__code__)
+    return fn
 
 
 @dataclass(frozen=True)
@@ -79,7 +89,7 @@ def _callers(frame) -> tuple:
         fname = os.path.abspath(frame.f_code.co_filename)
         if fname in _INTERNAL:
             break  # the tracer: above it is whoever called jit, not the traced function
-        if _is_user_frame(fname):
+        if _is_user_frame(fname) and frame.f_code not in _MACHINERY_CODE:
             callers.append((fname, frame.f_lineno, frame.f_code.co_name))
         frame = frame.f_back
     return tuple(callers)

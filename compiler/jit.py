@@ -18,6 +18,7 @@ import numpy as np
 from . import dtypes as dt
 from . import primitives as P
 from .backend import get_target
+from .errors import located_compile_errors
 from .graph import Node, input_node, topological
 from .gpu_memory import DeviceArray, empty
 from .lowering import LoweredModule, build_module
@@ -291,7 +292,8 @@ class JitFunction:
         with self._lock:
             spec = self._traced(key, args, kwargs)
             if spec.kernel is None:
-                spec.kernel = get_target(self.target).compile(spec.lowered)
+                with located_compile_errors(spec.lowered):
+                    spec.kernel = get_target(self.target).compile(spec.lowered)
                 self.compile_count += 1
             return spec
 
@@ -301,7 +303,8 @@ class JitFunction:
         if spec.kernel is None and id(spec) not in log._seen:
             log._seen.add(id(spec))
             start = time.perf_counter()
-            built = get_target(self.target).build(spec.lowered)
+            with located_compile_errors(spec.lowered):
+                built = get_target(self.target).build(spec.lowered)
             log.kernels.append(BuiltKernel(getattr(self.fn, "__name__", "?"), self.target, built,
                                            time.perf_counter() - start))
         make = empty if self.device_outputs else np.zeros  # inside build_only, empty gives placeholders

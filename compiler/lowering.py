@@ -2,8 +2,9 @@
 
 Inputs become read-only tensor arguments, results are written into caller-owned
 memrefs (destination-passing), small constants are inlined and large ones become
-hidden arguments. Every op carries the user's source location as ``loc(file:line)``
-so the IR, and everything derived from it, points back at user code."""
+hidden arguments. Every op carries the user's source location as ``loc(file:line)``, named
+by the graph op that made it (``loc("concat#7"(file:line))``), so the IR, everything derived
+from it and MLIR's own diagnostics point back at user code (see ``errors``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import dtypes as dt
+from .errors import OpOrigin
 from .graph import Node, SourceLoc, topological
 from .primitives import (PRIMITIVES, cast_scalar, elementwise_scalar, numpy_constant_clip, numpy_scalar_power,
                          scalar_const)
@@ -25,6 +27,7 @@ class LoweredModule:
     func_name: str
     hidden: list[np.ndarray] = field(default_factory=list)   # appended after user inputs
     out_specs: list[tuple] = field(default_factory=list)      # (shape, dtype) per output
+    origins: dict[str, OpOrigin] = field(default_factory=dict)  # location tag -> the graph op it names
 
 
 class _Region:
@@ -39,9 +42,9 @@ class _Region:
         return name
 
 
-def _loc(loc: SourceLoc) -> str:
+def _loc(loc: SourceLoc, tag: str | None = None) -> str:
     f = loc.file.replace("\\", "\\\\").replace('"', '\\"')
-    return f'loc("{f}":{loc.line}:0)'
+    return f'loc("{tag}"("{f}":{loc.line}:0))' if tag else f'loc("{f}":{loc.line}:0)'
 
 
 def _extreme(dtype: np.dtype, lowest: bool):
@@ -105,14 +108,29 @@ class Emitter:
         self.counter = 0
         self.matmul_functions: dict[tuple, str] = {}
         self.extra_functions: list[str] = []
+        self.current: Node | None = None   # the graph op being lowered: what its MLIR ops' locations name
+        self.origins: dict[str, OpOrigin] = {}
+        self.tags: dict[int, str] = {}
 
     # -- basics
     def fresh(self, prefix: str = "v") -> str:
         self.counter += 1
         return f"%{prefix}{self.counter}"
 
+    def located(self, loc: SourceLoc) -> str:
+        """``loc`` as MLIR location text, named by the graph op being lowered. Tags are numbered in
+        lowering order, not by node id, so one graph gives the same text in every process."""
+        node = self.current
+        if node is None:
+            return _loc(loc)
+        tag = self.tags.get(node.id)
+        if tag is None:
+            tag = self.tags[node.id] = f"{node.op}#{len(self.tags)}"
+            self.origins[tag] = OpOrigin(node.op, node.loc, node.id)
+        return _loc(loc, tag)
+
     def line(self, text: str, loc: SourceLoc | None = None) -> None:
-        self.lines.append(f"    {text} " + (_loc(loc) if loc else "loc(unknown)"))
+        self.lines.append(f"    {text} " + (self.located(loc) if loc else "loc(unknown)"))
 
     def assign(self, text: str, loc: SourceLoc | None = None) -> str:
         name = self.fresh()
@@ -136,6 +154,15 @@ class Emitter:
     def value(self, node: Node) -> str:
         if node.id in self.names:
             return self.names[node.id]
+        outer, self.current = self.current, node
+        try:
+            name = self._value(node)
+        finally:
+            self.current = outer
+        self.names[node.id] = name
+        return name
+
+    def _value(self, node: Node) -> str:
         if node.op == "input":
             name = f"%arg{node.index}"
         elif node.op == "const":
@@ -147,7 +174,6 @@ class Emitter:
         else:
             name = PRIMITIVES[node.op].lower(self, node, _Operands(self, node))
             name = self._maybe_fault(node, name)
-        self.names[node.id] = name
         return name
 
     def _constant(self, node: Node) -> str:
@@ -227,13 +253,13 @@ class Emitter:
                 f"{ins}outs({init} : {out_t}) {{")
         result = self.fresh()
         self.lines.append(f"    {result} = {head}")
-        here = _loc(loc)  # region arguments and scalar ops carry the expression's location too
+        here = self.located(loc)  # region arguments and scalar ops carry the expression's location too
         bb = ", ".join([f"{a}: {dt.storage_type(e)} {here}" for a, e in zip(raw, elem)] + [f"{self.fresh('o')}: {dt.storage_type(out_dtype)} {here}"])
         self.lines.append(f"    ^bb0({bb}):")
         for ln in region.lines:
             self.lines.append(f"      {ln} {here}")
         self.lines.append(f"      linalg.yield {res} : {dt.storage_type(out_dtype)} {here}")
-        self.lines.append(f"    }} -> {out_t} {_loc(loc)}")
+        self.lines.append(f"    }} -> {out_t} {self.located(loc)}")
         return result
 
     # -- primitive lowerings
@@ -291,7 +317,7 @@ class Emitter:
         dims = ", ".join(str(d) for d in node.attrs["axes"])
         self.lines.append(
             f"    {result} = linalg.reduce ins({x} : {dt.tensor_type(src.shape, dtype)}) outs({init} : {dt.tensor_type(node.shape, acc_dtype)}) dimensions = [{dims}]")
-        here = _loc(node.loc)
+        here = self.located(node.loc)
         self.lines.append(f"      ({a}: {t} {here}, {b}: {ta} {here}) {{")
         if acc_dtype != dtype:
             wide = self.fresh("s")
@@ -299,7 +325,7 @@ class Emitter:
             a = wide
         self.lines.append(f"        {s} = {op} {a}, {b} : {ta} {here}")
         self.lines.append(f"        linalg.yield {s} : {ta} {here}")
-        self.lines.append(f"      }} {_loc(node.loc)}")
+        self.lines.append(f"      }} {self.located(node.loc)}")
         if acc_dtype != dtype:
             return self._generic(node.shape, dtype, [(result, node.shape, acc_dtype)],
                                  lambda rb, args: cast_scalar(rb, args[0], acc_dtype, dtype), node.loc)
@@ -339,7 +365,7 @@ class Emitter:
         new_best = region.op(f"arith.select {take}, {a}, {b} : {t}")
         new_index = region.op(f"arith.select {take}, {here}, {j} : i64")
         values, indices = self.fresh(), self.fresh()
-        loc = _loc(node.loc)
+        loc = self.located(node.loc)
         self.lines.append(
             f"    {values}:2 = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = [{its}]}} "
             f"ins({x} : {dt.tensor_type(src.shape, dtype)}) outs({best}, {index} : {out_t}, {idx_t}) {{")
@@ -414,7 +440,7 @@ class Emitter:
         perm = ", ".join(str(p) for p in node.attrs["perm"])
         result = self.fresh()
         self.lines.append(
-            f"    {result} = linalg.transpose ins({x} : {dt.tensor_type(src.shape, src.dtype)}) outs({init} : {dt.tensor_type(node.shape, node.dtype)}) permutation = [{perm}] {_loc(node.loc)}")
+            f"    {result} = linalg.transpose ins({x} : {dt.tensor_type(src.shape, src.dtype)}) outs({init} : {dt.tensor_type(node.shape, node.dtype)}) permutation = [{perm}] {self.located(node.loc)}")
         return result
 
     def slice(self, node: Node, x: str) -> str:
@@ -536,4 +562,4 @@ def build_module(inputs: list[Node], outputs: list[Node], func_name: str = "main
              for k, o in enumerate(outputs)]
     header = f"  func.func @{func_name}({', '.join(args)}) attributes {{llvm.emit_c_interface}} {{"
     text = "module {\n" + header + "\n" + "\n".join(em.lines) + "\n  } loc(unknown)\n" + "".join(em.extra_functions) + "} loc(unknown)\n"
-    return LoweredModule(text, func_name, em.hidden, [(o.shape, o.dtype) for o in outputs])
+    return LoweredModule(text, func_name, em.hidden, [(o.shape, o.dtype) for o in outputs], em.origins)

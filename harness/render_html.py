@@ -13,6 +13,7 @@ import math
 from harness.compare import model_order_key
 from harness.report import (
     banner_text,
+    divergence_title_suffix,
     fmt_error,
     near_tie_text,
     plural,
@@ -35,7 +36,7 @@ DECADES_BELOW = 8
 CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}
-.pass{color:#1a7f37;font-weight:bold}.diverged{color:#c62828;font-weight:bold}
+.pass{color:#1a7f37;font-weight:bold}.diverged,.compile_error{color:#c62828;font-weight:bold}
 .error{color:#8e24aa;font-weight:bold}.skipped{color:#b8860b;font-weight:bold}
 .banner{background:#c62828;color:#fff;font-size:1.4em;font-weight:bold;padding:1em;border:6px double #fff;
 outline:4px solid #c62828;white-space:pre-wrap}
@@ -165,24 +166,28 @@ def regressions_html(regressions: list[dict]) -> list[str]:
     return parts
 
 
-def divergence_html(fd: dict) -> list[str]:
+def divergence_html(mode: dict) -> list[str]:
     """The first divergence's fields, in the terminal panel's order and wording."""
     e = html.escape
+    fd = mode["first_divergence"]
     rows = (("step", fd["step"]), ("tensor", fd["tensor"]), ("max abs error", fmt_error(fd.get("max_abs_error"))),
             ("op's own error", None if fd.get("op_max_abs_error") is None else fmt_error(fd["op_max_abs_error"])),
             ("why", fd.get("reason")),
             ("worst element", None if fd.get("worst_index") is None else worst_element(fd)),
             ("op", fd.get("op") or "— (not localized)"),
+            ("MLIR op", fd.get("mlir_op")),
             ("op's sublayer", sublayer_text(fd) if fd.get("sublayer") else None),
             ("source", source_with_function(fd)),
             ("called from", " ← ".join(fd["called_from"]) if fd.get("called_from") else None),
             ("localization", fd.get("localization")))
-    parts = ['<h3>First divergence</h3><table class="first-divergence">']
+    parts = [f'<h3>First divergence{e(divergence_title_suffix(mode))}</h3><table class="first-divergence">']
     parts += [f"<tr><th>{e(label)}</th><td>{e(str(value))}</td></tr>" for label, value in rows if value is not None]
     parts.append("</table>")
     line = read_source_line(fd)
     if line:
         parts.append(f'<div class="source">{e(line)}</div>')
+    if fd.get("mlir_diagnostic"):
+        parts.append(f'<details><summary>MLIR diagnostic</summary><pre>{e(fd["mlir_diagnostic"])}</pre></details>')
     return parts
 
 
@@ -215,7 +220,7 @@ def render_html(report: dict) -> str:
     for name, mode in report["modes"].items():
         parts.append(f"<h2>{e(name)}</h2>")
         if mode.get("first_divergence"):
-            parts += divergence_html(mode["first_divergence"])
+            parts += divergence_html(mode)
         tokens = mode.get("tokens", {})
         if tokens.get("actual"):
             parts.append(f"<p>tokens expected <code>{e(str(tokens['expected']))}</code>, "

@@ -27,7 +27,10 @@ from harness import terminal
 from harness.terminal import plural
 from harness.compare import model_order_key, tensor_layer
 
-STATUS_STYLE = {"pass": "bold green", "diverged": "bold red", "error": "bold magenta", "skipped": "yellow"}
+STATUS_STYLE = {"pass": "bold green", "diverged": "bold red", "compile_error": "bold red", "error": "bold magenta",
+                "skipped": "yellow"}
+# statuses that are findings against the compiler (exit 1), each with a first divergence or token mismatch
+FAILING = ("diverged", "compile_error")
 
 BUNDLED_BANNER = (
     "THE REFERENCE IS THE BUNDLED FALLBACK, NOT THE PINNED UPSTREAM tiny-gpt2.\n"
@@ -149,8 +152,9 @@ def layer_errors(mode: dict) -> dict[str, dict]:
 def headline(mode: dict) -> str:
     """A short reason for the summary table; the panels below carry the details."""
     fd = mode.get("first_divergence")
-    if mode["status"] == "diverged" and fd:
+    if mode["status"] in FAILING and fd:
         text = f"step {fd['step']} {fd['tensor']}"
+        text = ("does not compile: " if mode["status"] == "compile_error" else "") + text
         return text + (f" · op {fd['op']}" if fd.get("op") else "")
     if mode["status"] == "diverged":
         for key, label in (("forced_tokens", "forced"), ("tokens", "free-running")):
@@ -192,6 +196,8 @@ def source_with_function(fd: dict) -> str:
 
 def sublayer_text(fd: dict) -> str:
     """The sublayer holding the named op, and whether it is upstream of the diverging tensor."""
+    if fd.get("mlir_diagnostic") is not None and fd["sublayer"] != fd["tensor"]:  # a kernel that did not compile
+        return f"{fd['sublayer']} (computed in the kernel for {fd['tensor']})"
     if fd["sublayer"] == fd["tensor"]:
         return f"{fd['sublayer']} (the diverging tensor's own)"
     return f"{fd['sublayer']} (upstream of {fd['tensor']}: the error was born there)"
@@ -316,6 +322,8 @@ def divergence_panel(name: str, mode: dict) -> Panel:
     if fd.get("worst_index") is not None:
         grid.add_row("worst element", worst_element(fd))
     grid.add_row("op", fd.get("op") or "— (not localized)")
+    if fd.get("mlir_op"):
+        grid.add_row("MLIR op", fd["mlir_op"])
     if fd.get("sublayer"):
         grid.add_row("op's sublayer", sublayer_text(fd))
     grid.add_row("source", source_with_function(fd))
@@ -331,7 +339,11 @@ def divergence_panel(name: str, mode: dict) -> Panel:
         parts.append(Text("  " + line, style="bold yellow"))
     if fd.get("localization"):
         parts.append(Text(fd["localization"], style="dim"))
-    return Panel(Group(*parts), title=f"First divergence — {name}", border_style="red")
+    return Panel(Group(*parts), title=f"First divergence — {name}{divergence_title_suffix(mode)}", border_style="red")
+
+
+def divergence_title_suffix(mode: dict) -> str:
+    return " (does not compile)" if mode["status"] == "compile_error" else ""
 
 
 def regression_table(regressions: list[dict]) -> Table:
@@ -385,14 +397,18 @@ def verdict(report: dict) -> Verdict:
         return _passing_verdict(report)
     diverged = [f"{name} ({headline(mode) or 'diverged'})" for name, mode in modes.items()
                 if mode["status"] == "diverged"]
+    uncompiled = [f"{name} ({headline(mode)})" for name, mode in modes.items() if mode["status"] == "compile_error"]
     regressed = regressions_by_mode(report)
     parts = []
+    if uncompiled:
+        parts.append("MLIR refused the compiler's code in " + "; ".join(uncompiled))
     if diverged:
         parts.append("divergence in " + "; ".join(diverged))
     if regressed:
         parts.append(f"error-budget regression: the max abs error of {plural(sum(regressed.values()), 'check')} grew "
                      "> 10× since the baseline (" + ", ".join(f"{m}: {n}" for m, n in regressed.items()) + ")")
-    kind = " and ".join(k for k, on in (("divergence", diverged), ("regression", regressed)) if on)
+    kind = " and ".join(k for k, on in (("compile error", uncompiled), ("divergence", diverged),
+                                        ("regression", regressed)) if on)
     return Verdict(code, kind, "; ".join(parts))
 
 
@@ -440,6 +456,11 @@ def render_junit(report: dict) -> str:
             if mode["status"] == "error":
                 case = ET.Element("testcase", classname=f"parity.{name}", name="run")
                 ET.SubElement(case, "error", message=mode.get("reason") or "error")
+                cases.append(case)
+            elif mode["status"] == "compile_error":
+                case = ET.Element("testcase", classname=f"parity.{name}", name="compile")
+                failure = ET.SubElement(case, "failure", message=mode.get("reason") or "does not compile")
+                failure.text = (mode.get("first_divergence") or {}).get("mlir_diagnostic")
                 cases.append(case)
             else:
                 for key, label in (("forced_tokens", "tokens.forced"), ("tokens", "tokens.free_running")):

@@ -56,6 +56,9 @@ FIRST_DIVERGENCE = {
         "called_from": {"type": ["array", "null"], "items": {"type": "string"}},
         # the diverging tensor's element furthest outside its allowance
         "worst_index": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 0}},
+        # a kernel MLIR refused (status "compile_error"): the failing MLIR op and MLIR's own words
+        "mlir_op": _TEXT,
+        "mlir_diagnostic": _TEXT,
     },
 }
 
@@ -95,7 +98,7 @@ MODE = {
     "type": "object",
     "required": ["status", "reason", "tokens", "max_abs_error", "first_divergence", "checks"],
     "properties": {
-        "status": {"enum": ["pass", "diverged", "error", "skipped"]},
+        "status": {"enum": ["pass", "diverged", "compile_error", "error", "skipped"]},
         "reason": _TEXT,
         "kind": {"type": "string"},
         "target": {"type": "string"},

@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from compiler import CompileError
 from harness.terminal import plural
 from harness.compare import (
     Tolerance,
@@ -147,6 +148,51 @@ def _keep_partial_results(entry: dict, checks: list, forced: list[int], started:
         entry["first_divergence"] = {**_divergence_record(first), "source_text": None,
                                      "localization": "not localized: the mode failed before finishing"}
     entry["duration_s"] = round(time.perf_counter() - started, 3)
+    return entry
+
+
+# MLIR's whole diagnostic can print a large op (a region, a constant): the report keeps its start
+MLIR_DIAGNOSTIC_CHARS = 4000
+
+
+def _compile_failure(plan: ModePlan, exc: CompileError, runner, step: int, tensor: str, partial: tuple,
+                     started: float, tol: Tolerance) -> dict:
+    """A mode whose kernel MLIR refused: a compiler bug, reported as a finding (status
+    "compile_error", exit 1) whose first divergence is the graph op and source line MLIR's
+    diagnostic names, at the first step and tensor the mode could not compute. A numerical
+    divergence at an earlier step stays the first divergence (status "diverged")."""
+    checks, forced, expected = partial
+    entry = _error_entry(plan, "compile_error", f"step {step}, {tensor} does not compile: {exc}", expected)
+    entry = _keep_partial_results(entry, checks, forced, started)
+    if entry["first_divergence"] is not None:
+        entry["status"] = "diverged"
+        entry["reason"] = f"{_mode_reason(entry, tol)}; then at step {step} {tensor} does not compile: {exc}"
+        return entry
+    origin = exc.origin
+    sublayer = tensor
+    if origin is not None and hasattr(runner, "sublayer_of_node"):
+        sublayer = runner.sublayer_of_node(origin.node_id) or tensor  # fused: one kernel for all sublayers
+    cause = str(exc.__cause__ or exc)
+    record = {
+        "step": step, "tensor": tensor, "max_abs_error": None, "worst_index": None, "op_max_abs_error": None,
+        "reason": f"the compiler's code for {tensor} does not compile: {exc.detail}",
+        "op": None, "source": None, "function": None, "called_from": None, "sublayer": None,
+        "mlir_op": exc.mlir_op, "mlir_diagnostic": cause[:MLIR_DIAGNOSTIC_CHARS],
+    }
+    if origin is None:
+        record["localization"] = (f"MLIR refused the module ({exc.stage}); its diagnostic points at no graph op "
+                                  "(see mlir_diagnostic)")
+    else:
+        loc = origin.loc
+        record.update({
+            "op": origin.op, "source": stable_source(f"{loc.file}:{loc.line}"), "function": loc.function or None,
+            "called_from": [_stable_caller(c) for c in loc.call_chain()], "sublayer": sublayer,
+            "localization": (f"MLIR refused the module ({exc.stage}); the failing "
+                             f"{exc.mlir_op or 'MLIR op'} carries the location of graph op {origin.op}, "
+                             "whose lowering emitted it"),
+        })
+    record["source_text"] = source_text(record["source"])
+    entry["first_divergence"] = record
     return entry
 
 
@@ -330,8 +376,8 @@ def _mode_reason(entry: dict, tol: Tolerance) -> str | None:
 def run_mode(plan: ModePlan, capture, runner_factory: Callable[[str, str], Any], tol: Tolerance,
              device_check: Callable[[], tuple[bool, str]] | None = None,
              progress: Callable[[str, int | None, int | None], None] | None = None, audit_ops: bool = False) -> dict:
-    """Verify one mode against the capture; never raises for compiler failures
-    (they become status "error")."""
+    """Verify one mode against the capture; never raises for compiler failures: MLIR refusing
+    a kernel becomes status "compile_error" (a finding, like a divergence), anything else "error"."""
     input_ids = [int(t) for t in capture.input_ids]
     expected = [int(t) for t in capture.output_ids]
     steps = len(expected)
@@ -350,6 +396,7 @@ def run_mode(plan: ModePlan, capture, runner_factory: Callable[[str, str], Any],
     names = sorted(capture.tensor_names, key=model_order_key) if plan.kind == "subgraph" else ["logits"]
     n_layer = sum(1 for n in capture.tensor_names if n.endswith(".attention"))
     checks, forced = [], []
+    step, trace = 0, {}
     try:
         for step in range(steps):
             if progress:
@@ -371,6 +418,12 @@ def run_mode(plan: ModePlan, capture, runner_factory: Callable[[str, str], Any],
         if progress:
             progress(f"{plan.name}: free-running decode", steps, steps + 1)
         free = [int(t) for t in runner.generate(input_ids, steps)]
+    except CompileError as exc:
+        if len(forced) == step:  # the step's forward stopped midway: check the tensors it made
+            checks += [compare_tensor(step, name, capture.tensor(step, name), trace[name], tol)
+                       for name in names if name in trace]
+        tensor = next((name for name in names if name not in trace), names[-1])
+        return _compile_failure(plan, exc, runner, step, tensor, (checks, forced, expected), started, tol)
     except Exception as exc:
         entry = _error_entry(plan, "error", f"running {plan.kind} on {plan.target} failed: {_describe_exception(exc)}", expected)
         return _keep_partial_results(entry, checks, forced, started)
@@ -533,11 +586,11 @@ def skipped_report(plans: list[ModePlan], reason: str, *, checkpoint: dict, reso
 def exit_code(report: dict) -> int:
     """0 when every mode passed or was skipped and nothing regressed; 2 when a
     mode could not run (error) or there is no mode at all (nothing was
-    verified); otherwise 1."""
+    verified); otherwise 1 (a divergence, a kernel MLIR refused, a regression)."""
     statuses = [m["status"] for m in report["modes"].values()]
     if not statuses or "error" in statuses:
         return EXIT_ERROR
-    if "diverged" in statuses or report.get("regressions"):
+    if "diverged" in statuses or "compile_error" in statuses or report.get("regressions"):
         return EXIT_DIVERGED
     return EXIT_PASS
 

@@ -274,6 +274,24 @@ def test_build_only_needs_no_device(tmp_path, monkeypatch):
         compiler.jit(ops.gelu, target="gpu")(rand(4, 4))
 
 
+def test_a_kernel_mlir_refuses_for_the_gpu_is_named_by_its_op(tmp_path, monkeypatch):
+    """The GPU target compiles the same lowered module: a refused op is located the same way."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent / "support"))
+    from broken_lowering import concat_past_the_end
+
+    monkeypatch.setenv("PARITY_CACHE", str(tmp_path))
+
+    def joined(x, y):
+        return np.concatenate([x, y], axis=1)
+
+    with concat_past_the_end(), pytest.raises(compiler.CompileError) as info, compiler.build_only():
+        compiler.jit(joined, target="gpu")(rand(2, 3), rand(2, 2))
+    error = info.value
+    assert (error.origin.op, error.origin.loc.function, error.mlir_op) == ("concat", "joined", "tensor.insert_slice")
+    assert error.origin.loc.line == joined.__code__.co_firstlineno + 1
+
+
 def test_gpt2_build_only_on_the_gpu_takes_weights_as_device_arrays(tmp_path, monkeypatch):
     """What `parity generate --target gpu --build-only` does: every subgraph kernel of a decode is
     built with the weights as device-resident arguments, and no device is touched."""

@@ -322,3 +322,56 @@ def test_the_op_audit_finds_a_miscompile_the_tolerance_cannot_see(world, mode):
 def test_the_op_audit_passes_a_correct_compiler(world):
     report = verify(_options(world, audit_ops=True))
     assert [m["status"] for m in report["modes"].values()] == ["pass", "pass"]
+
+
+def _broken_lowering():
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "support"))
+    import broken_lowering
+    return broken_lowering
+
+
+def test_a_kernel_mlir_refuses_is_a_located_finding(world):
+    """A compiler bug that makes invalid IR is a finding like a divergence (exit 1), named by the
+    graph op, source line, function and callers, at the first step and tensor it stops; the
+    tensors computed before it are still checked, and every report format says it."""
+    from harness.render_html import render_html
+    from harness.report import render_junit, verdict
+
+    with _broken_lowering().concat_past_the_end():
+        report = verify(_options(world, modes=["subgraph"]))
+    validate_report(report)
+    mode = report["modes"]["subgraph"]
+    assert mode["status"] == "compile_error" and exit_code(report) == 1
+    assert [(c["step"], c["tensor"], c["passed"]) for c in mode["checks"]] == [(0, "embedding", True)]
+    fd = mode["first_divergence"]
+    # np.hstack of the heads in multi_head_attention is the model's only concatenate
+    assert (fd["step"], fd["tensor"], fd["op"], fd["sublayer"]) == (0, "h.0.attention", "concat", "h.0.attention")
+    assert fd["function"] == "multi_head_attention" and fd["source"].startswith("compiler/gpt2/model.py:")
+    assert "np.hstack(out)" in fd["source_text"]
+    assert [c.split(" ")[1] for c in fd["called_from"]] == ["(attention_sublayer)"]
+    assert fd["mlir_op"] == "tensor.insert_slice" and fd["max_abs_error"] is None
+    assert fd["reason"].startswith("the compiler's code for h.0.attention does not compile: slice along dimension 1 "
+                                   "runs out-of-bounds")
+    assert "tensor.insert_slice" in fd["mlir_diagnostic"]
+    assert verdict(report).line().startswith("FAIL: MLIR refused the compiler's code in subgraph (does not compile: "
+                                             "step 0 h.0.attention · op concat)")
+    junit = ET.fromstring(render_junit(report))
+    failure = junit.find(".//testcase[@name='compile']/failure")
+    assert failure is not None and "op concat at" in failure.get("message")
+    assert "First divergence (does not compile)" in render_html(report)
+
+
+def test_a_fused_kernel_mlir_refuses_names_the_sublayer_of_its_op(world):
+    with _broken_lowering().reversed_permutation():
+        report = verify(_options(world, modes=["fused"]))
+    validate_report(report)
+    mode = report["modes"]["fused"]
+    assert mode["status"] == "compile_error" and exit_code(report) == 1
+    fd = mode["first_divergence"]
+    # the first 3-D transpose of the pass is block 0's query heads
+    assert (fd["step"], fd["tensor"], fd["op"], fd["sublayer"]) == (0, "logits", "transpose", "h.0.attention")
+    assert fd["function"] == "gpt2_fused" and "q.reshape(T, n_head, d).transpose(1, 0, 2)" in fd["source_text"]
+    assert fd["called_from"] == []  # the sublayer-marking wrapper is machinery, not a caller
+    assert fd["mlir_op"] == "linalg.transpose"

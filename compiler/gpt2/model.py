@@ -13,10 +13,12 @@ where each sublayer starts, so an op of the one fused graph is named with its bl
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
+from compiler.graph import machinery
 from compiler.ops import causal_mask, feedforward, layer_norm, linear, softmax
 from compiler.gpt2.checkpoint import BlockParams, GPT2Model, GPT2Params, LayerNormParams, LinearParams
 
@@ -303,7 +305,10 @@ class FusedGPT2(CompiledGPT2):
     def __init__(self, model: GPT2Model, target: str = "cpu"):
         super().__init__(model, target)
         from compiler import jit
-        self.fused_fn = jit(gpt2_fused, target=target)
+        # traced with sublayer marks (the same graph and IR), so an op named by a compile error
+        # can be placed in its sublayer
+        fused, self._marks = marking_sublayers(gpt2_fused)
+        self.fused_fn = jit(fused, target=target)
 
     def forward(self, ids, trace: dict | None = None) -> np.ndarray:
         ids = self.check_ids(ids)
@@ -312,6 +317,11 @@ class FusedGPT2(CompiledGPT2):
         if trace is not None:
             trace["logits"] = logits
         return logits
+
+    def sublayer_of_node(self, node_id: int | None) -> str | None:
+        """The sublayer that made graph node ``node_id`` of the forward pass traced last (what a
+        ``CompileError`` raised by the forward names)."""
+        return sublayer_of(node_id, self._marks)
 
     def localize(self, tensor_name, ids, upstream_value=None) -> dict | None:
         """Re-run the whole forward pass on ``ids`` op by op against NumPy (each op within its own
@@ -380,6 +390,8 @@ def marking_sublayers(fused=None):
     fused = fused or gpt2_fused
     marks: list = []
 
+    @machinery
+    @functools.wraps(fused)  # named as the pass it marks (build logs, errors)
     def gpt2_fused_marked(ids, last, params, wte_out, n_head: int):  # the same argument names: same input paths
         marks.clear()
         return fused(ids, last, dataclasses.replace(params, blocks=_MarkedBlocks(params.blocks, marks)), wte_out,

@@ -1,6 +1,6 @@
 """`parity verify`: run the differential verification of compiler modes against
-the pinned reference and write the reports; exit 0 pass, 1 divergence or
-error-budget regression, 2 when verification could not run. Every report path
+the pinned reference and write the reports; exit 0 pass, 1 divergence, kernel
+MLIR refused or error-budget regression, 2 when verification could not run. Every report path
 is checked writable before the run, the report is checked against the schema
 before it is written, and a report that still fails to write turns a pass
 into 2 but leaves a divergence at 1."""

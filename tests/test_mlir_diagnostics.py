@@ -1,0 +1,132 @@
+"""A module MLIR refuses is a compiler bug, and ``CompileError`` says where in the user's code
+it comes from: the graph op whose lowering emitted the refused MLIR op, its source line,
+function and callers, the MLIR op and MLIR's own message. The lowering is broken on purpose
+here (one emitted line edited) to make IR that MLIR's verifier or parser refuses."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import compiler
+from compiler import CompileError
+from compiler.backend import kernel_key, strip_locations
+from compiler.errors import from_mlir_error, located_compile_errors
+from compiler.lowering import LoweredModule
+
+sys.path.insert(0, str(Path(__file__).parent / "support"))
+from broken_lowering import concat_past_the_end, edited_lowering  # noqa: E402
+
+X = np.arange(6, dtype=np.float32).reshape(2, 3)
+Y = np.arange(4, dtype=np.float32).reshape(2, 2)
+
+
+def line_of(marker: str) -> int:
+    """The line of this file carrying ``# marker``: an independent account of where an op is."""
+    with open(__file__, encoding="utf-8") as f:
+        return next(i for i, text in enumerate(f, 1) if text.rstrip().endswith(f"# {marker}"))
+
+
+def joined(x, y):
+    return np.concatenate([np.tanh(x), y], axis=1) * 2  # concat-line
+
+
+def helper_concat(x, y):
+    return np.concatenate([x, y], axis=1)  # helper-line
+
+
+def calls_helper(x, y):
+    return helper_concat(x, y) + 1  # caller-line
+
+
+def operand_type_mismatch(text: str) -> str:
+    """The inserted value declared with a type it does not have (the parser refuses, at a position
+    in the module text rather than at a located op)."""
+    return text.replace(": tensor<2x2xf32> into", ": tensor<2x7xf32> into")
+
+
+def test_refused_ir_names_the_graph_op_its_line_and_the_mlir_op():
+    with concat_past_the_end(), pytest.raises(CompileError) as info:
+        compiler.jit(joined)(X, Y)
+    error = info.value
+    assert error.origin is not None and error.origin.op == "concat"
+    assert error.origin.loc.file == __file__ and error.origin.loc.line == line_of("concat-line")
+    assert error.origin.loc.function == "joined"
+    assert error.mlir_op == "tensor.insert_slice"
+    # offset 4 + size 2 along an axis of 5: MLIR names the last index the slice would touch
+    assert error.detail == "slice along dimension 1 runs out-of-bounds: 5 >= 5"
+    assert error.stage == "Unable to parse module assembly"
+    assert type(error.__cause__).__name__ == "MLIRError"
+    assert f"op concat at {error.origin.loc.short()} in joined" in str(error)
+
+
+def test_a_type_error_located_in_the_module_text_is_traced_through_that_line():
+    with edited_lowering("concat", "tensor.insert_slice", operand_type_mismatch), pytest.raises(CompileError) as info:
+        compiler.jit(joined)(X, Y)
+    error = info.value
+    assert "expects different type than prior uses" in error.detail
+    assert error.origin is not None and error.origin.op == "concat"
+    assert error.origin.loc.line == line_of("concat-line")
+
+
+def test_the_callers_of_the_refused_op_are_named():
+    with concat_past_the_end(), pytest.raises(CompileError) as info:
+        compiler.jit(calls_helper)(X, Y)
+    loc = info.value.origin.loc
+    assert (loc.line, loc.function) == (line_of("helper-line"), "helper_concat")
+    assert loc.callers == ((__file__, line_of("caller-line"), "calls_helper"),)
+
+
+def test_emit_and_ahead_of_time_builds_raise_it_too():
+    with concat_past_the_end():
+        with pytest.raises(CompileError, match="op concat at"):
+            compiler.emit(joined, X, Y, stage="optimized")
+        with pytest.raises(CompileError, match="op concat at"), compiler.build_only():
+            compiler.jit(joined)(X, Y)
+
+
+def test_the_lowered_ir_names_each_op_deterministically():
+    """Tags number ops in lowering order, not by graph node id: the same function gives the same
+    text in every trace (diffable emit output), and each tag stands for its op."""
+    first = compiler.jit(joined).lower(X, Y)
+    second = compiler.jit(joined).lower(X, Y)
+    assert first.text == second.text
+    line = line_of("concat-line")
+    for tag, op in (("tanh#0", "tanh"), ("concat#1", "concat"), ("multiply#2", "multiply")):
+        assert f'loc("{tag}"("{__file__}":{line}:0))' in first.text
+        assert first.origins[tag].op == op and first.origins[tag].loc.line == line
+    assert set(first.origins) == {"tanh#0", "concat#1", "multiply#2"}
+
+
+def test_tags_do_not_reach_the_kernel_cache_key():
+    """A tag is part of a location, which never changes the compiled code."""
+    assert strip_locations('%v1 = tensor.empty() : tensor<2xf32> loc("concat#1"("/a \\"b\\"/x.py":3:0))\n') == \
+        "%v1 = tensor.empty() : tensor<2xf32>\n"
+    lowered = compiler.jit(joined).lower(X, Y)
+    untagged = re.sub(r'loc\("[a-z_]+#\d+"\(("[^"]*":\d+:0)\)\)', r"loc(\1)", lowered.text)
+    assert untagged != lowered.text
+    assert kernel_key(untagged, "cpu") == kernel_key(lowered.text, "cpu")
+
+
+def test_a_diagnostic_at_no_tagged_op_still_says_what_mlir_refused():
+    from mlir import ir
+
+    text = 'module {\n  func.func @main() {\n    %c = arith.constant 1 : i32 loc("/x.py":3:0)\n    return\n  }\n}\n'
+    bad = text.replace("arith.constant 1 : i32", "arith.constant 1.5 : i32")
+    with pytest.raises(Exception) as info:
+        with ir.Context():
+            ir.Module.parse(bad)
+    error = from_mlir_error(info.value, LoweredModule(bad, "main"))
+    assert error is not None and error.origin is None
+    assert "MLIR rejected the compiled module (Unable to parse module assembly)" in str(error)
+
+
+def test_other_exceptions_pass_unchanged():
+    lowered = LoweredModule("module {}", "main")
+    with pytest.raises(ValueError, match="not MLIR"), located_compile_errors(lowered):
+        raise ValueError("not MLIR")
+    assert from_mlir_error(RuntimeError("Failure while creating the ExecutionEngine"), lowered) is None
