@@ -213,7 +213,9 @@ def read_source_line(fd: dict) -> str | None:
 
 # ---------------------------------------------------------------- terminal
 
-def render_terminal(report: dict, console: Console | None = None) -> None:
+def render_terminal(report: dict, console: Console | None = None, unwritten: list[str] = ()) -> None:
+    """The report on a terminal; ``unwritten``: why report files could not be written, which the
+    verdict line then counts (see ``verdict``)."""
     console = console or terminal.console()
     banner = banner_text(report)
     if banner:
@@ -256,7 +258,7 @@ def render_terminal(report: dict, console: Console | None = None) -> None:
             console.print(f"[yellow]near-tie[/] {name} {label} step {tie['step']}: reference picked "
                           f"{tie['expected']}, compiler {tie['actual']}; {near_tie_text(tie)} — still a failure, "
                           "but within-tolerance logit errors explain it")
-    console.print(verdict_text(report))
+    console.print(verdict_text(report, unwritten))
 
 
 def summary_table(report: dict) -> Table:
@@ -383,7 +385,19 @@ class Verdict:
         return f"{self.label}: {self.why} (exit {self.code})"
 
 
-def verdict(report: dict) -> Verdict:
+def verdict(report: dict, unwritten: list[str] = ()) -> Verdict:
+    """The verdict; ``unwritten`` (why report files could not be written) makes a pass "could not
+    run" (exit 2) and is added to a failure's why, which keeps its exit code: CI still sees it."""
+    found = _report_verdict(report)
+    if not unwritten:
+        return found
+    missing = f"{plural(len(unwritten), 'report')} could not be written ({'; '.join(unwritten)})"
+    if found.code == 0:
+        return Verdict(2, "error", f"{found.why}, but {missing}")
+    return Verdict(found.code, found.kind, f"{found.why}; also {missing}")
+
+
+def _report_verdict(report: dict) -> Verdict:
     from harness.verify import exit_code
 
     code, modes = exit_code(report), report["modes"]
@@ -427,8 +441,8 @@ def _passing_verdict(report: dict) -> Verdict:
 VERDICT_STYLE = {"pass": "bold green", "skipped": "bold yellow", "error": "bold magenta"}
 
 
-def verdict_text(report: dict) -> Text:
-    found = verdict(report)
+def verdict_text(report: dict, unwritten: list[str] = ()) -> Text:
+    found = verdict(report, unwritten)
     return Text(found.line(), style=VERDICT_STYLE.get(found.kind, "bold red"))
 
 

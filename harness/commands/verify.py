@@ -131,19 +131,13 @@ def write_reports(report: dict, paths: dict[str, Path]) -> tuple[list[Path], lis
     return written, failures
 
 
-def final_exit_code(verdict: int, write_failed: bool) -> int:
-    """A failed write is "could not run" (2) only when the verdict is a pass: a
-    divergence (1) or an error (2) stays what it is, so CI still sees the verdict."""
-    return EXIT_ERROR if write_failed and verdict == 0 else verdict
-
-
 def run(args, *, verify_fn=None, console=None) -> int:
     """`verify_fn(options, progress)` is a seam for tests (defaults to harness.verify.verify)."""
     from harness import terminal
 
-    from harness.report import render_terminal
+    from harness.report import render_terminal, verdict
     from harness.schema import SchemaError, validate_report
-    from harness.verify import exit_code, verify
+    from harness.verify import verify
 
     verify_fn = verify_fn or verify
     console = console or terminal.console()
@@ -164,19 +158,12 @@ def run(args, *, verify_fn=None, console=None) -> int:
                      f"({exc}); nothing was written (exit 2)", highlight=False)
         return EXIT_ERROR
     written, failures = write_reports(report, paths)  # before the terminal, which a `| head` may close
-    render_terminal(report, console)
+    for failure in failures:  # on stderr too, which CI logs keep when stdout is a pipe someone closed
+        errors.print(f"[bold red]parity verify: {failure}[/]", highlight=False)
+    render_terminal(report, console, unwritten=failures)  # its last line: the verdict, failed writes counted
     for path in written:
         console.print(f"report written: {path}", highlight=False)
-    verdict = exit_code(report)
-    code = final_exit_code(verdict, bool(failures))
-    for failure in failures:
-        errors.print(f"[bold red]parity verify: {failure}[/]", highlight=False)
-    if failures:
-        errors.print(f"parity verify: exit {code}: " + ("the verdict above stands, but a report is missing"
-                                                        if code == verdict else
-                                                        "the run passed, but its reports are incomplete"),
-                     highlight=False)
-    return code
+    return verdict(report, unwritten=failures).code
 
 
 class _progress:
