@@ -16,6 +16,7 @@ running needs a CUDA driver and device (``device_available``)."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import importlib.util
@@ -127,18 +128,29 @@ def _error_name(cuda: ctypes.CDLL, status: int) -> str:
     return f"CUresult {status}"
 
 
+@contextlib.contextmanager
+def primary_context_current(what: str):
+    """Device 0's primary context current on this thread while inside. libmlir_cuda_runtime makes it
+    current only inside some wrappers (module load, launch, allocation, streams): its mgpuMemcpy and
+    mgpuMemFree call the driver (cuMemcpyAsync, cuMemFree) in whatever context is current, so every
+    call of a kernel or of those wrappers runs inside this. Pushes nest: the wrappers' own push and
+    pop leave this one current."""
+    cuda, context = _primary_context()
+    if cuda.cuCtxPushCurrent_v2(context):
+        raise CudaError(f"{what}: could not make the CUDA context current")
+    try:
+        yield cuda
+    finally:
+        cuda.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
+
+
 def raise_device_errors(what: str) -> None:
     """Raise ``CudaError`` if the device holds an error. libmlir_cuda_runtime reports a failed driver
     call on stderr only and carries on, so without this check a kernel that faulted would leave
     uninitialized outputs to be read as results (a "divergence" instead of an error). Errors of
     that kind are sticky, so one synchronize of the context after a call finds them."""
-    cuda, context = _primary_context()
-    if cuda.cuCtxPushCurrent_v2(context):
-        raise CudaError(f"{what}: could not make the CUDA context current")
-    try:
+    with primary_context_current(what) as cuda:
         status = cuda.cuCtxSynchronize()
-    finally:
-        cuda.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
     if status:
         raise CudaError(f"{what}: the device reported {_error_name(cuda, status)} "
                         "(the CUDA runtime's message on stderr names the failing call)")
@@ -521,7 +533,8 @@ class GpuKernel:
     def __call__(self, arrays: list) -> None:
         descriptors = [memref_descriptor(a.pointer, a.shape, None, 0) if isinstance(a, DeviceArray)
                        else memref_descriptor(a.ctypes.data, a.shape, a.strides, a.itemsize) for a in arrays]
-        self._fn(*[ctypes.c_void_p(ctypes.addressof(d)) for d in descriptors])
+        with primary_context_current(f"@{self.func_name}"):
+            self._fn(*[ctypes.c_void_p(ctypes.addressof(d)) for d in descriptors])
         raise_device_errors(f"@{self.func_name}")
 
 

@@ -61,7 +61,9 @@ class DeviceArray:
         if self.pointer and not self._freed:
             self._freed = True
             try:
-                _runtime().mgpuMemFree(self.pointer, None)
+                from .gpu import primary_context_current
+                with primary_context_current("freeing a DeviceArray"):  # mgpuMemFree pushes no context
+                    _runtime().mgpuMemFree(self.pointer, None)
             except Exception:  # interpreter shutdown: the runtime may already be gone
                 pass
 
@@ -88,8 +90,9 @@ def _runtime():
 
 def _copy(dst: int, src: int, nbytes: int) -> None:
     """A copy that has finished when this returns (the kernels run on streams of their own)."""
+    from .gpu import primary_context_current
     rt = _runtime()
-    with _lock:
+    with _lock, primary_context_current("copying a DeviceArray"):  # mgpuMemcpy pushes no context
         stream = rt.mgpuStreamCreate()
         rt.mgpuMemcpy(dst, src, nbytes, stream)
         rt.mgpuStreamSynchronize(stream)

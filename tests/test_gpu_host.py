@@ -256,3 +256,11 @@ def test_repeated_calls_reuse_device_blocks_instead_of_allocating(memory_cache_r
 ])
 def test_memory_cache_stream_rule_and_limits(memory_cache_run, probe):
     assert memory_cache_run["memory_cache_probes"]["probes"][probe] is True
+
+
+def test_every_copy_and_free_runs_with_the_cuda_context_current(runs):
+    """libmlir_cuda_runtime's mgpuMemcpy and mgpuMemFree make no context current themselves; the
+    kernels' own copies and frees, DeviceArray uploads, downloads and frees all run inside one."""
+    for run in (runs.first, runs.second):
+        assert run["context"]["without_context"] == []
+    assert of(runs.first["softmax"], "memcpy") and runs.first["resident_freed"]["live_allocations"] == 0

@@ -30,7 +30,11 @@ class FakeCudaRuntime:
     STREAM = 0x5150
 
     def __init__(self, library: ctypes.CDLL):
+        self.library = library
         self.calls: list[list] = []
+        # memcpy/free calls made with no CUDA context current: libmlir_cuda_runtime's mgpuMemcpy and
+        # mgpuMemFree push none, so their driver calls would fail on a device
+        self.without_context: list[str] = []
         self.device: dict[int, int] = {}   # pointer -> bytes
         self.refuse = 0
         hooks = {
@@ -64,11 +68,17 @@ class FakeCudaRuntime:
         self.calls.append(["alloc", size, host_shared, stream])
         return ptr
 
+    def _needs_context(self, call: str) -> None:
+        if ctypes.c_int64.in_dll(self.library, "fake_cuda_context_depth").value == 0:
+            self.without_context.append(call)
+
     def free(self, ptr, stream):
+        self._needs_context("free")
         self.calls.append(["free", self.device.pop(ptr)])
         _libc.free(ptr)
 
     def memcpy(self, dst, src, size, stream):
+        self._needs_context("memcpy")
         kind = {(True, False): "to_device", (False, True): "to_host"}.get((dst in self.device, src in self.device), "other")
         digest = hashlib.sha256(ctypes.string_at(src, size)).hexdigest() if kind == "to_device" else None
         self.calls.append(["memcpy", kind, size, stream, digest])
@@ -299,3 +309,4 @@ if __name__ == "__main__":
     device_error_scenario()
     resident_scenario()
     gpt2_scenario(sys.argv[2])
+    print(json.dumps({"scenario": "context", "without_context": RUNTIME.without_context}), flush=True)
