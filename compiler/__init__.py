@@ -40,4 +40,4 @@ def emit(fn, *args, stage: str = "optimized", target: str = "cpu", **static) -> 
     return stages[stage]
 
 
-__all__ = ["jit", "build_only", "CompileError", "kernel_cache_dir", "emit", "tanh", "exp", "sqrt", "Tensor", "JitFunction", "toolchain_version"]
+__all__ = ["jit", "build_only", "CompileError", "located_compile_errors", "kernel_cache_dir", "emit", "tanh", "exp", "sqrt", "Tensor", "JitFunction", "toolchain_version"]

@@ -395,12 +395,9 @@ class CpuTarget(Target):
         cached = load_cached_kernel(key, lowered.func_name)
         if cached is not None:
             return cached
-        from mlir import execution_engine
         with _lock:
             module = self.to_llvm(self.optimized(lowered.text))
-            with module.context:
-                # O2: LLVM at O3 spends ~10x longer on the large fused functions for no measurable gain
-                engine = execution_engine.ExecutionEngine(module, opt_level=2, shared_libs=list(libs))
+            engine = _execution_engine(module, libs)
             address = engine.raw_lookup(f"_mlir_ciface_{lowered.func_name}")
             if not address:
                 raise RuntimeError(f"compiled module has no function {lowered.func_name}")
@@ -414,6 +411,30 @@ class CpuTarget(Target):
             return False
         self.compile(lowered)
         return True
+
+
+def _execution_engine(module, libs):
+    """The module JIT-compiled. A failed translation to LLVM IR is reported as diagnostics, which
+    MLIR prints, and a bare RuntimeError: the error here carries them (each with its location,
+    which names the graph op: see ``errors``)."""
+    from mlir import execution_engine
+    said = []
+
+    def keep(diagnostic):
+        said.append(f"{diagnostic.location}: {diagnostic.message}")
+        return True  # handled: in the error, not on stderr
+
+    handler = module.context.attach_diagnostic_handler(keep)
+    try:
+        with module.context:
+            # O2: LLVM at O3 spends ~10x longer on the large fused functions for no measurable gain
+            return execution_engine.ExecutionEngine(module, opt_level=2, shared_libs=list(libs))
+    except RuntimeError as exc:
+        if not said:
+            raise
+        raise RuntimeError(f"{str(exc).rstrip('.')}: {'; '.join(said)}") from None
+    finally:
+        handler.detach()
 
 
 TARGETS: dict[str, Target] = {"cpu": CpuTarget()}

@@ -406,6 +406,8 @@ class Emitter:
         if callee is None:
             callee = f"parity_matmul_{len(self.matmul_functions)}"
             self.matmul_functions[signature] = callee
+            # a diagnostic inside it is traced to the first matmul that uses it (the others share it)
+            self.origins[callee] = OpOrigin(node.op, node.loc, node.id)
             # Destination-passing: the caller owns the zero-filled result buffer, so the callee
             # returns nothing after bufferization (drop-equivalent-buffer-results).
             # shared by every matmul of this signature, so located by its own name, not one caller's line

@@ -196,8 +196,10 @@ def source_with_function(fd: dict) -> str:
 
 def sublayer_text(fd: dict) -> str:
     """The sublayer holding the named op, and whether it is upstream of the diverging tensor."""
-    if fd.get("mlir_diagnostic") is not None and fd["sublayer"] != fd["tensor"]:  # a kernel that did not compile
-        return f"{fd['sublayer']} (computed in the kernel for {fd['tensor']})"
+    if fd.get("mlir_diagnostic") is not None:  # a kernel that did not compile: nothing diverged
+        if fd["sublayer"] == fd["tensor"]:
+            return f"{fd['sublayer']} (its kernel does not compile)"
+        return f"{fd['sublayer']} (computed in the kernel for {fd['tensor']}, which does not compile)"
     if fd["sublayer"] == fd["tensor"]:
         return f"{fd['sublayer']} (the diverging tensor's own)"
     return f"{fd['sublayer']} (upstream of {fd['tensor']}: the error was born there)"
@@ -333,6 +335,8 @@ def divergence_panel(name: str, mode: dict) -> Panel:
         grid.add_row("called from", " ← ".join(fd["called_from"]))
     for key, label in (("forced_tokens", "forced tokens"), ("tokens", "free-running tokens")):
         tokens = mode.get(key)
+        if mode["status"] == "compile_error":
+            break  # the tokens after the refused kernel were never computed
         if tokens and not tokens.get("agree", True):
             grid.add_row(label, f"expected {tokens['expected']}, got {tokens['actual']}")
     line = read_source_line(fd)
@@ -341,7 +345,22 @@ def divergence_panel(name: str, mode: dict) -> Panel:
         parts.append(Text("  " + line, style="bold yellow"))
     if fd.get("localization"):
         parts.append(Text(fd["localization"], style="dim"))
+    if fd.get("mlir_diagnostic"):
+        parts.append(Text(diagnostic_excerpt(fd["mlir_diagnostic"]), style="dim"))
     return Panel(Group(*parts), title=f"First divergence — {name}{divergence_title_suffix(mode)}", border_style="red")
+
+
+DIAGNOSTIC_LINES = 6
+
+
+def diagnostic_excerpt(text: str) -> str:
+    """MLIR's diagnostic for a terminal: its first lines, each cut to a screen's width (a "see
+    current operation" note prints the whole op); the JSON and HTML keep it whole."""
+    lines = text.splitlines()
+    shown = [line if len(line) <= 160 else line[:159] + "…" for line in lines[:DIAGNOSTIC_LINES]]
+    if len(lines) > DIAGNOSTIC_LINES:
+        shown.append(f"… {plural(len(lines) - DIAGNOSTIC_LINES, 'more line')} in the JSON report")
+    return "MLIR said:\n" + "\n".join(shown)
 
 
 def divergence_title_suffix(mode: dict) -> str:

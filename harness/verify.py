@@ -17,6 +17,7 @@ import json
 import linecache
 import math
 import os
+import re
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -162,26 +163,38 @@ def _compile_failure(plan: ModePlan, exc: CompileError, runner, step: int, tenso
     diagnostic names, at the first step and tensor the mode could not compute. A numerical
     divergence at an earlier step stays the first divergence (status "diverged")."""
     checks, forced, expected = partial
-    entry = _error_entry(plan, "compile_error", f"step {step}, {tensor} does not compile: {exc}", expected)
+    where = f"step {step}, {tensor}" if step is not None else "the free-running decode"
+    entry = _error_entry(plan, "compile_error", f"{where} does not compile: {exc}", expected)
     entry = _keep_partial_results(entry, checks, forced, started)
     if entry["first_divergence"] is not None:
         entry["status"] = "diverged"
-        entry["reason"] = f"{_mode_reason(entry, tol)}; then at step {step} {tensor} does not compile: {exc}"
+        # the tokens after the failing step were never computed: only the tensor divergence is a finding
+        numbers = {**entry, "tokens": {"agree": True}, "forced_tokens": {"agree": True}}
+        entry["reason"] = f"{_mode_reason(numbers, tol)}; then {where} does not compile: {exc}"
         return entry
-    origin = exc.origin
     sublayer = tensor
-    if origin is not None and hasattr(runner, "sublayer_of_node"):
-        sublayer = runner.sublayer_of_node(origin.node_id) or tensor  # fused: one kernel for all sublayers
-    cause = str(exc.__cause__ or exc)
+    if exc.origin is not None and hasattr(runner, "sublayer_of_node"):
+        sublayer = runner.sublayer_of_node(exc.origin.node_id) or tensor  # fused: one kernel for all sublayers
+    entry["first_divergence"] = compile_error_record(
+        exc, step if step is not None else len(expected) - 1, tensor, sublayer,
+        f"the compiler's code for {tensor}" if step is not None else "the free-running decode's code")
+    return entry
+
+
+def compile_error_record(exc: CompileError, step: int, tensor: str, sublayer: str | None, subject: str) -> dict:
+    """A first-divergence record for a kernel MLIR refused: ``subject`` (what did not compile) in
+    its reason, the graph op, source line, function, callers and ``sublayer`` MLIR's diagnostic
+    leads to, the MLIR op, and the diagnostic itself with its paths made stable."""
+    origin = exc.origin
     record = {
         "step": step, "tensor": tensor, "max_abs_error": None, "worst_index": None, "op_max_abs_error": None,
-        "reason": f"the compiler's code for {tensor} does not compile: {exc.detail}",
+        "reason": f"{subject} does not compile: {exc.detail}",
         "op": None, "source": None, "function": None, "called_from": None, "sublayer": None,
-        "mlir_op": exc.mlir_op, "mlir_diagnostic": cause[:MLIR_DIAGNOSTIC_CHARS],
+        "mlir_op": exc.mlir_op, "mlir_diagnostic": _stable_diagnostic(str(exc.__cause__ or exc)),
     }
     if origin is None:
         record["localization"] = (f"MLIR refused the module ({exc.stage}); its diagnostic points at no graph op "
-                                  "(see mlir_diagnostic)")
+                                  "(the diagnostic is below)")
     else:
         loc = origin.loc
         record.update({
@@ -192,11 +205,19 @@ def _compile_failure(plan: ModePlan, exc: CompileError, runner, step: int, tenso
                              "whose lowering emitted it"),
         })
     record["source_text"] = source_text(record["source"])
-    entry["first_divergence"] = record
-    return entry
+    return record
+
+
+def _stable_diagnostic(text: str) -> str:
+    """MLIR's diagnostic, its quoted source paths made stable_path (reports from two checkouts
+    compare equal) and cut at MLIR_DIAGNOSTIC_CHARS."""
+    text = re.sub(r'"(/[^"]+\.py)"', lambda m: '"' + stable_path(m.group(1)) + '"', text)
+    return text[:MLIR_DIAGNOSTIC_CHARS]
 
 
 def _describe_exception(exc: BaseException) -> str:
+    if isinstance(exc, CompileError):  # its message says where, in the user's source
+        return f"{type(exc).__name__}: {exc}"
     frames = traceback.extract_tb(exc.__traceback__)
     where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
     return f"{type(exc).__name__}: {exc}{where}"
@@ -258,14 +279,19 @@ def _audit_ops(runner, capture, kind: str, names: list[str], n_layer: int, check
     step0 = {c.tensor: c for c in checks if c.step == 0}
     audit = "op audit (--audit-ops): every tensor is within tolerance, but "
     for tensor in (names if kind == "subgraph" else ["logits"]):
-        if kind == "subgraph":
-            found = _localize_sublayer(runner, capture, 0, tensor, ids, n_layer)
-            fields = found and _localized(found, f"{audit}re-run op by op on the reference's inputs of step 0, "
-                                                 f"{found.get('op')} in {tensor} is off its own rounding", tensor)
-        else:
-            fields = _localize_fused(runner, capture, 0)
-            if fields.get("op"):
-                fields["localization"] = audit + fields["localization"]
+        try:
+            if kind == "subgraph":
+                found = _localize_sublayer(runner, capture, 0, tensor, ids, n_layer)
+                fields = found and _localized(found, f"{audit}re-run op by op on the reference's inputs of step 0, "
+                                                     f"{found.get('op')} in {tensor} is off its own rounding", tensor)
+            else:
+                fields = _fused_localization(runner.localize("logits", ids), 0)
+                if fields.get("op"):
+                    fields["localization"] = audit + fields["localization"]
+        except CompileError as exc:  # the op-by-op kernel (every intermediate an output) is compiled code too
+            # (its node ids are the audit's own trace, which the runner's sublayer marks do not cover)
+            return compile_error_record(exc, 0, tensor, tensor if kind == "subgraph" else None,
+                                        f"the op-by-op kernel of {tensor} (--audit-ops)")
         if fields and fields.get("op"):
             return {**_divergence_record(step0[tensor]), **fields,
                     "reason": "within the tensor tolerance; found by the op audit"}
@@ -282,6 +308,11 @@ def _localize_fused(runner, capture, step: int) -> dict:
         found = runner.localize("logits", ids)
     except Exception as exc:  # a diagnosis aid: its failure must not hide the divergence
         return _not_localized(f"localization failed: {_describe_exception(exc)}")
+    return _fused_localization(found, step)
+
+
+def _fused_localization(found: dict | None, step: int) -> dict:
+    """The first-divergence fields of a fused re-run's result."""
     if found:
         # the runner says which sublayer of the one fused graph made the op, when it can tell
         where = f" in {found['sublayer']}" if found.get("sublayer") else ""
@@ -396,7 +427,7 @@ def run_mode(plan: ModePlan, capture, runner_factory: Callable[[str, str], Any],
     names = sorted(capture.tensor_names, key=model_order_key) if plan.kind == "subgraph" else ["logits"]
     n_layer = sum(1 for n in capture.tensor_names if n.endswith(".attention"))
     checks, forced = [], []
-    step, trace = 0, {}
+    step, trace = 0, {}  # step: None once the free-running decode runs
     try:
         for step in range(steps):
             if progress:
@@ -417,12 +448,13 @@ def run_mode(plan: ModePlan, capture, runner_factory: Callable[[str, str], Any],
             forced.append(int(np.argmax(np.asarray(logits))))
         if progress:
             progress(f"{plan.name}: free-running decode", steps, steps + 1)
+        step = None
         free = [int(t) for t in runner.generate(input_ids, steps)]
     except CompileError as exc:
-        if len(forced) == step:  # the step's forward stopped midway: check the tensors it made
+        if step is not None and len(forced) == step:  # the step's forward stopped midway: check what it made
             checks += [compare_tensor(step, name, capture.tensor(step, name), trace[name], tol)
                        for name in names if name in trace]
-        tensor = next((name for name in names if name not in trace), names[-1])
+        tensor = next((name for name in names if name not in trace), names[-1]) if step is not None else "logits"
         return _compile_failure(plan, exc, runner, step, tensor, (checks, forced, expected), started, tol)
     except Exception as exc:
         entry = _error_entry(plan, "error", f"running {plan.kind} on {plan.target} failed: {_describe_exception(exc)}", expected)
@@ -463,7 +495,10 @@ def run_mode(plan: ModePlan, capture, runner_factory: Callable[[str, str], Any],
             return _keep_partial_results(entry, checks, forced, started)
         if entry["first_divergence"] is not None:
             entry["first_divergence"]["source_text"] = source_text(entry["first_divergence"].get("source"))
-    if entry["first_divergence"] is not None or not entry["tokens"]["agree"] or not entry["forced_tokens"]["agree"]:
+    if entry["first_divergence"] is not None and entry["first_divergence"].get("mlir_diagnostic") is not None:
+        entry["status"] = "compile_error"  # the audit's op-by-op kernel; every tensor and token agreed
+        entry["reason"] = f"every tensor passed, but {entry['first_divergence']['reason']}"
+    elif entry["first_divergence"] is not None or not entry["tokens"]["agree"] or not entry["forced_tokens"]["agree"]:
         entry["status"] = "diverged"
         entry["reason"] = _mode_reason(entry, tol)
     entry["duration_s"] = round(time.perf_counter() - started, 3)

@@ -375,3 +375,20 @@ def test_a_fused_kernel_mlir_refuses_names_the_sublayer_of_its_op(world):
     assert fd["function"] == "gpt2_fused" and "q.reshape(T, n_head, d).transpose(1, 0, 2)" in fd["source_text"]
     assert fd["called_from"] == []  # the sublayer-marking wrapper is machinery, not a caller
     assert fd["mlir_op"] == "linalg.transpose"
+
+
+def test_an_audit_kernel_mlir_refuses_is_a_compile_error_finding(world):
+    """The op-by-op kernel of --audit-ops materializes the 2-D transposes the forward pass folds into
+    its matmuls: refused there, it is still a compiler bug, reported like one (exit 1)."""
+    with _broken_lowering().reversed_permutation():
+        report = verify(_options(world, modes=["subgraph"], audit_ops=True))
+    validate_report(report)
+    mode = report["modes"]["subgraph"]
+    assert mode["status"] == "compile_error" and exit_code(report) == 1
+    assert all(c["passed"] for c in mode["checks"]) and mode["tokens"]["agree"]
+    fd = mode["first_divergence"]
+    assert (fd["step"], fd["tensor"], fd["op"], fd["mlir_op"]) == (0, "h.0.attention", "transpose", "linalg.transpose")
+    assert fd["reason"].startswith("the op-by-op kernel of h.0.attention (--audit-ops) does not compile: "
+                                   "'linalg.transpose' op")
+    assert mode["reason"].startswith("every tensor passed, but the op-by-op kernel of h.0.attention")
+    assert "kh.T" in fd["source_text"]

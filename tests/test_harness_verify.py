@@ -764,3 +764,81 @@ def test_nothing_localized_says_whether_the_sublayers_own_kernel_reproduces_it(o
     assert expected in fd["localization"]
     assert [t for t, _ in reruns] == ["h.1.output"]
     np.testing.assert_array_equal(reruns[0][1], capture.tensor(0, "h.1.attention"))
+
+
+# ------------------------------------------------------------------ kernels MLIR refuses
+
+def _refused(op: str = "transpose") -> Exception:
+    from compiler import CompileError
+    from compiler.errors import OpOrigin
+    from compiler.graph import SourceLoc
+
+    origin = OpOrigin(op, SourceLoc("/x/model.py", 12, "heads", (("/x/model.py", 30, "block"),)), 7)
+    return CompileError("Unable to parse module assembly", "'linalg.transpose' op dim(result, 0) = 2 doesn't match",
+                        origin, "linalg.transpose")
+
+
+class RefusingRunner(FakeRunner):
+    """A fake runner whose attention kernel MLIR refuses at step ``refuse_at`` (the embedding ran
+    first), or whose free-running decode hits a refused kernel."""
+
+    def __init__(self, *args, refuse_at=None, refuse_in_generate=False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.refuse_at, self.refuse_in_generate = refuse_at, refuse_in_generate
+
+    def forward(self, ids, trace=None):
+        step = len(ids) - len(PROMPT_IDS)
+        if step == self.refuse_at:
+            if trace is not None and self.kind == "subgraph":
+                trace["embedding"] = self.capture.tensor(step, "embedding")
+            raise _refused()
+        return super().forward(ids, trace)
+
+    def generate(self, ids, n_tokens):
+        if self.refuse_in_generate:
+            raise _refused()
+        return super().generate(ids, n_tokens)
+
+
+def _refusing(capture, **kwargs):
+    return lambda kind, target: RefusingRunner(capture, kind, **{k: v for k, v in kwargs.items()})
+
+
+def test_a_kernel_mlir_refuses_is_a_compile_error_finding_at_its_step_and_tensor():
+    capture = FakeCapture()
+    report = verify_fake(capture, _refusing(capture, refuse_at=1), plans=plan_modes(["subgraph"]))
+    validate_report(report)
+    mode = report["modes"]["subgraph"]
+    assert mode["status"] == "compile_error" and exit_code(report) == 1
+    # step 0 in full, then what step 1 computed before its attention kernel
+    assert [(c["step"], c["tensor"]) for c in mode["checks"]] == \
+        [(0, name) for name in capture.tensor_names] + [(1, "embedding")]
+    assert all(c["passed"] for c in mode["checks"])
+    assert mode["forced_tokens"]["actual"] == capture.output_ids[:1]
+    fd = mode["first_divergence"]
+    assert (fd["step"], fd["tensor"], fd["op"], fd["sublayer"]) == (1, "h.0.attention", "transpose", "h.0.attention")
+    assert (fd["source"], fd["function"], fd["called_from"]) == ("/x/model.py:12", "heads", ["/x/model.py:30 (block)"])
+    assert fd["max_abs_error"] is None and fd["mlir_op"] == "linalg.transpose"
+    assert fd["reason"] == ("the compiler's code for h.0.attention does not compile: 'linalg.transpose' op "
+                            "dim(result, 0) = 2 doesn't match")
+    assert mode["reason"].startswith("step 1, h.0.attention does not compile: MLIR rejected the compiled module")
+
+
+def test_a_divergence_before_a_refused_kernel_stays_the_first_and_no_token_is_claimed():
+    capture = FakeCapture()
+    make = _refusing(capture, refuse_at=1, faults={(0, "h.1.output"): 1.0})
+    mode = verify_fake(capture, make, plans=plan_modes(["subgraph"]))["modes"]["subgraph"]
+    assert mode["status"] == "diverged"
+    assert (mode["first_divergence"]["step"], mode["first_divergence"]["tensor"]) == (0, "h.1.output")
+    assert "then step 1, h.0.attention does not compile: MLIR rejected" in mode["reason"]
+    assert "tokens differ" not in mode["reason"]  # the tokens after step 0 were never computed
+
+
+def test_a_kernel_refused_in_the_free_running_decode_says_so():
+    capture = FakeCapture()
+    mode = verify_fake(capture, _refusing(capture, refuse_in_generate=True),
+                       plans=plan_modes(["fused"]))["modes"]["fused"]
+    assert mode["status"] == "compile_error"
+    assert mode["reason"].startswith("the free-running decode does not compile:")
+    assert mode["first_divergence"]["reason"].startswith("the free-running decode's code does not compile:")
+    assert [c["step"] for c in mode["checks"]] == list(range(STEPS))  # every forced step was checked

@@ -130,3 +130,68 @@ def test_other_exceptions_pass_unchanged():
     with pytest.raises(ValueError, match="not MLIR"), located_compile_errors(lowered):
         raise ValueError("not MLIR")
     assert from_mlir_error(RuntimeError("Failure while creating the ExecutionEngine"), lowered) is None
+
+
+def tanh_only(x):
+    return np.tanh(x)  # tanh-line
+
+
+def product(a, b):
+    return a @ b  # matmul-line
+
+
+def test_a_parse_error_on_an_ops_unlocated_first_line_is_traced_to_that_op():
+    """A ``linalg.generic``'s header line carries no location (its region and closing line do)."""
+    wrong_input = lambda text: text.replace("ins(%arg0 : tensor<2x3xf32>)", "ins(%arg0 : tensor<2x4xf32>)")
+    with edited_lowering("_generic", "linalg.generic", wrong_input), pytest.raises(CompileError) as info:
+        compiler.jit(tanh_only)(X)
+    assert "expects different type than prior uses" in info.value.detail
+    assert info.value.origin is not None and info.value.origin.op == "tanh"
+    assert info.value.origin.loc.line == line_of("tanh-line")
+
+
+def test_an_error_inside_a_shared_matmul_function_names_the_matmul_that_made_it():
+    from compiler.lowering import Emitter
+
+    original = Emitter.matmul
+
+    def operands_swapped(self, node, operands):
+        result = original(self, node, operands)
+        self.extra_functions[-1] = self.extra_functions[-1].replace("ins(%a, %b", "ins(%b, %a")
+        return result
+
+    Emitter.matmul = operands_swapped
+    try:
+        with pytest.raises(CompileError) as info:
+            compiler.jit(product)(X, np.ones((3, 4), np.float32))
+    finally:
+        Emitter.matmul = original
+    assert info.value.origin is not None and info.value.origin.op == "matmul"
+    assert info.value.origin.loc.line == line_of("matmul-line")
+
+
+def test_a_failed_translation_to_llvm_is_located_too():
+    """MLIR reports it as printed diagnostics plus a bare RuntimeError; the backend keeps them."""
+    untranslatable = lambda text: text.replace("math.tanh", "math.erf")  # no lowering to LLVM here
+    with edited_lowering("_generic", "math.tanh", untranslatable), pytest.raises(CompileError) as info:
+        compiler.jit(tanh_only)(X)
+    error = info.value
+    assert error.stage == "lowering to native code" and error.mlir_op == "math.erf"
+    assert "cannot be converted to LLVM IR" in error.detail and "loc(" not in error.detail
+    assert (error.origin.op, error.origin.loc.line) == ("tanh", line_of("tanh-line"))
+
+
+def test_a_compile_error_survives_pickling():
+    import pickle
+
+    with concat_past_the_end(), pytest.raises(CompileError) as info:
+        compiler.jit(joined)(X, Y)
+    again = pickle.loads(pickle.dumps(info.value))
+    assert (str(again), again.origin, again.mlir_op) == (str(info.value), info.value.origin, info.value.mlir_op)
+
+
+def test_an_unrelated_class_named_mlir_error_is_not_taken_for_one():
+    class MLIRError(Exception):
+        error_diagnostics: list = []
+
+    assert from_mlir_error(MLIRError("no tags here"), LoweredModule("module {}", "main")) is None

@@ -74,7 +74,7 @@ def stage_text(args: argparse.Namespace) -> str:
     """The requested stage's IR; raises ValueError with a message for the user."""
     import numpy as np
 
-    from compiler import JitFunction, get_target
+    from compiler import JitFunction, get_target, located_compile_errors
 
     if args.stage in ("ptx", "kernels") and args.target != "gpu":
         raise ValueError(f"--stage {args.stage} needs --target gpu")
@@ -87,7 +87,8 @@ def stage_text(args: argparse.Namespace) -> str:
     lowered = JitFunction(fn, args.target).lower(*inputs)
     if args.stage == "tensor":
         return lowered.text
-    return target.stages(lowered)[args.stage]
+    with located_compile_errors(lowered):  # a refused op is named by its source line, not MLIR's dump
+        return target.stages(lowered)[args.stage]
 
 
 def gpu_target(chip: str | None):
