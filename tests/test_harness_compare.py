@@ -85,12 +85,24 @@ def test_matching_nan_and_inf_positions_pass():
     [1.0, np.inf, -np.inf, 1.0],       # NaN became a number
     [np.nan, np.inf, -np.inf, np.nan],  # a number became NaN
     [np.nan, -np.inf, -np.inf, 1.0],   # sign of an infinity flipped
+    [np.inf, np.inf, -np.inf, 1.0],    # NaN became an infinity
+    [np.nan, np.nan, -np.inf, 1.0],    # an infinity became NaN
+    [np.nan, np.inf, np.nan, 1.0],     # a negative infinity became NaN
 ])
 def test_nonfinite_disagreement_fails_with_undefined_errors(actual):
     expected = np.array([np.nan, np.inf, -np.inf, 1.0])
     check = compare_tensor(0, "logits", expected, np.array(actual), TOL)
     assert not check.passed and check.max_abs_error is None
     assert "non-finite" in check.reason
+
+
+def test_relative_tolerance_scales_with_the_reference_not_the_compiler():
+    """|actual - expected| <= atol + rtol * |expected|: a compiler that inflates a value gets no
+    more room for it (numpy.isclose(actual, expected) is the same rule)."""
+    tol = Tolerance(rtol=0.5, atol=0.0)
+    assert not compare_tensor(0, "logits", np.array([1.0]), np.array([1.9]), tol).passed
+    assert compare_tensor(0, "logits", np.array([1.9]), np.array([1.0]), tol).passed
+    assert [bool(np.isclose(a, e, rtol=0.5, atol=0.0)) for a, e in ((1.9, 1.0), (1.0, 1.9))] == [False, True]
 
 
 def test_tolerance_rejects_negative_or_nan():
@@ -198,6 +210,12 @@ def test_regression_is_more_than_tenfold_growth():
     assert found[0]["ratio"] == pytest.approx(20.0)
     assert found[1]["ratio"] == pytest.approx(100.0)  # 1e-10 over the 1e-12 floor
     assert found[2]["ratio"] is None
+
+
+def test_growth_from_an_exact_zero_is_measured_against_the_floor():
+    """An exact baseline regresses only past 10x the 1e-12 floor: 5e-12 is within it."""
+    assert find_regressions(_report({(0, "logits"): 0.0}), _report({(0, "logits"): 5e-12})) == []
+    assert len(find_regressions(_report({(0, "logits"): 0.0}), _report({(0, "logits"): 2e-11}))) == 1
 
 
 def test_regressions_only_compare_matching_modes_and_checks():

@@ -6,6 +6,7 @@ schema validation, JUnit failure counts, the HTML heatmap, atomic writes and
 from __future__ import annotations
 
 import json
+import math
 import os
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
@@ -120,6 +121,11 @@ def test_report_validates_and_round_trips_through_json(tmp_path):
     (lambda r: r["regressions"].append({"mode": "fused", "step": 0}), "$.regressions[0]: missing required key 'tensor'"),
     (lambda r: r["modes"]["fused"]["forced_tokens"].pop("actual"), "$.modes.fused.forced_tokens: missing required key"),
     (lambda r: r.update(modes={}), "$.modes: has 0 entries, needs at least 1"),
+    # json.loads reads Infinity and NaN: a baseline holding one would switch off its regression check
+    (lambda r: r["modes"]["fused"]["checks"][0].update(max_abs_error=math.inf), "$.modes.fused.checks[0].max_abs_error"),
+    (lambda r: r["modes"]["fused"]["checks"][0].update(max_abs_error=math.nan), "$.modes.fused.checks[0].max_abs_error"),
+    (lambda r: r["modes"]["fused"]["checks"][1].pop("passed"), "$.modes.fused.checks[1]: missing required key 'passed'"),
+    (lambda r: r["modes"]["fused"]["checks"][0].update(step=True), "$.modes.fused.checks[0].step"),
 ])
 def test_schema_rejects_broken_reports(mutate, where):
     report = make_report()
@@ -533,3 +539,56 @@ def test_parity_report_suggests_regenerating_a_damaged_or_older_report_in_place(
     path.write_text(damage(reports.report_to_json(make_report())))
     err = _report_error(path, capsys)
     assert f"regenerate it with `parity verify --json {path}`" in err and "NEW.json" not in err
+
+
+def test_a_baseline_holding_infinity_is_refused(tmp_path):
+    text = json.dumps(make_report()).replace('"max_abs_error": 3e-06', '"max_abs_error": Infinity', 1)
+    assert "Infinity" in text
+    (tmp_path / "b.json").write_text(text)
+    from harness.verify import VerifyError, load_report
+    with pytest.raises(VerifyError, match="schema"):
+        load_report(tmp_path / "b.json")
+
+
+def test_a_token_only_headline_says_near_tie():
+    mode = make_report()["modes"]["subgraph"]
+    mode["first_divergence"] = None
+    assert reports.headline(mode) == "free-running tokens differ at step 1 (near-tie)"
+
+
+def compile_error_report() -> dict:
+    """make_report with fused mode stopped by a kernel MLIR refused at step 1."""
+    report = make_report()
+    fused = report["modes"]["fused"]
+    fused.update(status="compile_error", reason="step 1, logits does not compile: MLIR rejected the compiled module",
+                 checks=fused["checks"][:1], tokens={"expected": [7, 8], "actual": [], "agree": False},
+                 forced_tokens={"expected": [7, 8], "actual": [7], "agree": False})
+    fused["first_divergence"] = {
+        "step": 1, "tensor": "logits", "max_abs_error": None, "op": "transpose", "source": "compiler/gpt2/model.py:74",
+        "function": "gpt2_fused", "called_from": [], "sublayer": "h.0.attention", "mlir_op": "linalg.transpose",
+        "reason": "the compiler's code for logits does not compile: 'linalg.transpose' op dim(result, 0) = 12",
+        "mlir_diagnostic": "Unable to parse module assembly:\nerror: ... 'linalg.transpose' op dim(result, 0) = 12",
+        "localization": "MLIR refused the module"}
+    return report
+
+
+def test_a_compile_error_is_a_junit_failure_with_mlirs_words():
+    report = compile_error_report()
+    validate_report(report)
+    suite = ET.fromstring(reports.render_junit(report)).find("testsuite[@name='parity.fused']")
+    failure = suite.find("testcase[@name='compile']/failure")
+    assert failure is not None and failure.get("message").startswith("step 1, logits does not compile")
+    assert "'linalg.transpose' op dim(result, 0) = 12" in failure.text
+    assert suite.find("testcase[@name='compile']/error") is None  # a finding (exit 1), not "could not run"
+    assert suite.find("testcase[@name='logits']/failure") is None  # step 0's logits passed
+
+
+def test_a_compile_error_renders_as_a_finding_in_the_terminal_and_html():
+    report = compile_error_report()
+    assert reports.verdict(report).code == 1 and reports.verdict(report).kind == "compile error and divergence"
+    text = _terminal(report)
+    assert "First divergence — fused (does not compile)" in text
+    assert "h.0.attention (computed in the kernel for logits, which does not compile)" in text
+    assert "MLIR said:" in text and "forced tokens" not in text.split("First divergence — fused")[1]
+    page = render_html(report)
+    assert "First divergence (does not compile)" in page and "<summary>MLIR diagnostic</summary>" in page

@@ -842,3 +842,55 @@ def test_a_kernel_refused_in_the_free_running_decode_says_so():
     assert mode["reason"].startswith("the free-running decode does not compile:")
     assert mode["first_divergence"]["reason"].startswith("the free-running decode's code does not compile:")
     assert [c["step"] for c in mode["checks"]] == list(range(STEPS))  # every forced step was checked
+
+
+def test_a_fused_kernel_refused_is_placed_in_the_sublayer_the_runner_names():
+    """One fused kernel computes every sublayer: the runner says which one made the refused op."""
+    capture = FakeCapture()
+
+    class Marking(RefusingRunner):
+        def sublayer_of_node(self, node_id):
+            return {7: "h.1.attention"}.get(node_id)
+
+    mode = verify_fake(capture, lambda kind, target: Marking(capture, kind, refuse_at=0),
+                       plans=plan_modes(["fused"]))["modes"]["fused"]
+    fd = mode["first_divergence"]
+    assert (fd["tensor"], fd["sublayer"], fd["op"]) == ("logits", "h.1.attention", "transpose")
+
+
+def test_a_tensor_the_compiler_did_not_produce_is_a_divergence():
+    capture = FakeCapture()
+
+    class Dropping(FakeRunner):
+        def forward(self, ids, trace=None):
+            logits = super().forward(ids, trace)
+            if trace is not None:
+                trace.pop("h.1.output")
+            return logits
+
+    report = verify_fake(capture, lambda kind, target: Dropping(capture, kind), plans=plan_modes(["subgraph"]))
+    validate_report(report)
+    mode = report["modes"]["subgraph"]
+    assert mode["status"] == "diverged" and exit_code(report) == 1
+    fd = mode["first_divergence"]
+    assert (fd["step"], fd["tensor"]) == (0, "h.1.output")
+    assert "the compiler produced no 'h.1.output' tensor" in fd["reason"]
+
+
+def test_lockstep_tokens_that_differ_fail_even_when_free_running_agrees():
+    """The forced (lockstep) pick at a near-tie flips while the free-running decode agrees: still a
+    divergence, named as the forced tokens'."""
+    capture = FakeCapture(near_tie_step=1, tie_margin=1e-5)
+
+    class Flipping(FakeRunner):
+        def forward(self, ids, trace=None):
+            logits = super().forward(ids, trace).copy()  # the traced logits stay the reference's
+            if len(ids) - len(PROMPT_IDS) == 1:
+                logits[(int(np.argmax(logits)) + 1) % VOCAB] += 1e-4
+            return logits
+
+    report = verify_fake(capture, lambda kind, target: Flipping(capture, kind), plans=plan_modes(["fused"]))
+    mode = report["modes"]["fused"]
+    assert not mode["forced_tokens"]["agree"] and mode["tokens"]["agree"]
+    assert mode["status"] == "diverged" and exit_code(report) == 1
+    assert "forced tokens differ from step 1" in mode["reason"]
