@@ -1,5 +1,5 @@
 """Compile errors named by the user's source. MLIR refusing a module the compiler lowered (the
-verifier rejects an op, a pass cannot handle one) is a compiler bug; the raw diagnostic names an
+verifier rejects an op, a pass or the translation to LLVM IR cannot handle one) is a compiler bug; the raw diagnostic names an
 MLIR op and an IR location. The lowering tags every op's location with the graph op that made it
 (``loc("concat#7"("model.py":43:0))``, see ``lowering.Emitter.located``); this module turns the
 diagnostic back into a ``CompileError`` naming that graph op, its source line, function and
@@ -113,8 +113,8 @@ def _mlir_op_named(message: str) -> str | None:
 
 @contextlib.contextmanager
 def located_compile_errors(lowered):
-    """Inside: an MLIR diagnostic error while compiling ``lowered`` becomes a ``CompileError`` (the
-    original as its cause); every other exception passes unchanged."""
+    """Inside: an error while compiling ``lowered`` that ``from_mlir_error`` reads as MLIR refusing
+    it becomes a ``CompileError`` (the original as its cause); every other exception passes unchanged."""
     try:
         yield
     except Exception as exc:

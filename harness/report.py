@@ -333,10 +333,11 @@ def divergence_panel(name: str, mode: dict) -> Panel:
     grid.add_row("source", source_with_function(fd))
     if fd.get("called_from"):
         grid.add_row("called from", " ← ".join(fd["called_from"]))
-    for key, label in (("forced_tokens", "forced tokens"), ("tokens", "free-running tokens")):
+    # after a refused kernel no token was computed: a mismatch row would only say so
+    token_rows = () if mode["status"] == "compile_error" else (("forced_tokens", "forced tokens"),
+                                                               ("tokens", "free-running tokens"))
+    for key, label in token_rows:
         tokens = mode.get(key)
-        if mode["status"] == "compile_error":
-            break  # the tokens after the refused kernel were never computed
         if tokens and not tokens.get("agree", True):
             grid.add_row(label, f"expected {tokens['expected']}, got {tokens['actual']}")
     line = read_source_line(fd)
@@ -355,11 +356,11 @@ DIAGNOSTIC_LINES = 6
 
 def diagnostic_excerpt(text: str) -> str:
     """MLIR's diagnostic for a terminal: its first lines, each cut to a screen's width (a "see
-    current operation" note prints the whole op); the JSON and HTML keep it whole."""
+    current operation" note prints the whole op); the JSON and HTML reports keep all of it."""
     lines = text.splitlines()
     shown = [line if len(line) <= 160 else line[:159] + "…" for line in lines[:DIAGNOSTIC_LINES]]
     if len(lines) > DIAGNOSTIC_LINES:
-        shown.append(f"… {plural(len(lines) - DIAGNOSTIC_LINES, 'more line')} in the JSON report")
+        shown.append(f"… {plural(len(lines) - DIAGNOSTIC_LINES, 'more line')} in the JSON and HTML reports")
     return "MLIR said:\n" + "\n".join(shown)
 
 

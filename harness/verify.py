@@ -496,8 +496,10 @@ def run_mode(plan: ModePlan, capture, runner_factory: Callable[[str, str], Any],
         if entry["first_divergence"] is not None:
             entry["first_divergence"]["source_text"] = source_text(entry["first_divergence"].get("source"))
     if entry["first_divergence"] is not None and entry["first_divergence"].get("mlir_diagnostic") is not None:
-        entry["status"] = "compile_error"  # the audit's op-by-op kernel; every tensor and token agreed
-        entry["reason"] = f"every tensor passed, but {entry['first_divergence']['reason']}"
+        entry["status"] = "compile_error"  # the audit's op-by-op kernel; every tensor passed
+        tokens = _mode_reason({**entry, "first_divergence": None}, tol)  # a near-tie may still have flipped
+        entry["reason"] = f"every tensor passed, but {entry['first_divergence']['reason']}" + \
+            (f"; also {tokens}" if tokens else "")
     elif entry["first_divergence"] is not None or not entry["tokens"]["agree"] or not entry["forced_tokens"]["agree"]:
         entry["status"] = "diverged"
         entry["reason"] = _mode_reason(entry, tol)
