@@ -54,6 +54,40 @@ def assemble_all(ptx: str, tmp_path: Path, chip: str = "sm_90") -> int:
     return len(units)
 
 
+# what an sm_90 block may use: beyond it a launch is refused, which the CUDA runtime wrappers only
+# print (the error is not sticky, so no synchronize finds it) and the outputs stay uninitialized
+MAX_THREADS, REGISTERS_PER_BLOCK, STATIC_SHARED_BYTES = 1024, 65536, 48 * 1024
+
+
+def launch_resources(stages: dict, tmp_path: Path) -> list[tuple[str, int, int, int]]:
+    """(kernel module, threads per block, registers per thread, static shared bytes) of every
+    launch: block sizes from the host code's gpu.launch_func, the rest from ``ptxas -v``."""
+    kernels = stages["kernels"]
+    constants = dict(re.findall(r"(%\w+) = arith\.constant (\d+) : index", kernels))
+    launches = re.findall(r"gpu\.launch_func\s+@(\w+)::@\w+ blocks in \([^)]*\) threads in \((%\w+), (%\w+), (%\w+)\)",
+                          kernels)
+    assert launches, "no kernel launches found"
+    units = gpu.split_ptx(stages["ptx"])
+    found = []
+    for module, *threads in launches:
+        src = tmp_path / f"{module}.ptx"
+        src.write_text(units[module])
+        done = subprocess.run([TOOLCHAIN.ptxas, "-v", "-arch=sm_90", str(src), "-o", str(src.with_suffix(".cubin"))],
+                              capture_output=True, text=True, check=True)
+        info = done.stderr + done.stdout  # "Used 22 registers, used 1 barriers, 2048 bytes smem"
+        registers, shared = re.search(r"Used (\d+) registers", info), re.search(r"(\d+) bytes smem", info)
+        assert registers, info
+        count = int(np.prod([int(constants[t]) for t in threads]))
+        found.append((module, count, int(registers.group(1)), int(shared.group(1)) if shared else 0))
+    return found
+
+
+def assert_launches_fit(stages: dict, tmp_path: Path) -> None:
+    for module, threads, registers, shared in launch_resources(stages, tmp_path):
+        assert threads <= MAX_THREADS and threads * registers <= REGISTERS_PER_BLOCK, (module, threads, registers)
+        assert shared <= STATIC_SHARED_BYTES, (module, shared)
+
+
 def host_code(stages: dict) -> str:
     text = stages["kernels"]
     return text[: text.index("gpu.module @")] if "gpu.module @" in text else text
@@ -227,6 +261,7 @@ def test_gpt2_sublayer_kernels(tmp_path):
     for fn, args, static in calls:
         stages = gpu_stages(fn, *args, **static)
         assemble_all(stages["ptx"], tmp_path)
+        assert_launches_fit(stages, tmp_path)
         assert "linalg." not in host_code(stages), f"{fn.__name__}: linalg left in host code"
 
 
@@ -236,6 +271,7 @@ def test_gpt2_fused_forward(tmp_path):
     stages = gpu_stages(gpt2_fused, ids, np.array([3]), params, wte64, n_head=4)
     n = assemble_all(stages["ptx"], tmp_path)
     assert n > 20
+    assert_launches_fit(stages, tmp_path)
     # every matmul of the forward pass goes through the tiled kernel: per block qkv, scores,
     # weights @ v, attention projection, two feed-forward projections; then the logits
     kernels = stages["kernels"]
