@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +35,8 @@ from .paths import STALE_AFTER_S, cache_root, remove_stale
 # here (a test checks it): the lowering itself only writes text.
 POST_IR_SOURCES = ("backend.py", "gpu.py", "gpu_matmul.py", "gpu_reduce.py", "gpu_toolchain.py")
 
-TENSOR_PIPELINE = "builtin.module(canonicalize,cse,linalg-fuse-elementwise-ops,canonicalize,cse)"
+TENSOR_PASSES = ("canonicalize", "cse", "linalg-fuse-elementwise-ops", "canonicalize", "cse")
+TENSOR_PIPELINE = f"builtin.module({','.join(TENSOR_PASSES)})"
 BUFFERIZE_PIPELINE = (
     "builtin.module(one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
     "drop-equivalent-buffer-results,canonicalize,buffer-deallocation-pipeline)"
@@ -359,19 +361,40 @@ def _asm(module) -> str:
     return module.operation.get_asm(enable_debug_info=True)
 
 
+@dataclass(frozen=True)
+class CpuPipeline:
+    """Which optional steps of the CPU pipeline run: a prefix of ``TENSOR_PASSES`` and the BLAS
+    substitution (every other step is needed to reach native code). The default is the production
+    pipeline; the others exist for pass bisection (``compiler.diagnose.bisect_passes``)."""
+
+    tensor_passes: tuple = TENSOR_PASSES
+    blas: bool = True
+
+    def key_tag(self) -> str:
+        """For the kernel-cache key; empty for the production pipeline."""
+        if self == CpuPipeline():
+            return ""
+        return f";passes={','.join(self.tensor_passes)};blas={int(self.blas)}"
+
+
 class CpuTarget(Target):
     """Native CPU code through MLIR's ExecutionEngine (LLVM ORC JIT)."""
 
     name = "cpu"
 
+    def __init__(self, pipeline: CpuPipeline = CpuPipeline()):
+        self.pipeline = pipeline
+
     def optimized(self, text: str):
         module = _parse(text)
-        _run_pipeline(module, TENSOR_PIPELINE)
+        if self.pipeline.tensor_passes:
+            _run_pipeline(module, f"builtin.module({','.join(self.pipeline.tensor_passes)})")
         return module
 
     def to_llvm(self, module):
         _run_pipeline(module, BUFFERIZE_PIPELINE)
-        substitute_blas(module)
+        if self.pipeline.blas:
+            substitute_blas(module)
         substitute_libm(module)
         _run_pipeline(module, LLVM_PIPELINE)
         return module
@@ -387,7 +410,7 @@ class CpuTarget(Target):
         """The ExecutionEngine compiles for this machine's CPU (AVX-512 where it has it), so a cached
         kernel is keyed by the CPU too: a cache carried to a machine without those instructions
         must miss, not die of SIGILL."""
-        return kernel_key(lowered.text, f"{self.name};host={host_cpu()}")
+        return kernel_key(lowered.text, f"{self.name};host={host_cpu()}{self.pipeline.key_tag()}")
 
     def compile(self, lowered: LoweredModule) -> NativeKernel:
         libs = _runtime_libraries()

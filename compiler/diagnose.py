@@ -141,3 +141,59 @@ def localize(fn, args, kwargs=None, target: str = "cpu") -> OpDivergence | None:
 def _divergence(node, index: int, actual: np.ndarray, abs_err: float, rel_err: float) -> OpDivergence:
     return OpDivergence(_op_name(node), node.loc.short(), abs_err, rel_err, node.shape, str(actual.dtype), index,
                         node.id, node.loc.function, tuple(node.loc.call_chain()))
+
+
+# --------------------------------------------------------------------------- pass bisection
+# Which step of the CPU pipeline makes a wrong result wrong: the function is compiled with the
+# pipeline's optional steps switched on one at a time, in pipeline order, and the first
+# configuration whose result the caller judges wrong names the step that introduced the error.
+
+NO_OPTIONAL_STEP = "the lowering (no optional pipeline step)"
+BLAS_STEP = "BLAS substitution"
+
+
+def pipeline_steps() -> list[tuple[str, "CpuPipeline"]]:
+    """(step, the pipeline up to and including it), in pipeline order; the last is production's."""
+    from .backend import TENSOR_PASSES, CpuPipeline
+    steps = [(NO_OPTIONAL_STEP, CpuPipeline((), blas=False))]
+    steps += [(f"{name} (tensor pass {k} of {len(TENSOR_PASSES)})", CpuPipeline(TENSOR_PASSES[:k], blas=False))
+              for k, name in enumerate(TENSOR_PASSES, 1)]
+    return steps + [(BLAS_STEP, CpuPipeline())]
+
+
+@dataclass
+class PassBisection:
+    """(step, whether the result was wrong) for each configuration tried, in pipeline order, up to
+    the first wrong one. ``introduced_by``: that step; None when no configuration was wrong."""
+
+    steps: list
+
+    @property
+    def introduced_by(self) -> str | None:
+        return next((step for step, wrong in self.steps if wrong), None)
+
+
+def bisect_passes(fn, args, kwargs=None, *, is_wrong) -> PassBisection:
+    """Compile ``fn`` on ``args`` for the CPU once per ``pipeline_steps`` configuration and run it;
+    ``is_wrong(result)`` (the function's result, as a call returns it) judges each. A result wrong
+    already without any optional step comes from the lowering or the steps every kernel needs
+    (bufferization, lowering to LLVM); otherwise the first step whose result is wrong made it so."""
+    from .backend import CpuTarget
+    from .jit import _unflatten
+    kwargs = kwargs or {}
+    inputs, outputs, out_tree, paths = trace(fn, args, kwargs)
+    lowered = build_module(inputs, outputs, faults=dict(FAULTS))
+    leaves = []
+    _flatten(tuple(args), "args", leaves, [])
+    arrays = checked_inputs(leaves, _host_checks(inputs, outputs, paths))  # before any native code runs
+    tried = []
+    for step, pipeline in pipeline_steps():
+        with located_compile_errors(lowered):
+            kernel = CpuTarget(pipeline).compile(lowered)
+        results = [np.empty(shape, dtype) for shape, dtype in lowered.out_specs]
+        kernel(arrays + list(lowered.hidden) + results)
+        wrong = bool(is_wrong(_unflatten(out_tree, iter(results))))
+        tried.append((step, wrong))
+        if wrong:
+            break
+    return PassBisection(tried)

@@ -176,10 +176,12 @@ def divergence_html(mode: dict) -> list[str]:
             ("worst element", None if fd.get("worst_index") is None else worst_element(fd)),
             ("op", fd.get("op") or "— (not localized)"),
             ("MLIR op", fd.get("mlir_op")),
+            ("introduced by", fd.get("introduced_by")),
             ("op's sublayer", sublayer_text(fd) if fd.get("sublayer") else None),
             ("source", source_with_function(fd)),
             ("called from", " ← ".join(fd["called_from"]) if fd.get("called_from") else None),
-            ("localization", fd.get("localization")))
+            ("localization", fd.get("localization")),
+            ("pass bisection", fd.get("pass_bisection")))
     parts = [f'<h3>First divergence{e(divergence_title_suffix(mode))}</h3><table class="first-divergence">']
     parts += [f"<tr><th>{e(label)}</th><td>{e(str(value))}</td></tr>" for label, value in rows if value is not None]
     parts.append("</table>")

@@ -328,6 +328,8 @@ def divergence_panel(name: str, mode: dict) -> Panel:
     grid.add_row("op", fd.get("op") or "— (not localized)")
     if fd.get("mlir_op"):
         grid.add_row("MLIR op", fd["mlir_op"])
+    if fd.get("introduced_by"):
+        grid.add_row("introduced by", fd["introduced_by"])
     if fd.get("sublayer"):
         grid.add_row("op's sublayer", sublayer_text(fd))
     grid.add_row("source", source_with_function(fd))
@@ -344,8 +346,9 @@ def divergence_panel(name: str, mode: dict) -> Panel:
     parts = [grid]
     if line:
         parts.append(Text("  " + line, style="bold yellow"))
-    if fd.get("localization"):
-        parts.append(Text(fd["localization"], style="dim"))
+    for key in ("localization", "pass_bisection"):
+        if fd.get(key):
+            parts.append(Text(fd[key], style="dim"))
     if fd.get("mlir_diagnostic"):
         parts.append(Text(diagnostic_excerpt(fd["mlir_diagnostic"]), style="dim"))
     return Panel(Group(*parts), title=f"First divergence — {name}{divergence_title_suffix(mode)}", border_style="red")

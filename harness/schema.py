@@ -56,6 +56,10 @@ FIRST_DIVERGENCE = {
         "called_from": {"type": ["array", "null"], "items": {"type": "string"}},
         # the diverging tensor's element furthest outside its allowance
         "worst_index": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 0}},
+        # the CPU pipeline step whose addition makes the sublayer diverge on the reference's input, and how
+        # that was found (subgraph mode on the CPU)
+        "introduced_by": _TEXT,
+        "pass_bisection": _TEXT,
         # a kernel MLIR refused (status "compile_error"): the failing MLIR op and MLIR's own words
         "mlir_op": _TEXT,
         "mlir_diagnostic": _TEXT,

@@ -311,6 +311,32 @@ def _localize_fused(runner, capture, step: int) -> dict:
     return _fused_localization(found, step)
 
 
+def _pass_bisection(runner, capture, step: int, tensor: str, n_layer: int, tol: Tolerance) -> dict:
+    """Which step of the CPU pipeline makes the sublayer producing ``tensor``, run on the reference's
+    own input, diverge: it is compiled with the pipeline's optional steps added one at a time
+    (compiler.diagnose.bisect_passes). {} where the runner cannot tell (the GPU target)."""
+    reference = capture.tensor(step, tensor)
+    try:
+        found = runner.bisect_passes(tensor, _step_ids(capture, step), _reference_upstream(capture, step, tensor, n_layer),
+                                     lambda value: not compare_tensor(step, tensor, reference, value, tol).passed)
+    except Exception as exc:  # a diagnosis aid: its failure must not hide the divergence
+        return {"introduced_by": None, "pass_bisection": f"pass bisection failed: {_describe_exception(exc)}"}
+    if found is None:
+        return {}
+    steps, introduced = found["steps"], found["introduced_by"]
+    if introduced is None:
+        sentence = (f"pass bisection: compiled with the pipeline's optional steps added one at a time ({len(steps)} "
+                    f"configurations), the sublayer producing {tensor} agrees with the reference on the reference's "
+                    "input in every one: the error comes from upstream")
+    elif len(steps) == 1:
+        sentence = ("pass bisection: wrong already with no optional pipeline step: the lowering, or a step every kernel "
+                    "needs (bufferization, lowering to LLVM), makes the error")
+    else:
+        sentence = (f"pass bisection: right up to and including {steps[-2]['step']}, wrong once {introduced} runs: "
+                    "that step makes the error")
+    return {"introduced_by": introduced, "pass_bisection": sentence}
+
+
 def _fused_localization(found: dict | None, step: int) -> dict:
     """The first-divergence fields of a fused re-run's result."""
     if found:
@@ -483,6 +509,8 @@ def run_mode(plan: ModePlan, capture, runner_factory: Callable[[str, str], Any],
         fd = _divergence_record(first)
         if plan.kind == "subgraph" and hasattr(runner, "localize"):
             fd.update(_localize(runner, capture, first.step, first.tensor, n_layer, tol))
+            if hasattr(runner, "bisect_passes"):
+                fd.update(_pass_bisection(runner, capture, first.step, first.tensor, n_layer, tol))
         elif plan.kind == "fused" and hasattr(runner, "localize"):
             fd.update(_localize_fused(runner, capture, first.step))
         fd["source_text"] = source_text(fd.get("source"))

@@ -54,3 +54,62 @@ def test_a_fault_that_would_change_nothing_is_refused():
     for name in NEVER_FLOAT & {n for n in dir(np) if isinstance(getattr(np, n), np.ufunc)}:
         outputs = [t.split("->")[1] for t in getattr(np, name).types]
         assert not any(c in "efdgFDG" for out in outputs for c in out), name
+
+
+# --------------------------------------------------------------------------- pass bisection
+
+def projected(x, w):
+    return np.tanh(x @ w) * 2.0
+
+
+def _bisection_inputs():
+    rng = np.random.default_rng(11)
+    x, w = rng.standard_normal((4, 8)).astype(np.float32), rng.standard_normal((8, 5)).astype(np.float32)
+    expected = np.tanh(x @ w) * np.float32(2.0)
+    return (x, w), lambda out: not np.allclose(out, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_pass_bisection_tries_every_step_in_pipeline_order_when_nothing_is_wrong():
+    from compiler.backend import TENSOR_PASSES
+    from compiler.diagnose import BLAS_STEP, NO_OPTIONAL_STEP, bisect_passes
+
+    args, is_wrong = _bisection_inputs()
+    found = bisect_passes(projected, args, is_wrong=is_wrong)
+    assert found.introduced_by is None
+    assert [step for step, _ in found.steps] == (
+        [NO_OPTIONAL_STEP] + [f"{p} (tensor pass {k} of 5)" for k, p in enumerate(TENSOR_PASSES, 1)] + [BLAS_STEP])
+    assert not any(wrong for _, wrong in found.steps)
+
+
+def test_a_fault_in_the_lowering_is_wrong_before_any_optional_step():
+    from compiler.diagnose import NO_OPTIONAL_STEP, bisect_passes
+
+    args, is_wrong = _bisection_inputs()
+    with inject_fault("tanh", 1.01):
+        found = bisect_passes(projected, args, is_wrong=is_wrong)
+    assert found.steps == [(NO_OPTIONAL_STEP, True)] and found.introduced_by == NO_OPTIONAL_STEP
+
+
+def test_a_fault_in_the_blas_substitution_is_found_there(monkeypatch):
+    from compiler import backend
+    from compiler.diagnose import BLAS_STEP, bisect_passes
+
+    broken = backend._GEMM_SHIM.replace("%one = arith.constant 1.0 : {t}",
+                                        "%one = arith.constant 1.0 : {t}\n      %alpha = arith.constant 1.01 : {t}")
+    monkeypatch.setattr(backend, "_GEMM_SHIM", broken.replace("%k, %one, %pa", "%k, %alpha, %pa"))
+    monkeypatch.setenv("PARITY_NO_DISK_CACHE", "1")  # the cache key knows the shim by its source file
+    args, is_wrong = _bisection_inputs()
+    found = bisect_passes(projected, args, is_wrong=is_wrong)
+    assert found.introduced_by == BLAS_STEP and len(found.steps) == 7
+    assert [wrong for _, wrong in found.steps] == [False] * 6 + [True]
+
+
+def test_each_pipeline_configuration_has_its_own_kernel_cache_key():
+    from compiler.backend import CpuPipeline, CpuTarget
+    from compiler.diagnose import pipeline_steps
+    from compiler.jit import JitFunction
+
+    lowered = JitFunction(projected).lower(*_bisection_inputs()[0])
+    keys = [CpuTarget(pipeline).cache_key(lowered) for _, pipeline in pipeline_steps()]
+    assert len(set(keys)) == len(keys)
+    assert pipeline_steps()[-1][1] == CpuPipeline() and keys[-1] == CpuTarget().cache_key(lowered)

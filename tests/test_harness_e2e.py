@@ -265,6 +265,9 @@ def test_an_injected_fault_is_caught_localized_and_announced(world):
     assert [c.split(" ")[1] for c in called_from] == ["(feedforward)", "(feedforward_sublayer)"]
     assert called_from[0].startswith("compiler/ops.py:") and called_from[1].startswith("compiler/gpt2/model.py:")
     assert "(gelu)" in mode["reason"]
+    # the fault is in the lowering: wrong before any optional pipeline step runs
+    assert mode["first_divergence"]["introduced_by"] == "the lowering (no optional pipeline step)"
+    assert mode["first_divergence"]["pass_bisection"].startswith("pass bisection: wrong already with no optional")
     assert report["injected_fault"] == {"op": "tanh", "factor": 1.0, "offset": 1e-3}
     assert report["banner"].startswith("A fault was injected: every tanh result y became y*1+0.001")
     # the fault lives only inside the run: the same verify without it passes
@@ -392,3 +395,24 @@ def test_an_audit_kernel_mlir_refuses_is_a_compile_error_finding(world):
                                    "'linalg.transpose' op")
     assert mode["reason"].startswith("every tensor passed, but the op-by-op kernel of h.0.attention")
     assert "kh.T" in fd["source_text"]
+
+
+def test_a_miscompile_made_by_the_blas_substitution_is_traced_to_it(world, monkeypatch):
+    """A gemm call with alpha 1.01 (a bug in the BLAS shim, after every MLIR pass): the pass
+    bisection finds the sublayer right through every tensor pass and wrong once BLAS is substituted."""
+    from compiler import backend
+
+    shim = backend._GEMM_SHIM
+    broken = shim.replace("%one = arith.constant 1.0 : {t}",
+                          "%one = arith.constant 1.0 : {t}\n      %alpha = arith.constant 1.01 : {t}")
+    broken = broken.replace("%k, %one, %pa", "%k, %alpha, %pa")
+    assert broken.count("%alpha") == 2
+    monkeypatch.setattr(backend, "_GEMM_SHIM", broken)
+    monkeypatch.setenv("PARITY_NO_DISK_CACHE", "1")  # the cache key knows the shim by its source file
+    report = verify(_options(world, modes=["subgraph"], tokens=1))
+    validate_report(report)
+    fd = report["modes"]["subgraph"]["first_divergence"]
+    assert (fd["step"], fd["tensor"], fd["op"]) == (0, "h.0.attention", "matmul")
+    assert fd["introduced_by"] == "BLAS substitution"
+    assert fd["pass_bisection"] == ("pass bisection: right up to and including cse (tensor pass 5 of 5), wrong once "
+                                    "BLAS substitution runs: that step makes the error")
