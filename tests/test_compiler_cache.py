@@ -352,8 +352,9 @@ def test_a_pipeline_edit_retires_cached_kernels(tmp_path):
         shutil.copytree(package, copy / "compiler", ignore=shutil.ignore_patterns("__pycache__"))
     backend_py = after / "compiler" / "backend.py"
     source = backend_py.read_text()
-    assert "canonicalize,cse)" in source
-    backend_py.write_text(source.replace("canonicalize,cse)", "canonicalize,cse,canonicalize)", 1))
+    edited = source.replace('"canonicalize", "cse")', '"canonicalize", "cse", "canonicalize")', 1)
+    assert edited != source
+    backend_py.write_text(edited)
 
     version_before, entries_before = run(before)
     version_after, entries_after = run(after)
