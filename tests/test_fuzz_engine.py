@@ -321,3 +321,39 @@ def test_list_ops_piped_never_truncates_names(capsys):
     assert lines[0] == "name\tNumPy\tfamily\tarity\tdtypes\tdomain\ttolerance"
     assert [line.split("\t")[0] for line in lines[1:]] == list(oi.REGISTRY)
     assert lines[1].split("\t")[1] == oi.REGISTRY[lines[1].split("\t")[0]].numpy_name
+
+
+def test_a_failing_case_is_explained_by_the_pipeline_step_that_makes_it_wrong():
+    from compiler.diagnose import NO_OPTIONAL_STEP
+    from harness.fuzzing.check import explain_case
+
+    case = sample_op_case(oi.RandomChooser(0), oi.REGISTRY["exp"])
+    case["operands"] = [encode_operand(np.linspace(-2, 2, 7, dtype=np.float32))]
+    assert explain_case(case) is None  # right in every configuration
+    with inject_fault("exp", 1.001):
+        assert explain_case(case) == NO_OPTIONAL_STEP
+    graph = {"kind": "graph", "inputs": [encode_operand(np.linspace(-1, 1, 6).reshape(2, 3))["array"]], "outputs": [1],
+             "nodes": [{"op": "tanh", "args": [{"input": 0}], "params": {}, "item": None},
+                       {"op": "sum", "args": [{"node": 0}], "params": {"axis": 1, "keepdims": False}, "item": None}]}
+    assert explain_case(graph) is None
+    with inject_fault("tanh", 1.01):
+        assert explain_case(graph) == NO_OPTIONAL_STEP
+
+
+def test_a_finding_carries_its_explanation_from_the_worker(tmp_path):
+    case = sample_op_case(oi.RandomChooser(0), oi.REGISTRY["exp"])
+
+    class Explaining:
+        def explain(self, given):
+            assert given is case
+            return "linalg-fuse-elementwise-ops (tensor pass 3 of 5)"
+
+    found = engine._finding(case, "exp", Outcome("fail", "result: 3 of 7 elements differ"), tmp_path, 0, Explaining())
+    assert found.message == ("[fail] result: 3 of 7 elements differ — introduced by: linalg-fuse-elementwise-ops "
+                             "(tensor pass 3 of 5)")
+    assert json.loads(open(found.reproducer).read())["message"].endswith("introduced by: linalg-fuse-elementwise-ops "
+                                                                         "(tensor pass 3 of 5)")
+    crashed = engine._finding(case, "exp", Outcome("crash", "signal"), None, 0, Explaining())
+    assert crashed.message == "[crash] signal"  # only a value mismatch is bisected
+    with IsolatedRunner(timeout=120) as runner:  # the worker side of the protocol: a clean case has nothing to explain
+        assert runner.explain(case) is None and runner.run(case).status == "pass"

@@ -110,6 +110,40 @@ def check_op_case(case: dict) -> None:
         raise Mismatch("; ".join(problems))
 
 
+def op_case_parts(case: dict):
+    """(function, its arguments, problems of a compiled result) of an op case whose NumPy result
+    the compiler should reproduce; None when NumPy raises or gives an unsupported dtype."""
+    info = oi.REGISTRY[case["op"]]
+    params = case["params"]
+    operands = [decode_operand(o) for o in case["operands"]]
+    try:
+        expected = numpy_eval(lambda: info(operands, params))
+    except Exception:
+        return None
+    if not _supported(expected):
+        return None
+    return (lambda *xs: info(xs, params)), operands, (lambda got: _problems(info, operands, params, expected, got))
+
+
+def explain_case(case: dict) -> str | None:
+    """For a case whose compiled values disagree with NumPy: the CPU pipeline step that makes them
+    disagree (``compiler.diagnose.bisect_passes``: compiled with the optional steps added one at a
+    time). None when no configuration disagrees (the mismatch is of another kind: an exception,
+    a dtype refused) or the case is not an op or graph case."""
+    from compiler.diagnose import bisect_passes
+    if case.get("kind") == "op":
+        parts = op_case_parts(case)
+    elif case.get("kind") == "graph":
+        from .graphs import graph_case_parts
+        parts = graph_case_parts(case)
+    else:
+        return None
+    if parts is None:
+        return None
+    fn, inputs, problems_of = parts
+    return bisect_passes(fn, tuple(inputs), is_wrong=lambda got: bool(numpy_eval(lambda: problems_of(got)))).introduced_by
+
+
 def _problems(info, operands, params, expected, got) -> list[str]:
     exp_list, got_list = flatten(expected), flatten(got)
     if len(exp_list) != len(got_list):

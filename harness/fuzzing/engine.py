@@ -232,7 +232,7 @@ def fuzz(profile: Profile, base_seed: int = 0, corpus: Path | None = None, ops: 
                     summary.ops_covered.append(info.name)
                 if case is not None:
                     failed_ops.add(info.name)
-                    summary.failures.append(_finding(case, info.name, outcome, corpus, base_seed))
+                    summary.failures.append(_finding(case, info.name, outcome, corpus, base_seed, runner))
                 if progress:
                     progress(summary)
         remaining = profile.graph_examples
@@ -245,7 +245,7 @@ def fuzz(profile: Profile, base_seed: int = 0, corpus: Path | None = None, ops: 
             remaining -= n
             g += 1
             if case is not None:
-                summary.failures.append(_finding(case, "graph", outcome, corpus, base_seed))
+                summary.failures.append(_finding(case, "graph", outcome, corpus, base_seed, runner))
                 graph_failures += 1
             if progress:
                 progress(summary)
@@ -260,7 +260,12 @@ def fuzz(profile: Profile, base_seed: int = 0, corpus: Path | None = None, ops: 
     return summary
 
 
-def _finding(case, label, outcome, corpus, base_seed) -> Finding:
+def _finding(case, label, outcome, corpus, base_seed, runner=None) -> Finding:
+    if outcome.status == "fail" and hasattr(runner, "explain"):
+        # once per finding, on the shrunk case: which pipeline step makes the values wrong
+        introduced = runner.explain(case)
+        if introduced:
+            outcome = Outcome(outcome.status, f"{outcome.message} — introduced by: {introduced}")
     if corpus is not None:
         path = write_corpus_entry(corpus, case, label, outcome, f"parity fuzz --seed {base_seed}")
         reproducer = str(path)

@@ -128,36 +128,47 @@ def depths(program: dict) -> list[int]:
 
 
 def check_graph_case(case: dict) -> None:
+    fn, inputs, problems_of = graph_case_parts(case)
+    compiled = jit(fn)
+    try:
+        got = numpy_eval(lambda: compiled(*inputs))
+    except Exception as exc:
+        raise Mismatch(f"compiler raised {type(exc).__name__}: {exc}") from None
+    problems = problems_of(got)
+    if problems:
+        raise Mismatch("; ".join(problems))
+
+
+def graph_case_parts(case: dict):
+    """(the program as a function of its inputs, the inputs, problems of a compiled result)."""
     inputs = [decode_array(a) for a in case["inputs"]]
     values = numpy_eval(lambda: run_program(case, inputs))
     exact, mags, depth = exactness(case), magnitudes(case, inputs, values), depths(case)
     overflow = overflow_paths(case, inputs, values)
     eps_in = path_eps(case, values, exact)
     outputs = case["outputs"]
-    compiled = jit(lambda *xs: [run_program(case, list(xs))[o] for o in outputs])
-    try:
-        got = numpy_eval(lambda: compiled(*inputs))
-    except Exception as exc:
-        raise Mismatch(f"compiler raised {type(exc).__name__}: {exc}") from None
-    problems = []
-    for o, g in zip(outputs, got):
-        e = np.asarray(values[o])
-        if exact[o] or e.dtype.kind != "f":
-            rtol, atol = 0.0, 0.0
-        else:
-            eps = max(oi.EPS[e.dtype], eps_in[o])
-            rtol = 64 * eps * depth[o]
-            atol = rtol * mags[o] + float(np.finfo(e.dtype).tiny)
-            near = overflow[o] or mags[o] > float(np.finfo(e.dtype).max) / 2**20
-            if near and isinstance(g, np.ndarray) and g.shape == e.shape:
-                # near overflow, whether a rounded chain ends in inf, -inf or NaN depends on
-                # evaluation order (inf + -inf): non-finite elements are not comparable there
-                either = ~np.isfinite(e) | ~np.isfinite(g)
-                e, g = np.where(either, 0, e).astype(e.dtype), np.where(either, 0, g).astype(g.dtype)
-        node = case["nodes"][o]
-        problems += compare_values(e, g, rtol, atol, f"node {o} ({node['op']})")
-    if problems:
-        raise Mismatch("; ".join(problems))
+
+    def problems_of(got) -> list[str]:
+        problems = []
+        for o, g in zip(outputs, got):
+            e = np.asarray(values[o])
+            if exact[o] or e.dtype.kind != "f":
+                rtol, atol = 0.0, 0.0
+            else:
+                eps = max(oi.EPS[e.dtype], eps_in[o])
+                rtol = 64 * eps * depth[o]
+                atol = rtol * mags[o] + float(np.finfo(e.dtype).tiny)
+                near = overflow[o] or mags[o] > float(np.finfo(e.dtype).max) / 2**20
+                if near and isinstance(g, np.ndarray) and g.shape == e.shape:
+                    # near overflow, whether a rounded chain ends in inf, -inf or NaN depends on
+                    # evaluation order (inf + -inf): non-finite elements are not comparable there
+                    either = ~np.isfinite(e) | ~np.isfinite(g)
+                    e, g = np.where(either, 0, e).astype(e.dtype), np.where(either, 0, g).astype(g.dtype)
+            node = case["nodes"][o]
+            problems += compare_values(e, g, rtol, atol, f"node {o} ({node['op']})")
+        return problems
+
+    return (lambda *xs: [run_program(case, list(xs))[o] for o in outputs]), inputs, problems_of
 
 
 # --------------------------------------------------------------------------- generation

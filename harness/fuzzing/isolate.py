@@ -24,7 +24,7 @@ class Outcome:
 def _worker(conn, cache_dir):
     if cache_dir:
         os.environ["PARITY_CACHE"] = cache_dir
-    from .check import Mismatch, check_case
+    from .check import Mismatch, check_case, explain_case
     while True:
         try:
             case = conn.recv()
@@ -33,6 +33,9 @@ def _worker(conn, cache_dir):
         if case is None:
             return
         try:
+            if isinstance(case, tuple):  # ("explain", case): the pipeline step behind its mismatch
+                conn.send(("pass", explain_case(case[1]) or ""))
+                continue
             check_case(case)
             conn.send(("pass", ""))
         except Mismatch as exc:
@@ -107,6 +110,12 @@ class IsolatedRunner:
             self.crashes += 1
             self._stop(kill=True)
             return Outcome("crash", f"the compiled case crashed the process ({_signal_name(code)})")
+
+    def explain(self, case: dict) -> str | None:
+        """The CPU pipeline step that makes a failing case's values wrong (``check.explain_case``),
+        in the worker like the case itself; None when it cannot tell (or the bisection failed)."""
+        outcome = self.run(("explain", case))
+        return outcome.message or None if outcome.status == "pass" else None
 
     def close(self):
         self._stop()
