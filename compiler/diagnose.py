@@ -146,10 +146,12 @@ def _divergence(node, index: int, actual: np.ndarray, abs_err: float, rel_err: f
 # --------------------------------------------------------------------------- pass bisection
 # Which step of the CPU pipeline makes a wrong result wrong: the function is compiled with the
 # pipeline's optional steps switched on one at a time, in pipeline order, and the first
-# configuration whose result the caller judges wrong names the step that introduced the error.
+# configuration whose result the caller judges wrong (or that does not compile) names the step
+# that introduced the error.
 
 NO_OPTIONAL_STEP = "the lowering (no optional pipeline step)"
 BLAS_STEP = "BLAS substitution"
+RIGHT, WRONG, NO_COMPILE = "right", "wrong", "does not compile"
 
 
 def pipeline_steps() -> list[tuple[str, "CpuPipeline"]]:
@@ -163,22 +165,32 @@ def pipeline_steps() -> list[tuple[str, "CpuPipeline"]]:
 
 @dataclass
 class PassBisection:
-    """(step, whether the result was wrong) for each configuration tried, in pipeline order, up to
-    the first wrong one. ``introduced_by``: that step; None when no configuration was wrong."""
+    """(step, outcome: RIGHT, WRONG or NO_COMPILE) of each configuration tried, in pipeline order.
+    ``introduced_by``: the first step whose outcome is not RIGHT; None when production's own
+    configuration is right on this input (then it is the only one tried)."""
 
     steps: list
 
     @property
     def introduced_by(self) -> str | None:
-        return next((step for step, wrong in self.steps if wrong), None)
+        return next((step for step, outcome in self.steps if outcome != RIGHT), None)
+
+    @property
+    def outcome(self) -> str | None:
+        """The introducing configuration's outcome (WRONG or NO_COMPILE)."""
+        return next((outcome for _, outcome in self.steps if outcome != RIGHT), None)
 
 
 def bisect_passes(fn, args, kwargs=None, *, is_wrong) -> PassBisection:
     """Compile ``fn`` on ``args`` for the CPU once per ``pipeline_steps`` configuration and run it;
-    ``is_wrong(result)`` (the function's result, as a call returns it) judges each. A result wrong
-    already without any optional step comes from the lowering or the steps every kernel needs
-    (bufferization, lowering to LLVM); otherwise the first step whose result is wrong made it so."""
+    ``is_wrong(result)`` (the function's result, as a call returns it) judges each. Production's
+    configuration goes first: when it is right on these inputs, no step is to blame (and nothing
+    else is compiled). Otherwise the configurations run in pipeline order up to the first that is
+    wrong or does not compile. Wrong already without any optional step: the lowering or a step
+    every kernel gets (bufferization, the libm substitution, lowering to LLVM and LLVM's own
+    optimization) made it so; otherwise the first step whose addition makes it wrong did."""
     from .backend import CpuTarget
+    from .errors import CompileError
     from .jit import _unflatten
     kwargs = kwargs or {}
     inputs, outputs, out_tree, paths = trace(fn, args, kwargs)
@@ -186,14 +198,24 @@ def bisect_passes(fn, args, kwargs=None, *, is_wrong) -> PassBisection:
     leaves = []
     _flatten(tuple(args), "args", leaves, [])
     arrays = checked_inputs(leaves, _host_checks(inputs, outputs, paths))  # before any native code runs
-    tried = []
-    for step, pipeline in pipeline_steps():
-        with located_compile_errors(lowered):
-            kernel = CpuTarget(pipeline).compile(lowered)
+
+    def outcome(pipeline) -> str:
+        try:
+            with located_compile_errors(lowered):
+                kernel = CpuTarget(pipeline).compile(lowered)
+        except CompileError:
+            return NO_COMPILE
         results = [np.empty(shape, dtype) for shape, dtype in lowered.out_specs]
         kernel(arrays + list(lowered.hidden) + results)
-        wrong = bool(is_wrong(_unflatten(out_tree, iter(results))))
-        tried.append((step, wrong))
-        if wrong:
+        return WRONG if is_wrong(_unflatten(out_tree, iter(results))) else RIGHT
+
+    *optional, (production_step, production) = pipeline_steps()
+    last = outcome(production)
+    if last == RIGHT:
+        return PassBisection([(production_step, RIGHT)])
+    tried = []
+    for step, pipeline in optional:
+        tried.append((step, outcome(pipeline)))
+        if tried[-1][1] != RIGHT:
             break
-    return PassBisection(tried)
+    return PassBisection(tried + [(production_step, last)])

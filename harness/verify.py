@@ -323,17 +323,18 @@ def _pass_bisection(runner, capture, step: int, tensor: str, n_layer: int, tol: 
         return {"introduced_by": None, "pass_bisection": f"pass bisection failed: {_describe_exception(exc)}"}
     if found is None:
         return {}
-    steps, introduced = found["steps"], found["introduced_by"]
+    steps, introduced, outcome = found["steps"], found["introduced_by"], found.get("outcome") or "wrong"
     if introduced is None:
-        sentence = (f"pass bisection: compiled with the pipeline's optional steps added one at a time ({len(steps)} "
-                    f"configurations), the sublayer producing {tensor} agrees with the reference on the reference's "
-                    "input in every one: the error comes from upstream")
-    elif len(steps) == 1:
-        sentence = ("pass bisection: wrong already with no optional pipeline step: the lowering, or a step every kernel "
-                    "needs (bufferization, lowering to LLVM), makes the error")
+        sentence = (f"pass bisection of {tensor}: on the reference's input its kernel is within the tensor tolerance, "
+                    "so the divergence needs the upstream sublayers' errors; no pipeline step can be named")
+    elif steps[0]["outcome"] != "right":
+        sentence = (f"pass bisection of {tensor}: {outcome} already with no optional pipeline step: the lowering, or a "
+                    "step every kernel gets (bufferization, the libm substitution, lowering to LLVM, LLVM's own "
+                    "optimization), makes the error")
     else:
-        sentence = (f"pass bisection: right up to and including {steps[-2]['step']}, wrong once {introduced} runs: "
-                    "that step makes the error")
+        right = [s["step"] for s in steps if s["outcome"] == "right"]
+        sentence = (f"pass bisection of {tensor}: right up to and including {right[-1]}, {outcome} once {introduced} "
+                    "runs: that step makes the error")
     return {"introduced_by": introduced, "pass_bisection": sentence}
 
 

@@ -69,25 +69,45 @@ def _bisection_inputs():
     return (x, w), lambda out: not np.allclose(out, expected, rtol=1e-5, atol=1e-6)
 
 
-def test_pass_bisection_tries_every_step_in_pipeline_order_when_nothing_is_wrong():
-    from compiler.backend import TENSOR_PASSES
-    from compiler.diagnose import BLAS_STEP, NO_OPTIONAL_STEP, bisect_passes
+def test_when_production_is_right_no_step_is_blamed_and_nothing_else_compiles():
+    """A result right in production's configuration needs no bisection, even if a configuration
+    without BLAS (loops that sum in another order) would land on the other side of a tolerance."""
+    from compiler.diagnose import BLAS_STEP, RIGHT, bisect_passes
 
     args, is_wrong = _bisection_inputs()
     found = bisect_passes(projected, args, is_wrong=is_wrong)
-    assert found.introduced_by is None
-    assert [step for step, _ in found.steps] == (
-        [NO_OPTIONAL_STEP] + [f"{p} (tensor pass {k} of 5)" for k, p in enumerate(TENSOR_PASSES, 1)] + [BLAS_STEP])
-    assert not any(wrong for _, wrong in found.steps)
+    assert found.steps == [(BLAS_STEP, RIGHT)] and found.introduced_by is None and found.outcome is None
 
 
 def test_a_fault_in_the_lowering_is_wrong_before_any_optional_step():
-    from compiler.diagnose import NO_OPTIONAL_STEP, bisect_passes
+    from compiler.diagnose import BLAS_STEP, NO_OPTIONAL_STEP, WRONG, bisect_passes
 
     args, is_wrong = _bisection_inputs()
     with inject_fault("tanh", 1.01):
         found = bisect_passes(projected, args, is_wrong=is_wrong)
-    assert found.steps == [(NO_OPTIONAL_STEP, True)] and found.introduced_by == NO_OPTIONAL_STEP
+    assert found.steps == [(NO_OPTIONAL_STEP, WRONG), (BLAS_STEP, WRONG)]
+    assert (found.introduced_by, found.outcome) == (NO_OPTIONAL_STEP, WRONG)
+
+
+def test_a_configuration_that_does_not_compile_is_where_the_error_starts():
+    """A step whose addition makes MLIR refuse the module introduces a compiler bug too."""
+    import sys
+    from pathlib import Path
+    from compiler.backend import TENSOR_PASSES
+    from compiler.diagnose import NO_COMPILE, NO_OPTIONAL_STEP, RIGHT, bisect_passes, pipeline_steps
+
+    sys.path.insert(0, str(Path(__file__).parent / "support"))
+    from broken_lowering import concat_past_the_end
+
+    def joined(x, y):
+        return np.concatenate([x, y], axis=1)
+
+    x, y = np.ones((2, 3), np.float32), np.ones((2, 2), np.float32)
+    with concat_past_the_end():
+        found = bisect_passes(joined, (x, y), is_wrong=lambda out: False)
+    assert found.steps[0] == (NO_OPTIONAL_STEP, NO_COMPILE) and found.outcome == NO_COMPILE
+    assert [step for step, _ in pipeline_steps()][1] == f"{TENSOR_PASSES[0]} (tensor pass 1 of 5)"
+    assert RIGHT not in [outcome for _, outcome in found.steps]
 
 
 def test_a_fault_in_the_blas_substitution_is_found_there(monkeypatch):
@@ -101,7 +121,7 @@ def test_a_fault_in_the_blas_substitution_is_found_there(monkeypatch):
     args, is_wrong = _bisection_inputs()
     found = bisect_passes(projected, args, is_wrong=is_wrong)
     assert found.introduced_by == BLAS_STEP and len(found.steps) == 7
-    assert [wrong for _, wrong in found.steps] == [False] * 6 + [True]
+    assert [outcome for _, outcome in found.steps] == ["right"] * 6 + ["wrong"]
 
 
 def test_each_pipeline_configuration_has_its_own_kernel_cache_key():

@@ -357,3 +357,22 @@ def test_a_finding_carries_its_explanation_from_the_worker(tmp_path):
     assert crashed.message == "[crash] signal"  # only a value mismatch is bisected
     with IsolatedRunner(timeout=120) as runner:  # the worker side of the protocol: a clean case has nothing to explain
         assert runner.explain(case) is None and runner.run(case).status == "pass"
+
+
+@pytest.mark.parametrize("status, words", [("crash", "crashed"), ("timeout", "timed out"), ("fail", "failed")])
+def test_a_pass_bisection_that_breaks_down_says_so_in_the_finding(monkeypatch, status, words):
+    runner = IsolatedRunner()
+    monkeypatch.setattr(runner, "run", lambda case: Outcome(status, "what happened"))
+    assert runner.explain({"kind": "op"}) == f"unknown: the pass bisection {words} (what happened)"
+
+
+def test_value_problems_are_told_from_dtype_problems():
+    """explain_case bisects only values (a dtype comes from tracing, before any pipeline step runs):
+    it tells them apart by VALUES_DIFFER."""
+    from harness.fuzzing import check
+
+    case = sample_op_case(oi.RandomChooser(0), oi.REGISTRY["exp"])
+    case["operands"] = [encode_operand(np.linspace(-2, 2, 7, dtype=np.float32))]
+    fn, inputs, problems_of = check.op_case_parts(case)
+    assert problems_of([np.exp(inputs[0]).astype(np.float64)])[0].startswith("result: dtype float64")
+    assert check.VALUES_DIFFER in problems_of([np.exp(inputs[0]) * np.float32(2)])[0]

@@ -267,7 +267,8 @@ def test_an_injected_fault_is_caught_localized_and_announced(world):
     assert "(gelu)" in mode["reason"]
     # the fault is in the lowering: wrong before any optional pipeline step runs
     assert mode["first_divergence"]["introduced_by"] == "the lowering (no optional pipeline step)"
-    assert mode["first_divergence"]["pass_bisection"].startswith("pass bisection: wrong already with no optional")
+    assert mode["first_divergence"]["pass_bisection"].startswith("pass bisection of h.0.output: wrong already with no "
+                                                                 "optional pipeline step")
     assert report["injected_fault"] == {"op": "tanh", "factor": 1.0, "offset": 1e-3}
     assert report["banner"].startswith("A fault was injected: every tanh result y became y*1+0.001")
     # the fault lives only inside the run: the same verify without it passes
@@ -414,5 +415,5 @@ def test_a_miscompile_made_by_the_blas_substitution_is_traced_to_it(world, monke
     fd = report["modes"]["subgraph"]["first_divergence"]
     assert (fd["step"], fd["tensor"], fd["op"]) == (0, "h.0.attention", "matmul")
     assert fd["introduced_by"] == "BLAS substitution"
-    assert fd["pass_bisection"] == ("pass bisection: right up to and including cse (tensor pass 5 of 5), wrong once "
-                                    "BLAS substitution runs: that step makes the error")
+    assert fd["pass_bisection"] == ("pass bisection of h.0.attention: right up to and including cse (tensor pass 5 "
+                                    "of 5), wrong once BLAS substitution runs: that step makes the error")

@@ -291,7 +291,7 @@ class SubgraphGPT2(CompiledGPT2):
     def bisect_passes(self, tensor_name: str, ids, upstream_value, is_wrong) -> dict | None:
         """Which CPU pipeline step makes the sublayer producing ``tensor_name``, run on
         ``upstream_value``, wrong by ``is_wrong`` (judging its real rows, or the logits row):
-        ``{"introduced_by", "steps": [{"step", "wrong"}]}`` (compiler.diagnose.bisect_passes);
+        ``{"introduced_by", "outcome", "steps": [{"step", "outcome"}]}`` (compiler.diagnose.bisect_passes);
         None on the GPU target, whose pipeline is another."""
         if self.target != "cpu":
             return None
@@ -300,7 +300,8 @@ class SubgraphGPT2(CompiledGPT2):
         n = self.check_ids(ids).size
         real = (lambda out: np.asarray(out)[0]) if fn is final_projection else (lambda out: _rows(out, n))
         found = bisect_passes(fn, args, static, is_wrong=lambda out: is_wrong(real(out)))
-        return {"introduced_by": found.introduced_by, "steps": [{"step": s, "wrong": w} for s, w in found.steps]}
+        return {"introduced_by": found.introduced_by, "outcome": found.outcome,
+                "steps": [{"step": step, "outcome": outcome} for step, outcome in found.steps]}
 
     def localize(self, tensor_name: str, ids, upstream_value) -> dict | None:
         """Re-run the sublayer producing ``tensor_name`` on ``upstream_value`` op by op against NumPy

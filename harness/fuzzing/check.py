@@ -36,6 +36,9 @@ def numpy_eval(fn):
         return fn()
 
 
+VALUES_DIFFER = "elements differ"  # in every problem compare_values finds with the values, none with dtype or shape
+
+
 def compare_values(expected, got, rtol: float, atol, label: str, zero_sign: bool = False) -> list[str]:
     """Problems with ``got`` against ``expected`` (empty when they agree). With ``zero_sign`` a zero
     must also carry NumPy's sign (for ops whose result NumPy defines bit for bit)."""
@@ -128,8 +131,9 @@ def op_case_parts(case: dict):
 def explain_case(case: dict) -> str | None:
     """For a case whose compiled values disagree with NumPy: the CPU pipeline step that makes them
     disagree (``compiler.diagnose.bisect_passes``: compiled with the optional steps added one at a
-    time). None when no configuration disagrees (the mismatch is of another kind: an exception,
-    a dtype refused) or the case is not an op or graph case."""
+    time). Only values are judged: a wrong dtype or shape comes from tracing, before any pipeline.
+    None when production's values agree (the mismatch is of another kind: an exception, a dtype)
+    or the case is not an op or graph case."""
     from compiler.diagnose import bisect_passes
     if case.get("kind") == "op":
         parts = op_case_parts(case)
@@ -141,7 +145,14 @@ def explain_case(case: dict) -> str | None:
     if parts is None:
         return None
     fn, inputs, problems_of = parts
-    return bisect_passes(fn, tuple(inputs), is_wrong=lambda got: bool(numpy_eval(lambda: problems_of(got)))).introduced_by
+
+    def values_wrong(got) -> bool:
+        return any(VALUES_DIFFER in problem for problem in numpy_eval(lambda: problems_of(got)))
+
+    found = bisect_passes(fn, tuple(inputs), is_wrong=values_wrong)
+    if found.introduced_by is None:
+        return None
+    return found.introduced_by + ("" if found.outcome == "wrong" else f" ({found.outcome})")
 
 
 def _problems(info, operands, params, expected, got) -> list[str]:

@@ -113,9 +113,14 @@ class IsolatedRunner:
 
     def explain(self, case: dict) -> str | None:
         """The CPU pipeline step that makes a failing case's values wrong (``check.explain_case``),
-        in the worker like the case itself; None when it cannot tell (or the bisection failed)."""
+        in the worker like the case itself; None when there is none to name; what went wrong when
+        the bisection itself failed, crashed or timed out (a configuration that crashes is a
+        compiler bug too)."""
         outcome = self.run(("explain", case))
-        return outcome.message or None if outcome.status == "pass" else None
+        if outcome.status == "pass":
+            return outcome.message or None
+        what = {"crash": "crashed", "timeout": "timed out"}.get(outcome.status, "failed")
+        return f"unknown: the pass bisection {what} ({outcome.message})"
 
     def close(self):
         self._stop()
