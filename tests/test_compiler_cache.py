@@ -328,9 +328,9 @@ def test_every_module_that_runs_after_the_ir_text_is_in_the_cache_key():
     assert post_ir <= set(backend.POST_IR_SOURCES), sorted(post_ir - set(backend.POST_IR_SOURCES))
 
 
-def test_a_pipeline_edit_retires_cached_kernels(tmp_path):
-    """Editing a pass pipeline in a checkout (no version bumped) changes every kernel's key, so a
-    second process never loads kernels the unedited compiler built."""
+def _cpu_kernel_entries_across_an_edit(tmp_path, module: str, edit) -> tuple[str, set, str, set]:
+    """(toolchain version, cache entries) after a CPU kernel is built by a copy of the compiler,
+    then by a copy with ``module`` passed through ``edit``, both over one kernel cache."""
     from compiler import backend
     package = Path(backend.__file__).parent
     script = ("import numpy as np, compiler\n"
@@ -350,16 +350,30 @@ def test_a_pipeline_edit_retires_cached_kernels(tmp_path):
     before, after = tmp_path / "before", tmp_path / "after"
     for copy in (before, after):
         shutil.copytree(package, copy / "compiler", ignore=shutil.ignore_patterns("__pycache__"))
-    backend_py = after / "compiler" / "backend.py"
-    source = backend_py.read_text()
-    edited = source.replace('"canonicalize", "cse")', '"canonicalize", "cse", "canonicalize")', 1)
+    path = after / "compiler" / module
+    source = path.read_text()
+    edited = edit(source)
     assert edited != source
-    backend_py.write_text(edited)
+    path.write_text(edited)
+    return (*run(before), *run(after))
 
-    version_before, entries_before = run(before)
-    version_after, entries_after = run(after)
+
+def test_a_pipeline_edit_retires_cached_kernels(tmp_path):
+    """Editing a pass pipeline in a checkout (no version bumped) changes every kernel's key, so a
+    second process never loads kernels the unedited compiler built."""
+    version_before, entries_before, version_after, entries_after = _cpu_kernel_entries_across_an_edit(
+        tmp_path, "backend.py", lambda s: s.replace('"canonicalize", "cse")', '"canonicalize", "cse", "canonicalize")', 1))
     assert version_before != version_after
     assert len(entries_after) == 2 * len(entries_before), "the edited compiler built its own kernel"
+
+
+def test_an_edit_of_a_gpu_only_module_keeps_cpu_kernels(tmp_path):
+    """CPU kernels depend on backend.py alone of the post-IR modules: a GPU rewrite's edit changes
+    the toolchain (and every GPU kernel's key) but not theirs, so the CPU kernel is loaded, not rebuilt."""
+    version_before, entries_before, version_after, entries_after = _cpu_kernel_entries_across_an_edit(
+        tmp_path, "gpu_matmul.py", lambda s: s + "\n# an edit\n")
+    assert version_before != version_after
+    assert entries_after == entries_before and len(entries_before) == 1
 
 
 def _add_constant(k: float):
