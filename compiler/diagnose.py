@@ -89,15 +89,26 @@ def per_op_values(fn, args, kwargs=None, target: str = "cpu"):
     kwargs = kwargs or {}
     inputs, outputs, _, paths = trace(fn, args, kwargs)
     ops = [n for n in topological(outputs) if n.op not in ("input", "const")]
-    lowered = build_module(inputs, ops, faults=dict(FAULTS))
+    lowered, arrays = _lowered_with_arrays(inputs, ops, paths, args)
+    return ops, _run(get_target(target), lowered, arrays), arrays
+
+
+def _lowered_with_arrays(inputs, outputs, paths, args):
+    """The module computing ``outputs`` (any injected fault included) and the arrays its kernel
+    runs on, checked before any native code runs."""
+    lowered = build_module(inputs, outputs, faults=dict(FAULTS))
     leaves = []
     _flatten(tuple(args), "args", leaves, [])
-    arrays = checked_inputs(leaves, _host_checks(inputs, ops, paths))  # before any native code runs
+    return lowered, checked_inputs(leaves, _host_checks(inputs, outputs, paths))
+
+
+def _run(target, lowered, arrays) -> list[np.ndarray]:
+    """``lowered`` compiled for ``target`` and run on ``arrays``: its outputs."""
     with located_compile_errors(lowered):
-        kernel = get_target(target).compile(lowered)
+        kernel = target.compile(lowered)
     results = [np.empty(shape, dtype) for shape, dtype in lowered.out_specs]
     kernel(arrays + list(lowered.hidden) + results)
-    return ops, results, arrays
+    return results
 
 
 def _op_name(node) -> str:
@@ -194,19 +205,13 @@ def bisect_passes(fn, args, kwargs=None, *, is_wrong) -> PassBisection:
     from .jit import _unflatten
     kwargs = kwargs or {}
     inputs, outputs, out_tree, paths = trace(fn, args, kwargs)
-    lowered = build_module(inputs, outputs, faults=dict(FAULTS))
-    leaves = []
-    _flatten(tuple(args), "args", leaves, [])
-    arrays = checked_inputs(leaves, _host_checks(inputs, outputs, paths))  # before any native code runs
+    lowered, arrays = _lowered_with_arrays(inputs, outputs, paths, args)
 
     def outcome(pipeline) -> str:
         try:
-            with located_compile_errors(lowered):
-                kernel = CpuTarget(pipeline).compile(lowered)
+            results = _run(CpuTarget(pipeline), lowered, arrays)
         except CompileError:
             return NO_COMPILE
-        results = [np.empty(shape, dtype) for shape, dtype in lowered.out_specs]
-        kernel(arrays + list(lowered.hidden) + results)
         return WRONG if is_wrong(_unflatten(out_tree, iter(results))) else RIGHT
 
     *optional, (production_step, production) = pipeline_steps()

@@ -150,7 +150,12 @@ def raise_device_errors(what: str) -> None:
     uninitialized outputs to be read as results (a "divergence" instead of an error). Errors of
     that kind are sticky, so one synchronize of the context after a call finds them."""
     with primary_context_current(what) as cuda:
-        status = cuda.cuCtxSynchronize()
+        _synchronize(cuda, what)
+
+
+def _synchronize(cuda, what: str) -> None:
+    """``raise_device_errors`` with the context already current."""
+    status = cuda.cuCtxSynchronize()
     if status:
         raise CudaError(f"{what}: the device reported {_error_name(cuda, status)} "
                         "(the CUDA runtime's message on stderr names the failing call)")
@@ -533,9 +538,9 @@ class GpuKernel:
     def __call__(self, arrays: list) -> None:
         descriptors = [memref_descriptor(a.pointer, a.shape, None, 0) if isinstance(a, DeviceArray)
                        else memref_descriptor(a.ctypes.data, a.shape, a.strides, a.itemsize) for a in arrays]
-        with primary_context_current(f"@{self.func_name}"):
+        with primary_context_current(f"@{self.func_name}") as cuda:  # one push for the call and its check
             self._fn(*[ctypes.c_void_p(ctypes.addressof(d)) for d in descriptors])
-        raise_device_errors(f"@{self.func_name}")
+            _synchronize(cuda, f"@{self.func_name}")
 
 
 # --------------------------------------------------------------------------- host library

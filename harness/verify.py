@@ -266,7 +266,13 @@ def _own_kernel_diverges(runner, capture, step: int, tensor: str, ids, n_layer: 
     if not hasattr(runner, "rerun"):
         return None
     own = runner.rerun(tensor, ids, _reference_upstream(capture, step, tensor, n_layer))
-    return not compare_tensor(step, tensor, capture.tensor(step, tensor), own, tol).passed
+    return _diverges(capture, step, tensor, tol)(own)
+
+
+def _diverges(capture, step: int, tensor: str, tol: Tolerance):
+    """A test of a value of ``tensor`` at ``step``: whether it fails the check against the reference's."""
+    reference = capture.tensor(step, tensor)
+    return lambda value: not compare_tensor(step, tensor, reference, value, tol).passed
 
 
 def _audit_ops(runner, capture, kind: str, names: list[str], n_layer: int, checks: list) -> dict | None:
@@ -315,10 +321,9 @@ def _pass_bisection(runner, capture, step: int, tensor: str, n_layer: int, tol: 
     """Which step of the CPU pipeline makes the sublayer producing ``tensor``, run on the reference's
     own input, diverge: it is compiled with the pipeline's optional steps added one at a time
     (compiler.diagnose.bisect_passes). {} where the runner cannot tell (the GPU target)."""
-    reference = capture.tensor(step, tensor)
     try:
         found = runner.bisect_passes(tensor, _step_ids(capture, step), _reference_upstream(capture, step, tensor, n_layer),
-                                     lambda value: not compare_tensor(step, tensor, reference, value, tol).passed)
+                                     _diverges(capture, step, tensor, tol))
     except Exception as exc:  # a diagnosis aid: its failure must not hide the divergence
         return {"introduced_by": None, "pass_bisection": f"pass bisection failed: {_describe_exception(exc)}"}
     if found is None:
@@ -431,6 +436,21 @@ def _mode_reason(entry: dict, tol: Tolerance) -> str | None:
     return "; ".join(parts) or None
 
 
+def _step_checks(capture, step: int, names: list[str], trace: dict, tol: Tolerance) -> list:
+    """Each of ``names`` the compiler traced at ``step`` against the reference's; one it did not
+    produce fails, saying so."""
+    checks = []
+    for name in names:
+        reference = capture.tensor(step, name)
+        if name not in trace:
+            check = compare_tensor(step, name, reference, np.zeros((0,)), tol)
+            check.reason = f"the compiler produced no {name!r} tensor"
+        else:
+            check = compare_tensor(step, name, reference, trace[name], tol)
+        checks.append(check)
+    return checks
+
+
 def run_mode(plan: ModePlan, capture, runner_factory: Callable[[str, str], Any], tol: Tolerance,
              device_check: Callable[[], tuple[bool, str]] | None = None,
              progress: Callable[[str, int | None, int | None], None] | None = None, audit_ops: bool = False) -> dict:
@@ -464,14 +484,7 @@ def run_mode(plan: ModePlan, capture, runner_factory: Callable[[str, str], Any],
             logits = runner.forward(ids, trace=trace)
             if "logits" not in trace:
                 trace["logits"] = logits
-            for name in names:
-                reference = capture.tensor(step, name)
-                if name not in trace:
-                    check = compare_tensor(step, name, reference, np.zeros((0,)), tol)
-                    check.reason = f"the compiler produced no {name!r} tensor"
-                else:
-                    check = compare_tensor(step, name, reference, trace[name], tol)
-                checks.append(check)
+            checks += _step_checks(capture, step, names, trace, tol)
             forced.append(int(np.argmax(np.asarray(logits))))
         if progress:
             progress(f"{plan.name}: free-running decode", steps, steps + 1)
@@ -479,8 +492,7 @@ def run_mode(plan: ModePlan, capture, runner_factory: Callable[[str, str], Any],
         free = [int(t) for t in runner.generate(input_ids, steps)]
     except CompileError as exc:
         if step is not None and len(forced) == step:  # the step's forward stopped midway: check what it made
-            checks += [compare_tensor(step, name, capture.tensor(step, name), trace[name], tol)
-                       for name in names if name in trace]
+            checks += _step_checks(capture, step, [name for name in names if name in trace], trace, tol)
         tensor = next((name for name in names if name not in trace), names[-1]) if step is not None else "logits"
         return _compile_failure(plan, exc, runner, step, tensor, (checks, forced, expected), started, tol)
     except Exception as exc:

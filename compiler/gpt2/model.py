@@ -283,7 +283,11 @@ class SubgraphGPT2(CompiledGPT2):
         fn, args, static = self.sublayer_call(tensor_name, ids, upstream_value)
         compiled = {embedding: self.embed_fn, attention_sublayer: self.attention_fn,
                     feedforward_sublayer: self.feedforward_fn, final_projection: self.projection_fn}[fn]
-        out = compiled(*args, **static)
+        return self._real_part(fn, compiled(*args, **static), ids)
+
+    def _real_part(self, fn, out, ids) -> np.ndarray:
+        """What the reference computes of a sublayer's output at the padded length: its real rows,
+        or the logits row."""
         if fn is final_projection:
             return np.asarray(out)[0]
         return _rows(out, self.check_ids(ids).size)
@@ -297,9 +301,7 @@ class SubgraphGPT2(CompiledGPT2):
             return None
         from compiler.diagnose import bisect_passes
         fn, args, static = self.sublayer_call(tensor_name, ids, upstream_value)
-        n = self.check_ids(ids).size
-        real = (lambda out: np.asarray(out)[0]) if fn is final_projection else (lambda out: _rows(out, n))
-        found = bisect_passes(fn, args, static, is_wrong=lambda out: is_wrong(real(out)))
+        found = bisect_passes(fn, args, static, is_wrong=lambda out: is_wrong(self._real_part(fn, out, ids)))
         return {"introduced_by": found.introduced_by, "outcome": found.outcome,
                 "steps": [{"step": step, "outcome": outcome} for step, outcome in found.steps]}
 
