@@ -470,9 +470,13 @@ def elementwise(name: str, operands: list) -> Node:
     ufunc = UFUNCS[name]
     types = [o if isinstance(o, dt.Weak) else o.dtype for o in operands]
     compute, out = dt.resolve_ufunc(ufunc, types)
+    small = [str(t) for t in types if not isinstance(t, dt.Weak) and t.itemsize < 2 and t not in compute]
+    # NumPy computes the float ufuncs of 8-bit ints and bools in float16, which the compiler lacks
+    what = f"np.{name}" + (f" of {' and '.join(small)} (NumPy computes it in float16; cast to float32 first)"
+                           if small and np.dtype(np.float16) in compute else "")
     for c in compute:
-        dt.check_supported(c, f"np.{name}")
-    dt.check_supported(out, f"np.{name}")
+        dt.check_supported(c, what)
+    dt.check_supported(out, what)
     if name in _COMPARE:
         folded = _out_of_range_comparison(name, operands, compute)
         if folded is not None:

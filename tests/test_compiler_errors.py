@@ -63,6 +63,19 @@ def test_unsupported_dtype_inside_the_function(make):
         jit(make)(X)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.bool_])
+@pytest.mark.parametrize("ufunc", [np.sin, np.sqrt, np.exp])
+def test_float16_ufunc_of_small_ints_says_why_and_what_to_do(ufunc, dtype):
+    assert ufunc(np.ones(2, dtype)).dtype == np.float16  # NumPy's own choice, which the message explains
+    with pytest.raises(TypeError, match=rf"np.{ufunc.__name__} of {np.dtype(dtype)} \(NumPy computes it in float16; "
+                                        r"cast to float32 first\): dtype float16 is not supported"):
+        jit(ufunc)(np.ones(2, dtype))
+    x = np.arange(3).astype(dtype)
+    got = jit(lambda a: ufunc(a.astype(np.float32)))(x)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, ufunc(x.astype(np.float32)), rtol=1e-6)
+
+
 def test_incompatible_shapes_name_both():
     with pytest.raises(ValueError, match=r"shapes \(3, 4\) and \(5,\) cannot be broadcast together"):
         jit(add)(X, np.ones(5, np.float32))
