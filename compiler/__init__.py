@@ -3,7 +3,8 @@ plain NumPy code traced through the array protocols) become a typed tensor graph
 with NumPy 2 dtype rules, then MLIR ``linalg`` on tensors, which MLIR fuses,
 bufferizes and lowers to native code. Public API: ``jit``, ``build_only``, ``emit``,
 ``CompileError`` (MLIR rejected what the compiler lowered, named by the user's source), the math
-helpers ``tanh``/``exp``/``sqrt``, ``Tensor`` and the library formulas in ``ops``."""
+helpers ``tanh``/``exp``/``sqrt``, ``Tensor``, the library formulas in ``ops`` and the submodules
+``gpu`` (``device_available``), ``gpt2``, ``testing`` and ``diagnose``, imported on first use."""
 
 from __future__ import annotations
 
@@ -38,6 +39,20 @@ def emit(fn, *args, stage: str = "optimized", target: str = "cpu", **static) -> 
     if stage not in stages:
         raise ValueError(f"unknown stage {stage!r} for target {target}; choose from {', '.join(stages)}")
     return stages[stage]
+
+
+# submodules of the public API, imported on first use (the GPU target and GPT-2 load toolchains and
+# tokenizers a CPU-only user of ``jit`` never needs): ``compiler.gpu.device_available()`` works
+# after a plain ``import compiler``
+_LAZY_SUBMODULES = ("gpu", "gpt2", "testing", "diagnose", "ops")
+
+
+def __getattr__(name: str):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["jit", "build_only", "CompileError", "located_compile_errors", "kernel_cache_dir", "emit", "tanh", "exp", "sqrt", "Tensor", "JitFunction", "toolchain_version"]

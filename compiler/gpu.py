@@ -26,6 +26,7 @@ import subprocess
 import tempfile
 import warnings
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -80,8 +81,24 @@ class CudaError(RuntimeError):
 
 
 @functools.cache
-def device_available() -> tuple[bool, str]:
-    """(True, description) when a CUDA driver and at least one device are usable, else (False, why not)."""
+class DeviceStatus(NamedTuple):
+    """Whether a CUDA device is usable, and its name or why not. Unpacks as ``ok, why`` and is true
+    only when a device is usable (a plain 2-tuple would always be true)."""
+
+    available: bool
+    reason: str
+
+    def __bool__(self) -> bool:
+        return bool(self.available)
+
+
+def device_available() -> DeviceStatus:
+    """Whether a CUDA driver and at least one device are usable: ``DeviceStatus(True, device name)``,
+    else ``DeviceStatus(False, why not)``."""
+    return DeviceStatus(*_probe_device())
+
+
+def _probe_device() -> tuple[bool, str]:
     if os.environ.get("PARITY_DISABLE_GPU"):
         return False, "GPU disabled by PARITY_DISABLE_GPU"
     try:

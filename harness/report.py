@@ -215,9 +215,10 @@ def read_source_line(fd: dict) -> str | None:
 
 # ---------------------------------------------------------------- terminal
 
-def render_terminal(report: dict, console: Console | None = None, unwritten: list[str] = ()) -> None:
+def render_terminal(report: dict, console: Console | None = None, unwritten: list[str] = (),
+                    exits: bool = True) -> None:
     """The report on a terminal; ``unwritten``: why report files could not be written, which the
-    verdict line then counts (see ``verdict``)."""
+    verdict line then counts (see ``verdict``); ``exits``: see ``Verdict.line``."""
     console = console or terminal.console()
     banner = banner_text(report)
     if banner:
@@ -260,7 +261,7 @@ def render_terminal(report: dict, console: Console | None = None, unwritten: lis
             console.print(f"[yellow]near-tie[/] {name} {label} step {tie['step']}: reference picked "
                           f"{tie['expected']}, compiler {tie['actual']}; {near_tie_text(tie)} — still a failure, "
                           "but within-tolerance logit errors explain it")
-    console.print(verdict_text(report, unwritten))
+    console.print(verdict_text(report, unwritten, exits))
 
 
 def summary_table(report: dict) -> Table:
@@ -404,8 +405,11 @@ class Verdict:
     def label(self) -> str:
         return {"pass": "PASS", "skipped": "SKIPPED"}.get(self.kind, "ERROR" if self.code == 2 else "FAIL")
 
-    def line(self) -> str:
-        return f"{self.label}: {self.why} (exit {self.code})"
+    def line(self, exits: bool = True) -> str:
+        """``exits``: the printing command exits with this code (``parity verify``); else it is
+        the code verify exited with, named as such (``parity report`` without ``--exit-code``)."""
+        code = f"exit {self.code}" if exits else f"verify's exit {self.code}; --exit-code exits with it"
+        return f"{self.label}: {self.why} ({code})"
 
 
 def verdict(report: dict, unwritten: list[str] = ()) -> Verdict:
@@ -458,15 +462,20 @@ def _passing_verdict(report: dict) -> Verdict:
         why += f" ({', '.join(skipped)} skipped)"
     if report.get("baseline") is not None:
         why += "; no tensor's error grew > 10× since the baseline"
+    fault = report.get("injected_fault")
+    if fault:
+        # a harness self-test that passes has found a blind spot, which must not read as success
+        why += (f"; the injected fault ({fault['op']}: y*{fault['factor']:g}{fault['offset']:+g}) was NOT detected: "
+                "it stays within the tensor tolerance (--audit-ops checks each op against its own rounding allowance)")
     return Verdict(0, "pass", why)
 
 
 VERDICT_STYLE = {"pass": "bold green", "skipped": "bold yellow", "error": "bold magenta"}
 
 
-def verdict_text(report: dict, unwritten: list[str] = ()) -> Text:
+def verdict_text(report: dict, unwritten: list[str] = (), exits: bool = True) -> Text:
     found = verdict(report, unwritten)
-    return Text(found.line(), style=VERDICT_STYLE.get(found.kind, "bold red"))
+    return Text(found.line(exits), style=VERDICT_STYLE.get(found.kind, "bold red"))
 
 
 # ---------------------------------------------------------------- JUnit

@@ -587,6 +587,10 @@ def baseline_differences(baseline: dict, *, prompt: str, input_ids: list[int], c
     count = _baseline_token_count(baseline)
     if count is not None and count != tokens:
         differences.append(f"{plural(count, 'token')} (this run: {tokens})")
+    fault = baseline.get("injected_fault")
+    if fault:  # its errors are the fault's: a budget measured on them would hide real regressions
+        differences.append(f"an injected fault ({fault['op']}: y*{fault['factor']:g}{fault['offset']:+g}; "
+                           "a harness self-test, not the compiler's errors)")
     return differences
 
 
@@ -620,7 +624,7 @@ def run_verification(capture, runner_factory: Callable[[str, str], Any], plans: 
         if differences:
             where = (baseline_source or {}).get("path") or "given"
             raise VerifyError(f"the baseline {where} is of another run — {'; '.join(differences)}; its errors are not "
-                              "comparable. Pass a baseline made with the same --prompt, --tokens and model")
+                              "comparable. Pass a baseline made with the same --prompt, --tokens and model, without --inject-fault")
     report = {
         "reference": _reference_record(capture.reference, reference),
         "checkpoint": {"name": checkpoint.get("name"), "sha256": checkpoint.get("sha256")},

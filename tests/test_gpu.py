@@ -6,8 +6,10 @@ need a device run only where ``device_available()`` says one is usable."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -422,6 +424,18 @@ def test_native_module_embeds_cubins_and_translates(tmp_path):
 def test_device_probe_reports_a_reason():
     ok, reason = gpu.device_available()
     assert isinstance(ok, bool) and reason
+
+
+def test_device_probe_is_false_without_a_device_and_reachable_after_import_compiler():
+    """``if compiler.gpu.device_available():`` must mean a device: a plain (False, why) tuple is true."""
+    code = ("import compiler\n"
+            "status = compiler.gpu.device_available()\n"
+            "ok, why = status\n"
+            "print(bool(status), status.available, ok, why)\n")
+    env = dict(os.environ, PARITY_DISABLE_GPU="1")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False False False GPU disabled by PARITY_DISABLE_GPU"
 
 
 def test_compile_without_device_is_a_clear_error():

@@ -46,6 +46,16 @@ def test_bench_refuses_a_token_count_below_one(count, capsys):
     assert f"argument --tokens: '{count}' must be at least 1" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("count", ["-1", "x"])
+def test_generate_refuses_a_negative_or_non_integer_token_count_in_argparse_words(count, capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["generate", "Hi", "--tokens", count])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert (f"argument --tokens: '{count}' must be at least 0" if count == "-1"
+            else f"argument --tokens: '{count}' is not an integer") in err
+
+
 # ------------------------------------------------------------------ a reader that closes stdout
 
 def test_a_closed_stdout_ends_quietly_with_141(tmp_path):

@@ -255,10 +255,15 @@ def test_parity_report_re_renders_and_writes_html_and_junit(tmp_path):
     console = Console(record=True, width=200)
     args = _report_args(str(report_path), "--html", str(tmp_path / "r.html"), "--junit", str(tmp_path / "r.xml"))
     assert report_command.run(args, console=console) == 0
-    assert "First divergence — subgraph" in console.export_text()
+    text = console.export_text()
+    assert "First divergence — subgraph" in text
+    # it exits 0, so its verdict line must not claim exit 1: it names verify's code as verify's
+    assert "(verify's exit 1; --exit-code exits with it)\nreport written:" in text and "(exit 1)" not in text
     assert 'class="heatmap"' in (tmp_path / "r.html").read_text()
     ET.parse(tmp_path / "r.xml")
-    assert report_command.run(_report_args(str(report_path), "--exit-code"), console=Console(record=True)) == 1
+    console = Console(record=True, width=200)
+    assert report_command.run(_report_args(str(report_path), "--exit-code"), console=console) == 1
+    assert console.export_text().rstrip().endswith("(exit 1)")
 
 
 @pytest.mark.parametrize("content", ["{not json", json.dumps({"modes": {}})])
@@ -401,6 +406,8 @@ def _erroring(report):
 
 @pytest.mark.parametrize("shape, code, label, needle", [
     (_passing, 0, "PASS", "every mode agrees with the reference (gpu-subgraph skipped)"),
+    (lambda r: _passing(r) | {"injected_fault": {"op": "tanh", "factor": 1.0, "offset": 0.001}}, 0, "PASS",
+     "; the injected fault (tanh: y*1+0.001) was NOT detected: it stays within the tensor tolerance"),
     (lambda r: r, 1, "FAIL", "divergence in subgraph (step 0 h.1.attention · op exp)"),
     (lambda r: _with_regression(_passing(r)), 1, "FAIL", "error-budget regression: the max abs error of 2 checks grew"),
     (_with_regression, 1, "FAIL", "; error-budget regression"),

@@ -660,6 +660,8 @@ def test_an_unusable_captures_dir_is_a_path_error_before_the_reference_runs(glue
     (lambda b: b.update(input_ids=[9, 9]), "input ids [9, 9] (this run: [3, 1, 4, 1])"),
     (lambda b: b["checkpoint"].update(sha256="12" * 32), "checkpoint sha256 121212121212… (this run: abababababab…)"),
     (lambda b: b.update(output_ids=[1, 2]), "2 tokens (this run: 3)"),
+    (lambda b: b.update(injected_fault={"op": "exp", "factor": 1.01, "offset": 0.0}),
+     "an injected fault (exp: y*1.01+0; a harness self-test, not the compiler's errors)"),
 ])
 def test_a_baseline_of_another_run_is_refused_naming_the_difference(edit, difference):
     capture = FakeCapture()
@@ -668,7 +670,8 @@ def test_a_baseline_of_another_run_is_refused_naming_the_difference(edit, differ
     with pytest.raises(VerifyError) as info:
         verify_fake(capture, factory(capture), baseline=baseline, baseline_source={"path": "b.json", "sha256": "0"})
     assert str(info.value) == (f"the baseline b.json is of another run — {difference}; its errors are not "
-                               "comparable. Pass a baseline made with the same --prompt, --tokens and model")
+                               "comparable. Pass a baseline made with the same --prompt, --tokens and model, "
+                               "without --inject-fault")
 
 
 def test_verify_records_which_baseline_file_it_used(glue, tmp_path):

@@ -9,12 +9,13 @@ import contextlib
 import json
 import sys
 
-from harness.commands import check_prompt_text
+from harness.commands import check_prompt_text, non_negative_int
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("prompt", metavar="PROMPT", help="text to complete (valid UTF-8, not empty)")
-    parser.add_argument("--tokens", type=int, default=10, help="how many tokens to generate (always exactly this many)")
+    parser.add_argument("--tokens", type=non_negative_int, default=10,
+                        help="how many tokens to generate (always exactly this many; default 10)")
     parser.add_argument("--mode", choices=["subgraph", "fused"], default="subgraph",
                         help="one compiled function per sublayer, or the whole forward pass as one (default subgraph)")
     parser.add_argument("--target", choices=["cpu", "gpu"], default="cpu", help="where the kernels run (default cpu)")

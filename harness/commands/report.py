@@ -35,7 +35,7 @@ def run(args, *, console=None) -> int:
     except OSError as exc:
         terminal.console(stderr=True, soft_wrap=True).print(f"[bold red]parity report: could not write:[/] {exc}", highlight=False)
         return EXIT_ERROR
-    reports.render_terminal(report, console)
+    reports.render_terminal(report, console, exits=args.exit_code)
     for path in written:
         console.print(f"report written: {path}", highlight=False)
     return exit_code(report) if args.exit_code else 0

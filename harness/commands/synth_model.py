@@ -12,7 +12,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("dir", metavar="DIR", help="directory to create (must not exist or be empty)")
     parser.add_argument("--config", choices=list(PRESETS), default="gpt2-small",
-                        help="model shape: gpt2-small (12x768, default) or tiny (2x64, for tests)")  # fmt: skip
+                        help="model shape: gpt2-small (12x768, default) or tiny (2 blocks, width 48, 4 heads of 12; for tests)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--force", action="store_true", help="replace DIR if it already holds something")
 

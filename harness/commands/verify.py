@@ -67,8 +67,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", default=None,
                         help="earlier JSON report: fail when any tensor's max abs error grew more than 10x")
     parser.add_argument("--reports-dir", default="reports",
-                        help="where timestamped JSON+HTML reports go when no --json/--junit/--html is given")
-    parser.add_argument("--captures-dir", default=None, help="reference capture cache (default captures/)")
+                        help="where timestamped JSON+HTML reports go when no --json/--junit/--html is given "
+                             "(default reports/ under the current directory)")
+    parser.add_argument("--captures-dir", default=None,
+                        help="reference capture cache (default: the checkout's captures/ when parity runs from a "
+                             "checkout, else captures/ in the cache root, ~/.cache/parity or $PARITY_CACHE)")
     parser.add_argument("--inject-fault", type=_fault, default=None, metavar="OP[:FACTOR[:OFFSET]]",
                         help="compile with a deliberate fault (every OP result y becomes y*FACTOR+OFFSET; default "
                              "factor 1.01, offset 0), to check that the harness catches and localizes it; the "
