@@ -409,7 +409,9 @@ def getitem(t: Tensor, key):
         raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, but {consumed} were indexed")
     if Ellipsis in [k for k in key if not isinstance(k, (np.ndarray, Tensor))]:
         i = next(i for i, k in enumerate(key) if k is Ellipsis)
-        key = key[:i] + (slice(None),) * (x.ndim - consumed) + key[i + 1:]
+        # an ellipsis standing for no axis still separates advanced indices, for NumPy's placement
+        filler = (slice(None),) * (x.ndim - consumed) or (_NO_AXIS,)
+        key = key[:i] + filler + key[i + 1:]
     else:
         key = key + (slice(None),) * (x.ndim - consumed)
 
@@ -421,6 +423,9 @@ def getitem(t: Tensor, key):
     for k in key:
         if k is None:
             out_shape.append(("new", None))
+            continue
+        if k is _NO_AXIS:
+            out_shape.append(("gap", None))
             continue
         n = x.shape[dim]
         if isinstance(k, (bool, np.bool_)):
@@ -455,10 +460,16 @@ def getitem(t: Tensor, key):
     return Tensor(_advanced_index(y, out_shape, advanced))
 
 
+_NO_AXIS = object()  # an ellipsis that expands to no axis: "gap" in the index entries
+
+
 def _axes(out_shape):
-    """(axis of the sliced array or None, entry) for each index entry, a new axis taking none."""
+    """(axis of the sliced array or None, entry) for each index entry, a new axis taking none;
+    gaps (an ellipsis of no axis) are skipped."""
     axis = 0
     for kind, extra in out_shape:
+        if kind == "gap":
+            continue
         yield (None if kind == "new" else axis), (kind, extra)
         axis += kind != "new"
 
@@ -479,7 +490,7 @@ def _advanced_index(y, out_shape, advanced):
     n_b = z.ndim - (y.ndim - len(dims))
     labels = [label for item in order for label in (["B"] * n_b if item == "B" else [item])]
     b_shape = [z.shape[i] for i, label in enumerate(labels) if label == "B"]
-    kinds = [kind for kind, _ in out_shape if kind != "new"]
+    kinds = [kind for kind, _ in out_shape if kind not in ("new", "gap")]
     positions = [i for i, (kind, _) in enumerate(out_shape) if kind in ("adv", "drop")]
     adjacent = positions[-1] - positions[0] + 1 == len(positions)
     want, final = ([], []) if adjacent else (["B"], list(b_shape))

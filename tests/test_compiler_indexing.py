@@ -104,6 +104,9 @@ I, J, K = np.array([0, 3, -1]), np.array([[1], [4]]), np.array([2, 5, 0])
     (I, J), (slice(None), J, K), (I, slice(None), K), (I, 2, K), (0, J, K), (I, slice(1, 4), J, 0),
     (None, I, None, J), (I, None, J), (slice(None, None, -1), I, K), (I, J, 1), (slice(None), slice(None), I, J),
     (np.array(2), I), (I, I, I, I), (I.reshape(3, 1), slice(None), K), (Ellipsis, J, K),
+    # an ellipsis standing for no axis still separates them (NumPy puts the broadcast axes first)
+    (slice(None), 0, Ellipsis, K, slice(None)), (slice(None), J, Ellipsis, K, slice(None)),
+    (I, Ellipsis, J, K, slice(None)), (slice(None), slice(None), J, Ellipsis, K),
 ], ids=lambda key: "[" + ", ".join(type(k).__name__ if not isinstance(k, np.ndarray) else f"a{k.shape}" for k in key) + "]")
 def test_several_integer_arrays_index_like_numpy(key):
     # NumPy's rule: the broadcast index shape goes where the advanced indices (arrays and integers)
