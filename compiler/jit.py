@@ -100,6 +100,9 @@ def _unflatten(tree, leaves):
     kind = tree[0]
     if kind == "array":
         return next(leaves)
+    if kind == "scalar":
+        leaf = next(leaves)
+        return leaf[()] if isinstance(leaf, np.ndarray) else leaf  # a DeviceArray stays on the device
     if kind == "static":
         return tree[1].value
     if kind == "namedtuple":
@@ -127,7 +130,8 @@ def map_arrays(fn, tree):
 
 def _flatten_outputs(out, path="result"):
     if isinstance(out, Tensor):
-        return [out.node], ("array",)
+        # a 0-d result NumPy gives as a scalar (np.sum(x), x[0] of a vector) comes back as one
+        return [out.node], ("scalar",) if out.scalar and out.ndim == 0 else ("array",)
     if isinstance(out, (tuple, list)):
         nodes, trees = [], []
         for i, o in enumerate(out):

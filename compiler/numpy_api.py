@@ -38,24 +38,24 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
     if unsupported:
         raise NotImplementedError(f"np.{ufunc.__name__}: keyword arguments {sorted(unsupported)} are not supported by the compiler")
     if ufunc is np.matmul:
-        return Tensor(P.matmul(_node(inputs[0]), _node(inputs[1])))
+        return Tensor(P.matmul(_node(inputs[0]), _node(inputs[1])), scalar=True)
     if ufunc is np.square:
         x = _node(inputs[0])
         # NumPy squares bool as int8 (there is no bool loop): cast to the loop's dtype first
         compute, _ = dt.resolve_ufunc(np.square, [x.dtype])
         x = P.cast(x, compute[0])
-        return Tensor(P.elementwise("multiply", [x, x]))
+        return Tensor(P.elementwise("multiply", [x, x]), scalar=True)
     if ufunc is np.divmod:
         x, y = (_operand(v) for v in inputs)
-        return Tensor(P.elementwise("floor_divide", [x, y])), Tensor(P.elementwise("remainder", [x, y]))
+        return Tensor(P.elementwise("floor_divide", [x, y]), scalar=True), Tensor(P.elementwise("remainder", [x, y]), scalar=True)
     if ufunc is np.positive:  # a fresh array of the same values; NumPy has no bool loop
         x = _node(inputs[0])
         dt.resolve_ufunc(np.positive, [x.dtype])
-        return Tensor(x)
+        return Tensor(x, scalar=True)
     name = UFUNC_PRIMITIVES.get(ufunc)
     if name is None:
         raise NotImplementedError(f"np.{ufunc.__name__} is not supported by the compiler")
-    return Tensor(P.elementwise(name, [_operand(x) for x in inputs]))
+    return Tensor(P.elementwise(name, [_operand(x) for x in inputs]), scalar=True)
 
 
 # --------------------------------------------------------------------------- reductions
@@ -63,27 +63,27 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
 
 def sum_(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     _no_extras("sum", out=out, initial=initial, where=where)
-    return Tensor(P.reduce("sum", _node(a), axis, keepdims, "np.sum", dtype=dtype))
+    return Tensor(P.reduce("sum", _node(a), axis, keepdims, "np.sum", dtype=dtype), scalar=True)
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     _no_extras("prod", out=out, initial=initial, where=where)
-    return Tensor(P.reduce("prod", _node(a), axis, keepdims, "np.prod", dtype=dtype))
+    return Tensor(P.reduce("prod", _node(a), axis, keepdims, "np.prod", dtype=dtype), scalar=True)
 
 
 def any_(a, axis=None, out=None, keepdims=False, *, where=None):
     _no_extras("any", out=out, where=where)
-    return Tensor(P.reduce("any", _node(a), axis, keepdims, "np.any"))
+    return Tensor(P.reduce("any", _node(a), axis, keepdims, "np.any"), scalar=True)
 
 
 def all_(a, axis=None, out=None, keepdims=False, *, where=None):
     _no_extras("all", out=out, where=where)
-    return Tensor(P.reduce("all", _node(a), axis, keepdims, "np.all"))
+    return Tensor(P.reduce("all", _node(a), axis, keepdims, "np.all"), scalar=True)
 
 
 def amax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     _no_extras("max", out=out, initial=initial, where=where)
-    return Tensor(P.reduce("max", _node(a), axis, keepdims, "np.max"))
+    return Tensor(P.reduce("max", _node(a), axis, keepdims, "np.max"), scalar=True)
 
 
 def _count(x, axes) -> int:
@@ -92,17 +92,17 @@ def _count(x, axes) -> int:
 
 def amin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     _no_extras("min", out=out, initial=initial, where=where)
-    return Tensor(P.reduce("min", _node(a), axis, keepdims, "np.min"))
+    return Tensor(P.reduce("min", _node(a), axis, keepdims, "np.min"), scalar=True)
 
 
 def argmax(a, axis=None, out=None, *, keepdims=False):
     _no_extras("argmax", out=out)
-    return Tensor(P.arg_reduce("argmax", _node(a), axis, keepdims, "np.argmax"))
+    return Tensor(P.arg_reduce("argmax", _node(a), axis, keepdims, "np.argmax"), scalar=True)
 
 
 def argmin(a, axis=None, out=None, *, keepdims=False):
     _no_extras("argmin", out=out)
-    return Tensor(P.arg_reduce("argmin", _node(a), axis, keepdims, "np.argmin"))
+    return Tensor(P.arg_reduce("argmin", _node(a), axis, keepdims, "np.argmin"), scalar=True)
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
@@ -111,7 +111,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     axes = P.normalize_axes(axis, x.ndim, "np.mean")
     acc = np.dtype(dtype) if dtype is not None else np.mean(np.zeros((1,) * x.ndim, x.dtype), axis=axes).dtype
     total = P.reduce("sum", x, axes, keepdims, "np.mean", dtype=acc)
-    return Tensor(_divide_into(total, _count(x, axes)))
+    return Tensor(_divide_into(total, _count(x, axes)), scalar=True)
 
 
 def _divide_into(total: P.Node, n: int) -> P.Node:
@@ -132,11 +132,12 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
     d = P.elementwise("subtract", [x, centre])
     sq = P.elementwise("multiply", [d, d])
     total = P.reduce("sum", sq, axes, keepdims, "np.var", dtype=acc)
-    return Tensor(_divide_into(total, max(n - ddof, 0)))
+    return Tensor(_divide_into(total, max(n - ddof, 0)), scalar=True)
 
 
 def _no_extras(name, **kwargs):
-    bad = [k for k, v in kwargs.items() if v is not None]
+    # None, NumPy's "no value" and where=True are what NumPy's own defaults look like
+    bad = [k for k, v in kwargs.items() if v is not None and v is not np._NoValue and not (k == "where" and v is True)]
     if bad:
         raise NotImplementedError(f"np.{name}: arguments {bad} are not supported by the compiler")
 
@@ -171,10 +172,10 @@ def _clip(a, lo, hi):
     if lo is None and hi is None:
         return apply_ufunc(np.positive, "__call__", (Tensor(x),), {})
     if lo is None:
-        return Tensor(P.elementwise("minimum", [x, _operand(hi)]))
+        return Tensor(P.elementwise("minimum", [x, _operand(hi)]), scalar=True)
     if hi is None:
-        return Tensor(P.elementwise("maximum", [x, _operand(lo)]))
-    return Tensor(P.elementwise("clip", [x, _operand(lo), _operand(hi)]))
+        return Tensor(P.elementwise("maximum", [x, _operand(lo)]), scalar=True)
+    return Tensor(P.elementwise("clip", [x, _operand(lo), _operand(hi)]), scalar=True)
 
 
 # --------------------------------------------------------------------------- shape functions
@@ -201,7 +202,7 @@ def swapaxes(a, axis1, axis2):
 
 def expand_dims(a, axis):
     x = _node(a)
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     nd = x.ndim + len(axes)
     axes = P.normalize_axes(axes, nd, "expand_dims")
     it = iter(x.shape)
@@ -210,52 +211,55 @@ def expand_dims(a, axis):
 
 def squeeze(a, axis=None):
     x = _node(a)
-    axes = tuple(i for i, d in enumerate(x.shape) if d == 1) if axis is None else P.normalize_axes(axis, x.ndim, "squeeze")
+    axes = (tuple(i for i, d in enumerate(x.shape) if d == 1) if axis is None
+            else P.normalize_axes(axis, x.ndim, "squeeze", zero_d=True))
     if any(x.shape[i] != 1 for i in axes):
         raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
     return view(P.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes)), a)
 
 
 def broadcast_to(array, shape, subok=False):
-    return view(P.broadcast_to(_node(array), tuple(shape) if not isinstance(shape, int) else (shape,)), array)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    return view(P.broadcast_to(_node(array), shape), array)
 
 
-def concatenate(arrays, axis=0, out=None, dtype=None, casting=None):
-    _no_extras("concatenate", out=out, casting=casting)
+def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    _no_extras("concatenate", out=out)
     nodes = [_node(a) for a in arrays]
     if axis is None:
         nodes, axis = [P.reshape(n, (n.size,)) for n in nodes], 0
     if dtype is not None:
         dtype = dt.check_supported(dtype, "np.concatenate")
-        for n in nodes:  # NumPy's default casting='same_kind'
-            if not np.can_cast(n.dtype, dtype, casting="same_kind"):
+        for n in nodes:
+            if not np.can_cast(n.dtype, dtype, casting=casting):
                 raise TypeError(f"np.concatenate: cannot cast array data from {n.dtype} to {dtype} "
-                                "according to the rule 'same_kind'")
+                                f"according to the rule {casting!r}")
         nodes = [P.cast(n, dtype) for n in nodes]
     return Tensor(P.concat(nodes, axis))
 
 
-def hstack(tup, dtype=None, casting=None):
+def hstack(tup, *, dtype=None, casting="same_kind"):
     nodes = [_atleast(_node(a), 1) for a in tup]
     if not nodes:
         raise ValueError("need at least one array to concatenate")
-    return concatenate([Tensor(n) for n in nodes], axis=0 if nodes[0].ndim == 1 else 1, dtype=dtype)
+    return concatenate([Tensor(n) for n in nodes], axis=0 if nodes[0].ndim == 1 else 1, dtype=dtype, casting=casting)
 
 
-def vstack(tup, dtype=None, casting=None):
+def vstack(tup, *, dtype=None, casting="same_kind"):
     nodes = [_atleast(_node(a), 2) for a in tup]
-    return concatenate([Tensor(n) for n in nodes], axis=0, dtype=dtype)
+    return concatenate([Tensor(n) for n in nodes], axis=0, dtype=dtype, casting=casting)
 
 
-def stack(arrays, axis=0, out=None, dtype=None, casting=None):
+def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     nodes = [_node(a) for a in arrays]
     if not nodes:
         raise ValueError("need at least one array to stack")
     if any(n.shape != nodes[0].shape for n in nodes):
         raise ValueError("all input arrays must have the same shape")
     axis = P.normalize_axes(axis, nodes[0].ndim + 1, "stack")[0]
+    _no_extras("stack", out=out)
     expanded = [Tensor(P.reshape(n, n.shape[:axis] + (1,) + n.shape[axis:])) for n in nodes]
-    return concatenate(expanded, axis=axis, dtype=dtype)
+    return concatenate(expanded, axis=axis, dtype=dtype, casting=casting)
 
 
 def _atleast(x, nd):
@@ -270,7 +274,7 @@ def split(ary, indices_or_sections, axis=0):
     x = _node(ary)
     axis = P.normalize_axes(axis, x.ndim, "np.split")[0]
     n = x.shape[axis]
-    if isinstance(indices_or_sections, (int, np.integer)):
+    if not hasattr(indices_or_sections, "__len__"):  # a count of sections; NumPy takes int() of it, 2.0 too
         sections = int(indices_or_sections)
         if sections <= 0 or n % sections:
             raise ValueError("array split does not result in an equal division")
@@ -302,10 +306,10 @@ def _tri_mask(shape, k, upper):
 
 def _triangle(m, k, upper: bool):
     x = _node(m)
-    name = "np.triu" if upper else "np.tril"
-    if x.ndim < 2:
-        raise NotImplementedError(f"{name} of a 1-d tensor is not supported by the compiler")
-    mask = const_node(_tri_mask(x.shape, k, upper))
+    if x.ndim == 0:
+        raise ValueError(f"{'np.triu' if upper else 'np.tril'} of a 0-d array: it needs at least one dimension")
+    # a vector is NumPy's too: its mask is square, and the vector is broadcast along it as rows
+    mask = const_node(_tri_mask(x.shape if x.ndim >= 2 else x.shape * 2, k, upper))
     return Tensor(P.where(mask, x, const_node(np.zeros((), x.dtype))))
 
 
@@ -339,7 +343,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     if axis is None:
         x, axis = P.reshape(x, (x.size,)), 0
     axis = P.normalize_axes(axis, x.ndim, "np.take")[0]
-    return Tensor(P.gather(x, _index_node(indices), axis))
+    return Tensor(P.gather(x, _index_node(indices), axis), scalar=True)
 
 
 def shape(a):
@@ -402,6 +406,8 @@ def _index_node(idx):
 def getitem(t: Tensor, key):
     x = t.node
     key = key if isinstance(key, tuple) else (key,)
+    # an element (every axis taken by an integer) is a NumPy scalar; with an ellipsis, a 0-d array
+    element = not any(k is Ellipsis for k in key if not isinstance(k, (np.ndarray, Tensor)))
     if sum(k is Ellipsis for k in key) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
@@ -456,8 +462,9 @@ def getitem(t: Tensor, key):
         y = P.gather(y, idx, d)
     if not advanced:
         return view(P.reshape(y, tuple(1 if kind == "new" else y.shape[axis]
-                                         for axis, (kind, _) in _axes(out_shape) if kind != "drop")), t)
-    return Tensor(_advanced_index(y, out_shape, advanced))
+                                         for axis, (kind, _) in _axes(out_shape) if kind != "drop")), t,
+                    scalar=element)
+    return Tensor(_advanced_index(y, out_shape, advanced), scalar=element)
 
 
 _NO_AXIS = object()  # an ellipsis that expands to no axis: "gap" in the index entries

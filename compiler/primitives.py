@@ -5,6 +5,7 @@ Everything the tracer accepts is decomposed into these few primitives."""
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import Callable
 
@@ -569,6 +570,9 @@ def _out_of_range_comparison(name: str, operands: list, compute: list):
     other = operands[1 - i]
     if isinstance(other, dt.Weak) or compute[i].kind not in "iu":
         return None
+    if other.dtype.kind == "b" and not np.iinfo(np.int64).min <= w.value <= np.iinfo(np.int64).max:
+        # NumPy's bool loop takes the int through a C long first
+        raise OverflowError("Python int too large to convert to C long")
     info = np.iinfo(compute[i])
     if info.min <= w.value <= info.max:
         return None
@@ -606,13 +610,18 @@ def cast(x: Node, dtype) -> Node:
     return _make("cast", [x], x.shape, dtype, compute=(x.dtype,))
 
 
-def normalize_axes(axis, ndim: int, what: str) -> tuple:
+def normalize_axes(axis, ndim: int, what: str, zero_d: bool = False) -> tuple:
+    """``axis`` (None, an integer or a tuple of them; a list or a float is a TypeError, as in NumPy)
+    as sorted non-negative axes. ``zero_d``: axis 0 or -1 of a 0-d array means no axis (NumPy's
+    reductions and squeeze accept it)."""
     if axis is None:
         return tuple(range(ndim))
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    if zero_d and ndim == 0 and len(axes) == 1 and operator.index(axes[0]) in (0, -1):
+        return ()
     out = []
     for a in axes:
-        a = int(a)
+        a = operator.index(a)
         if not -ndim <= a < ndim:
             raise np.exceptions.AxisError(f"{what}: axis {a} is out of bounds for array of dimension {ndim}")
         out.append(a % ndim)
@@ -625,7 +634,7 @@ def reduce(kind: str, x: Node, axis, keepdims: bool, what: str, dtype=None) -> N
     """A sum, product, max, min, any or all over ``axis``; ``dtype`` is np.sum's and np.prod's (the
     accumulator and result type). any/all reduce NumPy's truth values (``x != 0``, NaN true) and
     are bool; an empty any is False and an empty all True, as sums are 0 and products 1."""
-    axes = normalize_axes(axis, x.ndim, what)
+    axes = normalize_axes(axis, x.ndim, what, zero_d=True)
     op = f"reduce_{kind}"
     if kind in ("sum", "prod"):
         out = getattr(np, kind)(np.zeros((1,) * x.ndim, x.dtype), axis=axes, dtype=dtype).dtype
@@ -641,6 +650,8 @@ def reduce(kind: str, x: Node, axis, keepdims: bool, what: str, dtype=None) -> N
     if axes:
         shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
         r = _make(op, [x], shape, out, axes=axes)
+    elif kind == "sum" and out.kind == "f":
+        r = elementwise("add", [x, const_node(np.zeros((), out))])  # NumPy adds to its start, 0: -0.0 sums to +0.0
     else:
         r = x
     if keepdims:
@@ -656,6 +667,8 @@ def arg_reduce(kind: str, x: Node, axis, keepdims: bool, what: str) -> Node:
         return reshape(r, (1,) * x.ndim) if keepdims else r
     if isinstance(axis, (tuple, list)):
         raise TypeError(f"{what}: axis must be an integer or None, got {type(axis).__name__}")
+    if not normalize_axes(axis, x.ndim, what, zero_d=True):  # axis 0 of a 0-d array: its one element
+        return arg_reduce(kind, x, None, keepdims, what)
     (axis,) = normalize_axes(axis, x.ndim, what)
     if x.shape[axis] == 0:
         raise ValueError(f"attempt to get {kind} of an empty sequence")
@@ -665,7 +678,10 @@ def arg_reduce(kind: str, x: Node, axis, keepdims: bool, what: str) -> Node:
 
 
 def reshape(x: Node, shape) -> Node:
-    shape = tuple(int(d) for d in shape)
+    try:
+        shape = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"expected a sequence of integers or a single integer, got {tuple(shape)}") from None
     if -1 in shape:
         known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
         if shape.count(-1) > 1 or known == 0 or x.size % known:
@@ -679,7 +695,7 @@ def reshape(x: Node, shape) -> Node:
 
 
 def transpose(x: Node, perm=None) -> Node:
-    perm = tuple(reversed(range(x.ndim))) if perm is None else tuple(normalize_axes(int(p), x.ndim, "transpose")[0]
+    perm = tuple(reversed(range(x.ndim))) if perm is None else tuple(normalize_axes(p, x.ndim, "transpose")[0]
                                                                       for p in perm)
     if sorted(perm) != list(range(x.ndim)):
         raise ValueError(f"transpose: axes {perm} don't match array of dimension {x.ndim}")
@@ -765,8 +781,9 @@ def matmul(a: Node, b: Node) -> Node:
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("matmul: input operand does not have enough dimensions (scalars are not allowed)")
     compute, out = dt.resolve_ufunc(np.matmul, [a.dtype, b.dtype])
-    if out.kind == "b":
-        raise TypeError("matmul of bool arrays is not supported")
+    if out.kind == "b":  # NumPy's bool matmul is an OR of ANDs: a count of true products, nonzero
+        counts = matmul(cast(a, np.dtype(np.int64)), cast(b, np.dtype(np.int64)))
+        return elementwise("not_equal", [counts, const_node(np.zeros((), np.int64))])
     a, b = cast(a, compute[0]), cast(b, compute[1])
     a2 = reshape(a, (1,) + a.shape) if a.ndim == 1 else a
     b2 = reshape(b, b.shape + (1,)) if b.ndim == 1 else b

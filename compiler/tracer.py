@@ -17,13 +17,16 @@ class Tensor:
     """A traced value of static shape and dtype."""
 
     __array_priority__ = 1000
-    __slots__ = ("node", "aliases")
+    __slots__ = ("node", "aliases", "scalar")
 
-    def __init__(self, node: Node, aliases: str | None = None):
+    def __init__(self, node: Node, aliases: str | None = None, scalar: bool = False):
         self.node = node
         # what NumPy's array here would share memory with ("the argument x", "a view"), or None
         # for a fresh array: only a fresh one may be updated in place (see _inplace)
         self.aliases = aliases
+        # NumPy returns this value as a NumPy scalar when it is 0-d (a ufunc's or reduction's
+        # result, an element taken by integer indices), not as a 0-d array; so does the compiled function
+        self.scalar = scalar
 
     # -- metadata
     shape = property(lambda self: self.node.shape)
@@ -74,7 +77,7 @@ class Tensor:
             if other is NotImplemented:
                 return NotImplemented
             args = [other, self.node] if reflected else [self.node, other]
-            return Tensor(P.elementwise(name, args))
+            return Tensor(P.elementwise(name, args), scalar=True)
         op.__name__ = name
         return op
 
@@ -111,7 +114,7 @@ class Tensor:
                 operand = as_operand(other)
                 if operand is NotImplemented:
                     return NotImplemented
-                result = Tensor(P.elementwise(name, [self.node, operand]))
+                result = Tensor(P.elementwise(name, [self.node, operand]), scalar=True)
             if result.shape != self.shape:
                 raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't match the "
                                  f"broadcast shape {result.shape} (in-place '{symbol}')")
@@ -137,14 +140,14 @@ class Tensor:
         return other // self, other % self
 
     def __neg__(self):
-        return Tensor(P.elementwise("negative", [self.node]))
+        return Tensor(P.elementwise("negative", [self.node]), scalar=True)
 
     def __pos__(self):
         from .numpy_api import apply_ufunc
         return apply_ufunc(np.positive, "__call__", (self,), {})
 
     def __invert__(self):
-        return Tensor(P.elementwise("invert", [self.node]))
+        return Tensor(P.elementwise("invert", [self.node]), scalar=True)
 
     def _shift(self, other):
         raise NotImplementedError("np.left_shift/np.right_shift (<<, >>) are not supported by the compiler")
@@ -153,14 +156,14 @@ class Tensor:
     del _shift
 
     def __abs__(self):
-        return Tensor(P.elementwise("absolute", [self.node]))
+        return Tensor(P.elementwise("absolute", [self.node]), scalar=True)
 
     def __matmul__(self, other):
         other = as_node(other)
-        return Tensor(P.matmul(self.node, other))
+        return Tensor(P.matmul(self.node, other), scalar=True)
 
     def __rmatmul__(self, other):
-        return Tensor(P.matmul(as_node(other), self.node))
+        return Tensor(P.matmul(as_node(other), self.node), scalar=True)
 
     # -- methods
     def reshape(self, *shape, order="C"):
@@ -168,56 +171,70 @@ class Tensor:
             raise NotImplementedError("reshape: only order='C' is supported")
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
-        return view(P.reshape(self.node, shape), self)
+        return view(P.reshape(self.node, shape), self, scalar=self.scalar)
 
     def transpose(self, *axes):
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
             axes = axes[0]
-        return view(P.transpose(self.node, axes or None), self)
+        return view(P.transpose(self.node, axes or None), self, scalar=self.scalar)
 
     def copy(self, order="C"):
         """A fresh array of the same values (so it may be updated in place)."""
-        return Tensor(self.node)
+        return Tensor(self.node, scalar=self.scalar)
 
-    def astype(self, dtype):
-        return Tensor(P.cast(self.node, dtype))
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        if not np.can_cast(self.dtype, dtype, casting=casting):
+            raise TypeError(f"Cannot cast array data from {self.dtype!r} to {np.dtype(dtype)!r} according to the "
+                            f"rule {casting!r}")
+        if not copy and np.dtype(dtype) == self.dtype:
+            return self  # NumPy returns the array itself, with whatever it shares
+        return Tensor(P.cast(self.node, dtype), scalar=self.scalar)
 
-    def sum(self, axis=None, dtype=None, keepdims=False):
+    # reductions: NumPy's method signatures (positional out included), one definition each in numpy_api
+    def sum(self, *args, **kwargs):
         from .numpy_api import sum_
-        return sum_(self, axis=axis, dtype=dtype, keepdims=keepdims)
+        return sum_(self, *args, **kwargs)
 
-    def prod(self, axis=None, dtype=None, keepdims=False):
-        return Tensor(P.reduce("prod", self.node, axis, keepdims, "prod", dtype=dtype))
+    def prod(self, *args, **kwargs):
+        from .numpy_api import prod
+        return prod(self, *args, **kwargs)
 
-    def any(self, axis=None, keepdims=False):
-        return Tensor(P.reduce("any", self.node, axis, keepdims, "any"))
+    def any(self, *args, **kwargs):
+        from .numpy_api import any_
+        return any_(self, *args, **kwargs)
 
-    def all(self, axis=None, keepdims=False):
-        return Tensor(P.reduce("all", self.node, axis, keepdims, "all"))
+    def all(self, *args, **kwargs):
+        from .numpy_api import all_
+        return all_(self, *args, **kwargs)
 
-    def clip(self, min=None, max=None):
-        from .numpy_api import _clip
+    def clip(self, min=None, max=None, out=None):
+        from .numpy_api import _clip, _no_extras
+        _no_extras("clip", out=out)
         return _clip(self, min, max)
 
-    def max(self, axis=None, keepdims=False):
-        return Tensor(P.reduce("max", self.node, axis, keepdims, "max"))
+    def max(self, *args, **kwargs):
+        from .numpy_api import amax
+        return amax(self, *args, **kwargs)
 
-    def min(self, axis=None, keepdims=False):
-        return Tensor(P.reduce("min", self.node, axis, keepdims, "min"))
+    def min(self, *args, **kwargs):
+        from .numpy_api import amin
+        return amin(self, *args, **kwargs)
 
-    def argmax(self, axis=None, keepdims=False):
-        return Tensor(P.arg_reduce("argmax", self.node, axis, keepdims, "argmax"))
+    def argmax(self, *args, **kwargs):
+        from .numpy_api import argmax
+        return argmax(self, *args, **kwargs)
 
-    def argmin(self, axis=None, keepdims=False):
-        return Tensor(P.arg_reduce("argmin", self.node, axis, keepdims, "argmin"))
+    def argmin(self, *args, **kwargs):
+        from .numpy_api import argmin
+        return argmin(self, *args, **kwargs)
 
-    def mean(self, axis=None, dtype=None, keepdims=False):
+    def mean(self, *args, **kwargs):
         from .numpy_api import mean
-        return mean(self, axis=axis, dtype=dtype, keepdims=keepdims)
+        return mean(self, *args, **kwargs)
 
-    def var(self, axis=None, dtype=None, ddof=0, keepdims=False):
+    def var(self, *args, **kwargs):
         from .numpy_api import var
-        return var(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+        return var(self, *args, **kwargs)
 
     def __setitem__(self, key, value):
         raise NotImplementedError(
@@ -270,10 +287,11 @@ def wrap(node: Node) -> Tensor:
     return Tensor(node)
 
 
-def view(node: Node, of) -> Tensor:
+def view(node: Node, of, scalar: bool = False) -> Tensor:
     """A Tensor standing for what NumPy returns as a view of ``of`` (basic indexing, reshape,
     transpose...). In NumPy the two share memory, so neither may be updated in place from now on:
     the other would see the update, which separate graph nodes cannot show."""
     if isinstance(of, Tensor) and of.aliases is None:
         of.aliases = "an array a view was taken of (NumPy's view would see the update)"
-    return Tensor(node, aliases="a view (NumPy's slicing, reshape, transpose, squeeze, split and broadcast_to share memory)")
+    return Tensor(node, aliases="a view (NumPy's slicing, reshape, transpose, squeeze, split and broadcast_to share memory)",
+                  scalar=scalar)

@@ -12,7 +12,9 @@ X = np.arange(2 * 5 * 6, dtype=np.float32).reshape(2, 5, 6) * 0.5 - 7
 
 
 def assert_same(actual, expected):
-    expected = np.asarray(expected)
+    # a 0-d result NumPy gives as a scalar must come back as one, and an array as an array
+    assert isinstance(actual, np.generic) == isinstance(expected, np.generic), (type(actual), type(expected))
+    actual, expected = np.asarray(actual), np.asarray(expected)
     assert isinstance(actual, np.ndarray), type(actual)
     assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
     assert actual.shape == expected.shape, (actual.shape, expected.shape)

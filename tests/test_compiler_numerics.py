@@ -13,7 +13,9 @@ from compiler import jit, ops
 
 def assert_same(actual, expected, rtol=1e-6, atol=1e-6):
     """Compiled result vs NumPy's: identical dtype and shape, values within tolerance (NaN-aware)."""
-    expected = np.asarray(expected)
+    # a 0-d result NumPy gives as a scalar must come back as one, and an array as an array
+    assert isinstance(actual, np.generic) == isinstance(expected, np.generic), (type(actual), type(expected))
+    actual, expected = np.asarray(actual), np.asarray(expected)
     assert isinstance(actual, np.ndarray), type(actual)
     assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
     assert actual.shape == expected.shape, (actual.shape, expected.shape)

@@ -35,6 +35,16 @@ def test_compare_values_is_nan_aware_and_strict_on_dtype_and_shape():
     assert compare_values(np.array([3], np.int8), np.array([4], np.int8), 1.0, 1.0, "r")  # ints: exact
 
 
+def test_compare_values_tells_a_numpy_scalar_from_a_zero_d_array():
+    assert compare_values(np.float64(2.0), np.float64(2.0), 0.0, 0.0, "r") == []
+    assert compare_values(np.array(2.0), np.array(2.0), 0.0, 0.0, "r") == []
+    assert compare_values(np.float64(2.0), np.array(2.0), 0.0, 0.0, "r") == [
+        "r: compiled result is a 0-d array, NumPy gives a NumPy scalar (float64)"]
+    assert compare_values(np.array(2.0), np.float64(2.0), 0.0, 0.0, "r") == [
+        "r: compiled result is a NumPy scalar (float64), NumPy gives a 0-d array"]
+    assert compare_values(np.float64(2.0), np.float64(3.0), 0.0, 0.0, "r")  # values still compared
+
+
 def test_compare_values_checks_the_sign_of_zero_only_when_asked():
     e = np.array([0.0, -0.0, 1.0], np.float64)
     flipped = np.array([-0.0, -0.0, 1.0], np.float64)

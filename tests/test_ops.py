@@ -311,7 +311,8 @@ def test_a_long_float32_sum_of_mixed_magnitudes_stays_close_to_numpy():
 def assert_matches_numpy(got, expected, ulps=0):
     """Same dtype and shape; NaN where NumPy has NaN, the same infinities and the sign of every zero;
     other values within ``ulps`` units in the last place of NumPy's (0: bit for bit)."""
-    expected = np.asarray(expected)
+    assert isinstance(got, np.generic) == isinstance(expected, np.generic), (type(got), type(expected))
+    got, expected = np.asarray(got), np.asarray(expected)
     assert isinstance(got, np.ndarray) and got.dtype == expected.dtype and got.shape == expected.shape, \
         (type(got), getattr(got, "dtype", None), expected.dtype, getattr(got, "shape", None), expected.shape)
     if expected.dtype.kind != "f":

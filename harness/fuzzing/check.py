@@ -39,10 +39,19 @@ def numpy_eval(fn):
 VALUES_DIFFER = "elements differ"  # in every problem compare_values finds with the values, none with dtype or shape
 
 
+def _kind_of(value) -> str:
+    return f"NumPy scalar ({type(value).__name__})" if isinstance(value, np.generic) else f"{value.ndim}-d array"
+
+
 def compare_values(expected, got, rtol: float, atol, label: str, zero_sign: bool = False) -> list[str]:
     """Problems with ``got`` against ``expected`` (empty when they agree). With ``zero_sign`` a zero
-    must also carry NumPy's sign (for ops whose result NumPy defines bit for bit)."""
+    must also carry NumPy's sign (for ops whose result NumPy defines bit for bit). A NumPy scalar
+    where NumPy gives a 0-d array, or the other way round, is a problem too."""
     e = np.asarray(expected)
+    if isinstance(expected, (np.ndarray, np.generic)) and isinstance(got, (np.ndarray, np.generic)) \
+            and isinstance(got, np.generic) != isinstance(expected, np.generic):
+        return [f"{label}: compiled result is a {_kind_of(got)}, NumPy gives a {_kind_of(expected)}"]
+    got = np.asarray(got) if isinstance(got, np.generic) else got
     if not isinstance(got, np.ndarray):
         return [f"{label}: compiled result is a {type(got).__name__}, expected an array"]
     if got.dtype != e.dtype:

@@ -1,0 +1,124 @@
+"""Corners of NumPy's API that a traced function must reproduce, each checked against NumPy
+itself: which 0-d results are NumPy scalars, method signatures with positional ``out``, axis
+arguments NumPy accepts or refuses, and a few functions' less common inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler import jit
+
+X = np.arange(6.0).reshape(2, 3) - 2
+V = np.arange(3.0)
+Z = np.array(-0.0)
+B = np.array([[True, False], [True, True]])
+BV = np.array([True, False])
+
+
+def _iadd(a):
+    b = a.copy()
+    b += 1
+    return b
+
+
+def assert_like_numpy(got, want):
+    """The same kind of object (NumPy scalar or array), dtype, shape, values and signs of zeros."""
+    assert type(got) is type(want), (type(got), type(want))
+    got_a, want_a = np.asarray(got), np.asarray(want)
+    assert got_a.dtype == want_a.dtype and got_a.shape == want_a.shape, (got_a.dtype, got_a.shape, want_a.dtype, want_a.shape)
+    np.testing.assert_array_equal(got_a, want_a)
+    if want_a.dtype.kind == "f":
+        np.testing.assert_array_equal(np.signbit(got_a), np.signbit(want_a))
+
+
+SCALAR_OR_ARRAY = {
+    # NumPy scalars: ufunc and reduction results, elements taken by integers, and what scalars' methods give
+    "sum": (lambda a: a.sum(), X), "np.sum": (lambda a: np.sum(a), X), "mean": (lambda a: a.mean(), X),
+    "var": (lambda a: np.var(a), X), "max": (lambda a: a.max(), X), "argmax": (lambda a: a.argmax(), X),
+    "any": (lambda a: (a > 2).any(), X), "element": (lambda a: a[1, 2], X), "dot of vectors": (lambda a: a @ a, V),
+    "ufunc of 0-d": (lambda a: np.sin(a), Z), "operator on 0-d": (lambda a: a + 1, Z), "clip of 0-d": (lambda a: np.clip(a, 0, 1), Z),
+    "take one": (lambda a: np.take(a, 1), V), "0-d index array": (lambda a: a[np.array(1)], V), "x[()] of 0-d": (lambda a: a[()], Z),
+    "astype of a sum": (lambda a: a.sum().astype(np.float32), X), "reshape of a sum": (lambda a: a.sum().reshape(()), X),
+    # 0-d arrays: the argument itself, copies, casts and views of a 0-d array, np.where, an ellipsis
+    "identity": (lambda a: a, Z), "copy": (lambda a: a.copy(), Z), "np.copy": (lambda a: np.copy(a), Z),
+    "astype": (lambda a: a.astype(np.float32), Z), "where": (lambda a: np.where(a > 1, a, 0.0), Z),
+    "reshape": (lambda a: a.reshape(()), Z), "x[...]": (lambda a: a[...], Z), "element with ellipsis": (lambda a: a[1, 2, ...], X),
+    "squeeze to 0-d": (lambda a: np.squeeze(a[:1, :1]), X), "broadcast_to ()": (lambda a: np.broadcast_to(a, ()), Z),
+    "in-place on a copy": (_iadd, Z), "a tuple of both": (lambda a: (a.sum(), a.max(axis=0)), X),
+}
+
+
+@pytest.mark.parametrize("name", list(SCALAR_OR_ARRAY))
+def test_zero_d_results_are_scalars_where_numpy_gives_scalars(name):
+    fn, arg = SCALAR_OR_ARRAY[name]
+    want, got = fn(arg), jit(fn)(arg)
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want):
+            assert_like_numpy(g, w)
+    else:
+        assert_like_numpy(got, want)
+
+
+AGREES = {
+    "sum(axis, dtype, out, keepdims) positionally": (lambda a: a.sum(0, None, None, True), X),
+    "var(axis, dtype, out, ddof) positionally": (lambda a: a.var(0, None, None, 1), X),
+    "max(axis, out, keepdims) positionally": (lambda a: a.max(0, None, True), X),
+    "where=True spelled out": (lambda a: a.sum(axis=1, where=True), X),
+    "astype copy=False": (lambda a: a.astype(np.float64, copy=False) * 2, X),
+    "astype casting='unsafe'": (lambda a: a.astype(np.int32, casting="unsafe"), X),
+    "sum over () adds to +0": (lambda a: np.sum(a, axis=()), np.array([-0.0, 1.0])),
+    "float32 sum over ()": (lambda a: a.astype(np.float32).sum(axis=()), np.array([-0.0])),
+    "mean over ()": (lambda a: np.mean(a, axis=()), np.array([-0.0])),
+    "sum of a 0-d -0.0": (lambda a: np.sum(a), Z),
+    "sum of 0-d, axis 0": (lambda a: np.sum(a, axis=0), Z), "prod of 0-d, axis 0": (lambda a: np.prod(a, axis=0), Z),
+    "max of 0-d, axis -1": (lambda a: np.max(a, axis=-1), Z), "any of 0-d, axis 0": (lambda a: np.any(a, axis=0), Z),
+    "argmax of 0-d, axis 0": (lambda a: np.argmax(a, axis=0), Z),
+    "argmin of 0-d, keepdims": (lambda a: np.argmin(a, axis=-1, keepdims=True), Z),
+    "squeeze 0-d, axis 0": (lambda a: np.squeeze(a, axis=0), Z),
+    "axis as np.int64": (lambda a: np.sum(a, axis=np.int64(1)), X),
+    "reshape by np.int64": (lambda a: a.reshape(np.int64(3), 2), X),
+    "expand_dims with a list": (lambda a: np.expand_dims(a, [0, 1]), X),
+    "bool matmul": (lambda a: a @ a, B), "bool vector dot": (lambda a: a @ a, BV),
+    "bool @ int8": (lambda a: a @ np.ones((2, 2), np.int8), B),
+    "triu of a vector": (lambda a: np.triu(a), np.arange(3)), "tril of a vector, k=1": (lambda a: np.tril(a, 1), V),
+    "split into 2.0 sections": (lambda a: np.split(a, 2.0)[1], np.arange(4)),
+    "broadcast_to an np.int64 length": (lambda a: np.broadcast_to(a, np.int64(3)), np.ones(1)),
+    "hstack casting='unsafe'": (lambda a: np.hstack([a, a], dtype=np.int8, casting="unsafe"), X),
+    "stack casting='unsafe'": (lambda a: np.stack([a, a], dtype=np.int8, casting="unsafe"), X),
+    "concatenate casting='unsafe'": (lambda a: np.concatenate([a, a], dtype=np.int8, casting="unsafe"), X),
+    "bool == largest int64": (lambda a: a == 2**63 - 1, BV),
+}
+
+
+@pytest.mark.parametrize("name", list(AGREES))
+def test_numpy_forms_give_numpys_result(name):
+    fn, arg = AGREES[name]
+    assert_like_numpy(jit(fn)(arg), fn(arg))
+
+
+REFUSED = {
+    "axis as a list": (lambda a: np.sum(a, axis=[0, 1]), X),
+    "axis as a float": (lambda a: np.sum(a, axis=1.0), X),
+    "a float in an axis tuple": (lambda a: a.sum(axis=(0, 1.0)), X),
+    "reshape to a float": (lambda a: a.reshape(4.0), np.ones(4)),
+    "transpose by floats": (lambda a: np.transpose(a, (1.0, 0)), X),
+    "squeeze with a list": (lambda a: np.squeeze(a[:1], axis=[0]), X),
+    "mean of 0-d, axis 0": (lambda a: np.mean(a, axis=0), Z),
+    "var of 0-d, axis 0": (lambda a: np.var(a, axis=0), Z),
+    "sum of 0-d, axis 1": (lambda a: np.sum(a, axis=1), Z),
+    "bool == 2**64": (lambda a: a == 2**64, BV),
+    "bool < 2**63": (lambda a: a < 2**63, BV),
+    "astype same_kind float to int": (lambda a: a.astype(np.int32, casting="same_kind"), X),
+    "hstack into int8 under same_kind": (lambda a: np.hstack([a, a], dtype=np.int8), X),
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_what_numpy_refuses_is_refused_with_its_exception(name):
+    fn, arg = REFUSED[name]
+    with pytest.raises(Exception) as numpy_error:
+        fn(arg)
+    with pytest.raises(type(numpy_error.value)):
+        jit(fn)(arg)
