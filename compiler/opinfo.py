@@ -540,10 +540,9 @@ def _matmul_scale(xs, p):
     k = np.shape(a)[-1]
     return np.abs(np.matmul(np.abs(a), np.abs(b))) * math.sqrt(k)
 
-register(OpInfo("matmul", lambda xs, p: np.matmul(xs[0], xs[1]), 2, NUMERIC, "matmul", _matmul_sample,
-                domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_name="np.matmul", scale=_matmul_scale,
-                notes="bool matmul is deliberately unsupported"))
-register(OpInfo("operator.matmul", lambda xs, p: xs[0] @ xs[1], 2, NUMERIC, "matmul", _matmul_sample,
+register(OpInfo("matmul", lambda xs, p: np.matmul(xs[0], xs[1]), 2, ALL, "matmul", _matmul_sample,
+                domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_name="np.matmul", scale=_matmul_scale))
+register(OpInfo("operator.matmul", lambda xs, p: xs[0] @ xs[1], 2, ALL, "matmul", _matmul_sample,
                 domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_name="x @ y", scale=_matmul_scale))
 
 # --------------------------------------------------------------------------- shape functions
@@ -689,11 +688,12 @@ _single("split", _split, _split_params, "np.split", min_rank=1, max_rank=3, fami
 
 
 def _tri_params(c, shape):
-    return {"k": c.integer(-3, 3)} if len(shape) >= 2 else None
+    return {"k": c.integer(-3, 3)} if len(shape) >= 1 else None
 
 
-_single("triu", lambda xs, p: np.triu(xs[0], k=p["k"]), _tri_params, "np.triu", min_rank=2)
-_single("tril", lambda xs, p: np.tril(xs[0], k=p["k"]), _tri_params, "np.tril", min_rank=2)
+# a vector too: NumPy masks it as the rows of a square
+_single("triu", lambda xs, p: np.triu(xs[0], k=p["k"]), _tri_params, "np.triu", min_rank=1)
+_single("tril", lambda xs, p: np.tril(xs[0], k=p["k"]), _tri_params, "np.tril", min_rank=1)
 
 
 def _like_params(c, shape):
