@@ -80,7 +80,6 @@ class CudaError(RuntimeError):
 # --------------------------------------------------------------------------- device probe
 
 
-@functools.cache
 class DeviceStatus(NamedTuple):
     """Whether a CUDA device is usable, and its name or why not. Unpacks as ``ok, why`` and is true
     only when a device is usable (a plain 2-tuple would always be true)."""
@@ -98,6 +97,7 @@ def device_available() -> DeviceStatus:
     return DeviceStatus(*_probe_device())
 
 
+@functools.cache
 def _probe_device() -> tuple[bool, str]:
     if os.environ.get("PARITY_DISABLE_GPU"):
         return False, "GPU disabled by PARITY_DISABLE_GPU"
