@@ -205,3 +205,19 @@ def test_build_only_summary_counts_kernels_in_agreement(capsys, count, start):
     args = argparse.Namespace(mode="fused", target="cpu", json=False)
     assert generate.report_build(log, args) == 0
     assert capsys.readouterr().out.startswith(start)
+
+
+def test_the_readme_command_table_names_every_subcommand_and_flag():
+    """The README's table is where users look up a flag: one the CLI has and the table lacks has drifted."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    rows = {m.group(1): re.split(r"(?<!\\)\|", line)[1]
+            for line in readme.splitlines() if (m := re.match(r"^\| `parity (\S+)", line))}
+    parser = cli.build_parser([])
+    commands = parser._subparsers._group_actions[0].choices
+    assert set(rows) == set(commands)
+    for name, sub in commands.items():
+        flags = {o for action in sub._actions for o in action.option_strings if o.startswith("--") and o != "--help"}
+        assert not [f for f in sorted(flags) if f not in rows[name]], name
