@@ -191,6 +191,24 @@ def test_negative_integer_exponents_are_refused_like_numpy():
         jit(lambda x, y: x ** (y - 1))(base, base)
 
 
+def test_an_exponent_cast_from_an_unsigned_type_of_the_same_width_is_not_assumed_non_negative():
+    """uint32 -> int32 turns values from 2**31 up negative, which NumPy refuses to raise integers to; the
+    compiler must not treat such an exponent as "never negative" and compute a value."""
+    base = np.array([2, 3, 5], np.int32)
+    exponent = np.array([1, 2**31 + 1, 2**32 - 1], np.uint32)
+    with pytest.raises(ValueError, match="Integers to negative integer powers"):
+        base ** exponent.astype(np.int32)  # the independent source of the behaviour
+    with pytest.raises((ValueError, NotImplementedError), match="(?i)negative"):
+        jit(lambda b, e: b ** e.astype(np.int32))(base, exponent)
+    with pytest.raises((ValueError, NotImplementedError), match="(?i)negative"):
+        jit(lambda b, e: b ** e.astype(np.int32))(base, exponent[:1])  # refused whatever the values
+    narrowed = np.array([1, 200, 255], np.uint16)  # -> int8: 200 and 255 become negative
+    with pytest.raises(ValueError, match="Integers to negative integer powers"):
+        base.astype(np.int8) ** narrowed.astype(np.int8)
+    with pytest.raises((ValueError, NotImplementedError), match="(?i)negative"):
+        jit(lambda b, e: b ** e.astype(np.int8))(base.astype(np.int8), narrowed)
+
+
 def test_integer_exponents_that_need_no_check():
     base = np.array([2, 3], np.int32)
     unsigned = np.array([5, 0], np.uint8)

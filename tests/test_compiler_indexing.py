@@ -41,6 +41,7 @@ KEYS = [
     None, (None, 1), (Ellipsis, None), (0, None, Ellipsis, 1), (slice(None), None, slice(None), None),
     Ellipsis, (Ellipsis, 0), (1, Ellipsis), (Ellipsis, -1, slice(None, None, -1)),
     (slice(None, None, -1), 2, slice(None, None, -1)),
+    -2, (slice(None), -5, -6), (Ellipsis, -6), (-2, slice(None), -6),  # an index of -n: the first element
 ]
 
 
@@ -64,6 +65,19 @@ def test_gather_runtime_indices(ids):
 @pytest.mark.parametrize("ids", GATHERS, ids=lambda a: f"{a.dtype}{a.tolist()}")
 def test_gather_constant_indices(ids):
     check(lambda x: x[:, ids], X)
+
+
+@pytest.mark.parametrize("dtype,size", [(np.uint8, 300), (np.uint16, 70000)])
+def test_unsigned_indices_with_the_top_bit_set_count_from_the_start(dtype, size):
+    """An unsigned index is a position, whatever its top bit: uint8 200 is element 200 (NumPy reads
+    it unsigned), not -56, which would count from the end or fall outside the table."""
+    table = np.arange(size, dtype=np.float32) * 0.5 - 3
+    top = np.iinfo(dtype).max
+    ids = np.array([top // 2 + 1, top, top // 2, 0, top - 7], dtype)
+    check(lambda t, i: t[i], table, ids)
+    check(lambda t, i: np.take(t, i), table, ids)
+    check(lambda t: t[ids], table)
+    check(lambda t, i: t.reshape(1, size)[:, i], table, ids)
 
 
 @pytest.mark.parametrize("make_key", [

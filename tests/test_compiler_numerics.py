@@ -306,6 +306,11 @@ def test_floordiv_mod_operators_and_divmod_trace_with_numpy_dtypes():
     q, r = jit(lambda a, b: np.divmod(a, b))(x.astype(np.float32), 2.5)
     assert_bitwise(q, x.astype(np.float32) // 2.5)
     assert_bitwise(r, x.astype(np.float32) % 2.5)
+    # a Python or NumPy scalar on the left: divmod(7, x) is 7 // x and 7 % x (Tensor.__rdivmod__)
+    for scalar in (7, np.int16(-9), 2.5):
+        q, r = jit(lambda b: divmod(scalar, b))(y)
+        assert_bitwise(q, np.floor_divide(scalar, y))
+        assert_bitwise(r, np.remainder(scalar, y))
     # Python scalars are weak on either side; bool operands compute in int8 as NumPy's loops do
     assert_bitwise(jit(lambda a: 100 // a + a % 3)(x), 100 // x + x % 3)
     flags = np.array([True, False, True])

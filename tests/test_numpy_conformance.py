@@ -89,6 +89,8 @@ AGREES = {
     "stack casting='unsafe'": (lambda a: np.stack([a, a], dtype=np.int8, casting="unsafe"), X),
     "concatenate casting='unsafe'": (lambda a: np.concatenate([a, a], dtype=np.int8, casting="unsafe"), X),
     "bool == largest int64": (lambda a: a == 2**63 - 1, BV),
+    "a nested list @ x (x.__rmatmul__)": (lambda a: [[1.0, 2.0], [3.0, 4.0]] @ a, np.arange(4.0).reshape(2, 2) - 1),
+    "a list @ x, vector": (lambda a: [1.0, -2.0] @ a, X),
 }
 
 
@@ -112,6 +114,8 @@ REFUSED = {
     "bool < 2**63": (lambda a: a < 2**63, BV),
     "astype same_kind float to int": (lambda a: a.astype(np.int32, casting="same_kind"), X),
     "hstack into int8 under same_kind": (lambda a: np.hstack([a, a], dtype=np.int8), X),
+    "reshape an empty array to (-1, 0)": (lambda a: a[:0].reshape(-1, 0), X),
+    "reshape an empty array to (0, -1)": (lambda a: a[:0].reshape(0, -1), X),
 }
 
 

@@ -8,6 +8,8 @@ values and bounds, integer wrapping, empty reductions)."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -256,6 +258,26 @@ def test_sum_mean_var_take_their_dtype_as_accumulator_and_result(name):
     np.testing.assert_allclose(got, expected, rtol=1e-7, atol=0)
 
 
+VAR_BEYOND_ITS_DEGREES_OF_FREEDOM = {
+    "np.var, ddof above n": (lambda x: np.var(x, ddof=7), np.array([1.0, 4.0, 2.5, -3.0])),
+    "x.var by axis, ddof above n": (lambda x: x.var(axis=1, ddof=5), np.array([[1.0, 4.0, 9.0], [2.0, 2.0, 2.0]])),
+    "float32 var, ddof above n": (lambda x: np.var(x, axis=0, ddof=3), np.array([[1.5], [-2.0]], np.float32)),
+}
+
+
+@pytest.mark.parametrize("name", list(VAR_BEYOND_ITS_DEGREES_OF_FREEDOM))
+def test_var_with_ddof_beyond_the_count_divides_by_zero(name):
+    """NumPy divides by ``max(n - ddof, 0)``: a ddof above the element count gives inf (nan where every
+    element equals the mean), never the negative variance of dividing by ``n - ddof``."""
+    fn, x = VAR_BEYOND_ITS_DEGREES_OF_FREEDOM[name]
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's "Degrees of freedom <= 0"
+        expected = fn(x)
+    got = jit(fn)(x)
+    assert type(got) is type(expected) and got.dtype == expected.dtype and got.shape == np.shape(expected)
+    np.testing.assert_array_equal(got, expected)
+
+
 COMPARISONS = [np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal]
 
 
@@ -280,6 +302,23 @@ def test_uint64_against_negative_int64_in_both_orders():
     for ufunc in COMPARISONS:
         for x, y in ((u, i), (i, u)):
             np.testing.assert_array_equal(jit(lambda p, q: ufunc(p, q))(x, y), ufunc(x, y), err_msg=ufunc.__name__)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint16, np.int32, np.uint64, np.int64])
+def test_comparisons_with_python_ints_at_the_dtypes_limits(dtype):
+    """A Python int equal to the dtype's minimum or maximum is in range, so it is compared element by
+    element (``uint8_array == 255`` holds where the array is 255), not folded to a constant as one
+    just beyond the range is."""
+    info = np.iinfo(dtype)
+    x = np.array([info.min, info.min + 1, info.max // 2, info.max - 1, info.max], dtype)
+    for value in (info.min, info.max):
+        fns = ([lambda a, op=op, v=value: op(a, v) for op in COMPARISONS]
+               + [lambda a, op=op, v=value: op(v, a) for op in COMPARISONS])
+        got = jit(lambda a: [f(a) for f in fns])(x)
+        for f, g in zip(fns, got):
+            expected = f(x)
+            assert type(g) is type(expected) and g.dtype == expected.dtype and g.shape == expected.shape
+            np.testing.assert_array_equal(g, expected, err_msg=f"{value}")
 
 
 def test_small_constants_keep_signed_zeros_and_nan_payloads():
