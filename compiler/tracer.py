@@ -191,50 +191,22 @@ class Tensor:
         return Tensor(P.cast(self.node, dtype), scalar=self.scalar)
 
     # reductions: NumPy's method signatures (positional out included), one definition each in numpy_api
-    def sum(self, *args, **kwargs):
-        from .numpy_api import sum_
-        return sum_(self, *args, **kwargs)
+    def _reduction(name, function_name=None):
+        def method(self, *args, **kwargs):
+            from . import numpy_api
+            return getattr(numpy_api, function_name or name)(self, *args, **kwargs)
+        method.__name__ = name
+        return method
 
-    def prod(self, *args, **kwargs):
-        from .numpy_api import prod
-        return prod(self, *args, **kwargs)
-
-    def any(self, *args, **kwargs):
-        from .numpy_api import any_
-        return any_(self, *args, **kwargs)
-
-    def all(self, *args, **kwargs):
-        from .numpy_api import all_
-        return all_(self, *args, **kwargs)
+    sum, prod, any, all = _reduction("sum", "sum_"), _reduction("prod"), _reduction("any", "any_"), _reduction("all", "all_")
+    max, min = _reduction("max", "amax"), _reduction("min", "amin")
+    argmax, argmin, mean, var = _reduction("argmax"), _reduction("argmin"), _reduction("mean"), _reduction("var")
+    del _reduction
 
     def clip(self, min=None, max=None, out=None):
         from .numpy_api import _clip, _no_extras
         _no_extras("clip", out=out)
         return _clip(self, min, max)
-
-    def max(self, *args, **kwargs):
-        from .numpy_api import amax
-        return amax(self, *args, **kwargs)
-
-    def min(self, *args, **kwargs):
-        from .numpy_api import amin
-        return amin(self, *args, **kwargs)
-
-    def argmax(self, *args, **kwargs):
-        from .numpy_api import argmax
-        return argmax(self, *args, **kwargs)
-
-    def argmin(self, *args, **kwargs):
-        from .numpy_api import argmin
-        return argmin(self, *args, **kwargs)
-
-    def mean(self, *args, **kwargs):
-        from .numpy_api import mean
-        return mean(self, *args, **kwargs)
-
-    def var(self, *args, **kwargs):
-        from .numpy_api import var
-        return var(self, *args, **kwargs)
 
     def __setitem__(self, key, value):
         raise NotImplementedError(

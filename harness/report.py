@@ -465,7 +465,9 @@ def _passing_verdict(report: dict) -> Verdict:
     fault = report.get("injected_fault")
     if fault:
         # a harness self-test that passes has found a blind spot, which must not read as success
-        why += (f"; the injected fault ({fault['op']}: y*{fault['factor']:g}{fault['offset']:+g}) was NOT detected: "
+        from harness.verify import fault_text
+
+        why += (f"; the injected fault ({fault_text(fault)}) was NOT detected: "
                 "it stays within the tensor tolerance (--audit-ops checks each op against its own rounding allowance)")
     return Verdict(0, "pass", why)
 

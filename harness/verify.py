@@ -589,9 +589,13 @@ def baseline_differences(baseline: dict, *, prompt: str, input_ids: list[int], c
         differences.append(f"{plural(count, 'token')} (this run: {tokens})")
     fault = baseline.get("injected_fault")
     if fault:  # its errors are the fault's: a budget measured on them would hide real regressions
-        differences.append(f"an injected fault ({fault['op']}: y*{fault['factor']:g}{fault['offset']:+g}; "
-                           "a harness self-test, not the compiler's errors)")
+        differences.append(f"an injected fault ({fault_text(fault)}; a harness self-test, not the compiler's errors)")
     return differences
+
+
+def fault_text(fault: dict) -> str:
+    """A report's ``injected_fault`` as every message names it: ``exp: y*1.01+0``."""
+    return f"{fault['op']}: y*{fault['factor']:g}{fault['offset']:+g}"
 
 
 def run_verification(capture, runner_factory: Callable[[str, str], Any], plans: list[ModePlan],
