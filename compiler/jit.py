@@ -105,6 +105,13 @@ def _unflatten(tree, leaves):
         return leaf[()] if isinstance(leaf, np.ndarray) else leaf  # a DeviceArray stays on the device
     if kind == "static":
         return tree[1].value
+    if kind == "checked":  # the results, then (failed, witness) of each run-time check
+        result = _unflatten(tree[1], leaves)
+        for check in tree[2]:
+            failed, witness = _host_scalar(next(leaves)), _host_scalar(next(leaves))
+            if failed:
+                raise check.error(check.message.format(int(witness)))
+        return result
     if kind == "namedtuple":
         return tree[1](*[_unflatten(t, leaves) for t in tree[2]])
     if kind in ("tuple", "list"):
@@ -119,6 +126,13 @@ def _unflatten(tree, leaves):
             object.__setattr__(obj, n, _unflatten(t, leaves))
         return obj
     raise AssertionError(kind)
+
+
+def _host_scalar(leaf):
+    """A 0-d result's value on the host; a build-only placeholder's is 0 (nothing ran)."""
+    if isinstance(leaf, DeviceArray):
+        return 0 if leaf.is_placeholder else leaf.to_host()[()]
+    return leaf[()]
 
 
 def map_arrays(fn, tree):
@@ -183,8 +197,12 @@ def trace(fn, args, kwargs, func_name="main"):
         inputs.append(input_node(i, path, leaf.shape, leaf.dtype, device_resident=isinstance(leaf, DeviceArray)))
     placeholders = iter(Tensor(n, aliases=f"the argument {path}") for n, path in zip(inputs, paths))
     traced_args = _unflatten(("tuple", tree), placeholders)
-    out = fn(*traced_args, **kwargs)
+    with P.runtime_checks() as checks:
+        out = fn(*traced_args, **kwargs)
     outputs, out_tree = _flatten_outputs(out)
+    if checks:  # the kernel also reports them; _unflatten raises for a failed one
+        outputs = outputs + [n for check in checks for n in (check.failed, check.witness)]
+        out_tree = ("checked", out_tree, tuple(checks))
     return inputs, outputs, out_tree, paths
 
 
@@ -208,35 +226,33 @@ def _index_in_range(size: int):
     def problem(idx: np.ndarray):
         if idx.size and (idx.min() < -size or idx.max() >= size):
             bad = idx[(idx < -size) | (idx >= size)].flat[0]
-            return f"index {int(bad)} is out of range for an axis of size {size}"
+            return P.IndexOutOfBounds, f"index {int(bad)} is out of range for an axis of size {size}"
         return None
     return problem
 
 
 def _nonnegative_exponent(exponent: np.ndarray):
     if exponent.size and exponent.min() < 0:
-        return f"{P.NEGATIVE_INTEGER_POWER}; it holds {int(exponent.min())}"
+        return ValueError, f"{P.NEGATIVE_INTEGER_POWER}; it holds {int(exponent.min())}"
     return None
 
 
 def _host_checks(inputs, outputs, paths) -> list[tuple]:
     """(leaf position, argument path, problem) for every argument whose values native code relies on:
-    gather indices in range, integer exponents non-negative. ``problem(array)`` is None or what is wrong."""
+    gather indices in range, integer exponents non-negative. ``problem(array)`` is None or (the error
+    to raise, what is wrong). Computed ones are checked by the kernel: see ``primitives.check_at_run_time``."""
     checks = []
     for node in topological(outputs):
         found = []
         if node.op == "gather":
             table, axis = node.inputs[0], node.attrs["axis"]
-            found = [(P.value_source(idx), "indices", _index_in_range(table.shape[axis + j]))
+            found = [(P.value_source(idx), _index_in_range(table.shape[axis + j]))
                      for j, idx in enumerate(node.inputs[1:])]
         elif (arg := P.integer_exponent_source(node)) is not None:
-            found = [(arg, "integer exponents", _nonnegative_exponent)]
-        for arg, what, problem in found:
-            if arg.op != "input":
-                continue  # a constant, checked when it was traced
-            if arg.attrs.get("device_resident"):
-                raise TypeError(f"argument {paths[arg.index]}: {what} are checked on the host before any kernel "
-                                "runs, so they must be a NumPy array, not a DeviceArray")
+            found = [(arg, _nonnegative_exponent)]
+        for arg, problem in found:
+            if arg.op != "input" or arg.attrs.get("device_resident"):
+                continue  # a constant, checked when traced, or values only a kernel knows, checked there
             checks.append((arg.index, paths[arg.index], problem))
     return checks
 
@@ -393,9 +409,10 @@ def checked_inputs(leaves: list[np.ndarray], host_checks: list[tuple]) -> list[n
     """The arrays native code may see: dense copies where needed, every host check passed."""
     arrays = _boundary_arrays(leaves)
     for pos, path, problem in host_checks:
-        message = problem(arrays[pos])
-        if message is not None:
-            raise ValueError(f"argument {path}: {message}")
+        found = problem(arrays[pos])
+        if found is not None:
+            error, message = found
+            raise error(f"argument {path}: {message}")
     return arrays
 
 

@@ -884,13 +884,31 @@ register(OpInfo("getitem_index_arg", _gather_arg, 2, ALL, "index", _gather_arg_s
                 notes="the index array is a runtime argument: operand 1 is drawn as in-range integers "
                       "(see index_operand_values); out-of-range values must raise ValueError"))
 
+
+def _computed_index_sample(c):
+    call = _gather_arg_sample(c)
+    n = call.shapes[0][call.params["axis"]]
+    return Call(call.shapes, {**call.params, "shift": c.integer(-n, n)})  # |shift| up to n: some land outside
+
+
+def _computed_index(xs, p):
+    return xs[0][(slice(None),) * p["axis"] + (xs[1] + p["shift"],)]
+
+
+register(OpInfo("getitem_computed_index", _computed_index, 2, ALL, "index", _computed_index_sample,
+                domains=(ANY, Domain(lo=0, hi=1, special=False)), mixed_dtypes=True, numpy_name="x[idx + shift]",
+                notes="an index computed in the kernel (an in-range argument shifted): checked as the kernel "
+                      "runs; out-of-range values must raise IndexError"))
+
 # --------------------------------------------------------------------------- helpers for drivers
+
+INDEX_OPERAND_OPS = ("getitem_index_arg", "getitem_computed_index")  # operand 1: in-range indices of an axis
 
 INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.uint8), np.dtype(np.int8))
 
 
 def operand_dtypes(info: OpInfo, i: int) -> tuple:
-    if info.name == "getitem_index_arg" and i == 1:
+    if info.name in INDEX_OPERAND_OPS and i == 1:
         return INDEX_DTYPES
     return info.dtypes
 

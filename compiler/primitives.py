@@ -5,7 +5,9 @@ Everything the tracer accepts is decomposed into these few primitives."""
 
 from __future__ import annotations
 
+import contextlib
 import operator
+import threading
 from dataclasses import dataclass
 from typing import Callable
 
@@ -487,6 +489,9 @@ def elementwise(name: str, operands: list) -> Node:
     if name in _FLOAT_CLASS and compute[0].kind != "f":  # an integer is never NaN or infinite
         return const_node(np.full(shape, _FLOAT_CLASS[name]))
     attrs = {}
+    if name == "power" and compute[1].kind == "i" and int(np.prod(shape, dtype=np.int64)) and \
+            _exponent_source(nodes[1]) is COMPUTED and (safe := _checked_exponent(nodes[1])) is not None:
+        nodes[1], attrs["exponent_checked_in_kernel"] = safe, True
     if name == "power" and compute[1].kind == "f" and _scalar_to_inner_loop(nodes[1], shape):
         attrs["scalar_exponent"] = True
     if name == "clip" and compute[0].kind == "f" and all(_scalar_to_inner_loop(b, shape) for b in nodes[1:]):
@@ -536,14 +541,13 @@ NEGATIVE_INTEGER_POWER = "integers to negative integer powers are not allowed (n
 _VALUE_PRESERVING = ("reshape", "transpose", "broadcast_to")  # every element of the input appears in the output
 
 
-def integer_exponent_source(node: Node):
-    """For an integer ``power``, the function argument whose values must be checked for negative
-    exponents before native code runs (NumPy raises ValueError; ``math.ipowi`` would divide by zero
-    for ``0 ** -1``), or None when no check is needed. A constant exponent is checked here; one
-    computed from other values cannot be checked without running it, so it is refused."""
-    if node.op != "power" or node.attrs["compute"][1].kind != "i" or node.size == 0:
-        return None
-    exponent = node.inputs[1]
+COMPUTED = "computed"  # a value only a kernel knows, neither a constant nor an argument's elements
+
+
+def _exponent_source(exponent: Node):
+    """What must be checked so an integer exponent is never negative: None (nothing: a constant,
+    checked here, or unsigned values), the function argument whose values the host checks, or
+    COMPUTED (only the kernel knows its values)."""
     if exponent.is_const():
         if (exponent.value < 0).any():
             raise ValueError(f"{NEGATIVE_INTEGER_POWER}; the exponent holds {int(exponent.value.min())}")
@@ -552,12 +556,93 @@ def integer_exponent_source(node: Node):
     if source.dtype.kind in "ub" or (source.op == "cast" and source.inputs[0].dtype.kind in "ub"
                                      and source.inputs[0].dtype.itemsize < source.dtype.itemsize):
         return None  # never negative
-    if source.op == "input":
-        return source
-    raise NotImplementedError(
-        "np.power: an integer exponent must be a function argument, a constant or unsigned, so that negative "
-        "exponents (which NumPy refuses) are caught before native code runs; cast the base to float for "
-        "computed exponents")
+    return source if _host_checkable(source) else COMPUTED
+
+
+def _host_checkable(source: Node) -> bool:
+    """An argument the host holds, so its values can be checked before any kernel runs; a
+    ``DeviceArray``'s are in GPU memory, known only to kernels, like a computed value's."""
+    return source.op == "input" and not source.attrs.get("device_resident")
+
+
+def integer_exponent_source(node: Node):
+    """For an integer ``power``, the function argument whose values must be checked for negative
+    exponents before native code runs (NumPy raises ValueError; ``math.ipowi`` would divide by zero
+    for ``0 ** -1``), or None when no check is needed: the exponent is a constant (checked here),
+    unsigned, or computed and checked by the kernel itself (see ``check_at_run_time``). A computed
+    exponent outside a traced function, where no run-time check can be attached, is refused."""
+    if node.op != "power" or node.attrs["compute"][1].kind != "i" or node.size == 0 \
+            or node.attrs.get("exponent_checked_in_kernel"):
+        return None
+    source = _exponent_source(node.inputs[1])
+    if source is COMPUTED:
+        raise NotImplementedError(
+            "np.power: an integer exponent computed outside a traced function must be a function argument, a "
+            "constant or unsigned, so that negative exponents (which NumPy refuses) are caught before native "
+            "code runs; cast the base to float for computed exponents")
+    return source
+
+
+def _checked_exponent(exponent: Node) -> Node | None:
+    """``exponent`` with negative elements replaced by 0 (``ipowi`` never sees one), the kernel
+    reporting any it met; None outside a trace."""
+    negative = elementwise("less", [exponent, dt.Weak(0)])
+    if not check_at_run_time(exponent, negative, "min", ValueError, NEGATIVE_INTEGER_POWER + "; the exponent "
+                             f"computed for np.power at {user_location().short()} held {{}} (checked as the kernel ran)"):
+        return None
+    return where(negative, const_node(np.zeros((), exponent.dtype)), exponent)
+
+
+# --------------------------------------------------------------------------- run-time checks
+# A gather index or integer exponent computed inside a kernel cannot be checked before the kernel
+# runs. The traced function then computes, beside its results, whether any such value was out of
+# range (and one that was); native code meanwhile uses a safe stand-in, and the compiled function
+# raises NumPy's error after the kernel returns, discarding the results.
+
+
+class IndexOutOfBounds(IndexError, ValueError):
+    """An index out of range for its axis. NumPy raises IndexError; a ValueError too, as the
+    compiler's checks of argument and constant indices always raised."""
+
+
+@dataclass(frozen=True)
+class RuntimeCheck:
+    """``failed`` (bool, 0-d) is true when the kernel met a value out of range, ``witness`` (0-d)
+    one such value; the call then raises ``error(message.format(witness))``."""
+    failed: Node
+    witness: Node
+    error: type
+    message: str
+
+
+_RUNTIME_CHECKS = threading.local()
+
+
+@contextlib.contextmanager
+def runtime_checks():
+    """Collects the ``RuntimeCheck``s that the ops traced inside the block need."""
+    previous = getattr(_RUNTIME_CHECKS, "found", None)
+    _RUNTIME_CHECKS.found = found = []
+    try:
+        yield found
+    finally:
+        _RUNTIME_CHECKS.found = previous
+
+
+def check_at_run_time(values: Node, bad: Node, witness: str, error: type, message: str) -> bool:
+    """Have the kernel report whether ``bad`` (bool, shaped as ``values``) holds any true element,
+    and the ``witness`` ("max" or "min") of the ``values`` where it does. False outside a trace
+    (nothing would read the report), and the caller must refuse the op instead."""
+    found = getattr(_RUNTIME_CHECKS, "found", None)
+    if found is None:
+        return False
+    info = np.iinfo(values.dtype)
+    fill = const_node(np.asarray(info.min if witness == "max" else info.max, values.dtype))
+    flat = lambda n: reshape(n, (n.size,))  # noqa: E731 - a 0-d value reduces over no axis otherwise
+    failed = reduce("any", flat(bad), 0, False, "a run-time check")
+    found.append(RuntimeCheck(failed, reduce(witness, flat(where(bad, values, fill)), 0, False, "a run-time check"),
+                              error, message))
+    return True
 
 
 def _out_of_range_comparison(name: str, operands: list, compute: list):
@@ -730,10 +815,9 @@ def gather(x: Node, indices, axis: int) -> Node:
         if idx.is_const():
             bad = (idx.value < -n) | (idx.value >= n)
             if bad.any():
-                raise ValueError(f"gather index {int(idx.value[bad].flat[0])} is out of range for axis {axis + j} with size {n}")
-        elif value_source(idx).op != "input":
-            raise NotImplementedError("gather indices must be a function argument or a constant, so they can be "
-                                      "bounds-checked before native code runs")
+                raise IndexOutOfBounds(f"gather index {int(idx.value[bad].flat[0])} is out of range for axis {axis + j} with size {n}")
+        elif not _host_checkable(value_source(idx)) and idx.size:
+            indices[j] = _checked_index(idx, axis + j, n)
     try:
         shape = tuple(np.broadcast_shapes(*[i.shape for i in indices]))
     except ValueError:
@@ -742,6 +826,20 @@ def gather(x: Node, indices, axis: int) -> Node:
     indices = [broadcast_to(i, shape) for i in indices]
     out = x.shape[:axis] + shape + x.shape[axis + len(indices):]
     return _make("gather", [x, *indices], out, x.dtype, axis=axis)
+
+
+def _checked_index(idx: Node, axis: int, n: int) -> Node:
+    """A computed index, out-of-range elements replaced by 0 (native code never reads outside the
+    table), the kernel reporting any it met."""
+    out_of_range = elementwise("greater_equal", [idx, dt.Weak(n)])
+    if idx.dtype.kind == "i":
+        out_of_range = elementwise("logical_or", [out_of_range, elementwise("less", [idx, dt.Weak(-n)])])
+    message = (f"index {{}} is out of bounds for axis {axis} with size {n} (an index computed in the kernel, "
+               f"used at {user_location().short()}; checked as the kernel ran)")
+    if not check_at_run_time(idx, out_of_range, "max", IndexOutOfBounds, message):
+        raise NotImplementedError("gather indices computed outside a traced function must be a function argument "
+                                  "or a constant, so they can be bounds-checked before native code runs")
+    return where(out_of_range, const_node(np.zeros((), idx.dtype)), idx)
 
 
 def _eval_gather(node: Node, values):

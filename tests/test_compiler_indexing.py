@@ -314,3 +314,63 @@ def test_big_endian_inputs_compute_as_native():
     expected, got = fn(x, i), jit(fn)(x, i)
     assert got.dtype == expected.dtype == np.float32
     np.testing.assert_array_equal(got, expected)
+
+
+# --------------------------------------------------------------------------- indices computed in the kernel
+# Only the kernel knows them: it replaces an out-of-range one by 0 and reports it, and the call raises
+# NumPy's IndexError after the kernel returned (tests/test_compiler_errors.py has the same for exponents).
+
+
+@pytest.mark.parametrize("fn,args", [
+    (lambda x, y: x[np.argmax(y)], (X[0], np.array([1.0, 5.0, 2.0, 5.0, -1.0]))),
+    (lambda x, y: x[:, np.argmin(y, axis=0)], (X, np.array([[3, 1, 2], [0, 7, 1]], np.int16))),
+    (lambda x, i: x[i + 1, i * 2 - 5], (Y, np.array([[0], [2]]))),  # negative, counted from the end
+    (lambda x, i: np.take(x, (i % 5).astype(np.uint8), axis=1), (X, np.arange(-6, 6, dtype=np.int32))),
+    (lambda x, i: x[..., i.astype(np.int8) - 3], (X, np.array([0, 5, 8], np.uint16))),
+    (lambda x, i: x[1][i[::-1]], (X, np.array([4, 0, 3]))),  # a view of an argument is not its elements
+    (lambda x, i: x[i[:0] + 1], (X, np.array([4, 0, 3]))),  # no index at all: nothing to check
+], ids=["argmax", "argmin-axis", "two-arrays-negative", "take-uint8", "int8-negative", "reversed", "empty"])
+def test_computed_indices_gather_like_numpy(fn, args):
+    check(fn, *args)
+
+
+@pytest.mark.parametrize("ids,bad", [(np.array([0, 2, 1]), 3), (np.array([0, -5, 1]), -4)])
+def test_an_out_of_range_computed_index_raises_numpys_index_error_naming_the_line(ids, bad):
+    f = jit(lambda x, i: x[i + 1])
+    table = np.arange(3.0)
+    with pytest.raises(IndexError, match=f"index {bad} is out of bounds for axis 0 with size 3"):
+        table[ids + 1]  # the independent source of the behaviour
+    with pytest.raises(IndexError, match=rf"index {bad} is out of bounds for axis 0 with size 3 \(an index computed "
+                       r"in the kernel, used at .*test_compiler_indexing.py:\d+; checked as the kernel ran\)"):
+        f(table, ids)
+    assert_same(f(table, np.array([1, -4, 0])), table[np.array([1, -4, 0]) + 1])  # the same kernel, in range
+
+
+def test_an_index_out_of_range_for_its_dtype_is_checked_without_overflow():
+    """int8 indices against an axis of 300: ``-300`` does not fit int8, so only the upper bound can fail."""
+    table = np.arange(300, dtype=np.int64)
+    f = jit(lambda t, i: t[(i * 3).astype(np.int8)])
+    ids = np.array([-42, 40, 9], np.int8)
+    assert_same(f(table, ids), table[(ids * 3).astype(np.int8)])
+    g = jit(lambda t, i: t[(i * 2).astype(np.uint16)])
+    with pytest.raises(IndexError, match="index 400 is out of bounds for axis 0 with size 300"):
+        g(table, np.array([7, 200], np.uint16))
+
+
+def test_computed_indices_in_build_only_and_the_per_op_diagnosis():
+    from compiler import build_only
+    from compiler.diagnose import localize
+    f = jit(lambda x, y: x[np.argmax(y, axis=1)] * 2)
+    y = np.array([[0.0, 9.0, 1.0], [4.0, 1.0, 2.0]])
+    with build_only():  # nothing ran: the check reads as passed and the result is zeros
+        assert_same(f(X[0], y), np.zeros((2, 6), np.float32))
+    assert localize(lambda x, y: x[np.argmax(y, axis=1)] * 2, (X[0], y)) is None
+
+
+def test_a_computed_index_outside_a_traced_function_is_refused():
+    """Graph building without a trace (no kernel result is read back) keeps the old refusal."""
+    from compiler import primitives as P
+    from compiler.graph import input_node
+    table, ids = input_node(0, "t", (3,), np.float32), input_node(1, "i", (2,), np.int64)
+    with pytest.raises(NotImplementedError, match="computed outside a traced function"):
+        P.gather(table, [P.elementwise("add", [ids, ids])], 0)

@@ -87,6 +87,10 @@ CASES = {
     "reduction of an empty axis": (lambda a: (a[:, :0].sum(axis=1), a[:, :0].astype(np.int32).sum(axis=1)), (rand(3, 4),)),
     "gather, slice, transpose, concatenate": (
         lambda t, i: np.concatenate([t[i], t[1:3].T[:, :2].T], axis=0) * 2, (rand(10, 6), np.array([3, 0, 9]))),
+    # indices and exponents only the kernel knows: checked there, out-of-range ones replaced
+    "computed gather indices and integer exponents": (
+        lambda t, y, e: (t[np.argmax(y, axis=1)], t[:, (e * 2) % 6 - 6], e ** (e - 1)),
+        (rand(10, 6), rand(4, 10), np.array([3, 1, 4, 2]))),
     "where, comparison, cast": (lambda a: np.where(a > 0, a, a * 0.1).astype(np.float64), (rand(4, 5),)),
     "integer arithmetic": (lambda a, b: (a * 3 + b) * a - np.maximum(a, b), (np.arange(-6, 6).reshape(3, 4), np.arange(12).reshape(3, 4) + 1)),
     "rank-0 result of a mixed expression": (lambda a: np.exp(a).mean() * np.float64(0.5), (rand(3, 3),)),
@@ -97,6 +101,29 @@ CASES = {
 def test_kernels_match_numpy(name):
     fn, args = CASES[name]
     check(fn, *args)
+
+
+def test_a_computed_index_out_of_range_is_reported_by_the_gpu_kernel():
+    """The kernel's report travels back like any result: the call raises NumPy's IndexError."""
+    with pytest.raises(IndexError, match="index 10 is out of bounds for axis 0 with size 10"):
+        emulate(lambda t, i: t[i * 2], rand(10, 6), np.array([4, 5, 0]))
+    with pytest.raises(ValueError, match="negative integer powers .* held -3"):
+        emulate(lambda b, e: b ** (e - 4), np.array([2, 3]), np.array([5, 1]))
+
+
+def test_device_resident_indices_and_exponents_are_checked_by_the_kernel():
+    """A DeviceArray's values are in GPU memory, where the host cannot check them before a launch."""
+    table, ids = rand(10, 6), np.array([9, -10, 3])
+    got, _ = emulate(lambda t, i: t[i], table, ResidentArray(ids))
+    np.testing.assert_array_equal(got, table[ids])
+    with pytest.raises(IndexError, match="index -11 is out of bounds for axis 0 with size 10"):
+        emulate(lambda t, i: t[i], table, ResidentArray(np.array([1, -11])))
+    base = np.array([2, -3, 5])
+    got, _ = emulate(lambda b, e: b ** e, base, ResidentArray(np.array([3, 3, 0])))
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, base ** np.array([3, 3, 0]))
+    with pytest.raises(ValueError, match="negative integer powers .* held -1"):
+        emulate(lambda b, e: b ** e, base, ResidentArray(np.array([3, -1, 0])))
 
 
 def test_float_to_int_of_unrepresentable_values_never_uses_poison():

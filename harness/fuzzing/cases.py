@@ -133,7 +133,7 @@ def build_op_case(info: oi.OpInfo, call: oi.Call, dtypes: list, profile: str, se
     rng = np.random.default_rng(seed)
     operands = []
     for i, (shape, dtype) in enumerate(zip(call.shapes, dtypes)):
-        if info.name == "getitem_index_arg" and i == 1:
+        if info.name in oi.INDEX_OPERAND_OPS and i == 1:
             size = call.shapes[0][call.params["axis"]]
             operands.append(oi.index_operand_values(rng, shape, dtype, size))
             continue
