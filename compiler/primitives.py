@@ -834,6 +834,8 @@ def _checked_index(idx: Node, axis: int, n: int) -> Node:
     out_of_range = elementwise("greater_equal", [idx, dt.Weak(n)])
     if idx.dtype.kind == "i":
         out_of_range = elementwise("logical_or", [out_of_range, elementwise("less", [idx, dt.Weak(-n)])])
+    if out_of_range.is_const() and not out_of_range.value.any():
+        return idx  # the dtype holds no value out of range (int8 indices of an axis of 300)
     message = (f"index {{}} is out of bounds for axis {axis} with size {n} (an index computed in the kernel, "
                f"used at {user_location().short()}; checked as the kernel ran)")
     if not check_at_run_time(idx, out_of_range, "max", IndexOutOfBounds, message):
