@@ -806,9 +806,19 @@ def gather(x: Node, indices, axis: int) -> Node:
     """``x`` indexed along ``axis, axis + 1, ...`` by integer arrays (one per axis, broadcast together),
     as NumPy's adjacent advanced indices: the result has the broadcast shape in their place."""
     indices = list(indices) if isinstance(indices, (list, tuple)) else [indices]
-    for j, idx in enumerate(indices):
+    for idx in indices:
         if idx.dtype.kind not in "iu":
             raise IndexError(f"arrays used as indices must be of integer type, got {idx.dtype}")
+    try:
+        shape = tuple(np.broadcast_shapes(*[i.shape for i in indices]))
+    except ValueError:
+        raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
+                         + " ".join(str(i.shape) for i in indices)) from None
+    if not int(np.prod(shape, dtype=np.int64)):
+        # NumPy checks the broadcast index arrays, of which there is no element, so none is out of range;
+        # a 0-d one is an integer index to NumPy, checked on its own
+        indices = [i if i.ndim == 0 else const_node(np.zeros(i.shape, i.dtype)) for i in indices]
+    for j, idx in enumerate(indices):
         n = x.shape[axis + j]
         if n == 0 and idx.size:
             raise IndexError(f"index is out of bounds for axis {axis + j} with size 0")
@@ -818,11 +828,6 @@ def gather(x: Node, indices, axis: int) -> Node:
                 raise IndexOutOfBounds(f"gather index {int(idx.value[bad].flat[0])} is out of range for axis {axis + j} with size {n}")
         elif not _host_checkable(value_source(idx)) and idx.size:
             indices[j] = _checked_index(idx, axis + j, n)
-    try:
-        shape = tuple(np.broadcast_shapes(*[i.shape for i in indices]))
-    except ValueError:
-        raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
-                         + " ".join(str(i.shape) for i in indices)) from None
     indices = [broadcast_to(i, shape) for i in indices]
     out = x.shape[:axis] + shape + x.shape[axis + len(indices):]
     return _make("gather", [x, *indices], out, x.dtype, axis=axis)
