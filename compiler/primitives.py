@@ -490,7 +490,7 @@ def elementwise(name: str, operands: list) -> Node:
         return const_node(np.full(shape, _FLOAT_CLASS[name]))
     attrs = {}
     if name == "power" and compute[1].kind == "i" and int(np.prod(shape, dtype=np.int64)) and \
-            _exponent_source(nodes[1]) is COMPUTED and (safe := _checked_exponent(nodes[1])) is not None:
+            _kernel_checks_exponent(nodes[1]) and (safe := _checked_exponent(nodes[1])) is not None:
         nodes[1], attrs["exponent_checked_in_kernel"] = safe, True
     if name == "power" and compute[1].kind == "f" and _scalar_to_inner_loop(nodes[1], shape):
         attrs["scalar_exponent"] = True
@@ -559,10 +559,24 @@ def _exponent_source(exponent: Node):
     return source if _host_checkable(source) else COMPUTED
 
 
+def _kernel_checks_exponent(exponent: Node) -> bool:
+    """Whether the kernel is to check ``exponent`` for negative values (see ``_kernel_checks_so_far``)."""
+    source = _exponent_source(exponent)
+    return source is COMPUTED or (source is not None and _kernel_checks_so_far())
+
+
 def _host_checkable(source: Node) -> bool:
     """An argument the host holds, so its values can be checked before any kernel runs; a
     ``DeviceArray``'s are in GPU memory, known only to kernels, like a computed value's."""
     return source.op == "input" and not source.attrs.get("device_resident")
+
+
+def _kernel_checks_so_far() -> bool:
+    """Whether the trace has already given the kernel a check. Later checks then go to the kernel too:
+    NumPy raises the error of the first op that fails, and a host check, made before the kernel runs,
+    would pre-empt the kernel's report of an earlier op (a ValueError for a negative argument exponent
+    where NumPy raises the IndexError of a computed index before it)."""
+    return bool(getattr(_RUNTIME_CHECKS, "found", None))
 
 
 def integer_exponent_source(node: Node):
@@ -826,7 +840,7 @@ def gather(x: Node, indices, axis: int) -> Node:
             bad = (idx.value < -n) | (idx.value >= n)
             if bad.any():
                 raise IndexOutOfBounds(f"gather index {int(idx.value[bad].flat[0])} is out of range for axis {axis + j} with size {n}")
-        elif not _host_checkable(value_source(idx)) and idx.size:
+        elif (not _host_checkable(value_source(idx)) or _kernel_checks_so_far()) and idx.size:
             indices[j] = _checked_index(idx, axis + j, n)
     indices = [broadcast_to(i, shape) for i in indices]
     out = x.shape[:axis] + shape + x.shape[axis + len(indices):]

@@ -369,3 +369,27 @@ def test_bool_arguments_with_bytes_other_than_0_and_1_read_as_numpy_reads_them()
     for got, expected in zip(jit(fn)(u), fn(u)):
         assert got.dtype == np.asarray(expected).dtype
         np.testing.assert_array_equal(got, expected)
+
+
+def _numpy_error(fn, *args):
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001 - the independent source: whatever NumPy raises
+        return e
+    raise AssertionError("NumPy raised nothing")
+
+
+@pytest.mark.parametrize("fn", [
+    lambda t, i, e: (t[i + 3], i ** e),          # a computed index fails before an argument exponent
+    lambda t, i, e: (t[i + 3], t[e]),            # ... before an argument index
+    lambda t, i, e: (i ** (e - 1), t[e * 9]),    # a computed exponent before a computed index
+    lambda t, i, e: (i ** (e - 1), t[i + 3]),
+], ids=["index-then-argument-exponent", "index-then-argument-index", "exponent-then-index", "exponent-then-index-2"])
+def test_the_first_op_that_fails_names_the_error_as_numpy_does(fn):
+    """Argument checks run on the host before the kernel, computed ones in it: an argument checked after
+    a computed value fails in the kernel too, so the first failing op raises its error, as in NumPy."""
+    t, i, e = np.arange(5.0), np.array([0, 3, 1]), np.array([1, -1, 7])
+    expected = _numpy_error(fn, t, i, e)
+    with pytest.raises(type(expected), match="(?i)" + re.escape(str(expected).rstrip("."))):
+        jit(fn)(t, i, e)
+
