@@ -645,17 +645,22 @@ def runtime_checks():
 
 def check_at_run_time(values: Node, bad: Node, witness: str, error: type, message: str) -> bool:
     """Have the kernel report whether ``bad`` (bool, shaped as ``values``) holds any true element,
-    and the ``witness`` ("max" or "min") of the ``values`` where it does. False outside a trace
-    (nothing would read the report), and the caller must refuse the op instead."""
+    and the ``witness`` ("max", "min", or "first" in C order, as NumPy's index errors name it) of the
+    ``values`` where it does. False outside a trace (nothing would read the report), and the caller
+    must refuse the op instead."""
     found = getattr(_RUNTIME_CHECKS, "found", None)
     if found is None:
         return False
-    info = np.iinfo(values.dtype)
-    fill = const_node(np.asarray(info.min if witness == "max" else info.max, values.dtype))
     flat = lambda n: reshape(n, (n.size,))  # noqa: E731 - a 0-d value reduces over no axis otherwise
     failed = reduce("any", flat(bad), 0, False, "a run-time check")
-    found.append(RuntimeCheck(failed, reduce(witness, flat(where(bad, values, fill)), 0, False, "a run-time check"),
-                              error, message))
+    if witness == "first":  # argmax of the flags is the first bad position, always in range
+        first = arg_reduce("argmax", flat(bad), 0, False, "a run-time check")
+        value = _make("gather", [flat(values), first], (), values.dtype, axis=0)
+    else:
+        info = np.iinfo(values.dtype)
+        fill = const_node(np.asarray(info.min if witness == "max" else info.max, values.dtype))
+        value = reduce(witness, flat(where(bad, values, fill)), 0, False, "a run-time check")
+    found.append(RuntimeCheck(failed, value, error, message))
     return True
 
 
@@ -832,8 +837,9 @@ def gather(x: Node, indices, axis: int) -> Node:
         # NumPy checks the broadcast index arrays, of which there is no element, so none is out of range;
         # a 0-d one is an integer index to NumPy, checked on its own
         indices = [i if i.ndim == 0 else const_node(np.zeros(i.shape, i.dtype)) for i in indices]
-    for j, idx in enumerate(indices):
-        n = x.shape[axis + j]
+    # a 0-d index is an integer to NumPy, which checks those before the index arrays
+    for j in sorted(range(len(indices)), key=lambda j: indices[j].ndim > 0):
+        idx, n = indices[j], x.shape[axis + j]
         if n == 0 and idx.size:
             raise IndexError(f"index is out of bounds for axis {axis + j} with size 0")
         if idx.is_const():
@@ -855,7 +861,7 @@ def _checked_index(idx: Node, axis: int, n: int) -> Node:
         out_of_range = elementwise("logical_or", [out_of_range, elementwise("less", [idx, dt.Weak(-n)])])
     message = (f"index {{}} is out of bounds for axis {axis} with size {n} (an index computed in the kernel, "
                f"used at {user_location().short()}; checked as the kernel ran)")
-    if not check_at_run_time(idx, out_of_range, "max", IndexOutOfBounds, message):
+    if not check_at_run_time(idx, out_of_range, "first", IndexOutOfBounds, message):
         raise NotImplementedError("gather indices computed outside a traced function must be a function argument "
                                   "or a constant, so they can be bounds-checked before native code runs")
     return where(out_of_range, const_node(np.zeros((), idx.dtype)), idx)

@@ -393,3 +393,16 @@ def test_the_first_op_that_fails_names_the_error_as_numpy_does(fn):
     with pytest.raises(type(expected), match="(?i)" + re.escape(str(expected).rstrip("."))):
         jit(fn)(t, i, e)
 
+
+@pytest.mark.parametrize("fn,args", [
+    (lambda t, i: t[i * 2], (np.array([1, -3, 5, 0]),)),          # -6 first, 10 the largest
+    (lambda t, i: t[i.T * 1], (np.array([[0, 9], [-8, 0]]),)),     # C order of the index as used: -8
+    (lambda t, i: t[i.astype(np.int8), 0], (np.array([200, 300, 0]),)),
+    (lambda t, i: t[i + 0, np.argmax(i) + 6], (np.array([9, 0, 0]),)),  # a 0-d index is NumPy's integer: first
+], ids=["first", "transposed", "int8", "zero-d-first"])
+def test_an_out_of_range_computed_index_is_named_as_numpy_names_it(fn, args):
+    table = np.arange(30.0).reshape(5, 6)
+    with pytest.raises(IndexError) as expected:
+        fn(table, *args)  # the independent source of the behaviour
+    with pytest.raises(IndexError, match=re.escape(str(expected.value)) + r" \(an index computed in the kernel"):
+        jit(fn)(table, *args)
