@@ -602,7 +602,7 @@ def _checked_exponent(exponent: Node) -> Node | None:
     reporting any it met; None outside a trace."""
     negative = elementwise("less", [exponent, dt.Weak(0)])
     if not check_at_run_time(exponent, negative, "min", ValueError, NEGATIVE_INTEGER_POWER + "; the exponent "
-                             f"computed for np.power at {user_location().short()} held {{}} (checked as the kernel ran)"):
+                             f"computed for np.power at {_user_line()} held {{}} (checked as the kernel ran)"):
         return None
     return where(negative, const_node(np.zeros((), exponent.dtype)), exponent)
 
@@ -641,6 +641,12 @@ def runtime_checks():
         yield found
     finally:
         _RUNTIME_CHECKS.found = previous
+
+
+def _user_line() -> str:
+    """The user's source line for a ``RuntimeCheck`` message, braces escaped: the message is a format
+    string (a path may hold ``{`` or ``}``)."""
+    return user_location().short().replace("{", "{{").replace("}", "}}")
 
 
 def check_at_run_time(values: Node, bad: Node, witness: str, error: type, message: str) -> bool:
@@ -860,7 +866,7 @@ def _checked_index(idx: Node, axis: int, n: int) -> Node:
     if idx.dtype.kind == "i":
         out_of_range = elementwise("logical_or", [out_of_range, elementwise("less", [idx, dt.Weak(-n)])])
     message = (f"index {{}} is out of bounds for axis {axis} with size {n} (an index computed in the kernel, "
-               f"used at {user_location().short()}; checked as the kernel ran)")
+               f"used at {_user_line()}; checked as the kernel ran)")
     if not check_at_run_time(idx, out_of_range, "first", IndexOutOfBounds, message):
         raise NotImplementedError("gather indices computed outside a traced function must be a function argument "
                                   "or a constant, so they can be bounds-checked before native code runs")

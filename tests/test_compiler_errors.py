@@ -406,3 +406,14 @@ def test_an_out_of_range_computed_index_is_named_as_numpy_names_it(fn, args):
         fn(table, *args)  # the independent source of the behaviour
     with pytest.raises(IndexError, match=re.escape(str(expected.value)) + r" \(an index computed in the kernel"):
         jit(fn)(table, *args)
+
+
+@pytest.mark.parametrize("filename", ["{cell}.py", "cell{0}.py", "a}b.py"])
+def test_a_source_path_with_braces_still_names_the_error(filename):
+    """The kernel-check message names the source line; braces in its path are text, not format fields."""
+    namespace = {"np": np}
+    exec(compile("def f(t, i):\n    return t[i + 1]\ndef g(b, e):\n    return b ** (e - 1)\n", filename, "exec"), namespace)
+    with pytest.raises(IndexError, match=re.escape(f"used at {filename}:2;")):
+        jit(namespace["f"])(np.arange(3.0), np.array([5]))
+    with pytest.raises(ValueError, match=re.escape(f"computed for np.power at {filename}:4 held -1")):
+        jit(namespace["g"])(np.arange(3), np.array([0]))
