@@ -240,7 +240,8 @@ def _nonnegative_exponent(exponent: np.ndarray):
 def _host_checks(inputs, outputs, paths) -> list[tuple]:
     """(leaf position, argument path, problem) for every argument whose values native code relies on:
     gather indices in range, integer exponents non-negative. ``problem(array)`` is None or (the error
-    to raise, what is wrong). Computed ones are checked by the kernel: see ``primitives.check_at_run_time``."""
+    to raise, what is wrong). Computed ones, and argument ones traced after a computed one, are checked by the
+    kernel: see ``primitives.check_at_run_time``."""
     checks = []
     for node in topological(outputs):
         found = []

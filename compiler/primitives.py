@@ -490,7 +490,7 @@ def elementwise(name: str, operands: list) -> Node:
         return const_node(np.full(shape, _FLOAT_CLASS[name]))
     attrs = {}
     if name == "power" and compute[1].kind == "i" and int(np.prod(shape, dtype=np.int64)) and \
-            _exponent_source(nodes[1]) is COMPUTED and (safe := _checked_exponent(nodes[1])) is not None:
+            _kernel_checks_exponent(nodes[1]) and (safe := _checked_exponent(nodes[1])) is not None:
         nodes[1], attrs["exponent_checked_in_kernel"] = safe, True
     if name == "power" and compute[1].kind == "f" and _scalar_to_inner_loop(nodes[1], shape):
         attrs["scalar_exponent"] = True
@@ -559,10 +559,24 @@ def _exponent_source(exponent: Node):
     return source if _host_checkable(source) else COMPUTED
 
 
+def _kernel_checks_exponent(exponent: Node) -> bool:
+    """Whether the kernel is to check ``exponent`` for negative values (see ``_kernel_checks_so_far``)."""
+    source = _exponent_source(exponent)
+    return source is COMPUTED or (source is not None and _kernel_checks_so_far())
+
+
 def _host_checkable(source: Node) -> bool:
     """An argument the host holds, so its values can be checked before any kernel runs; a
     ``DeviceArray``'s are in GPU memory, known only to kernels, like a computed value's."""
     return source.op == "input" and not source.attrs.get("device_resident")
+
+
+def _kernel_checks_so_far() -> bool:
+    """Whether the trace has already given the kernel a check. Later checks then go to the kernel too:
+    NumPy raises the error of the first op that fails, and a host check, made before the kernel runs,
+    would pre-empt the kernel's report of an earlier op (a ValueError for a negative argument exponent
+    where NumPy raises the IndexError of a computed index before it)."""
+    return bool(getattr(_RUNTIME_CHECKS, "found", None))
 
 
 def integer_exponent_source(node: Node):
@@ -588,7 +602,7 @@ def _checked_exponent(exponent: Node) -> Node | None:
     reporting any it met; None outside a trace."""
     negative = elementwise("less", [exponent, dt.Weak(0)])
     if not check_at_run_time(exponent, negative, "min", ValueError, NEGATIVE_INTEGER_POWER + "; the exponent "
-                             f"computed for np.power at {user_location().short()} held {{}} (checked as the kernel ran)"):
+                             f"computed for np.power at {_user_line()} held {{}} (checked as the kernel ran)"):
         return None
     return where(negative, const_node(np.zeros((), exponent.dtype)), exponent)
 
@@ -629,19 +643,30 @@ def runtime_checks():
         _RUNTIME_CHECKS.found = previous
 
 
+def _user_line() -> str:
+    """The user's source line for a ``RuntimeCheck`` message, braces escaped: the message is a format
+    string (a path may hold ``{`` or ``}``)."""
+    return user_location().short().replace("{", "{{").replace("}", "}}")
+
+
 def check_at_run_time(values: Node, bad: Node, witness: str, error: type, message: str) -> bool:
     """Have the kernel report whether ``bad`` (bool, shaped as ``values``) holds any true element,
-    and the ``witness`` ("max" or "min") of the ``values`` where it does. False outside a trace
-    (nothing would read the report), and the caller must refuse the op instead."""
+    and the ``witness`` ("max", "min", or "first" in C order, as NumPy's index errors name it) of the
+    ``values`` where it does. False outside a trace (nothing would read the report), and the caller
+    must refuse the op instead."""
     found = getattr(_RUNTIME_CHECKS, "found", None)
     if found is None:
         return False
-    info = np.iinfo(values.dtype)
-    fill = const_node(np.asarray(info.min if witness == "max" else info.max, values.dtype))
     flat = lambda n: reshape(n, (n.size,))  # noqa: E731 - a 0-d value reduces over no axis otherwise
     failed = reduce("any", flat(bad), 0, False, "a run-time check")
-    found.append(RuntimeCheck(failed, reduce(witness, flat(where(bad, values, fill)), 0, False, "a run-time check"),
-                              error, message))
+    if witness == "first":  # argmax of the flags is the first bad position, always in range
+        first = arg_reduce("argmax", flat(bad), 0, False, "a run-time check")
+        value = _make("gather", [flat(values), first], (), values.dtype, axis=0)
+    else:
+        info = np.iinfo(values.dtype)
+        fill = const_node(np.asarray(info.min if witness == "max" else info.max, values.dtype))
+        value = reduce(witness, flat(where(bad, values, fill)), 0, False, "a run-time check")
+    found.append(RuntimeCheck(failed, value, error, message))
     return True
 
 
@@ -806,23 +831,29 @@ def gather(x: Node, indices, axis: int) -> Node:
     """``x`` indexed along ``axis, axis + 1, ...`` by integer arrays (one per axis, broadcast together),
     as NumPy's adjacent advanced indices: the result has the broadcast shape in their place."""
     indices = list(indices) if isinstance(indices, (list, tuple)) else [indices]
-    for j, idx in enumerate(indices):
+    for idx in indices:
         if idx.dtype.kind not in "iu":
             raise IndexError(f"arrays used as indices must be of integer type, got {idx.dtype}")
-        n = x.shape[axis + j]
+    try:
+        shape = tuple(np.broadcast_shapes(*[i.shape for i in indices]))
+    except ValueError:
+        raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
+                         + " ".join(str(i.shape) for i in indices)) from None
+    if not int(np.prod(shape, dtype=np.int64)):
+        # NumPy checks the broadcast index arrays, of which there is no element, so none is out of range;
+        # a 0-d one is an integer index to NumPy, checked on its own
+        indices = [i if i.ndim == 0 else const_node(np.zeros(i.shape, i.dtype)) for i in indices]
+    # a 0-d index is an integer to NumPy, which checks those before the index arrays
+    for j in sorted(range(len(indices)), key=lambda j: indices[j].ndim > 0):
+        idx, n = indices[j], x.shape[axis + j]
         if n == 0 and idx.size:
             raise IndexError(f"index is out of bounds for axis {axis + j} with size 0")
         if idx.is_const():
             bad = (idx.value < -n) | (idx.value >= n)
             if bad.any():
                 raise IndexOutOfBounds(f"gather index {int(idx.value[bad].flat[0])} is out of range for axis {axis + j} with size {n}")
-        elif not _host_checkable(value_source(idx)) and idx.size:
+        elif (not _host_checkable(value_source(idx)) or _kernel_checks_so_far()) and idx.size:
             indices[j] = _checked_index(idx, axis + j, n)
-    try:
-        shape = tuple(np.broadcast_shapes(*[i.shape for i in indices]))
-    except ValueError:
-        raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
-                         + " ".join(str(i.shape) for i in indices)) from None
     indices = [broadcast_to(i, shape) for i in indices]
     out = x.shape[:axis] + shape + x.shape[axis + len(indices):]
     return _make("gather", [x, *indices], out, x.dtype, axis=axis)
@@ -837,8 +868,8 @@ def _checked_index(idx: Node, axis: int, n: int) -> Node:
     if out_of_range.is_const() and not out_of_range.value.any():
         return idx  # the dtype holds no value out of range (int8 indices of an axis of 300)
     message = (f"index {{}} is out of bounds for axis {axis} with size {n} (an index computed in the kernel, "
-               f"used at {user_location().short()}; checked as the kernel ran)")
-    if not check_at_run_time(idx, out_of_range, "max", IndexOutOfBounds, message):
+               f"used at {_user_line()}; checked as the kernel ran)")
+    if not check_at_run_time(idx, out_of_range, "first", IndexOutOfBounds, message):
         raise NotImplementedError("gather indices computed outside a traced function must be a function argument "
                                   "or a constant, so they can be bounds-checked before native code runs")
     return where(out_of_range, const_node(np.zeros((), idx.dtype)), idx)

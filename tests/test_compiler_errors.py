@@ -369,3 +369,51 @@ def test_bool_arguments_with_bytes_other_than_0_and_1_read_as_numpy_reads_them()
     for got, expected in zip(jit(fn)(u), fn(u)):
         assert got.dtype == np.asarray(expected).dtype
         np.testing.assert_array_equal(got, expected)
+
+
+def _numpy_error(fn, *args):
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001 - the independent source: whatever NumPy raises
+        return e
+    raise AssertionError("NumPy raised nothing")
+
+
+@pytest.mark.parametrize("fn", [
+    lambda t, i, e: (t[i + 3], i ** e),          # a computed index fails before an argument exponent
+    lambda t, i, e: (t[i + 3], t[e]),            # ... before an argument index
+    lambda t, i, e: (i ** (e - 1), t[e * 9]),    # a computed exponent before a computed index
+    lambda t, i, e: (i ** (e - 1), t[i + 3]),
+], ids=["index-then-argument-exponent", "index-then-argument-index", "exponent-then-index", "exponent-then-index-2"])
+def test_the_first_op_that_fails_names_the_error_as_numpy_does(fn):
+    """Argument checks run on the host before the kernel, computed ones in it: an argument checked after
+    a computed value fails in the kernel too, so the first failing op raises its error, as in NumPy."""
+    t, i, e = np.arange(5.0), np.array([0, 3, 1]), np.array([1, -1, 7])
+    expected = _numpy_error(fn, t, i, e)
+    with pytest.raises(type(expected), match="(?i)" + re.escape(str(expected).rstrip("."))):
+        jit(fn)(t, i, e)
+
+
+@pytest.mark.parametrize("fn,args", [
+    (lambda t, i: t[i * 2], (np.array([1, -3, 5, 0]),)),          # -6 first, 10 the largest
+    (lambda t, i: t[i.T * 1], (np.array([[0, 9], [-8, 0]]),)),     # C order of the index as used: -8
+    (lambda t, i: t[i.astype(np.int8), 0], (np.array([200, 300, 0]),)),
+    (lambda t, i: t[i + 0, np.argmax(i) + 6], (np.array([9, 0, 0]),)),  # a 0-d index is NumPy's integer: first
+], ids=["first", "transposed", "int8", "zero-d-first"])
+def test_an_out_of_range_computed_index_is_named_as_numpy_names_it(fn, args):
+    table = np.arange(30.0).reshape(5, 6)
+    with pytest.raises(IndexError) as expected:
+        fn(table, *args)  # the independent source of the behaviour
+    with pytest.raises(IndexError, match=re.escape(str(expected.value)) + r" \(an index computed in the kernel"):
+        jit(fn)(table, *args)
+
+
+@pytest.mark.parametrize("filename", ["{cell}.py", "cell{0}.py", "a}b.py"])
+def test_a_source_path_with_braces_still_names_the_error(filename):
+    """The kernel-check message names the source line; braces in its path are text, not format fields."""
+    namespace = {"np": np}
+    exec(compile("def f(t, i):\n    return t[i + 1]\ndef g(b, e):\n    return b ** (e - 1)\n", filename, "exec"), namespace)
+    with pytest.raises(IndexError, match=re.escape(f"used at {filename}:2;")):
+        jit(namespace["f"])(np.arange(3.0), np.array([5]))
+    with pytest.raises(ValueError, match=re.escape(f"computed for np.power at {filename}:4 held -1")):
+        jit(namespace["g"])(np.arange(3), np.array([0]))

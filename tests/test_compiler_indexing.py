@@ -375,3 +375,28 @@ def test_a_computed_index_outside_a_traced_function_is_refused():
     table, ids = input_node(0, "t", (3,), np.float32), input_node(1, "i", (2,), np.int64)
     with pytest.raises(NotImplementedError, match="computed outside a traced function"):
         P.gather(table, [P.elementwise("add", [ids, ids])], 0)
+
+
+EMPTY = np.zeros((0, 1), np.int64)  # broadcast with any index array, no index at all
+
+
+@pytest.mark.parametrize("fn,args", [
+    (lambda x, e, i: x[e, :, i], (X, EMPTY, np.array([5, 0, 9]))),  # argument indices
+    (lambda x, e, i: x[e, :, i * 2], (X, EMPTY, np.array([5, 0, 9]))),  # computed
+    (lambda x, e, i: x[e, :, i + 1], (X, EMPTY, np.array([-9, 0, 9], np.int8))),
+    (lambda x, e: x[e, :, np.array([5, 0, 9])], (X, EMPTY)),  # constant
+    (lambda x, i: x[np.zeros((0, 1), np.int64), 1, i * 3], (X, np.array([7, 1]))),
+], ids=["argument", "computed", "computed-int8", "constant", "constant-empty"])
+def test_indices_broadcast_to_no_index_are_never_out_of_range(fn, args):
+    """NumPy bounds-checks the broadcast index arrays: when they hold no element, nothing is out of range."""
+    check(fn, *args)
+
+
+def test_a_zero_d_index_broadcast_with_an_empty_one_is_still_checked():
+    """A 0-d index array is an integer index to NumPy, checked whatever the other index arrays."""
+    table = X[0]
+    with pytest.raises(IndexError, match="index 9 is out of bounds for axis 1 with size 6"):
+        table[EMPTY, np.argmax(np.arange(4)) + 6]  # the independent source of the behaviour
+    with pytest.raises(IndexError, match="index 9 is out of bounds for axis 1 with size 6"):
+        jit(lambda t, e, y: t[e, np.argmax(y) + 6])(table, EMPTY, np.arange(4))
+    check(lambda t, e, y: t[e, np.argmax(y) + 2], table, EMPTY, np.arange(4))
