@@ -602,7 +602,8 @@ def _checked_exponent(exponent: Node) -> Node | None:
     reporting any it met; None outside a trace."""
     negative = elementwise("less", [exponent, dt.Weak(0)])
     if not check_at_run_time(exponent, negative, "min", ValueError, NEGATIVE_INTEGER_POWER + "; the exponent "
-                             f"computed for np.power at {_user_line()} held {{}} (checked as the kernel ran)"):
+                             f"for np.power at {_user_line()} ({_kernel_value_origin(exponent, 'an exponent')}) "
+                             "held {} (checked as the kernel ran)"):
         return None
     return where(negative, const_node(np.zeros((), exponent.dtype)), exponent)
 
@@ -641,6 +642,16 @@ def runtime_checks():
         yield found
     finally:
         _RUNTIME_CHECKS.found = previous
+
+
+def _kernel_value_origin(value: Node, what: str) -> str:
+    """Where a value the kernel checks comes from, for its error: computed, in GPU memory, or an
+    argument checked there because an earlier check is (see ``_kernel_checks_so_far``)."""
+    source = value_source(value)
+    if source.op != "input":
+        return f"{what} computed in the kernel"
+    where_ = "held in GPU memory" if source.attrs.get("device_resident") else "checked with the values computed before it"
+    return f"argument {source.name}, {where_}".replace("{", "{{").replace("}", "}}")
 
 
 def _user_line() -> str:
@@ -867,7 +878,7 @@ def _checked_index(idx: Node, axis: int, n: int) -> Node:
         out_of_range = elementwise("logical_or", [out_of_range, elementwise("less", [idx, dt.Weak(-n)])])
     if out_of_range.is_const() and not out_of_range.value.any():
         return idx  # the dtype holds no value out of range (int8 indices of an axis of 300)
-    message = (f"index {{}} is out of bounds for axis {axis} with size {n} (an index computed in the kernel, "
+    message = (f"index {{}} is out of bounds for axis {axis} with size {n} ({_kernel_value_origin(idx, 'an index')}, "
                f"used at {_user_line()}; checked as the kernel ran)")
     if not check_at_run_time(idx, out_of_range, "first", IndexOutOfBounds, message):
         raise NotImplementedError("gather indices computed outside a traced function must be a function argument "

@@ -191,7 +191,8 @@ def test_negative_integer_exponents_are_refused_like_numpy():
     computed = jit(lambda x, y: x ** (y - 1))
     np.testing.assert_array_equal(computed(base, np.array([1, 4, 3])), base ** np.array([0, 3, 2]))
     with pytest.raises(ValueError, match=r"integers to negative integer powers are not allowed \(np.power\); the "
-                       r"exponent computed for np.power at .*test_compiler_errors.py:\d+ held -1 \(checked as the kernel ran\)"):
+                       r"exponent for np.power at .*test_compiler_errors.py:\d+ \(an exponent computed in the kernel\) held -1 "
+                       r"\(checked as the kernel ran\)"):
         computed(base, np.array([1, 0, 3]))
 
 
@@ -394,6 +395,15 @@ def test_the_first_op_that_fails_names_the_error_as_numpy_does(fn):
         jit(fn)(t, i, e)
 
 
+def test_an_argument_checked_by_the_kernel_is_named_as_an_argument():
+    t, i = np.arange(5.0), np.array([0, 3, 1])
+    with pytest.raises(IndexError, match=r"index 7 is out of bounds for axis 0 with size 5 \(argument e, checked "
+                       r"with the values computed before it, used at"):
+        jit(lambda t, i, e: (t[i + 1], t[e]))(t, i, np.array([1, 7]))
+    with pytest.raises(ValueError, match=r"\(argument e, checked with the values computed before it\) held -2"):
+        jit(lambda t, i, e: (t[i + 1], i ** e))(t, i, np.array([1, -2, 0]))
+
+
 @pytest.mark.parametrize("fn,args", [
     (lambda t, i: t[i * 2], (np.array([1, -3, 5, 0]),)),          # -6 first, 10 the largest
     (lambda t, i: t[i.T * 1], (np.array([[0, 9], [-8, 0]]),)),     # C order of the index as used: -8
@@ -415,5 +425,5 @@ def test_a_source_path_with_braces_still_names_the_error(filename):
     exec(compile("def f(t, i):\n    return t[i + 1]\ndef g(b, e):\n    return b ** (e - 1)\n", filename, "exec"), namespace)
     with pytest.raises(IndexError, match=re.escape(f"used at {filename}:2;")):
         jit(namespace["f"])(np.arange(3.0), np.array([5]))
-    with pytest.raises(ValueError, match=re.escape(f"computed for np.power at {filename}:4 held -1")):
+    with pytest.raises(ValueError, match=re.escape(f"for np.power at {filename}:4 (an exponent computed in the kernel) held -1")):
         jit(namespace["g"])(np.arange(3), np.array([0]))
