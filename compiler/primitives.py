@@ -24,7 +24,7 @@ _BINARY = {
     "subtract": {"f": "arith.subf", "i": "arith.subi", "u": "arith.subi"},
     "multiply": {"f": "arith.mulf", "i": "arith.muli", "u": "arith.muli", "b": "arith.andi"},
     "divide": {"f": "arith.divf"},
-    "power": {"f": "math.powf", "i": "math.ipowi", "u": None},  # unsigned: _unsigned_power
+    "power": {"f": "math.powf", "i": None, "u": None},  # integers: _integer_power
     "bitwise_and": {"i": "arith.andi", "u": "arith.andi", "b": "arith.andi"},
     "bitwise_or": {"i": "arith.ori", "u": "arith.ori", "b": "arith.ori"},
     "bitwise_xor": {"i": "arith.xori", "u": "arith.xori", "b": "arith.xori"},
@@ -132,22 +132,22 @@ def _float_to_int(rb, x: str, src, dst) -> str:
     return rb.op(f"arith.trunci {wide} : {tw} to {td}")
 
 
-def _unsigned_power(rb, x: str, y: str, dtype) -> str:
-    """``x ** y`` modulo 2**bits for unsigned ``y``. ``math.ipowi`` reads its exponent as signed, so
-    an exponent with the top bit set would take its negative-power path; that bit is split off
-    instead: x**y = x**(y without it) * x**(2**(bits-1)), the latter by bits-1 squarings (which
-    fold away when ``y`` is a constant without the bit)."""
+def _integer_power(rb, x: str, y: str, dtype) -> str:
+    """``x ** y`` modulo 2**bits by square-and-multiply over every bit of ``y``, unrolled: no call and
+    no loop, so the same code serves both targets (``math.ipowi`` has no lowering to NVVM, and reads an
+    unsigned exponent's top bit as a sign). A signed exponent is never negative here: arguments are
+    checked on the host, constants when traced, computed ones replaced by 0 (see ``_checked_exponent``).
+    A constant exponent folds to its multiplications."""
     t = dt.mlir_type(dtype)
     bits = np.dtype(dtype).itemsize * 8
-    low_bits = rb.op(f"arith.constant {2 ** (bits - 1) - 1} : {t}")
-    low = rb.op(f"arith.andi {y}, {low_bits} : {t}")
-    result = rb.op(f"math.ipowi {x}, {low} : {t}")
-    top_set = rb.op(f"arith.cmpi slt, {y}, {scalar_const(rb, 0, np.dtype(f'int{bits}'))} : {t}")
-    square = x
-    for _ in range(bits - 1):
-        square = rb.op(f"arith.muli {square}, {square} : {t}")
-    with_top = rb.op(f"arith.muli {result}, {square} : {t}")
-    return rb.op(f"arith.select {top_set}, {with_top}, {result} : {t}")
+    result, square = scalar_const(rb, 1, dtype), x
+    for b in range(bits):
+        shifted = rb.op(f"arith.shrui {y}, {scalar_const(rb, b, dtype)} : {t}") if b else y
+        bit_set = rb.op(f"arith.trunci {shifted} : {t} to i1")
+        result = rb.op(f"arith.select {bit_set}, {rb.op(f'arith.muli {result}, {square} : {t}')}, {result} : {t}")
+        if b < bits - 1:
+            square = rb.op(f"arith.muli {square}, {square} : {t}")
+    return result
 
 
 def _float_extremum(rb, name: str, a: str, b: str, t: str) -> str:
@@ -276,8 +276,8 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
             and {_kind(d) for d in operand_dtypes} == {"i", "u"}):
         return _mixed_sign_compare(rb, name, args, operand_dtypes)
     kind, t = _kind(compute), dt.mlir_type(compute)
-    if name == "power" and kind == "u":
-        return _unsigned_power(rb, args[0], args[1], compute)
+    if name == "power" and kind in "iu":
+        return _integer_power(rb, args[0], args[1], compute)
     if name in _LOGICAL:  # truth values of the operands (NumPy's x != 0), then the boolean op
         truths = [cast_scalar(rb, a, d, np.dtype(bool)) for a, d in zip(args, operand_dtypes or [compute] * len(args))]
         if name == "logical_not":
@@ -581,9 +581,8 @@ def _kernel_checks_so_far() -> bool:
 
 def integer_exponent_source(node: Node):
     """For an integer ``power``, the function argument whose values must be checked for negative
-    exponents before native code runs (NumPy raises ValueError; ``math.ipowi`` would divide by zero
-    for ``0 ** -1``), or None when no check is needed: the exponent is a constant (checked here),
-    unsigned, or computed and checked by the kernel itself (see ``check_at_run_time``). A computed
+    exponents before native code runs (NumPy raises ValueError; ``_integer_power`` assumes none), or
+    None when no check is needed: the exponent is a constant (checked here), unsigned, or computed and checked by the kernel itself (see ``check_at_run_time``). A computed
     exponent outside a traced function, where no run-time check can be attached, is refused."""
     if node.op != "power" or node.attrs["compute"][1].kind != "i" or node.size == 0 \
             or node.attrs.get("exponent_checked_in_kernel"):
@@ -598,7 +597,7 @@ def integer_exponent_source(node: Node):
 
 
 def _checked_exponent(exponent: Node) -> Node | None:
-    """``exponent`` with negative elements replaced by 0 (``ipowi`` never sees one), the kernel
+    """``exponent`` with negative elements replaced by 0 (``_integer_power`` never sees one), the kernel
     reporting any it met; None outside a trace."""
     negative = elementwise("less", [exponent, dt.Weak(0)])
     if not check_at_run_time(exponent, negative, "min", ValueError, NEGATIVE_INTEGER_POWER + "; the exponent "

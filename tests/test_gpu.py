@@ -472,3 +472,37 @@ def test_runs_fused_gpt2_on_device():
     got = compiler.jit(gpt2_fused, target="gpu")(ids, last, params, wte64, n_head=4)
     assert got.dtype == expected.dtype == np.float64
     np.testing.assert_allclose(got, expected, rtol=3e-4, atol=3e-4)
+
+
+def _registry_sample(info, seeds=range(12)):
+    """The first sampled call of ``info`` that NumPy accepts and that needs a kernel (not every sample
+    does: an empty or rank-0 one runs on the host): (function, operands, its GPU stages)."""
+    from harness.fuzzing import cases
+    from compiler import opinfo
+
+    for seed in seeds:
+        case = cases.sample_op_case(opinfo.RandomChooser(seed), info)
+        operands, params = [cases.decode_operand(o) for o in case["operands"]], case["params"]
+        try:
+            with np.errstate(all="ignore"):
+                info(operands, params)
+        except Exception:
+            continue  # a call NumPy refuses: the compiler refuses it too (tests/test_ops.py)
+        fn = lambda *xs: info(xs, params)  # noqa: E731
+        try:
+            return fn, operands, gpu_stages(fn, *operands)
+        except RuntimeError as exc:  # a CompileError is one too, and fails the test
+            if "no kernel was generated" not in str(exc):
+                raise
+    return None
+
+
+@pytest.mark.parametrize("name", sorted(__import__("compiler.opinfo", fromlist=["REGISTRY"]).REGISTRY))
+def test_every_registry_op_compiles_for_the_gpu_and_assembles(name, tmp_path):
+    """Every op of the registry (tests/test_ops.py checks each on the CPU) in a kernel ptxas accepts:
+    integer ``**`` once lowered to ``math.ipowi``, which has no NVVM lowering, and compiled only for the CPU."""
+    from compiler import opinfo
+
+    found = _registry_sample(opinfo.REGISTRY[name])
+    assert found is not None, f"no sample of {name} makes a kernel"
+    assemble_all(found[2]["ptx"], tmp_path)

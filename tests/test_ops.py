@@ -220,6 +220,20 @@ def test_unsigned_power_with_the_exponents_top_bit_set(dtype):
     np.testing.assert_array_equal(constant, base ** dtype(top))
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
+def test_signed_power_with_large_exponents_wraps_like_numpy(dtype):
+    """Square-and-multiply over every bit of the exponent: the largest exponents and bases whose
+    powers wrap around the dtype, against NumPy's own loop."""
+    top = int(np.iinfo(dtype).max)
+    base = np.array([-1, -1, 0, 1, 2, 3, -3, 7, -128, 5, -2, 0], dtype)
+    exponent = np.array([top, top - 1, top, top, top // 2 + 1, top, top - 2, 3, 1, 0, 7, 0], dtype)
+    expected = base ** exponent
+    got = jit(lambda b, e: b ** e)(base, exponent)
+    assert got.dtype == expected.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(jit(lambda b: b ** dtype(top))(base), base ** dtype(top))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_maximum_and_minimum_return_the_second_of_equal_values_and_propagate_nan(dtype):
     """NumPy's float maximum/minimum give the second operand when the two are equal (so +0.0
