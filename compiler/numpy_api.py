@@ -388,7 +388,13 @@ def _public_name(func) -> str:
 # --------------------------------------------------------------------------- indexing
 
 
+def _holds_tensor(seq) -> bool:
+    return any(isinstance(v, Tensor) or (isinstance(v, (list, tuple)) and _holds_tensor(v)) for v in seq)
+
+
 def _index_node(idx):
+    if isinstance(idx, list) and _holds_tensor(idx):  # t[[np.argmax(y), 0]]: NumPy makes an array of it
+        idx = stack([Tensor(_index_node(v)) if isinstance(v, (list, tuple)) else v for v in idx])
     if isinstance(idx, Tensor):
         if idx.dtype.kind == "b":
             raise NotImplementedError("boolean mask indexing has a data-dependent shape and is not supported by the compiler")

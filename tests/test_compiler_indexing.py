@@ -400,3 +400,13 @@ def test_a_zero_d_index_broadcast_with_an_empty_one_is_still_checked():
     with pytest.raises(IndexError, match="index 9 is out of bounds for axis 1 with size 6"):
         jit(lambda t, e, y: t[e, np.argmax(y) + 6])(table, EMPTY, np.arange(4))
     check(lambda t, e, y: t[e, np.argmax(y) + 2], table, EMPTY, np.arange(4))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda t, y: t[[np.argmax(y), np.argmin(y)]],
+    lambda t, y: t[[np.argmax(y), 0, -1]],
+    lambda t, y: t[:, [[np.argmax(y), 1], [2, np.argmin(y)]]],
+    lambda t, y: t[[np.argmax(y)], [np.argmin(y)]],
+], ids=["two", "with-ints", "nested", "one-per-axis"])
+def test_a_list_of_traced_indices_is_an_index_array_as_in_numpy(fn):
+    check(fn, np.arange(30.0).reshape(5, 6), np.array([3.0, 9.0, 1.0, 4.0]))
