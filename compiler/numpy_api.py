@@ -218,6 +218,13 @@ def squeeze(a, axis=None):
     return view(P.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes)), a)
 
 
+def ravel(a, order="C"):
+    if order != "C":
+        raise NotImplementedError("np.ravel: only order='C' is supported")
+    x = _node(a)
+    return view(P.reshape(x, (x.size,)), a)
+
+
 def broadcast_to(array, shape, subok=False):
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     return view(P.broadcast_to(_node(array), shape), array)
@@ -363,7 +370,7 @@ FUNCTIONS = {
     np.sum: sum_, np.prod: prod, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
-    np.squeeze: squeeze, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,
+    np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,
     np.vstack: vstack, np.stack: stack, np.split: split, np.where: where, np.triu: triu, np.tril: tril,
     np.ones_like: _like(1), np.zeros_like: _like(0), np.full_like: full_like, np.take: take,
     np.shape: shape, np.ndim: ndim, np.size: size, np.copy: lambda a, order="K", subok=False: Tensor(_node(a)),

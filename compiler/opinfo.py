@@ -627,6 +627,10 @@ def _swapaxes_params(c, shape):
 
 
 _single("swapaxes", lambda xs, p: np.swapaxes(xs[0], p["a"], p["b"]), _swapaxes_params, "np.swapaxes")
+_single("method.swapaxes", lambda xs, p: xs[0].swapaxes(p["a"], p["b"]), _swapaxes_params, "x.swapaxes")
+_single("ravel", lambda xs, p: np.ravel(xs[0]), lambda c, s: {}, "np.ravel")
+_single("method.ravel", lambda xs, p: xs[0].ravel(), lambda c, s: {}, "x.ravel")
+_single("method.flatten", lambda xs, p: xs[0].flatten(), lambda c, s: {}, "x.flatten")
 
 
 def _expand_dims_params(c, shape):
@@ -651,6 +655,8 @@ def _squeeze_sample(c):
 
 register(OpInfo("squeeze", lambda xs, p: np.squeeze(xs[0], axis=p["axis"]), 1, ALL, "shape", _squeeze_sample,
                 numpy_name="np.squeeze", params_for=_squeeze_params))
+register(OpInfo("method.squeeze", lambda xs, p: xs[0].squeeze(axis=p["axis"]), 1, ALL, "shape", _squeeze_sample,
+                numpy_name="x.squeeze", params_for=_squeeze_params))
 
 
 def _broadcast_to_params(c, shape):
@@ -866,6 +872,8 @@ _single("getitem_array", _gather_const, _gather_params, "x[..., idx]", min_rank=
         notes="a constant integer array index")
 _single("take", lambda xs, p: np.take(xs[0], np.asarray(p["indices"], dtype=np.int64), axis=p["axis"]),
         _gather_params, "np.take", min_rank=1, max_rank=3, family="index")
+_single("method.take", lambda xs, p: xs[0].take(np.asarray(p["indices"], dtype=np.int64), axis=p["axis"]),
+        _gather_params, "x.take", min_rank=1, max_rank=3, family="index")
 
 
 def _gather_arg_sample(c):

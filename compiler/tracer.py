@@ -190,18 +190,29 @@ class Tensor:
             return self  # NumPy returns the array itself, with whatever it shares
         return Tensor(P.cast(self.node, dtype), scalar=self.scalar)
 
-    # reductions: NumPy's method signatures (positional out included), one definition each in numpy_api
-    def _reduction(name, function_name=None):
+    # methods that are NumPy functions of the array (their signatures, positional out included): one
+    # definition each in numpy_api
+    def _function_method(name, function_name=None):
         def method(self, *args, **kwargs):
             from . import numpy_api
             return getattr(numpy_api, function_name or name)(self, *args, **kwargs)
         method.__name__ = name
         return method
 
-    sum, prod, any, all = _reduction("sum", "sum_"), _reduction("prod"), _reduction("any", "any_"), _reduction("all", "all_")
-    max, min = _reduction("max", "amax"), _reduction("min", "amin")
-    argmax, argmin, mean, var = _reduction("argmax"), _reduction("argmin"), _reduction("mean"), _reduction("var")
-    del _reduction
+    sum, prod = _function_method("sum", "sum_"), _function_method("prod")
+    any, all = _function_method("any", "any_"), _function_method("all", "all_")
+    max, min = _function_method("max", "amax"), _function_method("min", "amin")
+    argmax, argmin = _function_method("argmax"), _function_method("argmin")
+    mean, var = _function_method("mean"), _function_method("var")
+    take, squeeze, swapaxes, ravel = (_function_method("take"), _function_method("squeeze"),
+                                      _function_method("swapaxes"), _function_method("ravel"))
+    del _function_method
+
+    def flatten(self, order="C"):
+        """A copy, unlike ``ravel``'s view (so it may be updated in place)."""
+        if order != "C":
+            raise NotImplementedError("flatten: only order='C' is supported")
+        return Tensor(P.reshape(self.node, (self.size,)))
 
     def clip(self, min=None, max=None, out=None):
         from .numpy_api import _clip, _no_extras

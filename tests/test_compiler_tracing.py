@@ -62,7 +62,14 @@ def wraps_into_int8(x, y):
     return z
 
 
+def flatten_copies(x):
+    z = x.flatten()  # a copy, unlike ravel: it may be updated, and x is untouched
+    z += 1
+    return z * 10 + x.ravel()
+
+
 @pytest.mark.parametrize("fn, args", [
+    (flatten_copies, (np.arange(6.0).reshape(2, 3),)),
     (accumulate, (np.ones(3, np.float32), np.full(3, 0.1))),
     (chain_on_a_copy, (np.arange(3, dtype=np.float32), np.float64(0.5))),
     (every_name_sees_it, (np.arange(3.0),)),
@@ -78,6 +85,8 @@ def test_in_place_operators_follow_numpy(fn, args):
     (lambda x: x[:2].__iadd__(1), NotImplementedError, "on a view"),
     (lambda x: x.reshape(3, 1).__imul__(2), NotImplementedError, "on a view"),
     (lambda x: x.T.__isub__(1), NotImplementedError, "on a view"),
+    (lambda x: (x * 1).ravel().__isub__(1), NotImplementedError, "on a view"),
+    (lambda x: (x * 1).reshape(1, 3).squeeze().__isub__(1), NotImplementedError, "on a view"),
     (lambda x: (lambda z: (z[1:], z.__iadd__(1)))(x * 1), NotImplementedError, "a view was taken of"),
     (lambda x: (lambda z: (np.split(z, 3), z.__iadd__(1)))(x * 1), NotImplementedError, "a view was taken of"),
     (lambda x: x.astype(np.int32).__isub__(x.mean()), TypeError, "'same_kind'"),
