@@ -477,15 +477,15 @@ def test_runs_fused_gpt2_on_device():
 def _registry_sample(info, seeds=range(12)):
     """The first sampled call of ``info`` that NumPy accepts and that needs a kernel (not every sample
     does: an empty or rank-0 one runs on the host): (function, operands, its GPU stages)."""
-    from harness.fuzzing import cases
     from compiler import opinfo
+    from harness.fuzzing import cases
+    from harness.fuzzing.check import numpy_eval
 
     for seed in seeds:
         case = cases.sample_op_case(opinfo.RandomChooser(seed), info)
         operands, params = [cases.decode_operand(o) for o in case["operands"]], case["params"]
         try:
-            with np.errstate(all="ignore"):
-                info(operands, params)
+            numpy_eval(lambda: info(operands, params))
         except Exception:
             continue  # a call NumPy refuses: the compiler refuses it too (tests/test_ops.py)
         fn = lambda *xs: info(xs, params)  # noqa: E731
