@@ -582,8 +582,9 @@ def _kernel_checks_so_far() -> bool:
 def integer_exponent_source(node: Node):
     """For an integer ``power``, the function argument whose values must be checked for negative
     exponents before native code runs (NumPy raises ValueError; ``_integer_power`` assumes none), or
-    None when no check is needed: the exponent is a constant (checked here), unsigned, or computed and checked by the kernel itself (see ``check_at_run_time``). A computed
-    exponent outside a traced function, where no run-time check can be attached, is refused."""
+    None when no check is needed: the exponent is a constant (checked here), unsigned, or checked by
+    the kernel itself (see ``check_at_run_time``). A computed exponent outside a traced function,
+    where no run-time check can be attached, is refused."""
     if node.op != "power" or node.attrs["compute"][1].kind != "i" or node.size == 0 \
             or node.attrs.get("exponent_checked_in_kernel"):
         return None
@@ -661,8 +662,8 @@ def _user_line() -> str:
 
 def check_at_run_time(values: Node, bad: Node, witness: str, error: type, message: str) -> bool:
     """Have the kernel report whether ``bad`` (bool, shaped as ``values``) holds any true element,
-    and the ``witness`` ("max", "min", or "first" in C order, as NumPy's index errors name it) of the
-    ``values`` where it does. False outside a trace (nothing would read the report), and the caller
+    and a witness of the ``values`` where it does: "min" (the smallest) or "first" (in C order, as
+    NumPy's index errors name it). False outside a trace (nothing would read the report), and the caller
     must refuse the op instead."""
     found = getattr(_RUNTIME_CHECKS, "found", None)
     if found is None:
@@ -673,9 +674,8 @@ def check_at_run_time(values: Node, bad: Node, witness: str, error: type, messag
         first = arg_reduce("argmax", flat(bad), 0, False, "a run-time check")
         value = _make("gather", [flat(values), first], (), values.dtype, axis=0)
     else:
-        info = np.iinfo(values.dtype)
-        fill = const_node(np.asarray(info.min if witness == "max" else info.max, values.dtype))
-        value = reduce(witness, flat(where(bad, values, fill)), 0, False, "a run-time check")
+        fill = const_node(np.asarray(np.iinfo(values.dtype).max, values.dtype))
+        value = reduce("min", flat(where(bad, values, fill)), 0, False, "a run-time check")
     found.append(RuntimeCheck(failed, value, error, message))
     return True
 
