@@ -279,3 +279,15 @@ def test_model_order_holds_past_ten_layers():
     names = ["embedding"] + [f"h.{i}.{part}" for i in range(12) for part in ("attention", "output")] + ["logits"]
     assert sorted(reversed(names), key=model_order_key) == names
     assert first_divergence([_check(0, "h.10.attention", False), _check(0, "h.9.output", False)])["tensor"] == "h.9.output"
+
+
+def test_logits_sort_before_unknown_tensor_names():
+    """Unknown names sort after the blocks, but logits, the model's last named tensor, comes before them."""
+    assert sorted(["zz", "lm_head", "logits", "h.0.output"], key=model_order_key) == ["h.0.output", "logits", "lm_head", "zz"]
+
+
+def test_growth_of_exactly_the_factor_is_not_a_regression():
+    """Only growth of *more* than ten times regresses: 0.25 -> 2.5 is exactly 10x (exact in binary)."""
+    assert find_regressions(_report({(0, "logits"): 0.25}), _report({(0, "logits"): 2.5})) == []
+    found = find_regressions(_report({(0, "logits"): 0.25}), _report({(0, "logits"): 2.5 + 2 ** -40}))
+    assert [(r["step"], r["tensor"]) for r in found] == [(0, "logits")]
