@@ -897,3 +897,24 @@ def test_lockstep_tokens_that_differ_fail_even_when_free_running_agrees():
     assert not mode["forced_tokens"]["agree"] and mode["tokens"]["agree"]
     assert mode["status"] == "diverged" and exit_code(report) == 1
     assert "forced tokens differ from step 1" in mode["reason"]
+
+
+def test_a_forced_token_that_differs_only_at_the_last_step_is_a_divergence():
+    """Every lockstep step counts, the last one too: the compiler's pick flips at step STEPS-1 only."""
+    last = STEPS - 1
+    capture = FakeCapture(near_tie_step=last, tie_margin=1e-5)
+
+    class FlippingLast(FakeRunner):
+        def forward(self, ids, trace=None):
+            logits = super().forward(ids, trace).copy()  # the traced logits stay the reference's
+            if len(ids) - len(PROMPT_IDS) == last:
+                logits[(int(np.argmax(logits)) + 1) % VOCAB] += 1e-4
+            return logits
+
+    report = verify_fake(capture, lambda kind, target: FlippingLast(capture, kind), plans=plan_modes(["fused"]))
+    mode = report["modes"]["fused"]
+    flipped = (capture.output_ids[last] + 1) % VOCAB
+    assert mode["forced_tokens"] == {"expected": capture.output_ids,
+                                     "actual": capture.output_ids[:last] + [flipped], "agree": False}
+    assert mode["status"] == "diverged" and exit_code(report) == 1
+    assert f"forced tokens differ from step {last}" in mode["reason"]
