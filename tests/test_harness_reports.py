@@ -599,3 +599,22 @@ def test_a_compile_error_renders_as_a_finding_in_the_terminal_and_html():
     assert "MLIR said:" in text and "forced tokens" not in text.split("First divergence — fused")[1]
     page = render_html(report)
     assert "First divergence (does not compile)" in page and "<summary>MLIR diagnostic</summary>" in page
+
+
+def test_token_summary_counts_the_steps_that_agree():
+    assert reports.token_summary({"expected": [7, 8, 9], "actual": [7, 5, 9]}) == "2/3"
+    assert reports.token_summary({"expected": [7, 8], "actual": [1, 2]}) == "0/2"
+    assert reports.token_summary({"expected": [7, 8], "actual": []}) == "—"  # nothing decoded
+    text = _terminal(make_report())
+    subgraph = next(line for line in text.splitlines() if line.strip().startswith("subgraph "))
+    assert "2/2" in subgraph and "1/2" in subgraph  # forced [7, 8] agrees fully, free-running [7, 9] at one step
+
+
+def test_junit_tensor_failure_states_the_largest_error_over_its_steps():
+    report = make_report()
+    for check in report["modes"]["subgraph"]["checks"]:
+        if check["tensor"] == "h.1.attention" and check["step"] == 1:
+            check["max_abs_error"] = 5e-2  # step 0 stays at 2e-2
+    root = ET.fromstring(reports.render_junit(report))
+    message = root.find("testsuite[@name='parity.subgraph']/testcase[@name='h.1.attention']/failure").get("message")
+    assert message.endswith("max abs error 0.05")
