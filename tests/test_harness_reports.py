@@ -618,3 +618,12 @@ def test_junit_tensor_failure_states_the_largest_error_over_its_steps():
     root = ET.fromstring(reports.render_junit(report))
     message = root.find("testsuite[@name='parity.subgraph']/testcase[@name='h.1.attention']/failure").get("message")
     assert message.endswith("max abs error 0.05")
+
+
+def test_a_token_headline_places_a_decode_cut_short_at_its_first_missing_step():
+    """A free-running decode that stopped after agreeing on two of three tokens differs at step 2,
+    the first token it did not give."""
+    mode = make_report()["modes"]["subgraph"]
+    mode.update(first_divergence=None, near_ties=[],
+                tokens={"expected": [7, 8, 9], "actual": [7, 8], "agree": False})
+    assert reports.headline(mode) == "free-running tokens differ at step 2"
