@@ -627,3 +627,15 @@ def test_a_token_headline_places_a_decode_cut_short_at_its_first_missing_step():
     mode.update(first_divergence=None, near_ties=[],
                 tokens={"expected": [7, 8, 9], "actual": [7, 8], "agree": False})
     assert reports.headline(mode) == "free-running tokens differ at step 2"
+
+
+def test_junit_has_a_passing_error_budget_case_when_a_baseline_found_no_regression():
+    report = _passing(make_report())
+    report["baseline"] = {"path": "reports/base.json", "sha256": "ef" * 32, "created": "2025-12-31T00:00:00+00:00"}
+    root = ET.fromstring(reports.render_junit(report))
+    base = root.find("testsuite[@name='parity.baseline']")
+    assert base is not None and base.get("tests") == "1" and base.get("failures") == "0"
+    assert [c.get("name") for c in base.findall("testcase")] == ["error-budget"]
+    assert root.find("testsuite[@name='parity.baseline']/testcase/failure") is None
+    # without a baseline there is no budget to report on
+    assert ET.fromstring(reports.render_junit(_passing(make_report()))).find("testsuite[@name='parity.baseline']") is None
