@@ -639,3 +639,11 @@ def test_junit_has_a_passing_error_budget_case_when_a_baseline_found_no_regressi
     assert root.find("testsuite[@name='parity.baseline']/testcase/failure") is None
     # without a baseline there is no budget to report on
     assert ET.fromstring(reports.render_junit(_passing(make_report()))).find("testsuite[@name='parity.baseline']") is None
+
+
+def test_a_compile_error_alone_is_not_called_a_divergence():
+    report = compile_error_report()
+    report["modes"] = {"fused": report["modes"]["fused"]}
+    found = reports.verdict(report)
+    assert (found.code, found.kind) == (1, "compile error")
+    assert found.why == "MLIR refused the compiler's code in fused (does not compile: step 1 logits · op transpose)"
