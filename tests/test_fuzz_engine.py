@@ -386,3 +386,34 @@ def test_value_problems_are_told_from_dtype_problems():
     fn, inputs, problems_of = check.op_case_parts(case)
     assert problems_of([np.exp(inputs[0]).astype(np.float64)])[0].startswith("result: dtype float64")
     assert check.VALUES_DIFFER in problems_of([np.exp(inputs[0]) * np.float32(2)])[0]
+
+
+def test_compare_values_holds_floats_to_atol_plus_rtol_times_the_magnitude_of_numpys_value():
+    """|got - expected| <= atol + rtol*|expected|, as numpy.isclose(got, expected): the bound uses
+    NumPy's value by magnitude (negatives too), and the boundary itself is inside."""
+    e = np.array([-4.0, 8.0, 0.0], np.float64)
+    # allowed: 0.5 + 0.25*4 = 1.5, 0.5 + 0.25*8 = 2.5, 0.5 (all exact in binary)
+    at_bound = np.array([-5.5, 10.5, -0.5])
+    assert compare_values(e, at_bound, 0.25, 0.5, "r") == []
+    assert np.isclose(at_bound, e, rtol=0.25, atol=0.5).all()
+    for i, wrong in [(0, -5.625), (1, 10.625), (2, 0.625)]:
+        g = at_bound.copy()
+        g[i] = wrong
+        problems = compare_values(e, g, 0.25, 0.5, "r")
+        assert problems and f"first at ({i},)" in problems[0], (i, wrong)
+        assert not np.isclose(g, e, rtol=0.25, atol=0.5)[i]
+
+
+def test_compare_values_is_exact_on_every_element_of_integers_and_on_shape_with_the_same_size():
+    e = np.array([1, 2, 3], np.int32)
+    problems = compare_values(e, np.array([1, 5, 3], np.int32), 1.0, 1.0, "r")
+    assert len(problems) == 1 and problems[0].startswith("r: 1 of 3 elements differ; first at (1,)")
+    square = np.arange(6.0).reshape(2, 3)
+    assert compare_values(square, square.reshape(3, 2), 0.0, 0.0, "r") == ["r: shape (3, 2), NumPy gives (2, 3)"]
+
+
+def test_the_sign_of_zero_is_only_checked_where_both_sides_are_zero():
+    """With a tolerance a tiny negative value where NumPy gives +0.0 is an in-tolerance value, not a sign error."""
+    e = np.array([0.0, 1.0], np.float64)
+    assert compare_values(e, np.array([-1e-30, 1.0]), 0.0, 1e-20, "r", zero_sign=True) == []
+    assert compare_values(e, np.array([-0.0, 1.0]), 0.0, 1e-20, "r", zero_sign=True)

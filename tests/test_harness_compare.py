@@ -19,6 +19,7 @@ from harness.compare import (
     flip_bound,
     is_near_tie,
     max_error,
+    model_order_key,
     top_margin,
     upstream_tensor_name,
 )
@@ -238,3 +239,55 @@ def test_worst_index_is_the_element_furthest_outside_its_allowance_in_the_tensor
     assert passing.worst_index is None
     logits = compare_tensor(0, "logits", np.arange(5.0), np.arange(5.0) + np.eye(5)[3], Tolerance())
     assert logits.worst_index == [3]  # the token id
+
+
+def test_an_error_exactly_at_the_allowance_passes_as_numpy_allclose_says():
+    """|actual - expected| <= atol + rtol*|expected| is inclusive; the values here are exact in binary."""
+    assert compare_tensor(0, "logits", np.array([1.0]), np.array([1.5]), Tolerance(rtol=0.0, atol=0.5)).passed
+    assert compare_tensor(0, "logits", np.array([2.0]), np.array([3.0]), Tolerance(rtol=0.5, atol=0.0)).passed
+    assert compare_tensor(0, "logits", np.array([-2.0]), np.array([-3.0]), Tolerance(rtol=0.25, atol=0.5)).passed
+    assert bool(np.allclose([1.5, 3.0, -3.0], [1.0, 2.0, -2.0], rtol=0.0, atol=1.0))  # the same rule, all inclusive
+    assert not compare_tensor(0, "logits", np.array([2.0]), np.array([3.25]), Tolerance(rtol=0.5, atol=0.0)).passed
+
+
+def test_an_error_below_the_reference_counts_as_much_as_one_above():
+    """The compiler undershooting is as wrong as overshooting: the error is |actual - expected|."""
+    expected = np.array([1.0, 4.0])
+    low = compare_tensor(0, "h.0.output", expected, np.array([1.0, 3.0]), TOL)
+    assert not low.passed
+    assert low.max_abs_error == 1.0 and low.max_rel_error == 0.25  # |3 - 4| and |3 - 4| / 4
+    mixed = compare_tensor(0, "h.0.output", expected, np.array([0.5, 4.25]), TOL)
+    assert mixed.max_abs_error == 0.5 and mixed.max_rel_error == 0.5  # the undershoot is the larger error
+
+
+def test_near_tie_bound_uses_the_magnitude_of_negative_logits():
+    # each logit may move by 3e-4 + 3e-4*|logit|: 3e-4 + 3e-3 and 3e-4 + 3.0015e-3 -> 6.6015e-3 in all
+    top = (-10.0, -10.005)
+    assert flip_bound(TOL, top) == pytest.approx(6e-4 + 3e-4 * 20.005, rel=1e-12)
+    assert is_near_tie(5e-3, TOL, top) and not is_near_tie(7e-3, TOL, top)
+
+
+def test_a_free_running_decode_that_agrees_again_after_diverging_is_still_cascaded():
+    """Once the free-running decode has diverged every later step saw another prefix, even a step whose
+    token happens to agree: a later mismatch is not a near-tie, whatever the reference's margin there."""
+    checks = compare_tokens([1, 2, 3, 4], [1, 9, 3, 9], [1.0, 1.0, 1.0, 1e-5], TOL, cascade=True)
+    assert [c.agree for c in checks] == [True, False, True, False]
+    assert [c.near_tie for c in checks] == [False, False, False, False]
+
+
+def test_model_order_holds_past_ten_layers():
+    names = ["embedding"] + [f"h.{i}.{part}" for i in range(12) for part in ("attention", "output")] + ["logits"]
+    assert sorted(reversed(names), key=model_order_key) == names
+    assert first_divergence([_check(0, "h.10.attention", False), _check(0, "h.9.output", False)])["tensor"] == "h.9.output"
+
+
+def test_logits_sort_before_unknown_tensor_names():
+    """Unknown names sort after the blocks, but logits, the model's last named tensor, comes before them."""
+    assert sorted(["zz", "lm_head", "logits", "h.0.output"], key=model_order_key) == ["h.0.output", "logits", "lm_head", "zz"]
+
+
+def test_growth_of_exactly_the_factor_is_not_a_regression():
+    """Only growth of *more* than ten times regresses: 0.25 -> 2.5 is exactly 10x (exact in binary)."""
+    assert find_regressions(_report({(0, "logits"): 0.25}), _report({(0, "logits"): 2.5})) == []
+    found = find_regressions(_report({(0, "logits"): 0.25}), _report({(0, "logits"): 2.5 + 2 ** -40}))
+    assert [(r["step"], r["tensor"]) for r in found] == [(0, "logits")]

@@ -599,3 +599,51 @@ def test_a_compile_error_renders_as_a_finding_in_the_terminal_and_html():
     assert "MLIR said:" in text and "forced tokens" not in text.split("First divergence — fused")[1]
     page = render_html(report)
     assert "First divergence (does not compile)" in page and "<summary>MLIR diagnostic</summary>" in page
+
+
+def test_token_summary_counts_the_steps_that_agree():
+    assert reports.token_summary({"expected": [7, 8, 9], "actual": [7, 5, 9]}) == "2/3"
+    assert reports.token_summary({"expected": [7, 8], "actual": [1, 2]}) == "0/2"
+    assert reports.token_summary({"expected": [7, 8], "actual": []}) == "—"  # nothing decoded
+    text = _terminal(make_report())
+    subgraph = next(line for line in text.splitlines() if line.strip().startswith("subgraph "))
+    assert "2/2" in subgraph and "1/2" in subgraph  # forced [7, 8] agrees fully, free-running [7, 9] at one step
+
+
+def test_junit_tensor_failure_states_the_largest_error_over_its_steps():
+    report = make_report()
+    for check in report["modes"]["subgraph"]["checks"]:
+        if check["tensor"] == "h.1.attention" and check["step"] == 1:
+            check["max_abs_error"] = 5e-2  # step 0 stays at 2e-2
+    root = ET.fromstring(reports.render_junit(report))
+    message = root.find("testsuite[@name='parity.subgraph']/testcase[@name='h.1.attention']/failure").get("message")
+    assert message.endswith("max abs error 0.05")
+
+
+def test_a_token_headline_places_a_decode_cut_short_at_its_first_missing_step():
+    """A free-running decode that stopped after agreeing on two of three tokens differs at step 2,
+    the first token it did not give."""
+    mode = make_report()["modes"]["subgraph"]
+    mode.update(first_divergence=None, near_ties=[],
+                tokens={"expected": [7, 8, 9], "actual": [7, 8], "agree": False})
+    assert reports.headline(mode) == "free-running tokens differ at step 2"
+
+
+def test_junit_has_a_passing_error_budget_case_when_a_baseline_found_no_regression():
+    report = _passing(make_report())
+    report["baseline"] = {"path": "reports/base.json", "sha256": "ef" * 32, "created": "2025-12-31T00:00:00+00:00"}
+    root = ET.fromstring(reports.render_junit(report))
+    base = root.find("testsuite[@name='parity.baseline']")
+    assert base is not None and base.get("tests") == "1" and base.get("failures") == "0"
+    assert [c.get("name") for c in base.findall("testcase")] == ["error-budget"]
+    assert root.find("testsuite[@name='parity.baseline']/testcase/failure") is None
+    # without a baseline there is no budget to report on
+    assert ET.fromstring(reports.render_junit(_passing(make_report()))).find("testsuite[@name='parity.baseline']") is None
+
+
+def test_a_compile_error_alone_is_not_called_a_divergence():
+    report = compile_error_report()
+    report["modes"] = {"fused": report["modes"]["fused"]}
+    found = reports.verdict(report)
+    assert (found.code, found.kind) == (1, "compile error")
+    assert found.why == "MLIR refused the compiler's code in fused (does not compile: step 1 logits · op transpose)"

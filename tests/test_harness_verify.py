@@ -660,6 +660,7 @@ def test_an_unusable_captures_dir_is_a_path_error_before_the_reference_runs(glue
     (lambda b: b.update(input_ids=[9, 9]), "input ids [9, 9] (this run: [3, 1, 4, 1])"),
     (lambda b: b["checkpoint"].update(sha256="12" * 32), "checkpoint sha256 121212121212… (this run: abababababab…)"),
     (lambda b: b.update(output_ids=[1, 2]), "2 tokens (this run: 3)"),
+    (lambda b: b.update(output_ids=[1, 2, 3, 4]), "4 tokens (this run: 3)"),  # longer is no more comparable
     (lambda b: b.update(injected_fault={"op": "exp", "factor": 1.01, "offset": 0.0}),
      "an injected fault (exp: y*1.01+0; a harness self-test, not the compiler's errors)"),
 ])
@@ -897,3 +898,34 @@ def test_lockstep_tokens_that_differ_fail_even_when_free_running_agrees():
     assert not mode["forced_tokens"]["agree"] and mode["tokens"]["agree"]
     assert mode["status"] == "diverged" and exit_code(report) == 1
     assert "forced tokens differ from step 1" in mode["reason"]
+
+
+def test_a_forced_token_that_differs_only_at_the_last_step_is_a_divergence():
+    """Every lockstep step counts, the last one too: the compiler's pick flips at step STEPS-1 only."""
+    last = STEPS - 1
+    capture = FakeCapture(near_tie_step=last, tie_margin=1e-5)
+
+    class FlippingLast(FakeRunner):
+        def forward(self, ids, trace=None):
+            logits = super().forward(ids, trace).copy()  # the traced logits stay the reference's
+            if len(ids) - len(PROMPT_IDS) == last:
+                logits[(int(np.argmax(logits)) + 1) % VOCAB] += 1e-4
+            return logits
+
+    report = verify_fake(capture, lambda kind, target: FlippingLast(capture, kind), plans=plan_modes(["fused"]))
+    mode = report["modes"]["fused"]
+    flipped = (capture.output_ids[last] + 1) % VOCAB
+    assert mode["forced_tokens"] == {"expected": capture.output_ids,
+                                     "actual": capture.output_ids[:last] + [flipped], "agree": False}
+    assert mode["status"] == "diverged" and exit_code(report) == 1
+    assert f"forced tokens differ from step {last}" in mode["reason"]
+
+
+def test_a_kernel_refused_in_the_free_running_decode_is_placed_at_the_last_step():
+    """The decode runs after every lockstep step passed: its record names the last step there is
+    (steps count from 0), never one past the end."""
+    capture = FakeCapture()
+    mode = verify_fake(capture, _refusing(capture, refuse_in_generate=True),
+                       plans=plan_modes(["fused"]))["modes"]["fused"]
+    fd = mode["first_divergence"]
+    assert (fd["step"], fd["tensor"]) == (STEPS - 1, "logits")
