@@ -110,7 +110,7 @@ def _unflatten(tree, leaves):
         for check in tree[2]:
             failed, witness = _host_scalar(next(leaves)), _host_scalar(next(leaves))
             if failed:
-                raise check.error(check.message.format(int(witness)))
+                raise check.error(check.describe(int(witness)))
         return result
     if kind == "namedtuple":
         return tree[1](*[_unflatten(t, leaves) for t in tree[2]])

@@ -490,7 +490,7 @@ def elementwise(name: str, operands: list) -> Node:
         return const_node(np.full(shape, _FLOAT_CLASS[name]))
     attrs = {}
     if name == "power" and compute[1].kind == "i" and int(np.prod(shape, dtype=np.int64)) and \
-            _kernel_checks_exponent(nodes[1]) and (safe := _checked_exponent(nodes[1])) is not None:
+            _checked_by_kernel(_exponent_source(nodes[1])) and (safe := _checked_exponent(nodes[1])) is not None:
         nodes[1], attrs["exponent_checked_in_kernel"] = safe, True
     if name == "power" and compute[1].kind == "f" and _scalar_to_inner_loop(nodes[1], shape):
         attrs["scalar_exponent"] = True
@@ -559,10 +559,11 @@ def _exponent_source(exponent: Node):
     return source if _host_checkable(source) else COMPUTED
 
 
-def _kernel_checks_exponent(exponent: Node) -> bool:
-    """Whether the kernel is to check ``exponent`` for negative values (see ``_kernel_checks_so_far``)."""
-    source = _exponent_source(exponent)
-    return source is COMPUTED or (source is not None and _kernel_checks_so_far())
+def _checked_by_kernel(source) -> bool:
+    """Whether the kernel, not the host, checks the values of ``source`` (a value's ``value_source``,
+    COMPUTED, or None: nothing to check): those only a kernel knows, and every one once the trace has
+    given the kernel a check (see ``_kernel_checks_so_far``)."""
+    return source is COMPUTED or (source is not None and (not _host_checkable(source) or _kernel_checks_so_far()))
 
 
 def _host_checkable(source: Node) -> bool:
@@ -600,12 +601,10 @@ def integer_exponent_source(node: Node):
 def _checked_exponent(exponent: Node) -> Node | None:
     """``exponent`` with negative elements replaced by 0 (``_integer_power`` never sees one), the kernel
     reporting any it met; None outside a trace."""
-    negative = elementwise("less", [exponent, dt.Weak(0)])
-    if not check_at_run_time(exponent, negative, "min", ValueError, NEGATIVE_INTEGER_POWER + "; the exponent "
-                             f"for np.power at {_user_line()} ({_kernel_value_origin(exponent, 'an exponent')}) "
-                             "held {} (checked as the kernel ran)"):
-        return None
-    return where(negative, const_node(np.zeros((), exponent.dtype)), exponent)
+    line, origin = user_location().short(), _kernel_value_origin(exponent, "an exponent")
+    return check_at_run_time(exponent, elementwise("less", [exponent, dt.Weak(0)]), "min", ValueError,
+                             lambda held: f"{NEGATIVE_INTEGER_POWER}; the exponent for np.power at {line} ({origin}) "
+                                          f"held {held} (checked as the kernel ran)")
 
 
 # --------------------------------------------------------------------------- run-time checks
@@ -623,11 +622,11 @@ class IndexOutOfBounds(IndexError, ValueError):
 @dataclass(frozen=True)
 class RuntimeCheck:
     """``failed`` (bool, 0-d) is true when the kernel met a value out of range, ``witness`` (0-d)
-    one such value; the call then raises ``error(message.format(witness))``."""
+    one such value; the call then raises ``error(describe(witness))``."""
     failed: Node
     witness: Node
     error: type
-    message: str
+    describe: Callable[[int], str]
 
 
 _RUNTIME_CHECKS = threading.local()
@@ -651,23 +650,17 @@ def _kernel_value_origin(value: Node, what: str) -> str:
     if source.op != "input":
         return f"{what} computed in the kernel"
     where_ = "held in GPU memory" if source.attrs.get("device_resident") else "checked with the values computed before it"
-    return f"argument {source.name}, {where_}".replace("{", "{{").replace("}", "}}")
+    return f"argument {source.name}, {where_}"
 
 
-def _user_line() -> str:
-    """The user's source line for a ``RuntimeCheck`` message, braces escaped: the message is a format
-    string (a path may hold ``{`` or ``}``)."""
-    return user_location().short().replace("{", "{{").replace("}", "}}")
-
-
-def check_at_run_time(values: Node, bad: Node, witness: str, error: type, message: str) -> bool:
-    """Have the kernel report whether ``bad`` (bool, shaped as ``values``) holds any true element,
-    and a witness of the ``values`` where it does: "min" (the smallest) or "first" (in C order, as
-    NumPy's index errors name it). False outside a trace (nothing would read the report), and the caller
-    must refuse the op instead."""
+def check_at_run_time(values: Node, bad: Node, witness: str, error: type, describe: Callable[[int], str]) -> Node | None:
+    """``values`` with 0 where ``bad`` (bool, shaped as ``values``) is true, the stand-in native code
+    uses; the kernel also reports whether ``bad`` holds any true element, and a witness of the ``values``
+    where it does: "min" (the smallest) or "first" (in C order, as NumPy's index errors name it).
+    None outside a trace (nothing would read the report), and the caller must refuse the op instead."""
     found = getattr(_RUNTIME_CHECKS, "found", None)
     if found is None:
-        return False
+        return None
     flat = lambda n: reshape(n, (n.size,))  # noqa: E731 - a 0-d value reduces over no axis otherwise
     failed = reduce("any", flat(bad), 0, False, "a run-time check")
     if witness == "first":  # argmax of the flags is the first bad position, always in range
@@ -676,8 +669,8 @@ def check_at_run_time(values: Node, bad: Node, witness: str, error: type, messag
     else:
         fill = const_node(np.asarray(np.iinfo(values.dtype).max, values.dtype))
         value = reduce("min", flat(where(bad, values, fill)), 0, False, "a run-time check")
-    found.append(RuntimeCheck(failed, value, error, message))
-    return True
+    found.append(RuntimeCheck(failed, value, error, describe))
+    return where(bad, const_node(np.zeros((), values.dtype)), values)
 
 
 def _out_of_range_comparison(name: str, operands: list, compute: list):
@@ -862,7 +855,7 @@ def gather(x: Node, indices, axis: int) -> Node:
             bad = (idx.value < -n) | (idx.value >= n)
             if bad.any():
                 raise IndexOutOfBounds(f"gather index {int(idx.value[bad].flat[0])} is out of range for axis {axis + j} with size {n}")
-        elif (not _host_checkable(value_source(idx)) or _kernel_checks_so_far()) and idx.size:
+        elif _checked_by_kernel(value_source(idx)) and idx.size:
             indices[j] = _checked_index(idx, axis + j, n)
     indices = [broadcast_to(i, shape) for i in indices]
     out = x.shape[:axis] + shape + x.shape[axis + len(indices):]
@@ -877,12 +870,14 @@ def _checked_index(idx: Node, axis: int, n: int) -> Node:
         out_of_range = elementwise("logical_or", [out_of_range, elementwise("less", [idx, dt.Weak(-n)])])
     if out_of_range.is_const() and not out_of_range.value.any():
         return idx  # the dtype holds no value out of range (int8 indices of an axis of 300)
-    message = (f"index {{}} is out of bounds for axis {axis} with size {n} ({_kernel_value_origin(idx, 'an index')}, "
-               f"used at {_user_line()}; checked as the kernel ran)")
-    if not check_at_run_time(idx, out_of_range, "first", IndexOutOfBounds, message):
+    line, origin = user_location().short(), _kernel_value_origin(idx, "an index")
+    safe = check_at_run_time(idx, out_of_range, "first", IndexOutOfBounds,
+                             lambda bad: f"index {bad} is out of bounds for axis {axis} with size {n} ({origin}, "
+                                         f"used at {line}; checked as the kernel ran)")
+    if safe is None:
         raise NotImplementedError("gather indices computed outside a traced function must be a function argument "
                                   "or a constant, so they can be bounds-checked before native code runs")
-    return where(out_of_range, const_node(np.zeros((), idx.dtype)), idx)
+    return safe
 
 
 def _eval_gather(node: Node, values):
