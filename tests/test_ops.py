@@ -46,7 +46,7 @@ def _check_all(info, fn, operands, params_list, results):
 AXES_3D = [None, 0, 1, 2, -1, -3, (0, 2), (1, 2), (2, 0), (0, 1, 2)]
 
 
-REDUCTION_CASES = [(o.name, d) for o in oi.ops("reduction") for d in ("float32", "float64", "int32", "uint8", "bool")
+REDUCTION_CASES = [(o.name, d) for o in oi.ops("reduction") for d in ("float16", "float32", "float64", "int32", "uint8", "bool")
                    if np.dtype(d) in o.dtypes]
 
 
@@ -73,7 +73,7 @@ BINARY = [o for o in oi.ops("elementwise") if o.arity == 2 and not o.name.starts
 BROADCAST_PAIRS = [((3, 1, 4), (4,)), ((3, 1, 4), (5, 1)), ((1,), (2, 3)), ((), (4,)), ((2, 1), (1, 1)), ((1, 4), (3, 1))]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "int16", "uint32", "bool"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int16", "uint32", "bool"])
 def test_binary_ops_broadcast_vectors_and_size_one_dims(dtype):
     ops = [o for o in BINARY if np.dtype(dtype) in o.dtypes]
     rng = np.random.default_rng(3)
@@ -88,7 +88,8 @@ def test_binary_ops_broadcast_vectors_and_size_one_dims(dtype):
 
 
 MIXED = [("int8", "float32"), ("uint8", "int8"), ("int32", "float32"), ("uint64", "int64"), ("bool", "float64"),
-         ("uint16", "int16"), ("float32", "float64"), ("int64", "uint8")]
+         ("uint16", "int16"), ("float32", "float64"), ("int64", "uint8"), ("float16", "int8"), ("int16", "float16"),
+         ("float16", "float32"), ("uint8", "float16")]
 
 
 @pytest.mark.parametrize("da,db", MIXED)
@@ -130,7 +131,7 @@ SCALAR_EXPRESSIONS = [
 ]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "int32", "uint8", "uint64"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int8", "int32", "uint8", "uint64"])
 def test_numpy_scalars_are_strong_python_scalars_weak(dtype):
     x = make_values(np.random.default_rng(11), (2, 3), dtype, oi.Domain(lo=0, hi=20), "plain")
     exprs = []
@@ -234,13 +235,15 @@ def test_signed_power_with_large_exponents_wraps_like_numpy(dtype):
     np.testing.assert_array_equal(jit(lambda b: b ** dtype(top))(base), base ** dtype(top))
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_maximum_and_minimum_return_the_second_of_equal_values_and_propagate_nan(dtype):
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_maximum_minimum_and_clip_break_ties_of_signed_zeros_as_numpy_and_propagate_nan(dtype):
     """NumPy's float maximum/minimum give the second operand when the two are equal (so +0.0
-    against -0.0 depends on the order) and NaN from either side."""
+    against -0.0 depends on the order) and NaN from either side; its float16 loops give the first.
+    clip, NumPy's min(max(x, lo), hi), follows the same rule."""
     a = np.array([-0.0, 0.0, 0.0, -0.0, np.nan, 1.0, np.nan, 2.0, -3.0], dtype)
     b = np.array([0.0, -0.0, 0.0, -0.0, 1.0, np.nan, np.nan, -2.0, 3.0], dtype)
-    for f in (np.maximum, np.minimum):
+    hi = np.array([1.0, 1.0, -0.0, 0.0, 1.0, 1.0, 2.0, 1.0, np.nan], dtype)
+    for f in (np.maximum, np.minimum, lambda x, y: np.clip(x, y, hi), lambda x, y: np.clip(y, x, hi)):
         expected = f(a, b)
         got = jit(lambda x, y: f(x, y))(a, b)
         assert got.dtype == expected.dtype
