@@ -18,6 +18,7 @@ SUPPORTED = {
     np.dtype(np.uint16): "i16",
     np.dtype(np.uint32): "i32",
     np.dtype(np.uint64): "i64",
+    np.dtype(np.float16): "f16",
     np.dtype(np.float32): "f32",
     np.dtype(np.float64): "f64",
 }
@@ -60,6 +61,15 @@ def storage_type(dtype) -> str:
 def tensor_type(shape, dtype) -> str:
     dims = "".join(f"{d}x" for d in shape)
     return f"tensor<{dims}{storage_type(dtype)}>"
+
+
+def arithmetic_type(dtype) -> np.dtype:
+    """The type a value of ``dtype`` is computed in: NumPy's float16 loops convert each operand to
+    float32, compute, and round the result back to float16 (a single +, -, *, / or sqrt rounded twice
+    that way is still correctly rounded: float32 carries more than 2 * 11 + 2 bits), so the compiler
+    does the same rather than trust each target's own half-precision arithmetic and math functions."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
 
 
 def is_float(dtype) -> bool:

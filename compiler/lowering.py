@@ -272,21 +272,32 @@ class Emitter:
             else:
                 tensor_ops.append((i, operands[i], inp.shape, inp.dtype))
 
+        direct = node.op in ("cast", "broadcast_to")
+        # operands are converted to the loop's dtypes as NumPy converts them, then float16 ones widened
+        # to the type the loop computes in (see ``dt.arithmetic_type``); a cast is one conversion
+        wide = compute if direct else tuple(dt.arithmetic_type(c) for c in compute)
+        out = node.dtype if direct else dt.arithmetic_type(node.dtype)
+
         def body(rb, args):
             vals, k = [], 0
             for i, inp in enumerate(node.inputs):
                 if i in scalars:
-                    vals.append(scalar_const(rb, scalars[i].astype(compute[i]), compute[i]))
+                    v = scalars[i].astype(compute[i]).astype(wide[i])
+                    vals.append(scalar_const(rb, v, wide[i]))
                 else:
-                    vals.append(cast_scalar(rb, args[k], inp.dtype, compute[i]))
+                    v = cast_scalar(rb, args[k], inp.dtype, compute[i])
+                    vals.append(cast_scalar(rb, v, compute[i], wide[i]))
                     k += 1
-            if node.op in ("cast", "broadcast_to"):
+            if direct:
                 return cast_scalar(rb, vals[0], compute[0], node.dtype)
             if node.attrs.get("scalar_exponent"):
-                return numpy_scalar_power(rb, vals[0], vals[1], np.dtype(compute[-1]))
-            if node.attrs.get("scalar_bounds"):
-                return numpy_constant_clip(rb, *vals, np.dtype(compute[-1]))
-            return elementwise_scalar(rb, node.op, vals, np.dtype(compute[-1]), node.dtype, operand_dtypes=compute)
+                result = numpy_scalar_power(rb, vals[0], vals[1], np.dtype(wide[-1]))
+            elif node.attrs.get("scalar_bounds"):
+                result = numpy_constant_clip(rb, *vals, np.dtype(wide[-1]))
+            else:
+                result = elementwise_scalar(rb, node.op, vals, np.dtype(wide[-1]), out, operand_dtypes=wide,
+                                            half=np.dtype(compute[-1]) == np.float16)
+            return cast_scalar(rb, result, out, node.dtype)
 
         return self._generic(node.shape, node.dtype, [(n, s, d) for _, n, s, d in tensor_ops], body, node.loc)
 
@@ -308,8 +319,14 @@ class Emitter:
             op = {"f": "arith.minimumf", "i": "arith.minsi", "u": "arith.minui", "b": "arith.andi"}[kind]
         # float32 sums accumulate in float64: NumPy sums pairwise, which a sequential float32
         # loop cannot match (errors grow with the row length); a wider accumulator stays within
-        # NumPy's own rounding of the exact sum.
-        acc_dtype = np.dtype(np.float64) if node.op == "reduce_sum" and dtype == np.float32 else dtype
+        # NumPy's own rounding of the exact sum. float16 sums and products accumulate in float32,
+        # rounded once at the end, as NumPy's reduction along a contiguous axis does (along any
+        # other axis NumPy rounds to float16 after every step, which no sensible kernel repeats).
+        acc_dtype = dtype
+        if node.op == "reduce_sum" and dtype == np.float32:
+            acc_dtype = np.dtype(np.float64)
+        elif node.op in ("reduce_sum", "reduce_prod") and dtype == np.float16:
+            acc_dtype = np.dtype(np.float32)
         ta = dt.storage_type(acc_dtype)
         init = self.filled(node.shape, acc_dtype, identity, node.loc)
         result = self.fresh()
@@ -379,18 +396,20 @@ class Emitter:
     def matmul(self, node: Node, operands) -> str:
         # A 2-d transpose feeding a matmul is folded into its indexing maps, so ``x @ w.T``
         # never materializes the transposed weight (BLAS reads it transposed instead).
-        out_t = dt.tensor_type(node.shape, node.dtype)
+        # float16 operands are widened to float32 (exactly) and their products accumulated there, rounded
+        # once at the end, as NumPy's float16 matmul does; as float32 it is a gemm OpenBLAS has
+        acc = dt.arithmetic_type(node.dtype)
         names, types, folded = [], [], []
         for i, inp in enumerate(node.inputs):
-            if foldable_transpose(node, inp) and "transpose" not in self.faults:  # a faulted one is computed
-                src = inp.inputs[0]
-                names.append(self.value(src))
-                types.append(dt.tensor_type(src.shape, src.dtype))
-                folded.append(True)
-            else:
-                names.append(operands[i])
-                types.append(dt.tensor_type(inp.shape, inp.dtype))
-                folded.append(False)
+            folded.append(foldable_transpose(node, inp) and "transpose" not in self.faults)  # a faulted one is computed
+            src, name = (inp.inputs[0], self.value(inp.inputs[0])) if folded[-1] else (inp, operands[i])
+            dtype = dt.arithmetic_type(src.dtype)
+            if dtype != src.dtype:
+                name = self._generic(src.shape, dtype, [(name, src.shape, src.dtype)],
+                                     lambda rb, args, d=src.dtype, w=dtype: cast_scalar(rb, args[0], d, w), node.loc)
+            names.append(name)
+            types.append(dt.tensor_type(src.shape, dtype))
+        out_t = dt.tensor_type(node.shape, acc)
         op = "linalg.matmul" if node.ndim == 2 else "linalg.batch_matmul"
         maps = ""
         if any(folded):
@@ -416,9 +435,13 @@ class Emitter:
                 f"  func.func private @{callee}(%a: {types[0]} {here}, %b: {types[1]} {here}, %init: {out_t} {here}) -> {out_t} {{\n"
                 f"    %r = {op}{maps} ins(%a, %b : {types[0]}, {types[1]}) outs(%init : {out_t}) -> {out_t} {here}\n"
                 f"    return %r : {out_t} {here}\n  }} {here}\n")
-        init = self.filled(node.shape, node.dtype, 0, node.loc)
-        return self.assign(
+        init = self.filled(node.shape, acc, 0, node.loc)
+        result = self.assign(
             f"func.call @{callee}({names[0]}, {names[1]}, {init}) : ({types[0]}, {types[1]}, {out_t}) -> {out_t}", node.loc)
+        if acc == node.dtype:
+            return result
+        return self._generic(node.shape, node.dtype, [(result, node.shape, acc)],
+                             lambda rb, args: cast_scalar(rb, args[0], acc, node.dtype), node.loc)
 
     def reshape(self, x: str, src: Node, shape: tuple, loc) -> str:
         cur_shape = src.shape

@@ -110,8 +110,11 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     x = _node(a)
     axes = P.normalize_axes(axis, x.ndim, "np.mean")
     acc = np.dtype(dtype) if dtype is not None else np.mean(np.zeros((1,) * x.ndim, x.dtype), axis=axes).dtype
-    total = P.reduce("sum", x, axes, keepdims, "np.mean", dtype=acc)
-    return Tensor(_divide_into(total, _count(x, axes)), scalar=True)
+    # NumPy's _mean sums and divides a float16 array in float32, and rounds the mean to float16
+    half = dtype is None and x.dtype == np.float16
+    total = P.reduce("sum", x, axes, keepdims, "np.mean", dtype=np.dtype(np.float32) if half else acc)
+    quotient = _divide_into(total, _count(x, axes))
+    return Tensor(P.cast(quotient, acc) if half else quotient, scalar=True)
 
 
 def _divide_into(total: P.Node, n: int) -> P.Node:

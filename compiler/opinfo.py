@@ -29,7 +29,7 @@ BOOL = (np.dtype(np.bool_),)
 SIGNED = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
 UNSIGNED = tuple(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 INTS = SIGNED + UNSIGNED
-FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 NUMERIC = INTS + FLOATS
 ALL = BOOL + NUMERIC
 
@@ -90,7 +90,7 @@ CASTABLE = Domain(lo=-(2.0 ** 31 - 256), hi=2.0 ** 31 - 256, special=False)  # c
 
 # --------------------------------------------------------------------------- tolerance
 
-EPS = {np.dtype(np.float32): float(np.finfo(np.float32).eps), np.dtype(np.float64): float(np.finfo(np.float64).eps)}
+EPS = {np.dtype(t): float(np.finfo(t).eps) for t in (np.float16, np.float32, np.float64)}
 
 
 @dataclass(frozen=True)
@@ -468,8 +468,8 @@ def _axis(p):
 
 def _acc_dtype(c: Chooser, shape) -> dict:
     """np.sum/mean/var's ``dtype=``: the accumulator and result type (half the time left to NumPy)."""
-    return {"dtype": c.pick((None, None, None, None, None, "int8", "uint16", "int32", "int64", "uint64", "float32",
-                             "float64", "bool"))}
+    return {"dtype": c.pick((None, None, None, None, None, "int8", "uint16", "int32", "int64", "uint64", "float16",
+                             "float32", "float64", "bool"))}
 
 
 def _acc(p):

@@ -60,7 +60,7 @@ def scalar_const(rb, value, dtype) -> str:
     t = dt.mlir_type(dtype)
     dtype = np.dtype(dtype)
     if dtype.kind == "f":
-        bits = np.asarray(value, dtype).view(np.uint64 if dtype.itemsize == 8 else np.uint32)
+        bits = np.asarray(value, dtype).view(f"u{dtype.itemsize}")
         text = f"0x{int(bits):0{dtype.itemsize * 2}X}"
     elif dtype.kind == "b":
         text = "1" if bool(value) else "0"  # `arith.constant true : i1` does not parse; `1 : i1` does
@@ -89,6 +89,8 @@ def cast_scalar(rb, x: str, src, dst) -> str:
     if dst.kind == "f":
         op = "arith.sitofp" if src.kind == "i" else "arith.uitofp"
         return rb.op(f"{op} {x} : {ts} to {td}")
+    if src == np.dtype(np.float16):  # as NumPy converts a half: to float first (exact), then to the integer
+        x, src = rb.op(f"arith.extf {x} : f16 to f32"), np.dtype(np.float32)
     if src.kind == "f":
         return _float_to_int(rb, x, src, dst)
     if ts == td:  # int32 <-> uint32: the same bits
@@ -150,11 +152,13 @@ def _integer_power(rb, x: str, y: str, dtype) -> str:
     return result
 
 
-def _float_extremum(rb, name: str, a: str, b: str, t: str) -> str:
+def _float_extremum(rb, name: str, a: str, b: str, t: str, half: bool = False) -> str:
     """NumPy's float maximum/minimum: ``a`` if it is strictly beyond ``b`` or NaN, else ``b`` -- so a
     NaN on either side propagates and of two equal values (+0.0 and -0.0) the second is returned,
-    where ``arith.maximumf`` would order -0.0 below +0.0."""
-    beyond = rb.op(f"arith.cmpf {'ogt' if name == 'maximum' else 'olt'}, {a}, {b} : {t}")
+    where ``arith.maximumf`` would order -0.0 below +0.0. NumPy's float16 loop (``half``) compares
+    with ``>=``/``<=`` instead, so there the first of two equal values is returned."""
+    pred = {("maximum", False): "ogt", ("minimum", False): "olt", ("maximum", True): "oge", ("minimum", True): "ole"}
+    beyond = rb.op(f"arith.cmpf {pred[name, half]}, {a}, {b} : {t}")
     a_is_nan = rb.op(f"arith.cmpf uno, {a}, {a} : {t}")
     take_a = rb.op(f"arith.ori {beyond}, {a_is_nan} : i1")
     return rb.op(f"arith.select {take_a}, {a}, {b} : {t}")
@@ -271,7 +275,10 @@ def _float_division(rb, name: str, a: str, b: str, compute) -> str:
     return rb.op(f"arith.select {by_zero}, {quotient}, {result} : {t}")
 
 
-def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: np.dtype, operand_dtypes=None) -> str:
+def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: np.dtype, operand_dtypes=None,
+                       half: bool = False) -> str:
+    """One element of ufunc ``name`` computed in ``compute``; ``half``: NumPy's loop is float16's,
+    computed here in float32 (``dt.arithmetic_type``), which differs in how it breaks ties."""
     if (name in _COMPARE and operand_dtypes is not None and len(operand_dtypes) == 2
             and {_kind(d) for d in operand_dtypes} == {"i", "u"}):
         return _mixed_sign_compare(rb, name, args, operand_dtypes)
@@ -289,10 +296,10 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
         ones = scalar_const(rb, True if kind == "b" else -1 if kind == "i" else np.iinfo(compute).max, compute)  # all bits
         return rb.op(f"arith.xori {args[0]}, {ones} : {t}")
     if name in ("maximum", "minimum") and kind == "f":
-        return _float_extremum(rb, name, args[0], args[1], t)
+        return _float_extremum(rb, name, args[0], args[1], t, half)
     if name == "clip":  # NumPy's loop: min(max(x, lo), hi), its own maximum and minimum
-        low = elementwise_scalar(rb, "maximum", args[:2], compute, out)
-        return elementwise_scalar(rb, "minimum", [low, args[2]], compute, out)
+        low = elementwise_scalar(rb, "maximum", args[:2], compute, out, half=half)
+        return elementwise_scalar(rb, "minimum", [low, args[2]], compute, out, half=half)
     if name in _BINARY:
         op = _BINARY[name].get(kind)
         if op is None:
@@ -473,10 +480,7 @@ def elementwise(name: str, operands: list) -> Node:
     ufunc = UFUNCS[name]
     types = [o if isinstance(o, dt.Weak) else o.dtype for o in operands]
     compute, out = dt.resolve_ufunc(ufunc, types)
-    small = [str(t) for t in types if not isinstance(t, dt.Weak) and t.itemsize < 2 and t not in compute]
-    # NumPy computes the float ufuncs of 8-bit ints and bools in float16, which the compiler lacks
-    what = f"np.{name}" + (f" of {' and '.join(small)} (NumPy computes it in float16; cast to float32 first)"
-                           if small and np.dtype(np.float16) in compute else "")
+    what = f"np.{name}"
     for c in compute:
         dt.check_supported(c, what)
     dt.check_supported(out, what)

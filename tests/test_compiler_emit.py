@@ -113,6 +113,9 @@ def test_shape_and_dtype_options(capsys):
     code, out, _ = emit(capsys, "gelu", "--stage", "tensor", "--shape", "2x3x8", "--dtype", "float64")
     assert code == 0
     assert "%arg0: tensor<2x3x8xf64>" in out
+    code, out, _ = emit(capsys, "softmax", "--stage", "tensor", "--dtype", "float16")
+    assert code == 0
+    assert "%arg0: tensor<4x64xf16>" in out and "arith.extf" in out  # float16 computed in float32
     code, out, _ = emit(capsys, "feedforward", "--stage", "tensor", "--shape", "5x16")
     assert code == 0
     assert "tensor<16x64xf32>" in out and "tensor<64x16xf32>" in out  # weights follow the width

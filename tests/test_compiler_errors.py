@@ -40,7 +40,7 @@ def test_arity_errors_do_not_poison_the_cache():
     assert f.compile_count == 1
 
 
-@pytest.mark.parametrize("dtype", [np.complex64, np.complex128, np.float16, object, "U3", "datetime64[s]"])
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128, np.longdouble, object, "U3", "datetime64[s]"])
 def test_unsupported_input_dtype_names_the_argument(dtype):
     bad = np.zeros(4, dtype=dtype)
     with pytest.raises(TypeError, match=re.escape(f"argument b: dtype {np.dtype(dtype)} is not supported")):
@@ -48,32 +48,19 @@ def test_unsupported_input_dtype_names_the_argument(dtype):
 
 
 def test_unsupported_dtype_in_a_nested_argument_names_its_path():
-    with pytest.raises(TypeError, match=r"argument params\['g'\]: dtype float16 is not supported"):
-        jit(lambda x, params: x * params["g"])(X, {"g": np.ones(4, np.float16)})
+    with pytest.raises(TypeError, match=r"argument params\['g'\]: dtype complex64 is not supported"):
+        jit(lambda x, params: x * params["g"])(X, {"g": np.ones(4, np.complex64)})
 
 
 @pytest.mark.parametrize("make", [
-    lambda x: x.astype(np.float16),
+    lambda x: x.astype(np.longdouble),
     lambda x: x + 1j,
     lambda x: x * np.complex64(2),
-    lambda x: x + np.ones(4, np.float16),
-], ids=["astype-f16", "python-complex", "numpy-complex", "f16-constant"])
+    lambda x: x + np.ones(4, np.longdouble),
+], ids=["astype-longdouble", "python-complex", "numpy-complex", "longdouble-constant"])
 def test_unsupported_dtype_inside_the_function(make):
     with pytest.raises(TypeError, match="is not supported"):
         jit(make)(X)
-
-
-@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.bool_])
-@pytest.mark.parametrize("ufunc", [np.sin, np.sqrt, np.exp])
-def test_float16_ufunc_of_small_ints_says_why_and_what_to_do(ufunc, dtype):
-    assert ufunc(np.ones(2, dtype)).dtype == np.float16  # NumPy's own choice, which the message explains
-    with pytest.raises(TypeError, match=rf"np.{ufunc.__name__} of {np.dtype(dtype)} \(NumPy computes it in float16; "
-                                        r"cast to float32 first\): dtype float16 is not supported"):
-        jit(ufunc)(np.ones(2, dtype))
-    x = np.arange(3).astype(dtype)
-    got = jit(lambda a: ufunc(a.astype(np.float32)))(x)
-    assert got.dtype == np.float32
-    np.testing.assert_allclose(got, ufunc(x.astype(np.float32)), rtol=1e-6)
 
 
 def test_incompatible_shapes_name_both():
@@ -344,8 +331,8 @@ def test_transpose_axes_out_of_range_are_axis_errors(fn):
 
 
 def test_like_functions_with_an_unsupported_dtype_name_it():
-    with pytest.raises(TypeError, match="dtype float16 is not supported"):
-        jit(lambda x: np.ones_like(x, dtype=np.float16) + x)(np.ones(3))
+    with pytest.raises(TypeError, match="dtype complex128 is not supported"):
+        jit(lambda x: np.ones_like(x, dtype=np.complex128) + x)(np.ones(3))
 
 
 def test_concatenate_dtype_follows_same_kind_casting():

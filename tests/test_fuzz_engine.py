@@ -417,3 +417,26 @@ def test_the_sign_of_zero_is_only_checked_where_both_sides_are_zero():
     e = np.array([0.0, 1.0], np.float64)
     assert compare_values(e, np.array([-1e-30, 1.0]), 0.0, 1e-20, "r", zero_sign=True) == []
     assert compare_values(e, np.array([-0.0, 1.0]), 0.0, 1e-20, "r", zero_sign=True)
+
+
+def test_a_float16_reduction_is_judged_against_numpy_and_against_float32_accumulation():
+    """NumPy's float16 sum along axis 0 rounds after every addition (4,096 ones: 2048); the compiler
+    accumulates in float32 and rounds once (4096), NumPy's own answer in float32. Both are accepted
+    (the second only through that second reference);
+    a value neither gives is not, and an elementwise op gets no second reference."""
+    from harness.fuzzing import check
+
+    case = sample_op_case(oi.RandomChooser(0), oi.REGISTRY["sum"])
+    case["params"] = {"axis": 0, "keepdims": False, "dtype": None}
+    case["operands"] = [encode_operand(np.ones((4096, 2), np.float16))]
+    fn, inputs, problems_of = check.op_case_parts(case)
+    assert np.sum(inputs[0], axis=0)[0] == 2048
+    assert problems_of(np.full(2, 2048, np.float16)) == [] and problems_of(np.full(2, 4096, np.float16)) == []
+    assert check.VALUES_DIFFER in problems_of(np.full(2, 8192, np.float16))[0]
+    assert check.VALUES_DIFFER in check.compare_values(np.full(2, 2048, np.float16), np.full(2, 4096, np.float16),
+                                                       *check.op_tolerance(oi.REGISTRY["sum"], inputs, case["params"],
+                                                                           np.float16), "beyond NumPy's tolerance")[0]
+    check.check_op_case(case)  # the compiled sum (4096) passes
+    x = [np.array([-20.0, 0.0, 11.0], np.float16)]
+    assert check._float32_accumulation(oi.REGISTRY["exp"], x, {}, np.exp(x[0])) is None
+    assert check._float32_accumulation(oi.REGISTRY["sum"], [x[0].astype(np.float32)], case["params"], np.float32(0)) is None

@@ -132,7 +132,7 @@ ELEMENTWISE = {
 }
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 @pytest.mark.parametrize("name", sorted(ELEMENTWISE))
 def test_elementwise_math_compiles_and_assembles(name, dtype, tmp_path):
     stages = gpu_stages(ELEMENTWISE[name], rand(5, 33, dtype=dtype))
@@ -140,7 +140,7 @@ def test_elementwise_math_compiles_and_assembles(name, dtype, tmp_path):
     check_host_memory(stages, n_inputs=1, n_outputs=1)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_reductions_over_last_axis(dtype, tmp_path):
     def f(x):
         return x.sum(axis=-1), x.max(axis=-1, keepdims=True), x.mean(axis=-1)
@@ -150,7 +150,7 @@ def test_reductions_over_last_axis(dtype, tmp_path):
     check_host_memory(stages, n_inputs=1, n_outputs=3)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32])
 def test_prod_any_all_take_the_tree_kernel(dtype, tmp_path):
     """Products (identity 1) and any/all (or/and of truth values) are folded in shared memory like sums."""
     stages = gpu_stages(lambda x: (x.prod(axis=1), np.any(x, axis=0), x.all(axis=1)), rand(33, 300).astype(dtype))
@@ -178,7 +178,7 @@ def test_full_reduction_to_a_scalar_stays_in_a_kernel(tmp_path):
     assert "memref.load" not in host and "memref.store" not in host and "scf.for" not in host
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_matmul_uses_tiled_shared_memory_kernel(dtype, tmp_path):
     stages = gpu_stages(lambda a, b: a @ b, rand(37, 50, dtype=dtype), rand(50, 19, dtype=dtype))
     assemble_all(stages["ptx"], tmp_path)
@@ -190,7 +190,7 @@ def test_matmul_uses_tiled_shared_memory_kernel(dtype, tmp_path):
     check_host_memory(stages, n_inputs=2, n_outputs=1)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_batched_and_transposed_matmuls(dtype, tmp_path):
     def f(q, k, x, w):
         scores = q @ k.transpose(0, 2, 1)          # batch_matmul

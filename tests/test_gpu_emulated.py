@@ -28,9 +28,11 @@ def rand(*shape, dtype=np.float32):
 
 
 def tol(*arrays):
-    """float32 tolerances wherever float32 takes part (a float32 intermediate rounds like one),
-    float64 ones otherwise; integers exactly."""
+    """float16 tolerances wherever float16 takes part, float32 ones wherever float32 does (a float32
+    intermediate rounds like one), float64 ones otherwise; integers exactly."""
     kinds = {a.dtype for a in arrays}
+    if np.dtype(np.float16) in kinds:  # a float32 result a hair from a float16 rounding boundary: one ulp
+        return dict(rtol=2.0 ** -10, atol=2.0 ** -14)
     if np.dtype(np.float32) in kinds:
         return dict(rtol=2e-6, atol=2e-6)
     if np.dtype(np.float64) in kinds:
@@ -94,6 +96,12 @@ CASES = {
     "where, comparison, cast": (lambda a: np.where(a > 0, a, a * 0.1).astype(np.float64), (rand(4, 5),)),
     "integer arithmetic": (lambda a, b: (a * 3 + b) * a - np.maximum(a, b), (np.arange(-6, 6).reshape(3, 4), np.arange(12).reshape(3, 4) + 1)),
     "rank-0 result of a mixed expression": (lambda a: np.exp(a).mean() * np.float64(0.5), (rand(3, 3),)),
+    # float16: computed in float32, rounded at every op's result; sums and matmuls accumulate in float32
+    # (as NumPy does along a contiguous axis: along another it rounds after every addition)
+    "float16 softmax, matmul, sums and math": (
+        lambda a, b: (ops.softmax(a), a @ b, a.sum(axis=1), np.mean(b), np.exp(a) * 0.5, np.maximum(a, -0.0),
+                      np.clip(b, -0.25, a[:7, 0]), np.sin((a[0, :8] * 40).astype(np.int8)), a.astype(np.float64)),
+        (rand(9, 40, dtype=np.float16), rand(40, 7, dtype=np.float16))),
 }
 
 

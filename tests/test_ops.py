@@ -46,7 +46,7 @@ def _check_all(info, fn, operands, params_list, results):
 AXES_3D = [None, 0, 1, 2, -1, -3, (0, 2), (1, 2), (2, 0), (0, 1, 2)]
 
 
-REDUCTION_CASES = [(o.name, d) for o in oi.ops("reduction") for d in ("float32", "float64", "int32", "uint8", "bool")
+REDUCTION_CASES = [(o.name, d) for o in oi.ops("reduction") for d in ("float16", "float32", "float64", "int32", "uint8", "bool")
                    if np.dtype(d) in o.dtypes]
 
 
@@ -73,7 +73,7 @@ BINARY = [o for o in oi.ops("elementwise") if o.arity == 2 and not o.name.starts
 BROADCAST_PAIRS = [((3, 1, 4), (4,)), ((3, 1, 4), (5, 1)), ((1,), (2, 3)), ((), (4,)), ((2, 1), (1, 1)), ((1, 4), (3, 1))]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "int16", "uint32", "bool"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int16", "uint32", "bool"])
 def test_binary_ops_broadcast_vectors_and_size_one_dims(dtype):
     ops = [o for o in BINARY if np.dtype(dtype) in o.dtypes]
     rng = np.random.default_rng(3)
@@ -88,7 +88,8 @@ def test_binary_ops_broadcast_vectors_and_size_one_dims(dtype):
 
 
 MIXED = [("int8", "float32"), ("uint8", "int8"), ("int32", "float32"), ("uint64", "int64"), ("bool", "float64"),
-         ("uint16", "int16"), ("float32", "float64"), ("int64", "uint8")]
+         ("uint16", "int16"), ("float32", "float64"), ("int64", "uint8"), ("float16", "int8"), ("int16", "float16"),
+         ("float16", "float32"), ("uint8", "float16")]
 
 
 @pytest.mark.parametrize("da,db", MIXED)
@@ -130,7 +131,7 @@ SCALAR_EXPRESSIONS = [
 ]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "int32", "uint8", "uint64"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int8", "int32", "uint8", "uint64"])
 def test_numpy_scalars_are_strong_python_scalars_weak(dtype):
     x = make_values(np.random.default_rng(11), (2, 3), dtype, oi.Domain(lo=0, hi=20), "plain")
     exprs = []
@@ -234,13 +235,15 @@ def test_signed_power_with_large_exponents_wraps_like_numpy(dtype):
     np.testing.assert_array_equal(jit(lambda b: b ** dtype(top))(base), base ** dtype(top))
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_maximum_and_minimum_return_the_second_of_equal_values_and_propagate_nan(dtype):
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_maximum_minimum_and_clip_break_ties_of_signed_zeros_as_numpy_and_propagate_nan(dtype):
     """NumPy's float maximum/minimum give the second operand when the two are equal (so +0.0
-    against -0.0 depends on the order) and NaN from either side."""
+    against -0.0 depends on the order) and NaN from either side; its float16 loops give the first.
+    clip, NumPy's min(max(x, lo), hi), follows the same rule."""
     a = np.array([-0.0, 0.0, 0.0, -0.0, np.nan, 1.0, np.nan, 2.0, -3.0], dtype)
     b = np.array([0.0, -0.0, 0.0, -0.0, 1.0, np.nan, np.nan, -2.0, 3.0], dtype)
-    for f in (np.maximum, np.minimum):
+    hi = np.array([1.0, 1.0, -0.0, 0.0, 1.0, 1.0, 2.0, 1.0, np.nan], dtype)
+    for f in (np.maximum, np.minimum, lambda x, y: np.clip(x, y, hi), lambda x, y: np.clip(y, x, hi)):
         expected = f(a, b)
         got = jit(lambda x, y: f(x, y))(a, b)
         assert got.dtype == expected.dtype
@@ -397,7 +400,7 @@ def float_edges(dtype):
 LIBM_UFUNCS = [np.sin, np.cos, np.log1p, np.expm1, np.exp2, np.log2, np.log10]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_libm_ufuncs_at_edge_values_within_16_ulps(dtype):
     x = np.concatenate([float_edges(dtype), np.random.default_rng(9).uniform(-20, 20, 500).astype(dtype)])
     got = jit(lambda a: [f(a) for f in LIBM_UFUNCS])(x)
@@ -417,19 +420,16 @@ def test_log1p_and_expm1_keep_their_precision_near_zero(dtype):
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.uint64, np.bool_])
 def test_math_ufuncs_of_integers_promote_like_numpy(dtype):
-    """int16 and wider compute in float64; int8, uint8 and bool would give float16, which the compiler
-    refuses with a TypeError naming the function."""
+    """NumPy picks the smallest float that holds every value: float16 for int8, uint8 and bool,
+    float32 for int16, float64 for wider integers."""
     x = np.array([0, 1, 2, 5, 100], dtype) if dtype != np.bool_ else np.array([True, False])
     for f in LIBM_UFUNCS:
         expected = numpy_eval(lambda: f(x))
-        if expected.dtype == np.float16:
-            with pytest.raises(TypeError, match=f"np.{f.__name__}"):
-                jit(lambda a: f(a))(x)
-        else:
-            assert_matches_numpy(jit(lambda a: f(a))(x), expected, ulps=16)
+        assert expected.dtype == {1: np.float16, 2: np.float32}.get(np.dtype(dtype).itemsize, np.float64)
+        assert_matches_numpy(jit(lambda a: f(a))(x), expected, ulps=1 if expected.dtype == np.float16 else 16)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_reciprocal_sign_and_float_classes_of_special_values(dtype):
     x = float_edges(dtype)
     fns = [np.reciprocal, np.sign, np.isnan, np.isinf, np.isfinite, np.square, np.abs]

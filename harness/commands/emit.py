@@ -14,7 +14,7 @@ import sys
 CPU_STAGES = ("tensor", "optimized", "lowered")
 GPU_STAGES = ("tensor", "optimized", "kernels", "lowered", "ptx")
 DEFAULT_SHAPE = (4, 64)
-DTYPES = ("float32", "float64")
+DTYPES = ("float16", "float32", "float64")
 
 
 def placeholder(shape: tuple[int, ...], dtype):

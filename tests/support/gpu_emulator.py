@@ -349,7 +349,11 @@ class Compiler:
             if name == "arith.uitofp":
                 w = _INT_WIDTH[str(op.operands[0].type)]
                 return plain(lambda env, ctx: env.__setitem__(o, t(_unsigned(int(env[a]), w))))
-            return plain(lambda env, ctx: env.__setitem__(o, t(env[a])))
+
+            def convert(env, ctx):
+                with np.errstate(over="ignore"):  # truncf beyond the narrower type's range is inf, as on the GPU
+                    env[o] = t(env[a])
+            return plain(convert)
         if name in ("arith.fptosi", "arith.fptoui"):
             w = _INT_WIDTH[str(op.results[0].type)]
             a, o = ins[0], outs[0]
