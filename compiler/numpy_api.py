@@ -356,6 +356,90 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     return Tensor(P.gather(x, _index_node(indices), axis), scalar=True)
 
 
+# --------------------------------------------------------------------------- contractions
+# NumPy's own definitions, each a matmul of operands transposed and reshaped to 2-d (as
+# np.tensordot computes), or an elementwise multiply where NumPy's is one; a Python scalar operand is a
+# 0-d array of NumPy's default type (strong, as np.asarray makes it)
+
+
+def tensordot(a, b, axes=2):
+    x, y = _node(a), _node(b)
+    if isinstance(axes, (int, np.integer)):  # the last ``axes`` of a against the first of b (NumPy's ranges)
+        axes_a, axes_b = list(range(-int(axes), 0)), list(range(0, int(axes)))
+    else:
+        axes_a, axes_b = axes
+        axes_a = [axes_a] if isinstance(axes_a, (int, np.integer)) else list(axes_a)
+        axes_b = [axes_b] if isinstance(axes_b, (int, np.integer)) else list(axes_b)
+    if len(axes_a) != len(axes_b):
+        raise ValueError(f"np.tensordot: shape-mismatch for sum ({len(axes_a)} axes of a, {len(axes_b)} of b)")
+    # one at a time: normalize_axes sorts, and the pairing is by position
+    axes_a = [P.normalize_axes(i, x.ndim, "np.tensordot")[0] for i in axes_a]
+    axes_b = [P.normalize_axes(i, y.ndim, "np.tensordot")[0] for i in axes_b]
+    if len(set(axes_a)) != len(axes_a) or len(set(axes_b)) != len(axes_b):
+        raise ValueError("np.tensordot: repeated axis in the axes summed over")
+    for i, j in zip(axes_a, axes_b):
+        if x.shape[i] != y.shape[j]:
+            raise ValueError(f"np.tensordot: shape-mismatch for sum: axis {i} of a has {x.shape[i]} elements, "
+                             f"axis {j} of b {y.shape[j]}")
+    return Tensor(_contract(x, y, axes_a, axes_b))
+
+
+def _contract(x: P.Node, y: P.Node, axes_a: list, axes_b: list) -> P.Node:
+    """Sum of products over ``axes_a`` of x paired with ``axes_b`` of y; the free axes of x, then of y."""
+    free_a = [i for i in range(x.ndim) if i not in axes_a]
+    free_b = [i for i in range(y.ndim) if i not in axes_b]
+    k = int(np.prod([x.shape[i] for i in axes_a], dtype=np.int64))
+    m = int(np.prod([x.shape[i] for i in free_a], dtype=np.int64))
+    n = int(np.prod([y.shape[i] for i in free_b], dtype=np.int64))
+    x2 = P.reshape(P.transpose(x, free_a + axes_a), (m, k))
+    y2 = P.reshape(P.transpose(y, axes_b + free_b), (k, n))
+    return P.reshape(P.matmul(x2, y2), tuple(x.shape[i] for i in free_a) + tuple(y.shape[i] for i in free_b))
+
+
+def dot(a, b, out=None):
+    _no_extras("dot", out=out)
+    x, y = _node(a), _node(b)
+    if x.ndim == 0 or y.ndim == 0:
+        return Tensor(_sum_of_one_product(x, y), scalar=True)
+    # the sum runs over the last axis of a and the second-to-last of b (the only one of a vector)
+    axis_b = max(y.ndim - 2, 0)
+    if x.shape[-1] != y.shape[axis_b]:
+        raise ValueError(f"shapes {x.shape} and {y.shape} not aligned: {x.shape[-1]} (dim {x.ndim - 1}) != "
+                         f"{y.shape[axis_b]} (dim {axis_b})")
+    return Tensor(_contract(x, y, [x.ndim - 1], [axis_b]), scalar=True)
+
+
+def inner(a, b):
+    x, y = _node(a), _node(b)
+    if x.ndim == 0 or y.ndim == 0:
+        return Tensor(_sum_of_one_product(x, y), scalar=True)
+    if x.shape[-1] != y.shape[-1]:
+        raise ValueError(f"np.inner: shapes {x.shape} and {y.shape} not aligned: {x.shape[-1]} (dim {x.ndim - 1}) "
+                         f"!= {y.shape[-1]} (dim {y.ndim - 1})")
+    return Tensor(_contract(x, y, [x.ndim - 1], [y.ndim - 1]), scalar=True)
+
+
+def _sum_of_one_product(x: P.Node, y: P.Node) -> P.Node:
+    """np.dot/np.inner with a 0-d operand: each product added to a zero, as NumPy's dot loop does, so a
+    float -0.0 product is +0.0 (np.outer, a plain multiply, keeps it)."""
+    product = P.elementwise("multiply", [x, y])
+    return P.elementwise("add", [product, dt.Weak(0)]) if product.dtype.kind == "f" else product
+
+
+def outer(a, b, out=None):
+    _no_extras("outer", out=out)
+    x, y = _node(a), _node(b)
+    column, row = P.reshape(x, (x.size, 1)), P.reshape(y, (1, y.size))
+    return Tensor(P.elementwise("multiply", [column, row]))
+
+
+def vdot(a, b):
+    x, y = _node(a), _node(b)
+    if x.size != y.size:
+        raise ValueError(f"np.vdot: vectors have different lengths ({x.size} and {y.size})")
+    return Tensor(_contract(P.reshape(x, (x.size,)), P.reshape(y, (y.size,)), [0], [0]), scalar=True)
+
+
 def shape(a):
     return _node(a).shape
 
@@ -376,6 +460,7 @@ FUNCTIONS = {
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,
     np.vstack: vstack, np.stack: stack, np.split: split, np.where: where, np.triu: triu, np.tril: tril,
     np.ones_like: _like(1), np.zeros_like: _like(0), np.full_like: full_like, np.take: take,
+    np.dot: dot, np.tensordot: tensordot, np.inner: inner, np.outer: outer, np.vdot: vdot,
     np.shape: shape, np.ndim: ndim, np.size: size, np.copy: lambda a, order="K", subok=False: Tensor(_node(a)),
 }
 

@@ -210,7 +210,7 @@ class OpInfo:
     call: Callable[[Sequence, Mapping], Any]          # (operands, params) -> result; arrays or tensors
     arity: int                                         # array operands
     dtypes: tuple                                      # dtypes each operand may take
-    family: str                                        # elementwise | reduction | matmul | shape | join | split | index | select | creation
+    family: str                                        # elementwise | reduction | matmul | contraction | shape | join | split | index | select | creation
     sample: Callable[[Chooser], Call]                  # shapes + parameters of one valid call
     domains: tuple = (ANY,)                            # per operand (the last one repeats)
     tolerance: Tolerance = EXACT
@@ -544,6 +544,95 @@ register(OpInfo("matmul", lambda xs, p: np.matmul(xs[0], xs[1]), 2, ALL, "matmul
                 domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_name="np.matmul", scale=_matmul_scale))
 register(OpInfo("operator.matmul", lambda xs, p: xs[0] @ xs[1], 2, ALL, "matmul", _matmul_sample,
                 domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_name="x @ y", scale=_matmul_scale))
+
+# np.dot and its relatives: NumPy's own definitions in terms of a 2-d matmul (or a multiply)
+
+
+def _dot_sample(c: Chooser) -> Call:
+    m, k, n = c.pick(DIMS), c.pick(DIMS), c.pick(DIMS)
+    form = c.pick(("0d", "vv", "mv", "vm", "mm", "mm", "nd_v", "v_nd", "nd_md"))
+    b = c.pick((1, 2, 3))
+    shapes = {"0d": c.pick((((), (m, k)), ((m,), ()))), "vv": ((k,), (k,)), "mv": ((m, k), (k,)),
+              "vm": ((k,), (k, n)), "mm": ((m, k), (k, n)), "nd_v": ((b, m, k), (k,)), "v_nd": ((k,), (b, k, n)),
+              "nd_md": c.pick((((b, m, k), (c.pick((1, 2)), k, n)), ((m, k), (b, k, n)), ((b, m, k), (k, n))))}[form]
+    return Call(shapes)
+
+
+def _dot_scale(xs, p):
+    a, b = _as_float(xs[0]), _as_float(xs[1])
+    k = np.shape(a)[-1] if np.ndim(a) and np.ndim(b) else 1
+    return np.abs(np.dot(np.abs(a), np.abs(b))) * math.sqrt(k)
+
+
+def _tensordot_axes(p):
+    axes = p["axes"]
+    return axes if isinstance(axes, int) else (axes[0], axes[1])
+
+
+def _tensordot_sample(c: Chooser) -> Call:
+    """Free axes of a then the summed ones; the summed axes named by a count (NumPy's last of a
+    against first of b) or by two lists, b holding them after its free axes in either order and a
+    named by negative indices at times."""
+    summed = [c.pick(DIMS[:6]) for _ in range(c.integer(0, 2))]
+    free_a = [c.pick(DIMS[:6]) for _ in range(c.integer(0, 2))]
+    free_b = [c.pick(DIMS[:6]) for _ in range(c.integer(0, 2))]
+    a_shape = tuple(free_a + summed)
+    if c.pick((0, 1)):
+        return Call((a_shape, tuple(summed + free_b)), params={"axes": len(summed)})
+    order = list(range(len(summed)))[::c.pick((1, -1))]       # b's j-th summed axis is a's order[j]-th
+    a_axes = [len(free_a) + i - (len(a_shape) if c.pick((0, 0, 1)) else 0) for i in order]
+    b_axes = [len(free_b) + j for j in range(len(order))]
+    return Call((a_shape, tuple(free_b + [summed[i] for i in order])), params={"axes": [a_axes, b_axes]})
+
+
+def _tensordot_scale(xs, p):
+    a, b = _as_float(xs[0]), _as_float(xs[1])
+    axes = _tensordot_axes(p)
+    summed = list(range(-axes, 0)) if isinstance(axes, int) else axes[0]
+    k = int(np.prod([np.shape(a)[i] for i in summed], dtype=np.int64))
+    return np.abs(np.tensordot(np.abs(a), np.abs(b), axes)) * math.sqrt(max(k, 1))
+
+
+def _inner_sample(c: Chooser) -> Call:
+    k = c.pick(DIMS)
+    lead = lambda: tuple(c.pick(DIMS[:5]) for _ in range(c.integer(0, 2)))  # noqa: E731
+    return Call(c.pick((((), lead() + (k,)), (lead() + (k,), lead() + (k,)))))
+
+
+def _inner_scale(xs, p):
+    a, b = _as_float(xs[0]), _as_float(xs[1])
+    k = np.shape(a)[-1] if np.ndim(a) and np.ndim(b) else 1
+    return np.abs(np.inner(np.abs(a), np.abs(b))) * math.sqrt(k)
+
+
+def _outer_sample(c: Chooser) -> Call:
+    return Call(tuple(tuple(c.pick(DIMS[:5]) for _ in range(c.integer(0, 2))) for _ in range(2)))
+
+
+def _vdot_sample(c: Chooser) -> Call:
+    shape = tuple(c.pick(DIMS[:5]) for _ in range(c.integer(1, 3)))
+    return Call((shape, c.pick((shape, shape[::-1], (int(np.prod(shape)),)))))  # only the sizes must agree
+
+
+def _vdot_scale(xs, p):
+    a, b = np.ravel(_as_float(xs[0])), np.ravel(_as_float(xs[1]))
+    return np.abs(np.vdot(np.abs(a), np.abs(b))) * math.sqrt(max(a.size, 1))
+
+
+register(OpInfo("dot", lambda xs, p: np.dot(xs[0], xs[1]), 2, ALL, "matmul", _dot_sample, domains=(SMALL,),
+                tolerance=_MATMUL_TOL, exact=False, numpy_name="np.dot", scale=_dot_scale))
+register(OpInfo("method.dot", lambda xs, p: xs[0].dot(xs[1]), 2, ALL, "matmul", _dot_sample, domains=(SMALL,),
+                tolerance=_MATMUL_TOL, exact=False, numpy_name="x.dot", scale=_dot_scale,
+                notes="a 0-d first operand is an array (a NumPy scalar has its own dot)"))
+register(OpInfo("tensordot", lambda xs, p: np.tensordot(xs[0], xs[1], _tensordot_axes(p)), 2, ALL, "contraction",
+                _tensordot_sample, domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_name="np.tensordot",
+                scale=_tensordot_scale))
+register(OpInfo("inner", lambda xs, p: np.inner(xs[0], xs[1]), 2, ALL, "contraction", _inner_sample, domains=(SMALL,),
+                tolerance=_MATMUL_TOL, exact=False, numpy_name="np.inner", scale=_inner_scale))
+register(OpInfo("outer", lambda xs, p: np.outer(xs[0], xs[1]), 2, ALL, "contraction", _outer_sample,
+                numpy_name="np.outer"))
+register(OpInfo("vdot", lambda xs, p: np.vdot(xs[0], xs[1]), 2, ALL, "contraction", _vdot_sample, domains=(SMALL,),
+                tolerance=_MATMUL_TOL, exact=False, numpy_name="np.vdot", scale=_vdot_scale))
 
 # --------------------------------------------------------------------------- shape functions
 

@@ -206,6 +206,7 @@ class Tensor:
     mean, var = _function_method("mean"), _function_method("var")
     take, squeeze, swapaxes, ravel = (_function_method("take"), _function_method("squeeze"),
                                       _function_method("swapaxes"), _function_method("ravel"))
+    dot = _function_method("dot")
     del _function_method
 
     def flatten(self, order="C"):

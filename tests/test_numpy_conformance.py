@@ -46,6 +46,10 @@ SCALAR_OR_ARRAY = {
     "reshape": (lambda a: a.reshape(()), Z), "x[...]": (lambda a: a[...], Z), "element with ellipsis": (lambda a: a[1, 2, ...], X),
     "squeeze to 0-d": (lambda a: np.squeeze(a[:1, :1]), X), "broadcast_to ()": (lambda a: np.broadcast_to(a, ()), Z),
     "in-place on a copy": (_iadd, Z), "a tuple of both": (lambda a: (a.sum(), a.max(axis=0)), X),
+    # contractions: np.dot, np.inner and np.vdot of vectors give scalars, np.tensordot a 0-d array
+    "np.dot of vectors": (lambda a: np.dot(a, a), V), "x.dot of vectors": (lambda a: a.dot(a), V),
+    "np.dot of 0-d": (lambda a: np.dot(a, a), Z), "np.inner of vectors": (lambda a: np.inner(a, a), V),
+    "np.vdot": (lambda a: np.vdot(a, a), X), "np.tensordot of vectors": (lambda a: np.tensordot(a, a, 1), V),
 }
 
 
@@ -91,6 +95,15 @@ AGREES = {
     "bool == largest int64": (lambda a: a == 2**63 - 1, BV),
     "a nested list @ x (x.__rmatmul__)": (lambda a: [[1.0, 2.0], [3.0, 4.0]] @ a, np.arange(4.0).reshape(2, 2) - 1),
     "a list @ x, vector": (lambda a: [1.0, -2.0] @ a, X),
+    "np.dot with a Python float (a strong float64)": (lambda a: np.dot(2.0, a.astype(np.float32)), X),
+    "np.dot of a matrix and a stack of matrices": (lambda a: np.dot(a, np.ones((4, 3, 2))), X),
+    "np.tensordot over no axes (outer product)": (lambda a: np.tensordot(a, V, 0), X),
+    "np.tensordot with a negative count": (lambda a: np.tensordot(a, V, -1), X),
+    "np.tensordot over paired axes out of order": (lambda a: np.tensordot(a, a.T, ([1, 0], [0, 1])), X),
+    "np.tensordot over a sum of nothing": (lambda a: np.tensordot(a[:, :0], np.ones((0, 2)), 1), X),
+    "np.inner with a 0-d operand": (lambda a: np.inner(a, Z), X),
+    "np.outer of a matrix and a 0-d array": (lambda a: np.outer(a, Z), X),
+    "bool np.dot": (lambda a: np.dot(a, a), B), "int8 np.dot uint8": (lambda a: np.dot(a, np.ones(2, np.uint8)), B.astype(np.int8)),
 }
 
 
@@ -116,6 +129,13 @@ REFUSED = {
     "hstack into int8 under same_kind": (lambda a: np.hstack([a, a], dtype=np.int8), X),
     "reshape an empty array to (-1, 0)": (lambda a: a[:0].reshape(-1, 0), X),
     "reshape an empty array to (0, -1)": (lambda a: a[:0].reshape(0, -1), X),
+    "np.dot of unaligned shapes": (lambda a: np.dot(a, a), X),
+    "np.dot of unaligned stacks": (lambda a: np.dot(np.ones((2, 2, 3)), a), X),
+    "np.tensordot of mismatched axes": (lambda a: np.tensordot(a, a, ([0], [0, 1])), X),
+    "np.tensordot of unequal lengths": (lambda a: np.tensordot(a, a, ([0], [1])), X),
+    "np.tensordot past the last axis": (lambda a: np.tensordot(a, a, ([2], [0])), X),
+    "np.inner of unaligned shapes": (lambda a: np.inner(a, V[:2]), X),
+    "np.vdot of unequal sizes": (lambda a: np.vdot(a, V), X),
 }
 
 
