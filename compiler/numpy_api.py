@@ -440,6 +440,136 @@ def vdot(a, b):
     return Tensor(_contract(P.reshape(x, (x.size,)), P.reshape(y, (y.size,)), [0], [0]), scalar=True)
 
 
+def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe", optimize=False):
+    """np.einsum by NumPy's rules (implicit output: the labels used once, sorted; ``...`` broadcast; a
+    labelled axis of length 1 broadcast against the others), computed as pairwise contractions left
+    to right, each a matmul (``optimize`` changes only NumPy's order, so it is accepted and ignored)."""
+    _no_extras("einsum", out=out, dtype=dtype)
+    if order not in ("K", "C", "A") or casting != "safe":
+        raise NotImplementedError("np.einsum: only the default order and casting are supported")
+    if not isinstance(subscripts, str):
+        raise NotImplementedError("np.einsum: only the subscripts-string form is supported")
+    nodes = [_node(o) for o in operands]
+    labels, output = _einsum_labels(subscripts, nodes)
+    for lab in labels:
+        if len(set(lab)) != len(lab):
+            raise NotImplementedError(f"np.einsum {subscripts!r}: a label repeated within one operand (a diagonal) "
+                                      "is not supported by the compiler")
+    if len(nodes) == 1 and sorted(labels[0]) == sorted(output):  # a permutation: NumPy returns a view
+        return view(P.transpose(nodes[0], [labels[0].index(c) for c in output]), operands[0], scalar=True)
+    result_dtype = np.result_type(*[np.empty(0, n.dtype) for n in nodes])
+    # bool: NumPy's sum of products is an OR of ANDs, a count of true products that is nonzero
+    wide = np.dtype(np.int64) if result_dtype.kind == "b" else result_dtype
+    terms = [(lab, P.cast(n, wide)) for lab, n in zip(labels, nodes)]
+    result = _einsum_contract(terms, output, _einsum_sizes(terms))
+    if result_dtype.kind == "b":
+        result = P.elementwise("not_equal", [result, const_node(np.zeros((), np.int64))])
+    return Tensor(result, scalar=True)
+
+
+def _einsum_labels(subscripts: str, nodes) -> tuple[list[list[str]], list[str]]:
+    """Each operand's axis labels and the output's, ``...`` spelled out as labels of its own
+    (right-aligned across operands, so broadcast like NumPy's ellipsis)."""
+    spec = subscripts.replace(" ", "")
+    inputs, arrow, out = spec.partition("->")
+    parts = inputs.split(",")
+    if len(parts) != len(nodes):
+        raise ValueError(f"np.einsum: {len(parts)} operand subscripts for {len(nodes)} operands")
+    ellipsis_ndim = 0
+    for part, n in zip(parts, nodes):
+        named = part.replace("...", "")
+        if not all(ch.isalpha() for ch in named) or part.count("...") > 1:
+            raise ValueError(f"np.einsum: invalid subscripts {part!r} (letters and one '...')")
+        extra = n.ndim - len(named)
+        if extra < 0 or (extra > 0 and "..." not in part):
+            raise ValueError(f"np.einsum: subscripts {part!r} do not match an operand of {n.ndim} dimensions")
+        ellipsis_ndim = max(ellipsis_ndim, extra)
+    broadcast = [chr(0x3B1 + i) for i in range(ellipsis_ndim)]  # Greek letters: never a user's label
+
+    def expand(part: str, ndim: int) -> list[str]:
+        head, dots, tail = part.partition("...")
+        named = len(head) + len(tail)
+        middle = broadcast[ellipsis_ndim - (ndim - named):] if dots else []
+        return list(head) + middle + list(tail)
+
+    labels = [expand(part, n.ndim) for part, n in zip(parts, nodes)]
+    if arrow:
+        if not all(ch.isalpha() for ch in out.replace("...", "")):
+            raise ValueError(f"np.einsum: invalid output subscripts {out!r}")
+        output = expand(out, len(out.replace("...", "")) + (ellipsis_ndim if "..." in out else 0))
+        used = {c for lab in labels for c in lab}
+        for c in output:
+            if c not in used:
+                raise ValueError(f"np.einsum: output subscript {c!r} does not appear in the operands")
+        if len(set(output)) != len(output):
+            raise ValueError(f"np.einsum: output subscript repeated in {out!r}")
+        if broadcast and "..." not in out:  # NumPy refuses this too
+            raise ValueError("np.einsum: the operands have '...' dimensions the output subscripts leave out "
+                             "(write '...' in the output too)")
+    else:
+        counts = {}
+        for lab in labels:
+            for c in lab:
+                counts[c] = counts.get(c, 0) + 1
+        output = broadcast + sorted(c for c, k in counts.items() if k == 1 and c not in broadcast)
+    return labels, output
+
+
+def _einsum_sizes(terms) -> dict:
+    """Each label's length: equal wherever it appears, or 1 (broadcast), as NumPy allows."""
+    sizes = {}
+    for labels, node in terms:
+        for c, d in zip(labels, node.shape):
+            if sizes.get(c, 1) != 1 and d != 1 and sizes[c] != d:
+                raise ValueError(f"np.einsum: operands could not be broadcast together: label {c!r} has lengths "
+                                 f"{sizes[c]} and {d}")
+            sizes[c] = d if sizes.get(c, 1) == 1 else sizes[c]
+    return sizes
+
+
+def _einsum_contract(terms, output: list[str], sizes: dict) -> P.Node:
+    """Left to right: sum out what no later term and not the output needs, then contract with the next."""
+    def needed_after(i):
+        return {c for lab, _ in terms[i:] for c in lab} | set(output)
+
+    labels, acc = terms[0]
+    for i in range(1, len(terms) + 1):
+        labels, acc = _einsum_sum_out(labels, acc, needed_after(i))
+        if i == len(terms):
+            break
+        other_labels, other = _einsum_sum_out(*terms[i], needed_after(i + 1) | set(labels))
+        labels, acc = _einsum_pair(labels, acc, other_labels, other, needed_after(i + 1), sizes)
+    return P.transpose(acc, [labels.index(c) for c in output]) if labels != output else acc
+
+
+def _einsum_sum_out(labels: list[str], node: P.Node, keep: set) -> tuple[list[str], P.Node]:
+    gone = tuple(i for i, c in enumerate(labels) if c not in keep)
+    if not gone:
+        return labels, node
+    return [c for c in labels if c in keep], P.reduce("sum", node, gone, False, "np.einsum", dtype=node.dtype)
+
+
+def _einsum_pair(la, a, lb, b, keep: set, sizes: dict):
+    """One contraction as a batched matmul: (shared kept) x (a's own) x (summed) @ (shared kept) x (summed) x (b's own)."""
+    batch = [c for c in la if c in lb and c in keep]
+    summed = [c for c in la if c in lb and c not in keep]
+    own_a = [c for c in la if c not in lb]
+    own_b = [c for c in lb if c not in la]
+
+    def arrange(labels, node, order):
+        node = P.broadcast_to(node, tuple(sizes[c] for c in labels))  # a length-1 label meets a longer one
+        return P.transpose(node, [labels.index(c) for c in order])
+
+    def length(group):
+        return int(np.prod([sizes[c] for c in group], dtype=np.int64))
+
+    nb, m, k, n = length(batch), length(own_a), length(summed), length(own_b)
+    a3 = P.reshape(arrange(la, a, batch + own_a + summed), (nb, m, k))
+    b3 = P.reshape(arrange(lb, b, batch + summed + own_b), (nb, k, n))
+    labels = batch + own_a + own_b
+    return labels, P.reshape(P.matmul(a3, b3), tuple(sizes[c] for c in labels))
+
+
 def shape(a):
     return _node(a).shape
 
@@ -460,7 +590,7 @@ FUNCTIONS = {
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,
     np.vstack: vstack, np.stack: stack, np.split: split, np.where: where, np.triu: triu, np.tril: tril,
     np.ones_like: _like(1), np.zeros_like: _like(0), np.full_like: full_like, np.take: take,
-    np.dot: dot, np.tensordot: tensordot, np.inner: inner, np.outer: outer, np.vdot: vdot,
+    np.dot: dot, np.tensordot: tensordot, np.inner: inner, np.outer: outer, np.vdot: vdot, np.einsum: einsum,
     np.shape: shape, np.ndim: ndim, np.size: size, np.copy: lambda a, order="K", subok=False: Tensor(_node(a)),
 }
 

@@ -634,6 +634,44 @@ register(OpInfo("outer", lambda xs, p: np.outer(xs[0], xs[1]), 2, ALL, "contract
 register(OpInfo("vdot", lambda xs, p: np.vdot(xs[0], xs[1]), 2, ALL, "contraction", _vdot_sample, domains=(SMALL,),
                 tolerance=_MATMUL_TOL, exact=False, numpy_name="np.vdot", scale=_vdot_scale))
 
+def _einsum_sample(c: Chooser) -> Call:
+    """One to three operands over labels a-e (each operand's distinct), lengths shared per label or 1
+    (broadcast); sometimes a leading ``...`` of broadcast dimensions; the output implicit, or explicit:
+    any subset of the labels in any order."""
+    pool = "abcde"
+    sizes = {label: c.pick(DIMS[1:6]) for label in pool}
+    count = c.pick((1, 2, 2, 2, 3))
+    ellipsis = tuple(c.pick((1, 2, 3)) for _ in range(c.integer(1, 2))) if c.pick((0, 0, 0, 1)) else None
+    subscripts, shapes = [], []
+    for _ in range(count):
+        free = list(pool)
+        labels = [free.pop(c.integer(0, len(free) - 1)) for _ in range(c.integer(0 if count > 1 else 1, 3))]
+        shape = tuple(sizes[label] if c.pick((1, 1, 1, 1, 0)) else 1 for label in labels)
+        if ellipsis:
+            dims = ellipsis[len(ellipsis) - c.integer(0, len(ellipsis)):]
+            shape = tuple(d if c.pick((1, 1, 0)) else 1 for d in dims) + shape
+        subscripts.append(("..." if ellipsis else "") + "".join(labels))
+        shapes.append(shape)
+    spec = ",".join(subscripts)
+    if c.pick((0, 1)):
+        used = sorted({ch for sub in subscripts for ch in sub if ch.isalpha()})
+        out = [ch for ch in used if c.pick((0, 1))]
+        for i in range(len(out) - 1, 0, -1):  # a shuffle, drawn through the chooser
+            j = c.integer(0, i)
+            out[i], out[j] = out[j], out[i]
+        spec += "->" + ("..." if ellipsis else "") + "".join(out)
+    return Call(tuple(shapes), params={"subscripts": spec})
+
+
+def _einsum_scale(xs, p):
+    magnitudes = [np.abs(_as_float(x)) for x in xs]
+    return np.abs(np.einsum(p["subscripts"], *magnitudes)) * math.sqrt(max([np.size(x) for x in xs] + [1]))
+
+
+register(OpInfo("einsum", lambda xs, p: np.einsum(p["subscripts"], *xs), 3, ALL, "contraction", _einsum_sample,
+                domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_name="np.einsum", scale=_einsum_scale,
+                notes="arity is the most operands a sample has (one to three)"))
+
 # --------------------------------------------------------------------------- shape functions
 
 

@@ -50,6 +50,8 @@ SCALAR_OR_ARRAY = {
     "np.dot of vectors": (lambda a: np.dot(a, a), V), "x.dot of vectors": (lambda a: a.dot(a), V),
     "np.dot of 0-d": (lambda a: np.dot(a, a), Z), "np.inner of vectors": (lambda a: np.inner(a, a), V),
     "np.vdot": (lambda a: np.vdot(a, a), X), "np.tensordot of vectors": (lambda a: np.tensordot(a, a, 1), V),
+    "np.einsum to no labels": (lambda a: np.einsum("ij->", a), X), "np.einsum of vectors": (lambda a: np.einsum("i,i", a, a), V),
+    "np.einsum keeping a label": (lambda a: np.einsum("ij->i", a), X),
 }
 
 
@@ -103,6 +105,13 @@ AGREES = {
     "np.tensordot over a sum of nothing": (lambda a: np.tensordot(a[:, :0], np.ones((0, 2)), 1), X),
     "np.inner with a 0-d operand": (lambda a: np.inner(a, Z), X),
     "np.outer of a matrix and a 0-d array": (lambda a: np.outer(a, Z), X),
+    "np.einsum, attention's scores": (lambda a: np.einsum("bqd,bkd->bqk", a[None], a[None] * 2), X),
+    "np.einsum, implicit output sorted": (lambda a: np.einsum("ji", a), X),
+    "np.einsum, three operands": (lambda a: np.einsum("ij,jk,kl->il", a, a.T, a), X),
+    "np.einsum, ellipsis broadcast": (lambda a: np.einsum("...i,...i->...", a[:, None], a[None]), X),
+    "np.einsum, a length-1 label broadcast": (lambda a: np.einsum("ij,ij->j", a[:1], a), X),
+    "np.einsum of bools": (lambda a: np.einsum("ij,jk", a, a), B),
+    "np.einsum, a Python float operand": (lambda a: np.einsum(",ij", 2.0, a.astype(np.float32)), X),
     "bool np.dot": (lambda a: np.dot(a, a), B), "int8 np.dot uint8": (lambda a: np.dot(a, np.ones(2, np.uint8)), B.astype(np.int8)),
 }
 
@@ -136,6 +145,12 @@ REFUSED = {
     "np.tensordot past the last axis": (lambda a: np.tensordot(a, a, ([2], [0])), X),
     "np.inner of unaligned shapes": (lambda a: np.inner(a, V[:2]), X),
     "np.vdot of unequal sizes": (lambda a: np.vdot(a, V), X),
+    "np.einsum of unequal lengths": (lambda a: np.einsum("ij,jk", a, a), X),
+    "np.einsum with too few subscripts": (lambda a: np.einsum("i", a), X),
+    "np.einsum with an output label never used": (lambda a: np.einsum("ij->k", a), X),
+    "np.einsum, '...' left out of the output": (lambda a: np.einsum("...j->j", a), X),
+    "np.einsum, a digit as a label": (lambda a: np.einsum("i1", a), X),
+    "np.einsum with more operands than subscripts": (lambda a: np.einsum("ij", a, a), X),
 }
 
 
@@ -146,3 +161,23 @@ def test_what_numpy_refuses_is_refused_with_its_exception(name):
         fn(arg)
     with pytest.raises(type(numpy_error.value)):
         jit(fn)(arg)
+
+
+def test_einsum_permutations_are_views_as_in_numpy():
+    """A one-operand permutation (and the identity) is a view of the operand in NumPy, so updating the
+    argument through it is refused like any view's; a contraction is a fresh array."""
+    def through_view(a):
+        v = np.einsum("ij->ji", a)
+        v += 1
+        return v
+
+    assert np.shares_memory(np.einsum("ji", X), X)
+    with pytest.raises(NotImplementedError, match=r"in-place '\+=' on a view"):
+        jit(through_view)(X.copy())
+    assert_like_numpy(jit(lambda a: np.einsum("ij,jk", a, a.T) * 1)(X), np.einsum("ij,jk", X, X.T))
+
+
+def test_einsum_diagonals_are_refused_by_name():
+    assert np.einsum("ii->i", np.eye(2)).tolist() == [1.0, 1.0]  # NumPy has them
+    with pytest.raises(NotImplementedError, match=r"np.einsum 'ii->i': a label repeated within one operand"):
+        jit(lambda a: np.einsum("ii->i", a))(np.eye(2))
