@@ -5,6 +5,8 @@ not listed raises ``NotImplementedError`` naming the function at trace time."""
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from . import dtypes as dt
@@ -136,6 +138,37 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
     sq = P.elementwise("multiply", [d, d])
     total = P.reduce("sum", sq, axes, keepdims, "np.var", dtype=acc)
     return Tensor(_divide_into(total, max(n - ddof, 0)), scalar=True)
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None, correction=None):
+    """NumPy's _std: the square root of its _var, in var's dtype -- in place on an array (so an integer
+    ``dtype`` is refused as NumPy refuses it), converted into that type for a scalar."""
+    v = var(a, axis, dtype, out, ddof, keepdims, where, mean, correction).node
+    root = P.elementwise("sqrt", [v])
+    if v.ndim > 0 and root.dtype != v.dtype:
+        one = np.zeros(1, v.dtype)
+        np.sqrt(one, out=one)  # NumPy refuses this cast: its own error, raised by NumPy itself
+    return Tensor(P.cast(root, v.dtype), scalar=True)
+
+
+def round_(a, decimals=0, out=None):
+    """NumPy's PyArray_Round: rint of floats scaled by a power of ten (a Python float, so weak), the
+    scale then divided out again; integers with decimals >= 0 are returned as they are."""
+    _no_extras("round", out=out)
+    x = _node(a)
+    decimals = operator.index(decimals)
+    if x.dtype.kind in "iu":  # bool is not among them: NumPy rounds it as a float (rint of bool is float16)
+        if decimals < 0:
+            raise NotImplementedError("np.round of integers to negative decimals is not supported by the compiler")
+        return Tensor(x, scalar=True)
+    if decimals == 0:
+        return Tensor(P.elementwise("rint", [x]), scalar=True)
+    if x.dtype.kind == "b":  # NumPy scales into a bool result array and refuses: its own error, raised by NumPy
+        np.round(np.zeros(1, bool), decimals)
+    scale = dt.Weak(10.0 ** abs(decimals))
+    into, back = ("multiply", "divide") if decimals > 0 else ("divide", "multiply")
+    y = P.elementwise("rint", [P.elementwise(into, [x, scale])])
+    return Tensor(P.elementwise(back, [y, scale]), scalar=True)
 
 
 def _no_extras(name, **kwargs):
@@ -584,7 +617,7 @@ def size(a, axis=None):
 
 
 FUNCTIONS = {
-    np.sum: sum_, np.prod: prod, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var,
+    np.sum: sum_, np.prod: prod, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var, np.std: std, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

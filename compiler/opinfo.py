@@ -288,6 +288,17 @@ _UNARY = {
     "log2": (np.log2, NONNEG, TRANSCENDENTAL, False),
     "log10": (np.log10, NONNEG, TRANSCENDENTAL, False),
     "log1p": (np.log1p, Domain(lo=-1.0), TRANSCENDENTAL, False),
+    "tan": (np.tan, ANY, TRANSCENDENTAL, False),
+    "arcsin": (np.arcsin, Domain(lo=-1.0, hi=1.0), TRANSCENDENTAL, False),
+    "arccos": (np.arccos, Domain(lo=-1.0, hi=1.0), TRANSCENDENTAL, False),
+    "arctan": (np.arctan, ANY, TRANSCENDENTAL, False),
+    "sinh": (np.sinh, ANY, TRANSCENDENTAL, False),
+    "cosh": (np.cosh, ANY, TRANSCENDENTAL, False),
+    "arcsinh": (np.arcsinh, ANY, TRANSCENDENTAL, False),
+    "arccosh": (np.arccosh, Domain(lo=1.0), TRANSCENDENTAL, False),
+    "arctanh": (np.arctanh, Domain(lo=-1.0, hi=1.0), TRANSCENDENTAL, False),
+    "cbrt": (np.cbrt, ANY, TRANSCENDENTAL, False),
+    "rint": (np.rint, ANY, EXACT, True),   # ties to even
     # integers: C's 1.0 / x converted back, so 0 gives what the conversion of inf gives (see astype)
     "reciprocal": (np.reciprocal, ANY, EXACT, True),
     "sign": (np.sign, ANY, EXACT, True),
@@ -300,6 +311,18 @@ for _name, (_fn, _domain, _tol, _exact) in _UNARY.items():
     register(OpInfo(
         _name, _call_ufunc(_fn), 1, _supported_unary(_fn), "elementwise", _elementwise_sample(1),
         domains=(_domain,), tolerance=_tol, exact=_exact, numpy_name=f"np.{_fn.__name__}"))
+
+def _round_params(c: Chooser, shape) -> dict:
+    return {"decimals": c.pick((0, 0, 1, 2, 3, -1, -2))}
+
+
+# floats only: integers round to negative decimals in a way the compiler refuses (and to others unchanged,
+# which tests/test_numpy_conformance.py checks)
+register(OpInfo("round", lambda xs, p: np.round(xs[0], p.get("decimals", 0)), 1, FLOATS, "elementwise",
+                _unary_sample(_round_params), numpy_name="np.round", params_for=_round_params,
+                notes="x * 10**d, rint, / 10**d as NumPy computes it (the scale a weak Python float)"))
+register(OpInfo("method.round", lambda xs, p: xs[0].round(p.get("decimals", 0)), 1, FLOATS, "elementwise",
+                _unary_sample(_round_params), numpy_name="x.round", params_for=_round_params))
 
 register(OpInfo("operator.neg", lambda xs, p: -xs[0], 1, _supported_unary(np.negative), "elementwise",
                 _elementwise_sample(1), numpy_name="-x"))
@@ -505,6 +528,20 @@ _reduction("var", lambda xs, p: np.var(xs[0], axis=_axis(p), keepdims=p["keepdim
            "np.var", _var_scale, extra=lambda c, s: {"ddof": c.pick((0, 0, 1)), **_acc_dtype(c, s)})
 _reduction("method.var", lambda xs, p: xs[0].var(axis=_axis(p), keepdims=p["keepdims"], dtype=_acc(p)), NUMERIC,
            "x.var", _var_scale, extra=_acc_dtype)
+
+
+def _std_scale(xs, p):
+    """sqrt's error is half the relative error of what it takes: var's scale over the result."""
+    with np.errstate(all="ignore"):
+        v = np.var(_as_float(xs[0]), axis=_axis(p), keepdims=p["keepdims"])
+        return np.nan_to_num(_var_scale(xs, p) / np.maximum(2 * np.sqrt(v), np.finfo(np.float64).tiny), posinf=0.0)
+
+
+_reduction("std", lambda xs, p: np.std(xs[0], axis=_axis(p), keepdims=p["keepdims"], ddof=p.get("ddof", 0),
+                                       dtype=_acc(p)), NUMERIC,
+           "np.std", _std_scale, extra=lambda c, s: {"ddof": c.pick((0, 0, 1)), **_acc_dtype(c, s)})
+_reduction("method.std", lambda xs, p: xs[0].std(axis=_axis(p), keepdims=p["keepdims"], dtype=_acc(p)), NUMERIC,
+           "x.std", _std_scale, extra=_acc_dtype)
 
 # --------------------------------------------------------------------------- matmul
 

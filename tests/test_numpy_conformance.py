@@ -112,6 +112,10 @@ AGREES = {
     "np.einsum, a length-1 label broadcast": (lambda a: np.einsum("ij,ij->j", a[:1], a), X),
     "np.einsum of bools": (lambda a: np.einsum("ij,jk", a, a), B),
     "np.einsum, a Python float operand": (lambda a: np.einsum(",ij", 2.0, a.astype(np.float32)), X),
+    "np.round of integers": (lambda a: np.round(a, 2), np.arange(-3, 3)), "x.round of bools": (lambda a: a.round(), B),
+    "np.around to tens": (lambda a: np.around(a * 37, -1), X), "np.round of float16": (lambda a: np.round(a, 1), X / 7),
+    "np.std of ints, a scalar into an int dtype": (lambda a: np.std(a, dtype=np.int64), np.arange(7)),
+    "x.std with ddof": (lambda a: a.std(axis=0, ddof=1), X),
     "bool np.dot": (lambda a: np.dot(a, a), B), "int8 np.dot uint8": (lambda a: np.dot(a, np.ones(2, np.uint8)), B.astype(np.int8)),
 }
 
@@ -145,6 +149,8 @@ REFUSED = {
     "np.tensordot past the last axis": (lambda a: np.tensordot(a, a, ([2], [0])), X),
     "np.inner of unaligned shapes": (lambda a: np.inner(a, V[:2]), X),
     "np.vdot of unequal sizes": (lambda a: np.vdot(a, V), X),
+    "np.std into an int dtype, by axis (sqrt in place)": (lambda a: np.std(a, axis=0, dtype=np.int32), np.arange(6).reshape(2, 3)),
+    "np.round of bools to a decimal": (lambda a: np.round(a, 1), B),
     "np.einsum of unequal lengths": (lambda a: np.einsum("ij,jk", a, a), X),
     "np.einsum with too few subscripts": (lambda a: np.einsum("i", a), X),
     "np.einsum with an output label never used": (lambda a: np.einsum("ij->k", a), X),
