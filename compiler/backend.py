@@ -222,9 +222,11 @@ def substitute_blas(module) -> int:
 
 
 # math ops that convert-math-to-llvm expands into a formula losing the precision they exist for
-# (log1p as log(1 + x), expm1 as exp(x) - 1): on the CPU they become calls of the C library's own
-# functions instead. (The GPU target maps them to libdevice's __nv_log1pf etc.)
-LIBM_CALLS = {"math.log1p": "log1p", "math.expm1": "expm1"}
+# (log1p as log(1 + x), expm1 as exp(x) - 1), or cannot translate at all (asinh, acosh, atanh, cbrt):
+# on the CPU they become calls of the C library's own functions instead. (The GPU target maps them
+# to libdevice's __nv_log1pf etc.)
+LIBM_CALLS = {"math.log1p": "log1p", "math.expm1": "expm1", "math.asinh": "asinh", "math.acosh": "acosh",
+              "math.atanh": "atanh", "math.cbrt": "cbrt"}
 
 
 def substitute_libm(module) -> int:

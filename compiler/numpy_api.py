@@ -5,6 +5,8 @@ not listed raises ``NotImplementedError`` naming the function at trace time."""
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from . import dtypes as dt
@@ -136,6 +138,37 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
     sq = P.elementwise("multiply", [d, d])
     total = P.reduce("sum", sq, axes, keepdims, "np.var", dtype=acc)
     return Tensor(_divide_into(total, max(n - ddof, 0)), scalar=True)
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None, correction=None):
+    """NumPy's _std: the square root of its _var, in var's dtype -- in place on an array (so an integer
+    ``dtype`` is refused as NumPy refuses it), converted into that type for a scalar."""
+    v = var(a, axis, dtype, out, ddof, keepdims, where, mean, correction).node
+    root = P.elementwise("sqrt", [v])
+    if v.ndim > 0 and root.dtype != v.dtype:
+        one = np.zeros(1, v.dtype)
+        np.sqrt(one, out=one)  # NumPy refuses this cast: its own error, raised by NumPy itself
+    return Tensor(P.cast(root, v.dtype), scalar=True)
+
+
+def round_(a, decimals=0, out=None):
+    """NumPy's PyArray_Round: rint of floats scaled by a power of ten (a Python float, so weak), the
+    scale then divided out again; integers with decimals >= 0 are returned as they are."""
+    _no_extras("round", out=out)
+    x = _node(a)
+    decimals = operator.index(decimals)
+    if x.dtype.kind in "iu":  # bool is not among them: NumPy rounds it as a float (rint of bool is float16)
+        if decimals < 0:
+            raise NotImplementedError("np.round of integers to negative decimals is not supported by the compiler")
+        return Tensor(x, scalar=True)
+    if decimals == 0:
+        return Tensor(P.elementwise("rint", [x]), scalar=True)
+    if x.dtype.kind == "b":  # NumPy scales into a bool result array and refuses: its own error, raised by NumPy
+        np.round(np.zeros(1, bool), decimals)
+    scale = dt.Weak(10.0 ** abs(decimals))
+    into, back = ("multiply", "divide") if decimals > 0 else ("divide", "multiply")
+    y = P.elementwise("rint", [P.elementwise(into, [x, scale])])
+    return Tensor(P.elementwise(back, [y, scale]), scalar=True)
 
 
 def _no_extras(name, **kwargs):
@@ -356,6 +389,220 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     return Tensor(P.gather(x, _index_node(indices), axis), scalar=True)
 
 
+# --------------------------------------------------------------------------- contractions
+# NumPy's own definitions, each a matmul of operands transposed and reshaped to 2-d (as
+# np.tensordot computes), or an elementwise multiply where NumPy's is one; a Python scalar operand is a
+# 0-d array of NumPy's default type (strong, as np.asarray makes it)
+
+
+def tensordot(a, b, axes=2):
+    x, y = _node(a), _node(b)
+    if isinstance(axes, (int, np.integer)):  # the last ``axes`` of a against the first of b (NumPy's ranges)
+        axes_a, axes_b = list(range(-int(axes), 0)), list(range(0, int(axes)))
+    else:
+        axes_a, axes_b = axes
+        axes_a = [axes_a] if isinstance(axes_a, (int, np.integer)) else list(axes_a)
+        axes_b = [axes_b] if isinstance(axes_b, (int, np.integer)) else list(axes_b)
+    if len(axes_a) != len(axes_b):
+        raise ValueError(f"np.tensordot: shape-mismatch for sum ({len(axes_a)} axes of a, {len(axes_b)} of b)")
+    # one at a time: normalize_axes sorts, and the pairing is by position
+    axes_a = [P.normalize_axes(i, x.ndim, "np.tensordot")[0] for i in axes_a]
+    axes_b = [P.normalize_axes(i, y.ndim, "np.tensordot")[0] for i in axes_b]
+    if len(set(axes_a)) != len(axes_a) or len(set(axes_b)) != len(axes_b):
+        raise ValueError("np.tensordot: repeated axis in the axes summed over")
+    for i, j in zip(axes_a, axes_b):
+        if x.shape[i] != y.shape[j]:
+            raise ValueError(f"np.tensordot: shape-mismatch for sum: axis {i} of a has {x.shape[i]} elements, "
+                             f"axis {j} of b {y.shape[j]}")
+    return Tensor(_contract(x, y, axes_a, axes_b))
+
+
+def _contract(x: P.Node, y: P.Node, axes_a: list, axes_b: list) -> P.Node:
+    """Sum of products over ``axes_a`` of x paired with ``axes_b`` of y; the free axes of x, then of y."""
+    free_a = [i for i in range(x.ndim) if i not in axes_a]
+    free_b = [i for i in range(y.ndim) if i not in axes_b]
+    k = int(np.prod([x.shape[i] for i in axes_a], dtype=np.int64))
+    m = int(np.prod([x.shape[i] for i in free_a], dtype=np.int64))
+    n = int(np.prod([y.shape[i] for i in free_b], dtype=np.int64))
+    x2 = P.reshape(P.transpose(x, free_a + axes_a), (m, k))
+    y2 = P.reshape(P.transpose(y, axes_b + free_b), (k, n))
+    return P.reshape(P.matmul(x2, y2), tuple(x.shape[i] for i in free_a) + tuple(y.shape[i] for i in free_b))
+
+
+def dot(a, b, out=None):
+    _no_extras("dot", out=out)
+    x, y = _node(a), _node(b)
+    if x.ndim == 0 or y.ndim == 0:
+        return Tensor(_sum_of_one_product(x, y), scalar=True)
+    # the sum runs over the last axis of a and the second-to-last of b (the only one of a vector)
+    axis_b = max(y.ndim - 2, 0)
+    if x.shape[-1] != y.shape[axis_b]:
+        raise ValueError(f"shapes {x.shape} and {y.shape} not aligned: {x.shape[-1]} (dim {x.ndim - 1}) != "
+                         f"{y.shape[axis_b]} (dim {axis_b})")
+    return Tensor(_contract(x, y, [x.ndim - 1], [axis_b]), scalar=True)
+
+
+def inner(a, b):
+    x, y = _node(a), _node(b)
+    if x.ndim == 0 or y.ndim == 0:
+        return Tensor(_sum_of_one_product(x, y), scalar=True)
+    if x.shape[-1] != y.shape[-1]:
+        raise ValueError(f"np.inner: shapes {x.shape} and {y.shape} not aligned: {x.shape[-1]} (dim {x.ndim - 1}) "
+                         f"!= {y.shape[-1]} (dim {y.ndim - 1})")
+    return Tensor(_contract(x, y, [x.ndim - 1], [y.ndim - 1]), scalar=True)
+
+
+def _sum_of_one_product(x: P.Node, y: P.Node) -> P.Node:
+    """np.dot/np.inner with a 0-d operand: each product added to a zero, as NumPy's dot loop does, so a
+    float -0.0 product is +0.0 (np.outer, a plain multiply, keeps it)."""
+    product = P.elementwise("multiply", [x, y])
+    return P.elementwise("add", [product, dt.Weak(0)]) if product.dtype.kind == "f" else product
+
+
+def outer(a, b, out=None):
+    _no_extras("outer", out=out)
+    x, y = _node(a), _node(b)
+    column, row = P.reshape(x, (x.size, 1)), P.reshape(y, (1, y.size))
+    return Tensor(P.elementwise("multiply", [column, row]))
+
+
+def vdot(a, b):
+    x, y = _node(a), _node(b)
+    if x.size != y.size:
+        raise ValueError(f"np.vdot: vectors have different lengths ({x.size} and {y.size})")
+    return Tensor(_contract(P.reshape(x, (x.size,)), P.reshape(y, (y.size,)), [0], [0]), scalar=True)
+
+
+def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe", optimize=False):
+    """np.einsum by NumPy's rules (implicit output: the labels used once, sorted; ``...`` broadcast; a
+    labelled axis of length 1 broadcast against the others), computed as pairwise contractions left
+    to right, each a matmul (``optimize`` changes only NumPy's order, so it is accepted and ignored)."""
+    _no_extras("einsum", out=out, dtype=dtype)
+    if order not in ("K", "C", "A") or casting != "safe":
+        raise NotImplementedError("np.einsum: only the default order and casting are supported")
+    if not isinstance(subscripts, str):
+        raise NotImplementedError("np.einsum: only the subscripts-string form is supported")
+    nodes = [_node(o) for o in operands]
+    labels, output = _einsum_labels(subscripts, nodes)
+    for lab in labels:
+        if len(set(lab)) != len(lab):
+            raise NotImplementedError(f"np.einsum {subscripts!r}: a label repeated within one operand (a diagonal) "
+                                      "is not supported by the compiler")
+    if len(nodes) == 1 and sorted(labels[0]) == sorted(output):  # a permutation: NumPy returns a view
+        return view(P.transpose(nodes[0], [labels[0].index(c) for c in output]), operands[0], scalar=True)
+    result_dtype = np.result_type(*[np.empty(0, n.dtype) for n in nodes])
+    # bool: NumPy's sum of products is an OR of ANDs, a count of true products that is nonzero
+    wide = np.dtype(np.int64) if result_dtype.kind == "b" else result_dtype
+    terms = [(lab, P.cast(n, wide)) for lab, n in zip(labels, nodes)]
+    result = _einsum_contract(terms, output, _einsum_sizes(terms))
+    if result_dtype.kind == "b":
+        result = P.elementwise("not_equal", [result, const_node(np.zeros((), np.int64))])
+    return Tensor(result, scalar=True)
+
+
+def _einsum_labels(subscripts: str, nodes) -> tuple[list[list[str]], list[str]]:
+    """Each operand's axis labels and the output's, ``...`` spelled out as labels of its own
+    (right-aligned across operands, so broadcast like NumPy's ellipsis)."""
+    spec = subscripts.replace(" ", "")
+    inputs, arrow, out = spec.partition("->")
+    parts = inputs.split(",")
+    if len(parts) != len(nodes):
+        raise ValueError(f"np.einsum: {len(parts)} operand subscripts for {len(nodes)} operands")
+    ellipsis_ndim = 0
+    for part, n in zip(parts, nodes):
+        named = part.replace("...", "")
+        if not all(ch.isalpha() for ch in named) or part.count("...") > 1:
+            raise ValueError(f"np.einsum: invalid subscripts {part!r} (letters and one '...')")
+        extra = n.ndim - len(named)
+        if extra < 0 or (extra > 0 and "..." not in part):
+            raise ValueError(f"np.einsum: subscripts {part!r} do not match an operand of {n.ndim} dimensions")
+        ellipsis_ndim = max(ellipsis_ndim, extra)
+    broadcast = [chr(0x3B1 + i) for i in range(ellipsis_ndim)]  # Greek letters: never a user's label
+
+    def expand(part: str, ndim: int) -> list[str]:
+        head, dots, tail = part.partition("...")
+        named = len(head) + len(tail)
+        middle = broadcast[ellipsis_ndim - (ndim - named):] if dots else []
+        return list(head) + middle + list(tail)
+
+    labels = [expand(part, n.ndim) for part, n in zip(parts, nodes)]
+    if arrow:
+        if not all(ch.isalpha() for ch in out.replace("...", "")):
+            raise ValueError(f"np.einsum: invalid output subscripts {out!r}")
+        output = expand(out, len(out.replace("...", "")) + (ellipsis_ndim if "..." in out else 0))
+        used = {c for lab in labels for c in lab}
+        for c in output:
+            if c not in used:
+                raise ValueError(f"np.einsum: output subscript {c!r} does not appear in the operands")
+        if len(set(output)) != len(output):
+            raise ValueError(f"np.einsum: output subscript repeated in {out!r}")
+        if broadcast and "..." not in out:  # NumPy refuses this too
+            raise ValueError("np.einsum: the operands have '...' dimensions the output subscripts leave out "
+                             "(write '...' in the output too)")
+    else:
+        counts = {}
+        for lab in labels:
+            for c in lab:
+                counts[c] = counts.get(c, 0) + 1
+        output = broadcast + sorted(c for c, k in counts.items() if k == 1 and c not in broadcast)
+    return labels, output
+
+
+def _einsum_sizes(terms) -> dict:
+    """Each label's length: equal wherever it appears, or 1 (broadcast), as NumPy allows."""
+    sizes = {}
+    for labels, node in terms:
+        for c, d in zip(labels, node.shape):
+            if sizes.get(c, 1) != 1 and d != 1 and sizes[c] != d:
+                raise ValueError(f"np.einsum: operands could not be broadcast together: label {c!r} has lengths "
+                                 f"{sizes[c]} and {d}")
+            sizes[c] = d if sizes.get(c, 1) == 1 else sizes[c]
+    return sizes
+
+
+def _einsum_contract(terms, output: list[str], sizes: dict) -> P.Node:
+    """Left to right: sum out what no later term and not the output needs, then contract with the next."""
+    def needed_after(i):
+        return {c for lab, _ in terms[i:] for c in lab} | set(output)
+
+    labels, acc = terms[0]
+    for i in range(1, len(terms) + 1):
+        labels, acc = _einsum_sum_out(labels, acc, needed_after(i))
+        if i == len(terms):
+            break
+        other_labels, other = _einsum_sum_out(*terms[i], needed_after(i + 1) | set(labels))
+        labels, acc = _einsum_pair(labels, acc, other_labels, other, needed_after(i + 1), sizes)
+    return P.transpose(acc, [labels.index(c) for c in output]) if labels != output else acc
+
+
+def _einsum_sum_out(labels: list[str], node: P.Node, keep: set) -> tuple[list[str], P.Node]:
+    gone = tuple(i for i, c in enumerate(labels) if c not in keep)
+    if not gone:
+        return labels, node
+    return [c for c in labels if c in keep], P.reduce("sum", node, gone, False, "np.einsum", dtype=node.dtype)
+
+
+def _einsum_pair(la, a, lb, b, keep: set, sizes: dict):
+    """One contraction as a batched matmul: (shared kept) x (a's own) x (summed) @ (shared kept) x (summed) x (b's own)."""
+    batch = [c for c in la if c in lb and c in keep]
+    summed = [c for c in la if c in lb and c not in keep]
+    own_a = [c for c in la if c not in lb]
+    own_b = [c for c in lb if c not in la]
+
+    def arrange(labels, node, order):
+        node = P.broadcast_to(node, tuple(sizes[c] for c in labels))  # a length-1 label meets a longer one
+        return P.transpose(node, [labels.index(c) for c in order])
+
+    def length(group):
+        return int(np.prod([sizes[c] for c in group], dtype=np.int64))
+
+    nb, m, k, n = length(batch), length(own_a), length(summed), length(own_b)
+    a3 = P.reshape(arrange(la, a, batch + own_a + summed), (nb, m, k))
+    b3 = P.reshape(arrange(lb, b, batch + summed + own_b), (nb, k, n))
+    labels = batch + own_a + own_b
+    return labels, P.reshape(P.matmul(a3, b3), tuple(sizes[c] for c in labels))
+
+
 def shape(a):
     return _node(a).shape
 
@@ -370,12 +617,13 @@ def size(a, axis=None):
 
 
 FUNCTIONS = {
-    np.sum: sum_, np.prod: prod, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var,
+    np.sum: sum_, np.prod: prod, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var, np.std: std, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,
     np.vstack: vstack, np.stack: stack, np.split: split, np.where: where, np.triu: triu, np.tril: tril,
     np.ones_like: _like(1), np.zeros_like: _like(0), np.full_like: full_like, np.take: take,
+    np.dot: dot, np.tensordot: tensordot, np.inner: inner, np.outer: outer, np.vdot: vdot, np.einsum: einsum,
     np.shape: shape, np.ndim: ndim, np.size: size, np.copy: lambda a, order="K", subok=False: Tensor(_node(a)),
 }
 

@@ -210,7 +210,7 @@ class OpInfo:
     call: Callable[[Sequence, Mapping], Any]          # (operands, params) -> result; arrays or tensors
     arity: int                                         # array operands
     dtypes: tuple                                      # dtypes each operand may take
-    family: str                                        # elementwise | reduction | matmul | shape | join | split | index | select | creation
+    family: str                                        # elementwise | reduction | matmul | contraction | shape | join | split | index | select | creation
     sample: Callable[[Chooser], Call]                  # shapes + parameters of one valid call
     domains: tuple = (ANY,)                            # per operand (the last one repeats)
     tolerance: Tolerance = EXACT
@@ -288,6 +288,17 @@ _UNARY = {
     "log2": (np.log2, NONNEG, TRANSCENDENTAL, False),
     "log10": (np.log10, NONNEG, TRANSCENDENTAL, False),
     "log1p": (np.log1p, Domain(lo=-1.0), TRANSCENDENTAL, False),
+    "tan": (np.tan, ANY, TRANSCENDENTAL, False),
+    "arcsin": (np.arcsin, Domain(lo=-1.0, hi=1.0), TRANSCENDENTAL, False),
+    "arccos": (np.arccos, Domain(lo=-1.0, hi=1.0), TRANSCENDENTAL, False),
+    "arctan": (np.arctan, ANY, TRANSCENDENTAL, False),
+    "sinh": (np.sinh, ANY, TRANSCENDENTAL, False),
+    "cosh": (np.cosh, ANY, TRANSCENDENTAL, False),
+    "arcsinh": (np.arcsinh, ANY, TRANSCENDENTAL, False),
+    "arccosh": (np.arccosh, Domain(lo=1.0), TRANSCENDENTAL, False),
+    "arctanh": (np.arctanh, Domain(lo=-1.0, hi=1.0), TRANSCENDENTAL, False),
+    "cbrt": (np.cbrt, ANY, TRANSCENDENTAL, False),
+    "rint": (np.rint, ANY, EXACT, True),   # ties to even
     # integers: C's 1.0 / x converted back, so 0 gives what the conversion of inf gives (see astype)
     "reciprocal": (np.reciprocal, ANY, EXACT, True),
     "sign": (np.sign, ANY, EXACT, True),
@@ -300,6 +311,18 @@ for _name, (_fn, _domain, _tol, _exact) in _UNARY.items():
     register(OpInfo(
         _name, _call_ufunc(_fn), 1, _supported_unary(_fn), "elementwise", _elementwise_sample(1),
         domains=(_domain,), tolerance=_tol, exact=_exact, numpy_name=f"np.{_fn.__name__}"))
+
+def _round_params(c: Chooser, shape) -> dict:
+    return {"decimals": c.pick((0, 0, 1, 2, 3, -1, -2))}
+
+
+# floats only: integers round to negative decimals in a way the compiler refuses (and to others unchanged,
+# which tests/test_numpy_conformance.py checks)
+register(OpInfo("round", lambda xs, p: np.round(xs[0], p.get("decimals", 0)), 1, FLOATS, "elementwise",
+                _unary_sample(_round_params), numpy_name="np.round", params_for=_round_params,
+                notes="x * 10**d, rint, / 10**d as NumPy computes it (the scale a weak Python float)"))
+register(OpInfo("method.round", lambda xs, p: xs[0].round(p.get("decimals", 0)), 1, FLOATS, "elementwise",
+                _unary_sample(_round_params), numpy_name="x.round", params_for=_round_params))
 
 register(OpInfo("operator.neg", lambda xs, p: -xs[0], 1, _supported_unary(np.negative), "elementwise",
                 _elementwise_sample(1), numpy_name="-x"))
@@ -506,6 +529,20 @@ _reduction("var", lambda xs, p: np.var(xs[0], axis=_axis(p), keepdims=p["keepdim
 _reduction("method.var", lambda xs, p: xs[0].var(axis=_axis(p), keepdims=p["keepdims"], dtype=_acc(p)), NUMERIC,
            "x.var", _var_scale, extra=_acc_dtype)
 
+
+def _std_scale(xs, p):
+    """sqrt's error is half the relative error of what it takes: var's scale over the result."""
+    with np.errstate(all="ignore"):
+        v = np.var(_as_float(xs[0]), axis=_axis(p), keepdims=p["keepdims"])
+        return np.nan_to_num(_var_scale(xs, p) / np.maximum(2 * np.sqrt(v), np.finfo(np.float64).tiny), posinf=0.0)
+
+
+_reduction("std", lambda xs, p: np.std(xs[0], axis=_axis(p), keepdims=p["keepdims"], ddof=p.get("ddof", 0),
+                                       dtype=_acc(p)), NUMERIC,
+           "np.std", _std_scale, extra=lambda c, s: {"ddof": c.pick((0, 0, 1)), **_acc_dtype(c, s)})
+_reduction("method.std", lambda xs, p: xs[0].std(axis=_axis(p), keepdims=p["keepdims"], dtype=_acc(p)), NUMERIC,
+           "x.std", _std_scale, extra=_acc_dtype)
+
 # --------------------------------------------------------------------------- matmul
 
 
@@ -544,6 +581,133 @@ register(OpInfo("matmul", lambda xs, p: np.matmul(xs[0], xs[1]), 2, ALL, "matmul
                 domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_name="np.matmul", scale=_matmul_scale))
 register(OpInfo("operator.matmul", lambda xs, p: xs[0] @ xs[1], 2, ALL, "matmul", _matmul_sample,
                 domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_name="x @ y", scale=_matmul_scale))
+
+# np.dot and its relatives: NumPy's own definitions in terms of a 2-d matmul (or a multiply)
+
+
+def _dot_sample(c: Chooser) -> Call:
+    m, k, n = c.pick(DIMS), c.pick(DIMS), c.pick(DIMS)
+    form = c.pick(("0d", "vv", "mv", "vm", "mm", "mm", "nd_v", "v_nd", "nd_md"))
+    b = c.pick((1, 2, 3))
+    shapes = {"0d": c.pick((((), (m, k)), ((m,), ()))), "vv": ((k,), (k,)), "mv": ((m, k), (k,)),
+              "vm": ((k,), (k, n)), "mm": ((m, k), (k, n)), "nd_v": ((b, m, k), (k,)), "v_nd": ((k,), (b, k, n)),
+              "nd_md": c.pick((((b, m, k), (c.pick((1, 2)), k, n)), ((m, k), (b, k, n)), ((b, m, k), (k, n))))}[form]
+    return Call(shapes)
+
+
+def _dot_scale(xs, p):
+    a, b = _as_float(xs[0]), _as_float(xs[1])
+    k = np.shape(a)[-1] if np.ndim(a) and np.ndim(b) else 1
+    return np.abs(np.dot(np.abs(a), np.abs(b))) * math.sqrt(k)
+
+
+def _tensordot_axes(p):
+    axes = p["axes"]
+    return axes if isinstance(axes, int) else (axes[0], axes[1])
+
+
+def _tensordot_sample(c: Chooser) -> Call:
+    """Free axes of a then the summed ones; the summed axes named by a count (NumPy's last of a
+    against first of b) or by two lists, b holding them after its free axes in either order and a
+    named by negative indices at times."""
+    summed = [c.pick(DIMS[:6]) for _ in range(c.integer(0, 2))]
+    free_a = [c.pick(DIMS[:6]) for _ in range(c.integer(0, 2))]
+    free_b = [c.pick(DIMS[:6]) for _ in range(c.integer(0, 2))]
+    a_shape = tuple(free_a + summed)
+    if c.pick((0, 1)):
+        return Call((a_shape, tuple(summed + free_b)), params={"axes": len(summed)})
+    order = list(range(len(summed)))[::c.pick((1, -1))]       # b's j-th summed axis is a's order[j]-th
+    a_axes = [len(free_a) + i - (len(a_shape) if c.pick((0, 0, 1)) else 0) for i in order]
+    b_axes = [len(free_b) + j for j in range(len(order))]
+    return Call((a_shape, tuple(free_b + [summed[i] for i in order])), params={"axes": [a_axes, b_axes]})
+
+
+def _tensordot_scale(xs, p):
+    a, b = _as_float(xs[0]), _as_float(xs[1])
+    axes = _tensordot_axes(p)
+    summed = list(range(-axes, 0)) if isinstance(axes, int) else axes[0]
+    k = int(np.prod([np.shape(a)[i] for i in summed], dtype=np.int64))
+    return np.abs(np.tensordot(np.abs(a), np.abs(b), axes)) * math.sqrt(max(k, 1))
+
+
+def _inner_sample(c: Chooser) -> Call:
+    k = c.pick(DIMS)
+    lead = lambda: tuple(c.pick(DIMS[:5]) for _ in range(c.integer(0, 2)))  # noqa: E731
+    return Call(c.pick((((), lead() + (k,)), (lead() + (k,), lead() + (k,)))))
+
+
+def _inner_scale(xs, p):
+    a, b = _as_float(xs[0]), _as_float(xs[1])
+    k = np.shape(a)[-1] if np.ndim(a) and np.ndim(b) else 1
+    return np.abs(np.inner(np.abs(a), np.abs(b))) * math.sqrt(k)
+
+
+def _outer_sample(c: Chooser) -> Call:
+    return Call(tuple(tuple(c.pick(DIMS[:5]) for _ in range(c.integer(0, 2))) for _ in range(2)))
+
+
+def _vdot_sample(c: Chooser) -> Call:
+    shape = tuple(c.pick(DIMS[:5]) for _ in range(c.integer(1, 3)))
+    return Call((shape, c.pick((shape, shape[::-1], (int(np.prod(shape)),)))))  # only the sizes must agree
+
+
+def _vdot_scale(xs, p):
+    a, b = np.ravel(_as_float(xs[0])), np.ravel(_as_float(xs[1]))
+    return np.abs(np.vdot(np.abs(a), np.abs(b))) * math.sqrt(max(a.size, 1))
+
+
+register(OpInfo("dot", lambda xs, p: np.dot(xs[0], xs[1]), 2, ALL, "matmul", _dot_sample, domains=(SMALL,),
+                tolerance=_MATMUL_TOL, exact=False, numpy_name="np.dot", scale=_dot_scale))
+register(OpInfo("method.dot", lambda xs, p: xs[0].dot(xs[1]), 2, ALL, "matmul", _dot_sample, domains=(SMALL,),
+                tolerance=_MATMUL_TOL, exact=False, numpy_name="x.dot", scale=_dot_scale,
+                notes="a 0-d first operand is an array (a NumPy scalar has its own dot)"))
+register(OpInfo("tensordot", lambda xs, p: np.tensordot(xs[0], xs[1], _tensordot_axes(p)), 2, ALL, "contraction",
+                _tensordot_sample, domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_name="np.tensordot",
+                scale=_tensordot_scale))
+register(OpInfo("inner", lambda xs, p: np.inner(xs[0], xs[1]), 2, ALL, "contraction", _inner_sample, domains=(SMALL,),
+                tolerance=_MATMUL_TOL, exact=False, numpy_name="np.inner", scale=_inner_scale))
+register(OpInfo("outer", lambda xs, p: np.outer(xs[0], xs[1]), 2, ALL, "contraction", _outer_sample,
+                numpy_name="np.outer"))
+register(OpInfo("vdot", lambda xs, p: np.vdot(xs[0], xs[1]), 2, ALL, "contraction", _vdot_sample, domains=(SMALL,),
+                tolerance=_MATMUL_TOL, exact=False, numpy_name="np.vdot", scale=_vdot_scale))
+
+def _einsum_sample(c: Chooser) -> Call:
+    """One to three operands over labels a-e (each operand's distinct), lengths shared per label or 1
+    (broadcast); sometimes a leading ``...`` of broadcast dimensions; the output implicit, or explicit:
+    any subset of the labels in any order."""
+    pool = "abcde"
+    sizes = {label: c.pick(DIMS[1:6]) for label in pool}
+    count = c.pick((1, 2, 2, 2, 3))
+    ellipsis = tuple(c.pick((1, 2, 3)) for _ in range(c.integer(1, 2))) if c.pick((0, 0, 0, 1)) else None
+    subscripts, shapes = [], []
+    for _ in range(count):
+        free = list(pool)
+        labels = [free.pop(c.integer(0, len(free) - 1)) for _ in range(c.integer(0 if count > 1 else 1, 3))]
+        shape = tuple(sizes[label] if c.pick((1, 1, 1, 1, 0)) else 1 for label in labels)
+        if ellipsis:
+            dims = ellipsis[len(ellipsis) - c.integer(0, len(ellipsis)):]
+            shape = tuple(d if c.pick((1, 1, 0)) else 1 for d in dims) + shape
+        subscripts.append(("..." if ellipsis else "") + "".join(labels))
+        shapes.append(shape)
+    spec = ",".join(subscripts)
+    if c.pick((0, 1)):
+        used = sorted({ch for sub in subscripts for ch in sub if ch.isalpha()})
+        out = [ch for ch in used if c.pick((0, 1))]
+        for i in range(len(out) - 1, 0, -1):  # a shuffle, drawn through the chooser
+            j = c.integer(0, i)
+            out[i], out[j] = out[j], out[i]
+        spec += "->" + ("..." if ellipsis else "") + "".join(out)
+    return Call(tuple(shapes), params={"subscripts": spec})
+
+
+def _einsum_scale(xs, p):
+    magnitudes = [np.abs(_as_float(x)) for x in xs]
+    return np.abs(np.einsum(p["subscripts"], *magnitudes)) * math.sqrt(max([np.size(x) for x in xs] + [1]))
+
+
+register(OpInfo("einsum", lambda xs, p: np.einsum(p["subscripts"], *xs), 3, ALL, "contraction", _einsum_sample,
+                domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_name="np.einsum", scale=_einsum_scale,
+                notes="arity is the most operands a sample has (one to three)"))
 
 # --------------------------------------------------------------------------- shape functions
 

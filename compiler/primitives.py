@@ -41,7 +41,10 @@ _COMPARE = {  # (float predicate, signed predicate, unsigned/bool predicate)
 }
 _UNARY_FLOAT = {"exp": "math.exp", "tanh": "math.tanh", "sqrt": "math.sqrt", "log": "math.log",
                 "sin": "math.sin", "cos": "math.cos", "exp2": "math.exp2", "expm1": "math.expm1",
-                "log2": "math.log2", "log10": "math.log10", "log1p": "math.log1p"}
+                "log2": "math.log2", "log10": "math.log10", "log1p": "math.log1p", "tan": "math.tan",
+                "arcsin": "math.asin", "arccos": "math.acos", "arctan": "math.atan", "sinh": "math.sinh",
+                "cosh": "math.cosh", "arcsinh": "math.asinh", "arccosh": "math.acosh", "arctanh": "math.atanh",
+                "cbrt": "math.cbrt", "rint": "math.roundeven"}
 # NumPy has integer and bool loops for these too, where every value is finite: a constant
 _FLOAT_CLASS = {"isnan": False, "isinf": False, "isfinite": True}
 # rounding: a float op; integers and bools are already integral (NumPy's integer loops are the identity)
@@ -390,7 +393,9 @@ UFUNCS = {
     "power": np.power, "maximum": np.maximum, "minimum": np.minimum,
     "negative": np.negative, "exp": np.exp, "tanh": np.tanh, "sqrt": np.sqrt, "log": np.log,
     "sin": np.sin, "cos": np.cos, "exp2": np.exp2, "expm1": np.expm1, "log2": np.log2, "log10": np.log10,
-    "log1p": np.log1p, "reciprocal": np.reciprocal, "sign": np.sign,
+    "log1p": np.log1p, "reciprocal": np.reciprocal, "sign": np.sign, "tan": np.tan, "arcsin": np.arcsin,
+    "arccos": np.arccos, "arctan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "arcsinh": np.arcsinh,
+    "arccosh": np.arccosh, "arctanh": np.arctanh, "cbrt": np.cbrt, "rint": np.rint,
     "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "clip": np._core.umath.clip,
     "absolute": np.absolute, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
     "floor_divide": np.floor_divide, "remainder": np.remainder, "fmod": np.fmod,
@@ -417,7 +422,8 @@ def _lower_elementwise(em, node: Node, operands: list[str]) -> str:
     return em.elementwise(node, operands)
 
 
-_LIBM = ("exp", "tanh", "log", "power", "sin", "cos", "exp2", "expm1", "log2", "log10", "log1p")
+_LIBM = ("exp", "tanh", "log", "power", "sin", "cos", "exp2", "expm1", "log2", "log10", "log1p", "tan", "arcsin",
+         "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "cbrt")
 
 for _name in list(UFUNCS) + ["where", "cast"]:
     primitive(_name, _eval_elementwise, _lower_elementwise, "libm" if _name in _LIBM else "exact")

@@ -203,9 +203,11 @@ class Tensor:
     any, all = _function_method("any", "any_"), _function_method("all", "all_")
     max, min = _function_method("max", "amax"), _function_method("min", "amin")
     argmax, argmin = _function_method("argmax"), _function_method("argmin")
-    mean, var = _function_method("mean"), _function_method("var")
+    mean, var, std, round = _function_method("mean"), _function_method("var"), _function_method("std"), \
+        _function_method("round", "round_")
     take, squeeze, swapaxes, ravel = (_function_method("take"), _function_method("squeeze"),
                                       _function_method("swapaxes"), _function_method("ravel"))
+    dot = _function_method("dot")
     del _function_method
 
     def flatten(self, order="C"):

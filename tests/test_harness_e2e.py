@@ -279,7 +279,7 @@ def test_a_fault_in_no_primitive_is_refused(world):
     from harness.verify import VerifyError
 
     with pytest.raises(VerifyError, match=r"--inject-fault: cannot inject a fault into 'tanhh': no primitive of "
-                                          r"that name \(did you mean tanh\?\)"):
+                                          r"that name \(did you mean tanh, tan, arctanh\?\)"):
         verify(_options(world, modes=["subgraph"], inject_fault=("tanhh", 1.0, 1e-3)))
 
 

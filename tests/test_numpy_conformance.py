@@ -46,6 +46,12 @@ SCALAR_OR_ARRAY = {
     "reshape": (lambda a: a.reshape(()), Z), "x[...]": (lambda a: a[...], Z), "element with ellipsis": (lambda a: a[1, 2, ...], X),
     "squeeze to 0-d": (lambda a: np.squeeze(a[:1, :1]), X), "broadcast_to ()": (lambda a: np.broadcast_to(a, ()), Z),
     "in-place on a copy": (_iadd, Z), "a tuple of both": (lambda a: (a.sum(), a.max(axis=0)), X),
+    # contractions: np.dot, np.inner and np.vdot of vectors give scalars, np.tensordot a 0-d array
+    "np.dot of vectors": (lambda a: np.dot(a, a), V), "x.dot of vectors": (lambda a: a.dot(a), V),
+    "np.dot of 0-d": (lambda a: np.dot(a, a), Z), "np.inner of vectors": (lambda a: np.inner(a, a), V),
+    "np.vdot": (lambda a: np.vdot(a, a), X), "np.tensordot of vectors": (lambda a: np.tensordot(a, a, 1), V),
+    "np.einsum to no labels": (lambda a: np.einsum("ij->", a), X), "np.einsum of vectors": (lambda a: np.einsum("i,i", a, a), V),
+    "np.einsum keeping a label": (lambda a: np.einsum("ij->i", a), X),
 }
 
 
@@ -91,6 +97,26 @@ AGREES = {
     "bool == largest int64": (lambda a: a == 2**63 - 1, BV),
     "a nested list @ x (x.__rmatmul__)": (lambda a: [[1.0, 2.0], [3.0, 4.0]] @ a, np.arange(4.0).reshape(2, 2) - 1),
     "a list @ x, vector": (lambda a: [1.0, -2.0] @ a, X),
+    "np.dot with a Python float (a strong float64)": (lambda a: np.dot(2.0, a.astype(np.float32)), X),
+    "np.dot of a matrix and a stack of matrices": (lambda a: np.dot(a, np.ones((4, 3, 2))), X),
+    "np.tensordot over no axes (outer product)": (lambda a: np.tensordot(a, V, 0), X),
+    "np.tensordot with a negative count": (lambda a: np.tensordot(a, V, -1), X),
+    "np.tensordot over paired axes out of order": (lambda a: np.tensordot(a, a.T, ([1, 0], [0, 1])), X),
+    "np.tensordot over a sum of nothing": (lambda a: np.tensordot(a[:, :0], np.ones((0, 2)), 1), X),
+    "np.inner with a 0-d operand": (lambda a: np.inner(a, Z), X),
+    "np.outer of a matrix and a 0-d array": (lambda a: np.outer(a, Z), X),
+    "np.einsum, attention's scores": (lambda a: np.einsum("bqd,bkd->bqk", a[None], a[None] * 2), X),
+    "np.einsum, implicit output sorted": (lambda a: np.einsum("ji", a), X),
+    "np.einsum, three operands": (lambda a: np.einsum("ij,jk,kl->il", a, a.T, a), X),
+    "np.einsum, ellipsis broadcast": (lambda a: np.einsum("...i,...i->...", a[:, None], a[None]), X),
+    "np.einsum, a length-1 label broadcast": (lambda a: np.einsum("ij,ij->j", a[:1], a), X),
+    "np.einsum of bools": (lambda a: np.einsum("ij,jk", a, a), B),
+    "np.einsum, a Python float operand": (lambda a: np.einsum(",ij", 2.0, a.astype(np.float32)), X),
+    "np.round of integers": (lambda a: np.round(a, 2), np.arange(-3, 3)), "x.round of bools": (lambda a: a.round(), B),
+    "np.around to tens": (lambda a: np.around(a * 37, -1), X), "np.round of float16": (lambda a: np.round(a, 1), X / 7),
+    "np.std of ints, a scalar into an int dtype": (lambda a: np.std(a, dtype=np.int64), np.arange(7)),
+    "x.std with ddof": (lambda a: a.std(axis=0, ddof=1), X),
+    "bool np.dot": (lambda a: np.dot(a, a), B), "int8 np.dot uint8": (lambda a: np.dot(a, np.ones(2, np.uint8)), B.astype(np.int8)),
 }
 
 
@@ -116,6 +142,21 @@ REFUSED = {
     "hstack into int8 under same_kind": (lambda a: np.hstack([a, a], dtype=np.int8), X),
     "reshape an empty array to (-1, 0)": (lambda a: a[:0].reshape(-1, 0), X),
     "reshape an empty array to (0, -1)": (lambda a: a[:0].reshape(0, -1), X),
+    "np.dot of unaligned shapes": (lambda a: np.dot(a, a), X),
+    "np.dot of unaligned stacks": (lambda a: np.dot(np.ones((2, 2, 3)), a), X),
+    "np.tensordot of mismatched axes": (lambda a: np.tensordot(a, a, ([0], [0, 1])), X),
+    "np.tensordot of unequal lengths": (lambda a: np.tensordot(a, a, ([0], [1])), X),
+    "np.tensordot past the last axis": (lambda a: np.tensordot(a, a, ([2], [0])), X),
+    "np.inner of unaligned shapes": (lambda a: np.inner(a, V[:2]), X),
+    "np.vdot of unequal sizes": (lambda a: np.vdot(a, V), X),
+    "np.std into an int dtype, by axis (sqrt in place)": (lambda a: np.std(a, axis=0, dtype=np.int32), np.arange(6).reshape(2, 3)),
+    "np.round of bools to a decimal": (lambda a: np.round(a, 1), B),
+    "np.einsum of unequal lengths": (lambda a: np.einsum("ij,jk", a, a), X),
+    "np.einsum with too few subscripts": (lambda a: np.einsum("i", a), X),
+    "np.einsum with an output label never used": (lambda a: np.einsum("ij->k", a), X),
+    "np.einsum, '...' left out of the output": (lambda a: np.einsum("...j->j", a), X),
+    "np.einsum, a digit as a label": (lambda a: np.einsum("i1", a), X),
+    "np.einsum with more operands than subscripts": (lambda a: np.einsum("ij", a, a), X),
 }
 
 
@@ -126,3 +167,23 @@ def test_what_numpy_refuses_is_refused_with_its_exception(name):
         fn(arg)
     with pytest.raises(type(numpy_error.value)):
         jit(fn)(arg)
+
+
+def test_einsum_permutations_are_views_as_in_numpy():
+    """A one-operand permutation (and the identity) is a view of the operand in NumPy, so updating the
+    argument through it is refused like any view's; a contraction is a fresh array."""
+    def through_view(a):
+        v = np.einsum("ij->ji", a)
+        v += 1
+        return v
+
+    assert np.shares_memory(np.einsum("ji", X), X)
+    with pytest.raises(NotImplementedError, match=r"in-place '\+=' on a view"):
+        jit(through_view)(X.copy())
+    assert_like_numpy(jit(lambda a: np.einsum("ij,jk", a, a.T) * 1)(X), np.einsum("ij,jk", X, X.T))
+
+
+def test_einsum_diagonals_are_refused_by_name():
+    assert np.einsum("ii->i", np.eye(2)).tolist() == [1.0, 1.0]  # NumPy has them
+    with pytest.raises(NotImplementedError, match=r"np.einsum 'ii->i': a label repeated within one operand"):
+        jit(lambda a: np.einsum("ii->i", a))(np.eye(2))

@@ -193,6 +193,8 @@ _FLOAT_UNARY = {
     "math.tan": np.tan, "math.atan": np.arctan, "math.floor": np.floor, "math.ceil": np.ceil,
     "math.erf": lambda a: type(a)(math.erf(float(a))), "math.round": np.round, "math.trunc": np.trunc,
     "math.sinh": np.sinh, "math.cosh": np.cosh, "math.asin": np.arcsin, "math.acos": np.arccos,
+    "math.asinh": np.arcsinh, "math.acosh": np.arccosh, "math.atanh": np.arctanh, "math.cbrt": np.cbrt,
+    "math.roundeven": np.rint,
 }
 
 
