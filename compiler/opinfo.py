@@ -364,6 +364,10 @@ _BINARY = {
     "logical_and": (np.logical_and, None, ALL, (ANY,), EXACT, True),
     "logical_or": (np.logical_or, None, ALL, (ANY,), EXACT, True),
     "logical_xor": (np.logical_xor, None, ALL, (ANY,), EXACT, True),
+    "arctan2": (np.arctan2, None, ALL, (ANY,), TRANSCENDENTAL, False),
+    "copysign": (np.copysign, None, ALL, (ANY,), EXACT, True),
+    "logaddexp": (np.logaddexp, None, ALL, (ANY,), TRANSCENDENTAL, False),
+    "logaddexp2": (np.logaddexp2, None, ALL, (ANY,), TRANSCENDENTAL, False),
 }
 
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**", "gt": ">", "ge": ">=", "lt": "<",
