@@ -140,6 +140,16 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
     return Tensor(_divide_into(total, max(n - ddof, 0)), scalar=True)
 
 
+def cumsum(a, axis=None, dtype=None, out=None):
+    _no_extras("cumsum", out=out)
+    return Tensor(P.scan("cumsum", _node(a), axis, dtype, "np.cumsum"))
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    _no_extras("cumprod", out=out)
+    return Tensor(P.scan("cumprod", _node(a), axis, dtype, "np.cumprod"))
+
+
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None, correction=None):
     """NumPy's _std: the square root of its _var, in var's dtype -- in place on an array (so an integer
     ``dtype`` is refused as NumPy refuses it), converted into that type for a scalar."""
@@ -617,7 +627,7 @@ def size(a, axis=None):
 
 
 FUNCTIONS = {
-    np.sum: sum_, np.prod: prod, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var, np.std: std, np.round: round_, np.around: round_,
+    np.sum: sum_, np.prod: prod, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var, np.std: std, np.cumsum: cumsum, np.cumprod: cumprod, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

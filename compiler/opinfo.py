@@ -210,7 +210,7 @@ class OpInfo:
     call: Callable[[Sequence, Mapping], Any]          # (operands, params) -> result; arrays or tensors
     arity: int                                         # array operands
     dtypes: tuple                                      # dtypes each operand may take
-    family: str                                        # elementwise | reduction | matmul | contraction | shape | join | split | index | select | creation
+    family: str                                        # elementwise | reduction | scan | matmul | contraction | shape | join | split | index | select | creation
     sample: Callable[[Chooser], Call]                  # shapes + parameters of one valid call
     domains: tuple = (ANY,)                            # per operand (the last one repeats)
     tolerance: Tolerance = EXACT
@@ -750,6 +750,22 @@ def random_permutation(c: Chooser, ndim: int) -> tuple:
 def _single(name, call, params_for, numpy_name, dtypes=ALL, min_rank=0, max_rank=4, family="shape", **kw):
     register(OpInfo(name, call, 1, dtypes, family, _unary_sample(params_for, min_rank, max_rank),
                     numpy_name=numpy_name, params_for=params_for, **kw))
+
+
+def _scan_params(c: Chooser, shape) -> dict:
+    return {"axis": pick_axis(c, len(shape), allow_tuple=False) if shape else None,
+            "dtype": c.pick((None, None, None, "int8", "uint16", "int64", "float16", "float32", "float64"))}
+
+
+# in order, each step rounded to the result dtype as NumPy's accumulate does: bit for bit (integers wrap)
+_single("cumsum", lambda xs, p: np.cumsum(xs[0], axis=p["axis"], dtype=_acc(p)), _scan_params, "np.cumsum",
+        family="scan", domains=(MODERATE,))
+_single("method.cumsum", lambda xs, p: xs[0].cumsum(axis=p["axis"], dtype=_acc(p)), _scan_params, "x.cumsum",
+        family="scan", domains=(MODERATE,))
+_single("cumprod", lambda xs, p: np.cumprod(xs[0], axis=p["axis"], dtype=_acc(p)), _scan_params, "np.cumprod",
+        family="scan", domains=(PROD_DOMAIN,))
+_single("method.cumprod", lambda xs, p: xs[0].cumprod(axis=p["axis"], dtype=_acc(p)), _scan_params, "x.cumprod",
+        family="scan", domains=(PROD_DOMAIN,))
 
 
 def _arg_params(c, shape):

@@ -475,6 +475,9 @@ primitive("reduce_any", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
 primitive("reduce_all", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
 primitive("argmax", lambda n, v: np.argmax(v[0], axis=n.attrs["axis"]), lambda em, n, ops: em.arg_reduce(n, ops[0]))
 primitive("argmin", lambda n, v: np.argmin(v[0], axis=n.attrs["axis"]), lambda em, n, ops: em.arg_reduce(n, ops[0]))
+# running sums and products along one axis, in order, each step rounded to the result's dtype
+primitive("cumsum", lambda n, v: np.cumsum(v[0], axis=n.attrs["axis"], dtype=n.dtype), lambda em, n, ops: em.scan(n, ops[0]))
+primitive("cumprod", lambda n, v: np.cumprod(v[0], axis=n.attrs["axis"], dtype=n.dtype), lambda em, n, ops: em.scan(n, ops[0]))
 primitive("matmul", lambda n, v: np.matmul(v[0], v[1]), lambda em, n, ops: em.matmul(n, ops), "accumulates")
 primitive("reshape", lambda n, v: np.reshape(v[0], n.shape), lambda em, n, ops: em.reshape(ops[0], n.inputs[0], n.shape, n.loc))
 primitive("transpose", lambda n, v: np.transpose(v[0], n.attrs["perm"]).copy(), lambda em, n, ops: em.transpose(n, ops[0]))
@@ -808,6 +811,18 @@ def reduce(kind: str, x: Node, axis, keepdims: bool, what: str, dtype=None) -> N
     if keepdims:
         r = reshape(r, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
     return r
+
+
+def scan(kind: str, x: Node, axis, dtype, what: str) -> Node:
+    """np.cumsum/np.cumprod (``kind`` "cumsum"/"cumprod"): NumPy's add/multiply.accumulate, the operand
+    converted to the result dtype first (NumPy's choice: that of np.sum, so small integers and bool
+    run in int64, unless ``dtype`` says otherwise); ``axis`` None scans the flattened array."""
+    out = np.cumsum(np.zeros(1, x.dtype), dtype=dtype).dtype  # NumPy's choice, asked
+    dt.check_supported(out, what)
+    if axis is None:
+        x, axis = reshape(x, (x.size,)), 0
+    (axis,) = normalize_axes(axis, x.ndim, what)
+    return _make(kind, [cast(x, out)], x.shape, out, axis=axis)
 
 
 def arg_reduce(kind: str, x: Node, axis, keepdims: bool, what: str) -> Node:
