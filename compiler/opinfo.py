@@ -210,7 +210,7 @@ class OpInfo:
     call: Callable[[Sequence, Mapping], Any]          # (operands, params) -> result; arrays or tensors
     arity: int                                         # array operands
     dtypes: tuple                                      # dtypes each operand may take
-    family: str                                        # elementwise | reduction | scan | matmul | contraction | shape | join | split | index | select | creation
+    family: str                                        # elementwise | reduction | scan | norm | matmul | contraction | shape | join | split | index | select | creation
     sample: Callable[[Chooser], Call]                  # shapes + parameters of one valid call
     domains: tuple = (ANY,)                            # per operand (the last one repeats)
     tolerance: Tolerance = EXACT
@@ -766,6 +766,41 @@ _single("cumprod", lambda xs, p: np.cumprod(xs[0], axis=p["axis"], dtype=_acc(p)
         family="scan", domains=(PROD_DOMAIN,))
 _single("method.cumprod", lambda xs, p: xs[0].cumprod(axis=p["axis"], dtype=_acc(p)), _scan_params, "x.cumprod",
         family="scan", domains=(PROD_DOMAIN,))
+
+
+_NORM_ORDERS = {"inf": np.inf, "-inf": -np.inf}
+
+
+def _norm_params(c: Chooser, shape) -> dict | None:
+    """The default norm of everything, a vector norm along one axis (any order NumPy has for
+    vectors), or a matrix norm over two axes (the orders that need no singular values)."""
+    nd = len(shape)
+    if nd == 0:
+        return None
+    form = c.pick(("all", "vector", "vector", "matrix")) if nd >= 2 else c.pick(("all", "vector"))
+    keepdims = c.pick((False, True))
+    if form == "all":
+        return {"ord": None, "axis": None, "keepdims": keepdims}
+    if form == "vector":
+        return {"ord": c.pick((None, 2, 1, "inf", "-inf", 0, 3, 0.5, -1.5)), "axis": c.integer(-nd, nd - 1),
+                "keepdims": keepdims}
+    row = c.integer(0, nd - 1)
+    col = c.pick([a for a in range(nd) if a != row])
+    return {"ord": c.pick((None, "fro", 1, -1, "inf", "-inf")), "axis": [row, col - nd * c.pick((0, 1))],
+            "keepdims": keepdims}
+
+
+def _norm(xs, p):
+    axis = tuple(p["axis"]) if isinstance(p["axis"], list) else p["axis"]
+    return np.linalg.norm(xs[0], ord=_NORM_ORDERS.get(p["ord"], p["ord"]), axis=axis, keepdims=p["keepdims"])
+
+
+def _norm_scale(xs, p):
+    return np.abs(_norm([np.abs(_as_float(xs[0]))], p)) * math.sqrt(max(np.size(xs[0]), 1))
+
+
+_single("linalg.norm", _norm, _norm_params, "np.linalg.norm", min_rank=1, family="norm", domains=(MODERATE,),
+        tolerance=REDUCTION, exact=False, scale=_norm_scale)
 
 
 def _arg_params(c, shape):
