@@ -393,6 +393,39 @@ class Emitter:
         self.lines.append(f"    }} -> ({out_t}, {idx_t}) {loc}")
         return f"{values}#1"
 
+    def scan(self, node: Node, x: str) -> str:
+        """cumsum/cumprod as one generic over the array's indices plus a trailing reduction index j over
+        the scanned axis: output i folds input j for j <= i, in order, so each step is NumPy's own
+        (quadratic in the scanned length, but no loop-carried buffer the tensor form cannot say)."""
+        axis, rank, dtype = node.attrs["axis"], node.ndim, node.dtype
+        t, wide = dt.storage_type(dtype), dt.arithmetic_type(dtype)
+        is_sum = node.op == "cumsum"
+        identity = (-0.0 if dtype.kind == "f" else 0) if is_sum else 1  # -0.0 + x is x for every x
+        init = self.filled(node.shape, dtype, identity, node.loc)
+        in_map = _map(rank + 1, [f"d{rank if d == axis else d}" for d in range(rank)])
+        out_map = _map(rank + 1, [f"d{d}" for d in range(rank)])
+        its = ", ".join(['"parallel"'] * rank + ['"reduction"'])
+        region = _Region(self)
+        a, acc = self.fresh("in"), self.fresh("acc")
+        i = region.op(f"linalg.index {axis} : index")
+        j = region.op(f"linalg.index {rank} : index")
+        take = region.op(f"arith.cmpi ule, {j}, {i} : index")
+        combine = {("f", True): "arith.addf", ("f", False): "arith.mulf"}.get((dtype.kind, is_sum),
+                                                                            "arith.addi" if is_sum else "arith.muli")
+        tw = dt.mlir_type(wide)
+        folded = region.op(f"{combine} {cast_scalar(region, acc, dtype, wide)}, {cast_scalar(region, a, dtype, wide)} : {tw}")
+        new = region.op(f"arith.select {take}, {cast_scalar(region, folded, wide, dtype)}, {acc} : {t}")
+        result, loc, out_t = self.fresh(), self.located(node.loc), dt.tensor_type(node.shape, dtype)
+        self.lines.append(
+            f"    {result} = linalg.generic {{indexing_maps = [{in_map}, {out_map}], iterator_types = [{its}]}} "
+            f"ins({x} : {dt.tensor_type(node.inputs[0].shape, dtype)}) outs({init} : {out_t}) {{")
+        self.lines.append(f"    ^bb0({a}: {t} {loc}, {acc}: {t} {loc}):")
+        for ln in region.lines:
+            self.lines.append(f"      {ln} {loc}")
+        self.lines.append(f"      linalg.yield {new} : {t} {loc}")
+        self.lines.append(f"    }} -> {out_t} {loc}")
+        return result
+
     def matmul(self, node: Node, operands) -> str:
         # A 2-d transpose feeding a matmul is folded into its indexing maps, so ``x @ w.T``
         # never materializes the transposed weight (BLAS reads it transposed instead).

@@ -140,6 +140,78 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
     return Tensor(_divide_into(total, max(n - ddof, 0)), scalar=True)
 
 
+def cumsum(a, axis=None, dtype=None, out=None):
+    _no_extras("cumsum", out=out)
+    return Tensor(P.scan("cumsum", _node(a), axis, dtype, "np.cumsum"))
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    _no_extras("cumprod", out=out)
+    return Tensor(P.scan("cumprod", _node(a), axis, dtype, "np.cumprod"))
+
+
+def linalg_norm(x, ord=None, axis=None, keepdims=False):
+    """np.linalg.norm as NumPy writes it (numpy/linalg/_linalg.py), on traced arrays: the default
+    2-norm of everything by a dot of the flattened array with itself, vector norms by reductions,
+    the matrix norms that need no SVD (1, -1, inf, -inf, Frobenius); 2, -2 and 'nuc' are refused."""
+    x = x if isinstance(x, Tensor) else Tensor(_node(x))
+    if x.dtype.kind not in "f":
+        x = x.astype(float)
+    if axis is None and (ord is None or (ord in ("f", "fro") and x.ndim == 2) or (ord == 2 and x.ndim == 1)):
+        flat = x.ravel()
+        ret = np.sqrt(flat.dot(flat))
+        return ret.reshape(x.ndim * [1]) if keepdims else ret
+    if axis is None:
+        axis = tuple(range(x.ndim))
+    elif not isinstance(axis, tuple):
+        axis = (operator.index(axis),)
+    if len(axis) == 1:
+        if ord == np.inf:
+            return _max_from_zero(abs(x), axis, keepdims)
+        if ord == -np.inf:
+            return abs(x).min(axis=axis, keepdims=keepdims)
+        if ord == 0:
+            return (x != 0).astype(x.dtype).sum(axis=axis, keepdims=keepdims)
+        if ord == 1:
+            return abs(x).sum(axis=axis, keepdims=keepdims)
+        if ord is None or ord == 2:
+            return np.sqrt((x * x).sum(axis=axis, keepdims=keepdims))
+        if isinstance(ord, str):
+            raise ValueError(f"Invalid norm order '{ord}' for vectors")
+        ret = (abs(x) ** ord).sum(axis=axis, keepdims=keepdims)  # a weak exponent, as NumPy's absx **= ord
+        return ret ** np.reciprocal(ord, dtype=ret.dtype)
+    if len(axis) == 2:
+        row, col = (P.normalize_axes(a, x.ndim, "np.linalg.norm")[0] for a in axis)
+        if row == col:
+            raise ValueError("Duplicate axes given.")
+        if ord in (2, -2, "nuc"):
+            raise NotImplementedError(f"np.linalg.norm: ord={ord!r} needs singular values, which the compiler does not compute")
+        if ord in (None, "fro", "f"):
+            ret = np.sqrt((x * x).sum(axis=axis))
+        elif ord in (1, -1):
+            sums = abs(x).sum(axis=row)
+            ret = _max_from_zero(sums, col - (col > row), False) if ord == 1 else sums.min(axis=col - (col > row))
+        elif ord in (np.inf, -np.inf):
+            sums = abs(x).sum(axis=col)
+            ret = _max_from_zero(sums, row - (row > col), False) if ord == np.inf else sums.min(axis=row - (row > col))
+        else:
+            raise ValueError("Invalid norm order for matrices.")
+        if keepdims:
+            shape = list(x.shape)
+            shape[row] = shape[col] = 1
+            ret = ret.reshape(shape)
+        return ret
+    raise ValueError("Improper number of dimensions to norm.")
+
+
+def _max_from_zero(x: Tensor, axis, keepdims: bool):
+    """NumPy's ``x.max(axis, initial=0)`` of values that are never negative: 0 over an empty axis."""
+    axes = P.normalize_axes(axis, x.ndim, "np.linalg.norm")
+    if any(x.shape[a] == 0 for a in axes):
+        return Tensor(P.reduce("sum", x.node, axes, keepdims, "np.linalg.norm"))  # zeros of the result's shape
+    return x.max(axis=axis, keepdims=keepdims)
+
+
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None, correction=None):
     """NumPy's _std: the square root of its _var, in var's dtype -- in place on an array (so an integer
     ``dtype`` is refused as NumPy refuses it), converted into that type for a scalar."""
@@ -617,7 +689,7 @@ def size(a, axis=None):
 
 
 FUNCTIONS = {
-    np.sum: sum_, np.prod: prod, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var, np.std: std, np.round: round_, np.around: round_,
+    np.sum: sum_, np.prod: prod, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var, np.std: std, np.cumsum: cumsum, np.cumprod: cumprod, np.linalg.norm: linalg_norm, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

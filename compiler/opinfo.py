@@ -210,7 +210,7 @@ class OpInfo:
     call: Callable[[Sequence, Mapping], Any]          # (operands, params) -> result; arrays or tensors
     arity: int                                         # array operands
     dtypes: tuple                                      # dtypes each operand may take
-    family: str                                        # elementwise | reduction | matmul | contraction | shape | join | split | index | select | creation
+    family: str                                        # elementwise | reduction | scan | norm | matmul | contraction | shape | join | split | index | select | creation
     sample: Callable[[Chooser], Call]                  # shapes + parameters of one valid call
     domains: tuple = (ANY,)                            # per operand (the last one repeats)
     tolerance: Tolerance = EXACT
@@ -364,6 +364,10 @@ _BINARY = {
     "logical_and": (np.logical_and, None, ALL, (ANY,), EXACT, True),
     "logical_or": (np.logical_or, None, ALL, (ANY,), EXACT, True),
     "logical_xor": (np.logical_xor, None, ALL, (ANY,), EXACT, True),
+    "arctan2": (np.arctan2, None, ALL, (ANY,), TRANSCENDENTAL, False),
+    "copysign": (np.copysign, None, ALL, (ANY,), EXACT, True),
+    "logaddexp": (np.logaddexp, None, ALL, (ANY,), TRANSCENDENTAL, False),
+    "logaddexp2": (np.logaddexp2, None, ALL, (ANY,), TRANSCENDENTAL, False),
 }
 
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**", "gt": ">", "ge": ">=", "lt": "<",
@@ -746,6 +750,57 @@ def random_permutation(c: Chooser, ndim: int) -> tuple:
 def _single(name, call, params_for, numpy_name, dtypes=ALL, min_rank=0, max_rank=4, family="shape", **kw):
     register(OpInfo(name, call, 1, dtypes, family, _unary_sample(params_for, min_rank, max_rank),
                     numpy_name=numpy_name, params_for=params_for, **kw))
+
+
+def _scan_params(c: Chooser, shape) -> dict:
+    return {"axis": pick_axis(c, len(shape), allow_tuple=False) if shape else None,
+            "dtype": c.pick((None, None, None, "int8", "uint16", "int64", "float16", "float32", "float64"))}
+
+
+# in order, each step rounded to the result dtype as NumPy's accumulate does: bit for bit (integers wrap)
+_single("cumsum", lambda xs, p: np.cumsum(xs[0], axis=p["axis"], dtype=_acc(p)), _scan_params, "np.cumsum",
+        family="scan", domains=(MODERATE,))
+_single("method.cumsum", lambda xs, p: xs[0].cumsum(axis=p["axis"], dtype=_acc(p)), _scan_params, "x.cumsum",
+        family="scan", domains=(MODERATE,))
+_single("cumprod", lambda xs, p: np.cumprod(xs[0], axis=p["axis"], dtype=_acc(p)), _scan_params, "np.cumprod",
+        family="scan", domains=(PROD_DOMAIN,))
+_single("method.cumprod", lambda xs, p: xs[0].cumprod(axis=p["axis"], dtype=_acc(p)), _scan_params, "x.cumprod",
+        family="scan", domains=(PROD_DOMAIN,))
+
+
+_NORM_ORDERS = {"inf": np.inf, "-inf": -np.inf}
+
+
+def _norm_params(c: Chooser, shape) -> dict | None:
+    """The default norm of everything, a vector norm along one axis (any order NumPy has for
+    vectors), or a matrix norm over two axes (the orders that need no singular values)."""
+    nd = len(shape)
+    if nd == 0:
+        return None
+    form = c.pick(("all", "vector", "vector", "matrix")) if nd >= 2 else c.pick(("all", "vector"))
+    keepdims = c.pick((False, True))
+    if form == "all":
+        return {"ord": None, "axis": None, "keepdims": keepdims}
+    if form == "vector":
+        return {"ord": c.pick((None, 2, 1, "inf", "-inf", 0, 3, 0.5, -1.5)), "axis": c.integer(-nd, nd - 1),
+                "keepdims": keepdims}
+    row = c.integer(0, nd - 1)
+    col = c.pick([a for a in range(nd) if a != row])
+    return {"ord": c.pick((None, "fro", 1, -1, "inf", "-inf")), "axis": [row, col - nd * c.pick((0, 1))],
+            "keepdims": keepdims}
+
+
+def _norm(xs, p):
+    axis = tuple(p["axis"]) if isinstance(p["axis"], list) else p["axis"]
+    return np.linalg.norm(xs[0], ord=_NORM_ORDERS.get(p["ord"], p["ord"]), axis=axis, keepdims=p["keepdims"])
+
+
+def _norm_scale(xs, p):
+    return np.abs(_norm([np.abs(_as_float(xs[0]))], p)) * math.sqrt(max(np.size(xs[0]), 1))
+
+
+_single("linalg.norm", _norm, _norm_params, "np.linalg.norm", min_rank=1, family="norm", domains=(MODERATE,),
+        tolerance=REDUCTION, exact=False, scale=_norm_scale)
 
 
 def _arg_params(c, shape):

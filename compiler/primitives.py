@@ -30,6 +30,8 @@ _BINARY = {
     "bitwise_xor": {"i": "arith.xori", "u": "arith.xori", "b": "arith.xori"},
     "maximum": {"f": None, "i": "arith.maxsi", "u": "arith.maxui", "b": "arith.ori"},  # floats: _float_extremum
     "minimum": {"f": None, "i": "arith.minsi", "u": "arith.minui", "b": "arith.andi"},
+    "arctan2": {"f": "math.atan2"},
+    "copysign": {"f": "math.copysign"},
 }
 _COMPARE = {  # (float predicate, signed predicate, unsigned/bool predicate)
     "greater": ("ogt", "sgt", "ugt"),
@@ -249,6 +251,28 @@ def _integer_division(rb, name: str, a: str, b: str, compute) -> str:
     return rb.op(f"arith.select {by_zero}, {zero}, {result} : {t}")
 
 
+def _logaddexp(rb, name: str, x: str, y: str, compute) -> str:
+    """NumPy's npy_logaddexp (and npy_logaddexp2, in base 2): equal operands give x + log(2) (so
+    infinities of one sign need no exp), otherwise the larger plus log1p of exp of minus the gap;
+    a NaN gap is the result."""
+    t = dt.mlir_type(compute)
+    base2 = name == "logaddexp2"
+    gap = rb.op(f"arith.subf {x}, {y} : {t}")
+    x_larger = rb.op(f"arith.cmpf ogt, {gap}, {scalar_const(rb, 0.0, compute)} : {t}")
+    larger = rb.op(f"arith.select {x_larger}, {x}, {y} : {t}")
+    minus_gap = rb.op(f"arith.select {x_larger}, {rb.op(f'arith.negf {gap} : {t}')}, {gap} : {t}")
+    grown = rb.op(f"{'math.exp2' if base2 else 'math.exp'} {minus_gap} : {t}")
+    term = rb.op(f"math.log1p {grown} : {t}")
+    if base2:  # npy_log2_1p: log1p scaled by log2(e)
+        term = rb.op(f"arith.mulf {term}, {scalar_const(rb, np.log2(np.e), compute)} : {t}")
+    result = rb.op(f"arith.addf {larger}, {term} : {t}")
+    unordered = rb.op(f"arith.cmpf uno, {gap}, {gap} : {t}")
+    result = rb.op(f"arith.select {unordered}, {gap}, {result} : {t}")
+    same = rb.op(f"arith.cmpf oeq, {x}, {y} : {t}")
+    doubled = rb.op(f"arith.addf {x}, {scalar_const(rb, 1.0 if base2 else np.log(2.0), compute)} : {t}")
+    return rb.op(f"arith.select {same}, {doubled}, {result} : {t}")
+
+
 def _float_division(rb, name: str, a: str, b: str, compute) -> str:
     """NumPy's float ``floor_divide``/``remainder`` (its ``npy_divmod``: Python's convention built
     on C's ``fmod``, the quotient snapped to the nearest integer, signed zeros kept) and ``fmod``."""
@@ -313,6 +337,8 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
         if kind == "f":
             return rb.op(f"arith.cmpf {fpred}, {args[0]}, {args[1]} : {t}")
         return rb.op(f"arith.cmpi {spred if kind == 'i' else upred}, {args[0]}, {args[1]} : {t}")
+    if name in ("logaddexp", "logaddexp2"):
+        return _logaddexp(rb, name, args[0], args[1], compute)
     if name in _DIVISION:
         if kind == "f":
             return _float_division(rb, name, args[0], args[1], compute)
@@ -395,7 +421,8 @@ UFUNCS = {
     "sin": np.sin, "cos": np.cos, "exp2": np.exp2, "expm1": np.expm1, "log2": np.log2, "log10": np.log10,
     "log1p": np.log1p, "reciprocal": np.reciprocal, "sign": np.sign, "tan": np.tan, "arcsin": np.arcsin,
     "arccos": np.arccos, "arctan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "arcsinh": np.arcsinh,
-    "arccosh": np.arccosh, "arctanh": np.arctanh, "cbrt": np.cbrt, "rint": np.rint,
+    "arccosh": np.arccosh, "arctanh": np.arctanh, "cbrt": np.cbrt, "rint": np.rint, "arctan2": np.arctan2,
+    "copysign": np.copysign, "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2,
     "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "clip": np._core.umath.clip,
     "absolute": np.absolute, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
     "floor_divide": np.floor_divide, "remainder": np.remainder, "fmod": np.fmod,
@@ -423,7 +450,8 @@ def _lower_elementwise(em, node: Node, operands: list[str]) -> str:
 
 
 _LIBM = ("exp", "tanh", "log", "power", "sin", "cos", "exp2", "expm1", "log2", "log10", "log1p", "tan", "arcsin",
-         "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "cbrt")
+         "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "cbrt", "arctan2", "logaddexp",
+         "logaddexp2")
 
 for _name in list(UFUNCS) + ["where", "cast"]:
     primitive(_name, _eval_elementwise, _lower_elementwise, "libm" if _name in _LIBM else "exact")
@@ -447,6 +475,9 @@ primitive("reduce_any", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
 primitive("reduce_all", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
 primitive("argmax", lambda n, v: np.argmax(v[0], axis=n.attrs["axis"]), lambda em, n, ops: em.arg_reduce(n, ops[0]))
 primitive("argmin", lambda n, v: np.argmin(v[0], axis=n.attrs["axis"]), lambda em, n, ops: em.arg_reduce(n, ops[0]))
+# running sums and products along one axis, in order, each step rounded to the result's dtype
+primitive("cumsum", lambda n, v: np.cumsum(v[0], axis=n.attrs["axis"], dtype=n.dtype), lambda em, n, ops: em.scan(n, ops[0]))
+primitive("cumprod", lambda n, v: np.cumprod(v[0], axis=n.attrs["axis"], dtype=n.dtype), lambda em, n, ops: em.scan(n, ops[0]))
 primitive("matmul", lambda n, v: np.matmul(v[0], v[1]), lambda em, n, ops: em.matmul(n, ops), "accumulates")
 primitive("reshape", lambda n, v: np.reshape(v[0], n.shape), lambda em, n, ops: em.reshape(ops[0], n.inputs[0], n.shape, n.loc))
 primitive("transpose", lambda n, v: np.transpose(v[0], n.attrs["perm"]).copy(), lambda em, n, ops: em.transpose(n, ops[0]))
@@ -780,6 +811,18 @@ def reduce(kind: str, x: Node, axis, keepdims: bool, what: str, dtype=None) -> N
     if keepdims:
         r = reshape(r, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
     return r
+
+
+def scan(kind: str, x: Node, axis, dtype, what: str) -> Node:
+    """np.cumsum/np.cumprod (``kind`` "cumsum"/"cumprod"): NumPy's add/multiply.accumulate, the operand
+    converted to the result dtype first (NumPy's choice: that of np.sum, so small integers and bool
+    run in int64, unless ``dtype`` says otherwise); ``axis`` None scans the flattened array."""
+    out = np.cumsum(np.zeros(1, x.dtype), dtype=dtype).dtype  # NumPy's choice, asked
+    dt.check_supported(out, what)
+    if axis is None:
+        x, axis = reshape(x, (x.size,)), 0
+    (axis,) = normalize_axes(axis, x.ndim, what)
+    return _make(kind, [cast(x, out)], x.shape, out, axis=axis)
 
 
 def arg_reduce(kind: str, x: Node, axis, keepdims: bool, what: str) -> Node:

@@ -207,7 +207,7 @@ class Tensor:
         _function_method("round", "round_")
     take, squeeze, swapaxes, ravel = (_function_method("take"), _function_method("squeeze"),
                                       _function_method("swapaxes"), _function_method("ravel"))
-    dot = _function_method("dot")
+    dot, cumsum, cumprod = _function_method("dot"), _function_method("cumsum"), _function_method("cumprod")
     del _function_method
 
     def flatten(self, order="C"):

@@ -173,13 +173,14 @@ def _problems(info, operands, params, expected, got) -> list[str]:
 
 
 def _float32_accumulation(info, operands, params, expected):
-    """For a float16 reduction, matmul or contraction: NumPy's result computed in float32 and rounded once to
+    """For a float16 result of an op that sums (one with an error ``scale``: reductions, matmuls,
+    contractions, norms): NumPy's result computed in float32 and rounded once to
     float16, which is what the compiler promises (see ``compiler.dtypes.arithmetic_type``). NumPy's
     own float16 reduction does that along a contiguous axis but rounds after every step along any
     other, where an intermediate can underflow or overflow that the float32 sum never meets; either
     answer is accepted. None for other ops."""
     half = np.dtype(np.float16)
-    if info.family not in ("reduction", "matmul", "contraction") or all(np.asarray(e).dtype != half for e in flatten(expected)):
+    if info.scale is None or all(np.asarray(e).dtype != half for e in flatten(expected)):
         return None
     wide = [np.asarray(x, np.float32) if np.asarray(x).dtype == half else x for x in operands]
     wide_params = {k: ("float32" if k == "dtype" and v == "float16" else v) for k, v in params.items()}
