@@ -32,6 +32,8 @@ def _operand(x):
 
 
 def apply_ufunc(ufunc, method, inputs, kwargs):
+    if method in _UFUNC_METHODS:
+        return _UFUNC_METHODS[method](ufunc, *inputs, **kwargs)
     if method != "__call__":
         raise NotImplementedError(f"np.{ufunc.__name__}.{method} is not supported by the compiler")
     unsupported = {k: v for k, v in kwargs.items() if not (k in ("out", "where", "dtype", "casting", "order", "subok") and v is None)}
@@ -58,6 +60,40 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
     if name is None:
         raise NotImplementedError(f"np.{ufunc.__name__} is not supported by the compiler")
     return Tensor(P.elementwise(name, [_operand(x) for x in inputs]), scalar=True)
+
+
+# ufunc methods: the ones NumPy's own functions are (np.sum is np.add.reduce, np.cumsum
+# np.add.accumulate), with the methods' defaults (axis 0)
+
+
+def _ufunc_reduce(ufunc, a, axis=0, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True):
+    same = {np.add: sum_, np.multiply: prod, np.maximum: amax, np.minimum: amin, np.logical_and: all_,
+            np.logical_or: any_}.get(ufunc)
+    if same is None:
+        raise NotImplementedError(f"np.{ufunc.__name__}.reduce is not supported by the compiler")
+    extras = [k for k, v in (("dtype", dtype if ufunc not in (np.add, np.multiply) else None), ("out", out),
+                             ("initial", None if initial is np._NoValue else initial),
+                             ("where", None if where is True else where)) if v is not None]
+    if extras:
+        raise NotImplementedError(f"np.{ufunc.__name__}.reduce: arguments {extras} are not supported by the compiler")
+    kwargs = {"dtype": dtype} if ufunc in (np.add, np.multiply) else {}
+    return same(a, axis=axis, keepdims=keepdims, **kwargs)
+
+
+def _ufunc_accumulate(ufunc, a, axis=0, dtype=None, out=None):
+    same = {np.add: cumsum, np.multiply: cumprod}.get(ufunc)
+    if same is None:
+        raise NotImplementedError(f"np.{ufunc.__name__}.accumulate is not supported by the compiler")
+    return same(a, axis=axis, dtype=dtype, out=out)
+
+
+def _ufunc_outer(ufunc, a, b, **kwargs):
+    """Every element of a against every one of b: a's axes, then b's (operands as arrays, so strong)."""
+    x, y = _node(a), _node(b)
+    return apply_ufunc(ufunc, "__call__", (Tensor(P.reshape(x, x.shape + (1,) * y.ndim)), Tensor(y)), kwargs)
+
+
+_UFUNC_METHODS = {"reduce": _ufunc_reduce, "accumulate": _ufunc_accumulate, "outer": _ufunc_outer}
 
 
 # --------------------------------------------------------------------------- reductions
@@ -675,6 +711,148 @@ def _einsum_pair(la, a, lb, b, keep: set, sizes: dict):
     return labels, P.reshape(P.matmul(a3, b3), tuple(sizes[c] for c in labels))
 
 
+# --------------------------------------------------------------------------- rearranging
+# NumPy's definitions in terms of slices, concatenation and gathers; index arrays NumPy itself
+# computes (np.repeat, np.tile, np.pad of np.arange), so its rules and its errors are its own
+
+
+def _tensor(a) -> Tensor:
+    return a if isinstance(a, Tensor) else Tensor(_node(a))
+
+
+def flip(m, axis=None):
+    x = _tensor(m)
+    axes = P.normalize_axes(axis, x.ndim, "np.flip")
+    return x[tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(x.ndim))]  # a view
+
+
+def fliplr(m):
+    x = _tensor(m)
+    if x.ndim < 2:
+        raise ValueError("Input must be >= 2-d.")
+    return x[:, ::-1]
+
+
+def flipud(m):
+    x = _tensor(m)
+    if x.ndim < 1:
+        raise ValueError("Input must be >= 1-d.")
+    return x[::-1, ...]
+
+
+def roll(a, shift, axis=None):
+    x = _tensor(a)
+    if axis is None:
+        return Tensor(P.reshape(roll(x.ravel(), shift, 0).node, x.shape))
+    axes = [P.normalize_axes(ax, x.ndim, "np.roll")[0] for ax in np.atleast_1d(np.asarray(axis)).tolist()]
+    pairs = np.broadcast(np.asarray(shift), np.asarray(axes))
+    if pairs.nd > 1:
+        raise ValueError("'shift' and 'axis' should be scalars or 1D sequences")
+    shifts = {}
+    for sh, ax in pairs:
+        shifts[int(ax)] = shifts.get(int(ax), 0) + operator.index(sh)
+    node = x.node
+    for ax, sh in shifts.items():
+        n = node.shape[ax]
+        if n and sh % n:
+            k = n - sh % n  # the first k elements move to the end
+            starts, sizes, steps = [0] * node.ndim, list(node.shape), [1] * node.ndim
+            head = P.slice_(node, starts, sizes[:ax] + [k] + sizes[ax + 1:], steps)
+            tail = P.slice_(node, starts[:ax] + [k] + starts[ax + 1:], sizes[:ax] + [n - k] + sizes[ax + 1:], steps)
+            node = P.concat([tail, head], ax)
+    return Tensor(node)
+
+
+def repeat(a, repeats, axis=None):
+    x = _node(a)
+    if isinstance(repeats, Tensor):
+        raise NotImplementedError("np.repeat: repeats computed in the traced function decide the result's shape; "
+                                  "pass them as constants")
+    if axis is None:
+        x, axis = P.reshape(x, (x.size,)), 0
+    axis = P.normalize_axes(axis, x.ndim, "np.repeat")[0]
+    index = np.repeat(np.arange(x.shape[axis]), repeats)  # NumPy's own rules (and errors) for repeats
+    return Tensor(P.gather(x, const_node(index), axis))
+
+
+def tile(A, reps):
+    x = _node(A)
+    reps = tuple(reps) if np.iterable(reps) else (reps,)
+    reps = tuple(operator.index(r) for r in reps)
+    if x.ndim < len(reps):
+        x = P.reshape(x, (1,) * (len(reps) - x.ndim) + x.shape)
+    reps = (1,) * (x.ndim - len(reps)) + reps
+    for axis, r in enumerate(reps):
+        if r != 1:
+            x = P.gather(x, const_node(np.tile(np.arange(x.shape[axis]), r)), axis)
+    return Tensor(x)
+
+
+def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
+    """NumPy's np.diff, line for line, on traced arrays."""
+    if n == 0:
+        return a
+    if n < 0:
+        raise ValueError("order must be non-negative but got " + repr(n))
+    x = _tensor(a)
+    if x.ndim == 0:
+        raise ValueError("diff requires input that is at least one dimensional")
+    axis = P.normalize_axes(axis, x.ndim, "np.diff")[0]
+    combined = []
+    for extra in (prepend, None, append):
+        if extra is None:
+            combined.append(x)
+        elif extra is not np._NoValue:
+            extra = _tensor(extra)
+            if extra.ndim == 0:
+                extra = np.broadcast_to(extra, x.shape[:axis] + (1,) + x.shape[axis + 1:])
+            combined.append(extra)
+    if len(combined) > 1:
+        x = np.concatenate(combined, axis)
+    later = tuple(slice(1, None) if i == axis else slice(None) for i in range(x.ndim))
+    earlier = tuple(slice(None, -1) if i == axis else slice(None) for i in range(x.ndim))
+    op = np.not_equal if x.dtype == np.bool_ else np.subtract
+    for _ in range(n):
+        x = op(x[later], x[earlier])
+    return x
+
+
+_PAD_BY_INDEX = ("edge", "wrap", "reflect", "symmetric")
+
+
+def pad(array, pad_width, mode="constant", **kwargs):
+    """np.pad's constant mode by concatenation, and the modes that only copy elements (edge, wrap,
+    reflect, symmetric) as a gather whose indices are np.pad of np.arange in that mode."""
+    x = _node(array)
+    if isinstance(pad_width, Tensor):
+        raise NotImplementedError("np.pad: pad widths computed in the traced function decide the result's shape")
+    widths = np.asarray(pad_width)
+    if widths.dtype.kind != "i":
+        raise TypeError("`pad_width` must be of integral type.")
+    widths = np.broadcast_to(widths, (x.ndim, 2))  # one width, (before, after), or a pair per axis
+    if (widths < 0).any():
+        raise ValueError("index can't contain negative values")
+    if mode == "constant":
+        unknown = set(kwargs) - {"constant_values"}
+        if unknown:
+            raise ValueError(f"unsupported keyword arguments for mode 'constant': {unknown}")
+        values = np.broadcast_to(np.asarray(kwargs.get("constant_values", 0)), (x.ndim, 2))
+        for axis, ((before, after), (v_before, v_after)) in enumerate(zip(widths.tolist(), values.tolist())):
+            def band(width, v, axis=axis):  # the padding on one side: the value, in the array's dtype
+                return const_node(np.full(x.shape[:axis] + (width,) + x.shape[axis + 1:], np.asarray(v).astype(x.dtype)))
+            parts = ([band(before, v_before)] if before else []) + [x] + ([band(after, v_after)] if after else [])
+            x = P.concat(parts, axis) if len(parts) > 1 else x
+        return Tensor(x)
+    if mode in _PAD_BY_INDEX and kwargs.get("reflect_type", "even") == "even":  # "odd" computes new values
+        for axis, (before, after) in enumerate(widths.tolist()):
+            if before or after:
+                index = np.pad(np.arange(x.shape[axis]), (before, after), mode=mode, **kwargs)
+                x = P.gather(x, const_node(index), axis)
+        return Tensor(x)
+    raise NotImplementedError(f"np.pad: mode {mode!r}{' with ' + repr(kwargs) if kwargs else ''} is not supported "
+                              f"by the compiler (constant, and {', '.join(_PAD_BY_INDEX)} with reflect_type 'even', are)")
+
+
 def shape(a):
     return _node(a).shape
 
@@ -689,7 +867,9 @@ def size(a, axis=None):
 
 
 FUNCTIONS = {
-    np.sum: sum_, np.prod: prod, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var, np.std: std, np.cumsum: cumsum, np.cumprod: cumprod, np.linalg.norm: linalg_norm, np.round: round_, np.around: round_,
+    np.sum: sum_, np.prod: prod, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var, np.std: std, np.cumsum: cumsum, np.cumprod: cumprod, np.linalg.norm: linalg_norm,
+    np.flip: flip, np.fliplr: fliplr, np.flipud: flipud, np.roll: roll, np.repeat: repeat, np.tile: tile, np.diff: diff,
+    np.pad: pad, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

@@ -846,6 +846,123 @@ def _swapaxes_params(c, shape):
 
 
 _single("swapaxes", lambda xs, p: np.swapaxes(xs[0], p["a"], p["b"]), _swapaxes_params, "np.swapaxes")
+
+
+# rearranging: np.flip and np.roll by slices, np.repeat, np.tile and np.pad by gathers of indices
+# NumPy computes, np.diff by NumPy's own code
+
+
+def _flip_params(c, shape):
+    nd = len(shape)
+    options = [None] + ([c.integer(-nd, nd - 1), [a for a in range(nd) if c.pick((0, 1))]] if nd else [])
+    return {"axis": c.pick(options)}
+
+
+def _roll_params(c, shape):
+    nd = len(shape)
+    if not nd or c.pick((0, 1)):
+        return {"shift": c.integer(-9, 9), "axis": None}
+    axes = [c.integer(-nd, nd - 1) for _ in range(c.integer(1, 2))]
+    shifts = [c.integer(-9, 9) for _ in axes] if c.pick((0, 1)) else c.integer(-9, 9)
+    return {"shift": shifts, "axis": axes if len(axes) > 1 or c.pick((0, 1)) else axes[0]}
+
+
+def _repeat_params(c, shape):
+    nd = len(shape)
+    if not nd or c.pick((0, 0, 1)):
+        return {"repeats": c.integer(0, 3), "axis": None}
+    axis = c.integer(-nd, nd - 1)
+    n = shape[axis]
+    return {"repeats": c.pick((c.integer(0, 3), [c.integer(0, 3) for _ in range(n)])), "axis": axis}
+
+
+def _tile_params(c, shape):
+    return {"reps": c.pick((c.integer(0, 3), [c.integer(1, 3) for _ in range(c.integer(1, len(shape) + 1))]))}
+
+
+def _diff_params(c, shape):
+    nd = len(shape)
+    if not nd:
+        return None
+    return {"n": c.pick((1, 1, 2, 0)), "axis": c.integer(-nd, nd - 1), "prepend": c.pick((None, None, 0, 1.5))}
+
+
+def _pad_params(c, shape):
+    nd = len(shape)
+    mode = c.pick(("constant", "constant", "edge", "wrap", "reflect", "symmetric"))
+    if mode != "constant" and 0 in shape:
+        mode = "constant"  # NumPy refuses to extend an empty axis in the other modes
+    width = c.pick((c.integer(0, 3), [c.integer(0, 3), c.integer(0, 3)], [[c.integer(0, 3), c.integer(0, 3)] for _ in range(nd)]))
+    p = {"pad_width": width, "mode": mode}
+    if mode == "constant" and c.pick((0, 1)):
+        p["constant_values"] = c.pick((0, -1, 2.5, 7))
+    return p
+
+
+_single("flip", lambda xs, p: np.flip(xs[0], tuple(p["axis"]) if isinstance(p["axis"], list) else p["axis"]),
+        _flip_params, "np.flip")
+_single("fliplr", lambda xs, p: np.fliplr(xs[0]), lambda c, s: {}, "np.fliplr", min_rank=2)
+_single("flipud", lambda xs, p: np.flipud(xs[0]), lambda c, s: {}, "np.flipud", min_rank=1)
+_single("roll", lambda xs, p: np.roll(xs[0], p["shift"], p["axis"]), _roll_params, "np.roll")
+_single("repeat", lambda xs, p: np.repeat(xs[0], p["repeats"], p["axis"]), _repeat_params, "np.repeat")
+_single("method.repeat", lambda xs, p: xs[0].repeat(p["repeats"], p["axis"]), _repeat_params, "x.repeat")
+_single("tile", lambda xs, p: np.tile(xs[0], p["reps"]), _tile_params, "np.tile", max_rank=3)
+_single("diff", lambda xs, p: np.diff(xs[0], n=p["n"], axis=p["axis"],
+                                      **({} if p["prepend"] is None else {"prepend": p["prepend"]})),
+        _diff_params, "np.diff", min_rank=1, exact=True)
+_single("pad", lambda xs, p: np.pad(xs[0], p["pad_width"], p["mode"],
+                                    **({"constant_values": p["constant_values"]} if "constant_values" in p else {})),
+        _pad_params, "np.pad", max_rank=3)
+
+
+# ufunc methods: the reductions and accumulations NumPy's own functions are, and outer products
+_REDUCING_UFUNCS = {"add": ALL, "multiply": ALL, "maximum": ALL, "minimum": ALL, "logical_and": ALL, "logical_or": ALL}
+
+
+def _ufunc_reduce_params(c, shape):
+    return {"axis": pick_axis(c, len(shape)) if c.pick((0, 1)) else 0, "keepdims": c.pick((False, True))} \
+        if shape else {"axis": None, "keepdims": False}
+
+
+def _ufunc_reduce_call(name):
+    def call(xs, p):
+        axis = tuple(p["axis"]) if isinstance(p["axis"], list) else p["axis"]
+        return getattr(np, name).reduce(xs[0], axis=axis, keepdims=p["keepdims"])
+    return call
+
+
+for _name, _dtypes in _REDUCING_UFUNCS.items():
+    _summing = _name in ("add", "multiply")
+    _single(f"{_name}.reduce", _ufunc_reduce_call(_name), _ufunc_reduce_params, f"np.{_name}.reduce", dtypes=_dtypes,
+            family="reduction" if _summing else "ufunc_method",
+            domains=((MODERATE if _name == "add" else PROD_DOMAIN),) if _summing else (ANY,),
+            tolerance=REDUCTION if _summing else EXACT, exact=not _summing,
+            scale=(lambda xs, p, n=_name: _ufunc_reduce_scale(n, xs, p)) if _summing else None)
+
+
+def _ufunc_reduce_scale(name, xs, p):
+    axis = tuple(p["axis"]) if isinstance(p["axis"], list) else p["axis"]
+    params = {"axis": axis, "keepdims": p["keepdims"]}
+    return (_sum_scale if name == "add" else _prod_scale)(xs, params)
+
+
+def _accumulate_params(c, shape):
+    return {"axis": c.integer(-len(shape), len(shape) - 1)} if shape else None
+
+
+_single("add.accumulate", lambda xs, p: np.add.accumulate(xs[0], axis=p["axis"]), _accumulate_params,
+        "np.add.accumulate", min_rank=1, family="scan", domains=(MODERATE,))
+_single("multiply.accumulate", lambda xs, p: np.multiply.accumulate(xs[0], axis=p["axis"]), _accumulate_params,
+        "np.multiply.accumulate", min_rank=1, family="scan", domains=(PROD_DOMAIN,))
+
+
+def _outer_ufunc_sample(c: Chooser) -> Call:
+    shapes = tuple(tuple(c.pick(DIMS[:5]) for _ in range(c.integer(0, 2))) for _ in range(2))
+    return Call(shapes, params={"ufunc": c.pick(("add", "subtract", "multiply", "maximum", "greater", "logaddexp"))})
+
+
+register(OpInfo("ufunc.outer", lambda xs, p: getattr(np, p["ufunc"]).outer(xs[0], xs[1]), 2, ALL, "elementwise_outer",
+                _outer_ufunc_sample, tolerance=TRANSCENDENTAL, exact=False, numpy_name="np.<ufunc>.outer"))
 _single("method.swapaxes", lambda xs, p: xs[0].swapaxes(p["a"], p["b"]), _swapaxes_params, "x.swapaxes")
 _single("ravel", lambda xs, p: np.ravel(xs[0]), lambda c, s: {}, "np.ravel")
 _single("method.ravel", lambda xs, p: xs[0].ravel(), lambda c, s: {}, "x.ravel")

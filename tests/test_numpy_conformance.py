@@ -116,6 +116,18 @@ AGREES = {
     "np.around to tens": (lambda a: np.around(a * 37, -1), X), "np.round of float16": (lambda a: np.round(a, 1), X / 7),
     "np.std of ints, a scalar into an int dtype": (lambda a: np.std(a, dtype=np.int64), np.arange(7)),
     "x.std with ddof": (lambda a: a.std(axis=0, ddof=1), X),
+    "np.flip of a 0-d array": (lambda a: np.flip(a), Z), "np.roll of a 0-d array": (lambda a: np.roll(a, 3), Z),
+    "np.roll by a whole turn": (lambda a: np.roll(a, 6, axis=None), X), "np.tile by zero": (lambda a: np.tile(a, 0), X),
+    "np.repeat with zero repeats": (lambda a: np.repeat(a, [0, 2], axis=0), X),
+    "np.diff of order 0 (the array itself)": (lambda a: np.diff(a, n=0), X),
+    "np.diff of bools (not_equal)": (lambda a: np.diff(a, axis=0), B),
+    "np.pad of an empty axis": (lambda a: np.pad(a[:, :0], 1, constant_values=3), X),
+    "np.pad of ints with a float value (cast)": (lambda a: np.pad(a, (1, 0), constant_values=2.7), np.arange(3)),
+    "np.add.reduce of int8 (to int64, like np.sum)": (lambda a: np.add.reduce(a.astype(np.int8)), X),
+    "np.maximum.reduce over all axes": (lambda a: np.maximum.reduce(a, axis=None), X),
+    "np.logical_and.reduce of floats": (lambda a: np.logical_and.reduce(a), X),
+    "np.add.outer with a Python int (strong)": (lambda a: np.add.outer(a.astype(np.float32), 2), V),
+    "np.multiply.accumulate": (lambda a: np.multiply.accumulate(a, axis=1), X),
     "bool np.dot": (lambda a: np.dot(a, a), B), "int8 np.dot uint8": (lambda a: np.dot(a, np.ones(2, np.uint8)), B.astype(np.int8)),
 }
 
@@ -151,6 +163,15 @@ REFUSED = {
     "np.vdot of unequal sizes": (lambda a: np.vdot(a, V), X),
     "np.std into an int dtype, by axis (sqrt in place)": (lambda a: np.std(a, axis=0, dtype=np.int32), np.arange(6).reshape(2, 3)),
     "np.round of bools to a decimal": (lambda a: np.round(a, 1), B),
+    "np.repeat with negative repeats": (lambda a: np.repeat(a, -1), X),
+    "np.repeat with a repeat per element of another axis": (lambda a: np.repeat(a, [1, 2, 3], axis=0), X),
+    "np.pad by a negative width": (lambda a: np.pad(a, -1), X),
+    "np.pad by a float width": (lambda a: np.pad(a, 1.0), X),
+    "np.pad, an empty axis extended by edge": (lambda a: np.pad(a[:, :0], 1, mode="edge"), X),
+    "np.fliplr of a vector": (lambda a: np.fliplr(a), V),
+    "np.diff of a negative order": (lambda a: np.diff(a, n=-1), X),
+    "np.roll with a 2-d shift": (lambda a: np.roll(a, [[1]], axis=0), X),
+    "np.maximum.reduce of an empty axis": (lambda a: np.maximum.reduce(a[:0]), X),
     "np.einsum of unequal lengths": (lambda a: np.einsum("ij,jk", a, a), X),
     "np.einsum with too few subscripts": (lambda a: np.einsum("i", a), X),
     "np.einsum with an output label never used": (lambda a: np.einsum("ij->k", a), X),
@@ -187,3 +208,15 @@ def test_einsum_diagonals_are_refused_by_name():
     assert np.einsum("ii->i", np.eye(2)).tolist() == [1.0, 1.0]  # NumPy has them
     with pytest.raises(NotImplementedError, match=r"np.einsum 'ii->i': a label repeated within one operand"):
         jit(lambda a: np.einsum("ii->i", a))(np.eye(2))
+
+
+def test_flips_are_views_as_in_numpy():
+    """np.flip/fliplr/flipud return views in NumPy: an update through one is refused, as any view's."""
+    def through_flip(a):
+        f = np.flip(a, 0)
+        f += 1
+        return f
+
+    assert np.shares_memory(np.flip(X, 0), X)
+    with pytest.raises(NotImplementedError, match=r"in-place '\+=' on a view"):
+        jit(through_flip)(X.copy())
