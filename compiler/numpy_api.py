@@ -6,6 +6,7 @@ not listed raises ``NotImplementedError`` naming the function at trace time."""
 from __future__ import annotations
 
 import operator
+import string
 
 import numpy as np
 
@@ -619,13 +620,13 @@ def _einsum_labels(subscripts: str, nodes) -> tuple[list[list[str]], list[str]]:
     ellipsis_ndim = 0
     for part, n in zip(parts, nodes):
         named = part.replace("...", "")
-        if not all(ch.isalpha() for ch in named) or part.count("...") > 1:
+        if not all(ch in string.ascii_letters for ch in named) or part.count("...") > 1:
             raise ValueError(f"np.einsum: invalid subscripts {part!r} (letters and one '...')")
         extra = n.ndim - len(named)
         if extra < 0 or (extra > 0 and "..." not in part):
             raise ValueError(f"np.einsum: subscripts {part!r} do not match an operand of {n.ndim} dimensions")
         ellipsis_ndim = max(ellipsis_ndim, extra)
-    broadcast = [chr(0x3B1 + i) for i in range(ellipsis_ndim)]  # Greek letters: never a user's label
+    broadcast = [chr(0x3B1 + i) for i in range(ellipsis_ndim)]  # Greek letters: never a user's (ASCII) label
 
     def expand(part: str, ndim: int) -> list[str]:
         head, dots, tail = part.partition("...")
@@ -635,7 +636,7 @@ def _einsum_labels(subscripts: str, nodes) -> tuple[list[list[str]], list[str]]:
 
     labels = [expand(part, n.ndim) for part, n in zip(parts, nodes)]
     if arrow:
-        if not all(ch.isalpha() for ch in out.replace("...", "")):
+        if not all(ch in string.ascii_letters for ch in out.replace("...", "")):
             raise ValueError(f"np.einsum: invalid output subscripts {out!r}")
         output = expand(out, len(out.replace("...", "")) + (ellipsis_ndim if "..." in out else 0))
         used = {c for lab in labels for c in lab}
