@@ -249,6 +249,29 @@ def _max_from_zero(x: Tensor, axis, keepdims: bool):
     return x.max(axis=axis, keepdims=keepdims)
 
 
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """NumPy's: NaN and the infinities replaced in floats (by values converted into the array's dtype;
+    the infinities by default by the dtype's extremes); other dtypes returned as they are."""
+    if not copy:
+        raise NotImplementedError("np.nan_to_num with copy=False updates its argument in place, which the compiler "
+                                  "does not model; use the returned array")
+    t = _tensor(x)
+    if t.dtype.kind != "f":  # a 0-d result is a NumPy scalar, as NumPy's x[()]
+        return Tensor(t.node, scalar=True)
+    info, x = np.finfo(t.dtype), t.node
+    infinite = P.elementwise("isinf", [x])
+    positive = P.elementwise("greater", [x, dt.Weak(0)])
+    node = x
+    for hit, value in ((P.elementwise("isnan", [x]), nan),
+                       (P.elementwise("logical_and", [infinite, positive]), info.max if posinf is None else posinf),
+                       (P.elementwise("logical_and", [infinite, P.elementwise("logical_not", [positive])]),
+                        info.min if neginf is None else neginf)):
+        with np.errstate(over="ignore"):  # a replacement beyond float16's range is inf, as NumPy's copyto makes it
+            replacement = const_node(np.asarray(value).astype(t.dtype))
+        node = P.where(hit, replacement, node)
+    return Tensor(node, scalar=True)
+
+
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None, correction=None):
     """NumPy's _std: the square root of its _var, in var's dtype -- in place on an array (so an integer
     ``dtype`` is refused as NumPy refuses it), converted into that type for a scalar."""
@@ -870,7 +893,7 @@ def size(a, axis=None):
 FUNCTIONS = {
     np.sum: sum_, np.prod: prod, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var, np.std: std, np.cumsum: cumsum, np.cumprod: cumprod, np.linalg.norm: linalg_norm,
     np.flip: flip, np.fliplr: fliplr, np.flipud: flipud, np.roll: roll, np.repeat: repeat, np.tile: tile, np.diff: diff,
-    np.pad: pad, np.round: round_, np.around: round_,
+    np.pad: pad, np.nan_to_num: nan_to_num, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

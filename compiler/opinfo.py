@@ -299,6 +299,11 @@ _UNARY = {
     "arctanh": (np.arctanh, Domain(lo=-1.0, hi=1.0), TRANSCENDENTAL, False),
     "cbrt": (np.cbrt, ANY, TRANSCENDENTAL, False),
     "rint": (np.rint, ANY, EXACT, True),   # ties to even
+    # a product with NumPy's own constant for the loop's precision: bit for bit
+    "deg2rad": (np.deg2rad, ANY, EXACT, True),
+    "rad2deg": (np.rad2deg, ANY, EXACT, True),
+    "radians": (np.radians, ANY, EXACT, True),
+    "degrees": (np.degrees, ANY, EXACT, True),
     # integers: C's 1.0 / x converted back, so 0 gives what the conversion of inf gives (see astype)
     "reciprocal": (np.reciprocal, ANY, EXACT, True),
     "sign": (np.sign, ANY, EXACT, True),
@@ -368,6 +373,8 @@ _BINARY = {
     "copysign": (np.copysign, None, ALL, (ANY,), EXACT, True),
     "logaddexp": (np.logaddexp, None, ALL, (ANY,), TRANSCENDENTAL, False),
     "logaddexp2": (np.logaddexp2, None, ALL, (ANY,), TRANSCENDENTAL, False),
+    "heaviside": (np.heaviside, None, ALL, (ANY,), EXACT, True),
+    "float_power": (np.float_power, None, ALL, (ANY, EXPONENT), TRANSCENDENTAL, False),
 }
 
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**", "gt": ">", "ge": ">=", "lt": "<",
@@ -846,6 +853,13 @@ def _swapaxes_params(c, shape):
 
 
 _single("swapaxes", lambda xs, p: np.swapaxes(xs[0], p["a"], p["b"]), _swapaxes_params, "np.swapaxes")
+
+
+def _nan_to_num_params(c, shape):
+    return c.pick(({}, {}, {"nan": c.pick((-1.0, 2.5)), "posinf": c.pick((None, 1e4, 7)), "neginf": c.pick((None, -3))}))
+
+
+_single("nan_to_num", lambda xs, p: np.nan_to_num(xs[0], **p), _nan_to_num_params, "np.nan_to_num", family="elementwise")
 
 
 # rearranging: np.flip and np.roll by slices, np.repeat, np.tile and np.pad by gathers of indices

@@ -273,6 +273,26 @@ def _logaddexp(rb, name: str, x: str, y: str, compute) -> str:
     return rb.op(f"arith.select {same}, {doubled}, {result} : {t}")
 
 
+def _heaviside(rb, x: str, h0: str, compute) -> str:
+    """NumPy's npy_heaviside: NaN for NaN, ``h0`` at zero (either sign), 0 below, 1 above."""
+    t = dt.mlir_type(compute)
+    zero, one = scalar_const(rb, 0.0, compute), scalar_const(rb, 1.0, compute)
+    r = rb.op(f"arith.select {rb.op(f'arith.cmpf olt, {x}, {zero} : {t}')}, {zero}, {one} : {t}")
+    r = rb.op(f"arith.select {rb.op(f'arith.cmpf oeq, {x}, {zero} : {t}')}, {h0}, {r} : {t}")
+    return rb.op(f"arith.select {rb.op(f'arith.cmpf uno, {x}, {x} : {t}')}, {x}, {r} : {t}")
+
+
+# NumPy's npy_deg2rad/npy_rad2deg multiply by a constant its C compiler folds in the loop's own precision:
+# NPY_PI / 180 in double, NPY_PIf / 180.0f in float (float16 loops compute in float)
+_ANGLE_FACTORS = {"deg2rad": lambda pi, d: pi / d(180), "rad2deg": lambda pi, d: d(180) / pi}
+_ANGLE_FACTORS.update(radians=_ANGLE_FACTORS["deg2rad"], degrees=_ANGLE_FACTORS["rad2deg"])
+
+
+def _angle_factor(name: str, compute) -> float:
+    d = np.dtype(compute).type
+    return _ANGLE_FACTORS[name](d(np.pi), d)
+
+
 def _float_division(rb, name: str, a: str, b: str, compute) -> str:
     """NumPy's float ``floor_divide``/``remainder`` (its ``npy_divmod``: Python's convention built
     on C's ``fmod``, the quotient snapped to the nearest integer, signed zeros kept) and ``fmod``."""
@@ -306,6 +326,8 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
                        half: bool = False) -> str:
     """One element of ufunc ``name`` computed in ``compute``; ``half``: NumPy's loop is float16's,
     computed here in float32 (``dt.arithmetic_type``), which differs in how it breaks ties."""
+    if name == "float_power":  # NumPy's loops are float64 (and complex) only: a power in the loop's type
+        name = "power"
     if (name in _COMPARE and operand_dtypes is not None and len(operand_dtypes) == 2
             and {_kind(d) for d in operand_dtypes} == {"i", "u"}):
         return _mixed_sign_compare(rb, name, args, operand_dtypes)
@@ -339,6 +361,10 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
         return rb.op(f"arith.cmpi {spred if kind == 'i' else upred}, {args[0]}, {args[1]} : {t}")
     if name in ("logaddexp", "logaddexp2"):
         return _logaddexp(rb, name, args[0], args[1], compute)
+    if name == "heaviside":
+        return _heaviside(rb, args[0], args[1], compute)
+    if name in _ANGLE_FACTORS:
+        return rb.op(f"arith.mulf {args[0]}, {scalar_const(rb, _angle_factor(name, compute), compute)} : {t}")
     if name in _DIVISION:
         if kind == "f":
             return _float_division(rb, name, args[0], args[1], compute)
@@ -422,7 +448,9 @@ UFUNCS = {
     "log1p": np.log1p, "reciprocal": np.reciprocal, "sign": np.sign, "tan": np.tan, "arcsin": np.arcsin,
     "arccos": np.arccos, "arctan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "arcsinh": np.arcsinh,
     "arccosh": np.arccosh, "arctanh": np.arctanh, "cbrt": np.cbrt, "rint": np.rint, "arctan2": np.arctan2,
-    "copysign": np.copysign, "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2,
+    "copysign": np.copysign, "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2, "heaviside": np.heaviside,
+    "deg2rad": np.deg2rad, "rad2deg": np.rad2deg, "radians": np.radians, "degrees": np.degrees,
+    "float_power": np.float_power,
     "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "clip": np._core.umath.clip,
     "absolute": np.absolute, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
     "floor_divide": np.floor_divide, "remainder": np.remainder, "fmod": np.fmod,

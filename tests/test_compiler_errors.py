@@ -231,10 +231,12 @@ def test_non_integer_indices():
     (lambda x: np.linalg.norm(x, ord=2), r"np.linalg.norm: ord=2 needs singular values"),
     (lambda x: np.linalg.inv(x[:, :3]), "np.linalg.inv"),
     (lambda x: np.einsum("ii->i", x[:, :3]), "np.einsum 'ii->i': a label repeated within one operand"),
-    (lambda x: np.heaviside(x, 0.5), "np.heaviside"),
+    (lambda x: np.spacing(x), "np.spacing"),
     (lambda x: np.hypot(x, x), "np.hypot"),
     (lambda x: np.nextafter(x, x), "np.nextafter"),
     (lambda x: np.subtract.accumulate(x), "np.subtract.accumulate"),
+    (lambda x: np.nan_to_num(x, copy=False), "np.nan_to_num with copy=False"),
+    (lambda x: np.fmax(x, x), "np.fmax"),
     (lambda x: np.where(x > 0), "np.where with one argument"),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_unsupported_numpy_function_named_at_trace_time(fn, name):
