@@ -72,13 +72,15 @@ def _ufunc_reduce(ufunc, a, axis=0, dtype=None, out=None, keepdims=False, initia
             np.logical_or: any_}.get(ufunc)
     if same is None:
         raise NotImplementedError(f"np.{ufunc.__name__}.reduce is not supported by the compiler")
+    logical = ufunc in (np.logical_and, np.logical_or)
     extras = [k for k, v in (("dtype", dtype if ufunc not in (np.add, np.multiply) else None), ("out", out),
-                             ("initial", None if initial is np._NoValue else initial),
-                             ("where", None if where is True else where)) if v is not None]
+                             ("initial", None if initial is np._NoValue or not logical else initial)) if v is not None]
     if extras:
         raise NotImplementedError(f"np.{ufunc.__name__}.reduce: arguments {extras} are not supported by the compiler")
     kwargs = {"dtype": dtype} if ufunc in (np.add, np.multiply) else {}
-    return same(a, axis=axis, keepdims=keepdims, **kwargs)
+    if not logical:
+        kwargs["initial"] = initial
+    return same(a, axis=axis, keepdims=keepdims, where=where, **kwargs)
 
 
 def _ufunc_accumulate(ufunc, a, axis=0, dtype=None, out=None):
@@ -100,38 +102,85 @@ _UFUNC_METHODS = {"reduce": _ufunc_reduce, "accumulate": _ufunc_accumulate, "out
 # --------------------------------------------------------------------------- reductions
 
 
-def sum_(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    _no_extras("sum", out=out, initial=initial, where=where)
-    return Tensor(P.reduce("sum", _node(a), axis, keepdims, "np.sum", dtype=dtype), scalar=True)
+def sum_(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True):
+    _no_extras("sum", out=out)
+    return _reduction("sum", a, axis, keepdims, dtype, initial, where)
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    _no_extras("prod", out=out, initial=initial, where=where)
-    return Tensor(P.reduce("prod", _node(a), axis, keepdims, "np.prod", dtype=dtype), scalar=True)
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True):
+    _no_extras("prod", out=out)
+    return _reduction("prod", a, axis, keepdims, dtype, initial, where)
 
 
-def any_(a, axis=None, out=None, keepdims=False, *, where=None):
-    _no_extras("any", out=out, where=where)
-    return Tensor(P.reduce("any", _node(a), axis, keepdims, "np.any"), scalar=True)
+def any_(a, axis=None, out=None, keepdims=False, *, where=True):
+    _no_extras("any", out=out)
+    return _reduction("any", a, axis, keepdims, None, np._NoValue, where)
 
 
-def all_(a, axis=None, out=None, keepdims=False, *, where=None):
-    _no_extras("all", out=out, where=where)
-    return Tensor(P.reduce("all", _node(a), axis, keepdims, "np.all"), scalar=True)
+def all_(a, axis=None, out=None, keepdims=False, *, where=True):
+    _no_extras("all", out=out)
+    return _reduction("all", a, axis, keepdims, None, np._NoValue, where)
 
 
-def amax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-    _no_extras("max", out=out, initial=initial, where=where)
-    return Tensor(P.reduce("max", _node(a), axis, keepdims, "np.max"), scalar=True)
+def amax(a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=True):
+    _no_extras("max", out=out)
+    return _reduction("max", a, axis, keepdims, None, initial, where)
+
+
+# what each reduction's ``initial=`` joins the reduced values with, and the value a ``where=`` mask
+# leaves in the place of an element it excludes (max and min have none: NumPy then needs ``initial``)
+_WITH_INITIAL = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}
+_EXCLUDED = {"sum": 0, "prod": 1, "any": False, "all": True}
+_UFUNC_OF = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum", "any": "logical_or",
+             "all": "logical_and"}
+
+
+def _where_mask(where, x: P.Node, what: str) -> P.Node:
+    """A reduction's ``where=``: a boolean array (or traced value) broadcast to ``x``'s shape."""
+    mask = _node(where)
+    if mask.dtype != np.dtype(bool):
+        raise TypeError(f"{what}: where= must be a boolean mask, got dtype {mask.dtype}")
+    if P.broadcast_shapes(mask.shape, x.shape, what=f"{what} where=") != x.shape:
+        raise ValueError(f"{what}: a where= mask of shape {mask.shape} cannot be broadcast to the array's {x.shape}")
+    return P.broadcast_to(mask, x.shape)
+
+
+def _reduction(kind: str, a, axis, keepdims: bool, dtype, initial, where) -> Tensor:
+    """np.sum and its kin with NumPy's ``initial=`` (the reduction's starting value, so also the result
+    over an empty axis) and ``where=`` (a boolean mask, broadcast to the array, of the elements reduced)."""
+    x, what = _node(a), f"np.{kind}"
+    a_dtype = x.dtype
+    axes = P.normalize_axes(axis, x.ndim, what, zero_d=True)
+    has_initial = initial is not np._NoValue and initial is not None
+    if where is not True:
+        if kind in ("max", "min") and not has_initial:
+            raise ValueError(f"reduction operation '{_UFUNC_OF[kind]}' does not have an identity, so to use a where "
+                             "mask one has to specify 'initial'")
+        if kind in ("any", "all"):
+            x = P.cast(x, bool)
+        stand_in = np.asarray(_EXCLUDED[kind]).astype(x.dtype) if kind in _EXCLUDED else \
+            np.asarray(getattr(np, kind)(np.zeros((0,), x.dtype), initial=initial))
+        x = P.where(_where_mask(where, x, what), x, const_node(stand_in))
+    typed = {"dtype": dtype} if kind in ("sum", "prod") else {}
+    if has_initial:  # as NumPy converts it to the result's type (or refuses): its reduction of nothing
+        start = np.asarray(getattr(np, kind)(np.zeros((0,), a_dtype), initial=initial, **typed))
+    if has_initial and kind in ("max", "min") and not all(x.shape[i] for i in axes):
+        shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape)) if keepdims else \
+            tuple(d for i, d in enumerate(x.shape) if i not in axes)
+        return Tensor(const_node(np.full(shape, start)), scalar=True)
+    result = P.reduce(kind, x, axes, keepdims, what, **typed)
+    if has_initial:
+        result = P.elementwise(_WITH_INITIAL[kind], [const_node(start), result])
+    return Tensor(result, scalar=True)
 
 
 def _count(x, axes) -> int:
     return int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
 
 
-def amin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-    _no_extras("min", out=out, initial=initial, where=where)
-    return Tensor(P.reduce("min", _node(a), axis, keepdims, "np.min"), scalar=True)
+def amin(a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=True):
+    _no_extras("min", out=out)
+    return _reduction("min", a, axis, keepdims, None, initial, where)
 
 
 def argmax(a, axis=None, out=None, *, keepdims=False):
@@ -144,15 +193,22 @@ def argmin(a, axis=None, out=None, *, keepdims=False):
     return Tensor(P.arg_reduce("argmin", _node(a), axis, keepdims, "np.argmin"), scalar=True)
 
 
-def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
-    _no_extras("mean", out=out, where=where)
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
+    _no_extras("mean", out=out)
     x = _node(a)
     axes = P.normalize_axes(axis, x.ndim, "np.mean")
     acc = np.dtype(dtype) if dtype is not None else np.mean(np.zeros((1,) * x.ndim, x.dtype), axis=axes).dtype
     # NumPy's _mean sums and divides a float16 array in float32, and rounds the mean to float16
     half = dtype is None and x.dtype == np.float16
-    total = P.reduce("sum", x, axes, keepdims, "np.mean", dtype=np.dtype(np.float32) if half else acc)
-    quotient = _divide_into(total, _count(x, axes))
+    if where is True:
+        total = P.reduce("sum", x, axes, keepdims, "np.mean", dtype=np.dtype(np.float32) if half else acc)
+        quotient = _divide_into(total, _count(x, axes))
+    else:  # NumPy's _count_reduce_items: the mask's own sum is each mean's count
+        mask = _where_mask(where, x, "np.mean")
+        x = P.where(mask, x, const_node(np.zeros((), x.dtype)))
+        total = P.reduce("sum", x, axes, keepdims, "np.mean", dtype=np.dtype(np.float32) if half else acc)
+        count = P.reduce("sum", mask, axes, keepdims, "np.mean", dtype=np.dtype(np.intp))
+        quotient = P.cast(P.elementwise("divide", [total, count]), total.dtype)  # true_divide(out=total, 'unsafe')
     return Tensor(P.cast(quotient, acc) if half else quotient, scalar=True)
 
 

@@ -554,6 +554,40 @@ _reduction("std", lambda xs, p: np.std(xs[0], axis=_axis(p), keepdims=p["keepdim
 _reduction("method.std", lambda xs, p: xs[0].std(axis=_axis(p), keepdims=p["keepdims"], dtype=_acc(p)), NUMERIC,
            "x.std", _std_scale, extra=_acc_dtype)
 
+def _reduce_where_sample(c: Chooser) -> Call:
+    """A reduction with a boolean ``where=`` mask (its second operand, broadcast to the first; ignored
+    a third of the time) and an ``initial=`` start (which max and min need with a mask)."""
+    shape = random_shape(c, 1, 4, empty=True)
+    mask = tuple(1 if c.pick((0, 0, 1)) else d for d in shape[c.integer(0, len(shape)):])
+    kind = c.pick(("sum", "prod", "max", "min", "any", "all", "mean"))
+    masked = c.pick((True, True, False))
+    initial = c.pick((None, 2, -1.5)) if kind in ("sum", "prod") else \
+        (c.pick((0, -3, 1.5)) if kind in ("max", "min") and (masked or c.pick((0, 1))) else None)
+    return Call((shape, mask), params={"kind": kind, "axis": pick_axis(c, len(shape)), "keepdims": c.pick((False, True)),
+                                       "masked": masked, "initial": initial})
+
+
+def _reduce_where(xs, p):
+    axis = tuple(p["axis"]) if isinstance(p["axis"], list) else p["axis"]
+    kwargs = {"where": xs[1]} if p["masked"] else {}
+    if p["initial"] is not None:
+        kwargs["initial"] = p["initial"]
+    return getattr(np, p["kind"])(xs[0], axis=axis, keepdims=p["keepdims"], **kwargs)
+
+
+def _reduce_where_scale(xs, p):
+    a = np.abs(_as_float(xs[0]))
+    if p["kind"] == "prod":
+        return _prod_scale(xs, {"axis": p["axis"], "keepdims": p["keepdims"]}) + abs(p["initial"] or 0)
+    axis = tuple(p["axis"]) if isinstance(p["axis"], list) else p["axis"]
+    return np.sum(a, axis=axis, keepdims=p["keepdims"]) * math.sqrt(max(a.size, 1)) + abs(p["initial"] or 0)
+
+
+register(OpInfo("reduce_where", _reduce_where, 2, NUMERIC, "reduction_masked", _reduce_where_sample,
+                domains=(PROD_DOMAIN,), tolerance=REDUCTION, exact=False, mixed_dtypes=True,
+                numpy_name="np.<reduction>(x, where=mask, initial=v)", scale=_reduce_where_scale,
+                notes="operand 1 is the boolean mask"))
+
 # --------------------------------------------------------------------------- matmul
 
 
@@ -1265,9 +1299,14 @@ INDEX_OPERAND_OPS = ("getitem_index_arg", "getitem_computed_index")  # operand 1
 INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.uint8), np.dtype(np.int8))
 
 
+MASK_OPERAND_OPS = ("reduce_where",)  # operand 1: a boolean mask
+
+
 def operand_dtypes(info: OpInfo, i: int) -> tuple:
     if info.name in INDEX_OPERAND_OPS and i == 1:
         return INDEX_DTYPES
+    if info.name in MASK_OPERAND_OPS and i == 1:
+        return BOOL
     return info.dtypes
 
 
