@@ -381,17 +381,28 @@ class Emitter:
         here = region.op(f"arith.index_cast {here} : index to i64")
         new_best = region.op(f"arith.select {take}, {a}, {b} : {t}")
         new_index = region.op(f"arith.select {take}, {here}, {j} : i64")
-        values, indices = self.fresh(), self.fresh()
-        loc = self.located(node.loc)
-        self.lines.append(
-            f"    {values}:2 = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = [{its}]}} "
-            f"ins({x} : {dt.tensor_type(src.shape, dtype)}) outs({best}, {index} : {out_t}, {idx_t}) {{")
-        self.lines.append(f"    ^bb0({a}: {t} {loc}, {b}: {t} {loc}, {j}: i64 {loc}):")
-        for ln in region.lines:
-            self.lines.append(f"      {ln} {loc}")
-        self.lines.append(f"      linalg.yield {new_best}, {new_index} : {t}, i64 {loc}")
-        self.lines.append(f"    }} -> ({out_t}, {idx_t}) {loc}")
+        values = self._region_generic(maps, its, [(x, dt.tensor_type(src.shape, dtype))],
+                                      [(best, out_t), (index, idx_t)], [(a, t), (b, t), (j, "i64")], region,
+                                      [(new_best, t), (new_index, "i64")], node.loc)
         return f"{values}#1"
+
+    def _region_generic(self, maps, its, ins, outs, args, region, yields, loc) -> str:
+        """A linalg.generic over the iterators ``its`` whose body is ``region``: ``ins`` and ``outs`` are
+        (value, tensor type), ``args`` the block's (name, element type), ``yields`` (value, element type).
+        Returns the result's name (``name#k`` is the k-th of several)."""
+        result, here = self.fresh(), self.located(loc)
+        out_types = [ty for _, ty in outs]
+        count = f":{len(outs)}" if len(outs) > 1 else ""
+        self.lines.append(
+            f"    {result}{count} = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = [{its}]}} "
+            f"ins({', '.join(v for v, _ in ins)} : {', '.join(ty for _, ty in ins)}) "
+            f"outs({', '.join(v for v, _ in outs)} : {', '.join(out_types)}) {{")
+        self.lines.append(f"    ^bb0({', '.join(f'{a}: {ty} {here}' for a, ty in args)}):")
+        for ln in region.lines:
+            self.lines.append(f"      {ln} {here}")
+        self.lines.append(f"      linalg.yield {', '.join(v for v, _ in yields)} : {', '.join(ty for _, ty in yields)} {here}")
+        self.lines.append(f"    }} -> {out_types[0] if len(outs) == 1 else '(' + ', '.join(out_types) + ')'} {here}")
+        return result
 
     def scan(self, node: Node, x: str) -> str:
         """cumsum/cumprod as one generic over the array's indices plus a trailing reduction index j over
@@ -410,21 +421,13 @@ class Emitter:
         i = region.op(f"linalg.index {axis} : index")
         j = region.op(f"linalg.index {rank} : index")
         take = region.op(f"arith.cmpi ule, {j}, {i} : index")
-        combine = {("f", True): "arith.addf", ("f", False): "arith.mulf"}.get((dtype.kind, is_sum),
-                                                                            "arith.addi" if is_sum else "arith.muli")
+        combine = f"arith.{'add' if is_sum else 'mul'}{'f' if dtype.kind == 'f' else 'i'}"
         tw = dt.mlir_type(wide)
         folded = region.op(f"{combine} {cast_scalar(region, acc, dtype, wide)}, {cast_scalar(region, a, dtype, wide)} : {tw}")
         new = region.op(f"arith.select {take}, {cast_scalar(region, folded, wide, dtype)}, {acc} : {t}")
-        result, loc, out_t = self.fresh(), self.located(node.loc), dt.tensor_type(node.shape, dtype)
-        self.lines.append(
-            f"    {result} = linalg.generic {{indexing_maps = [{in_map}, {out_map}], iterator_types = [{its}]}} "
-            f"ins({x} : {dt.tensor_type(node.inputs[0].shape, dtype)}) outs({init} : {out_t}) {{")
-        self.lines.append(f"    ^bb0({a}: {t} {loc}, {acc}: {t} {loc}):")
-        for ln in region.lines:
-            self.lines.append(f"      {ln} {loc}")
-        self.lines.append(f"      linalg.yield {new} : {t} {loc}")
-        self.lines.append(f"    }} -> {out_t} {loc}")
-        return result
+        return self._region_generic([in_map, out_map], its, [(x, dt.tensor_type(node.inputs[0].shape, dtype))],
+                                    [(init, dt.tensor_type(node.shape, dtype))], [(a, t), (acc, t)], region,
+                                    [(new, t)], node.loc)
 
     def matmul(self, node: Node, operands) -> str:
         # A 2-d transpose feeding a matmul is folded into its indexing maps, so ``x @ w.T``

@@ -200,13 +200,13 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
     acc = np.dtype(dtype) if dtype is not None else np.mean(np.zeros((1,) * x.ndim, x.dtype), axis=axes).dtype
     # NumPy's _mean sums and divides a float16 array in float32, and rounds the mean to float16
     half = dtype is None and x.dtype == np.float16
-    if where is True:
-        total = P.reduce("sum", x, axes, keepdims, "np.mean", dtype=np.dtype(np.float32) if half else acc)
-        quotient = _divide_into(total, _count(x, axes))
-    else:  # NumPy's _count_reduce_items: the mask's own sum is each mean's count
+    if where is not True:
         mask = _where_mask(where, x, "np.mean")
         x = P.where(mask, x, const_node(np.zeros((), x.dtype)))
-        total = P.reduce("sum", x, axes, keepdims, "np.mean", dtype=np.dtype(np.float32) if half else acc)
+    total = P.reduce("sum", x, axes, keepdims, "np.mean", dtype=np.dtype(np.float32) if half else acc)
+    if where is True:
+        quotient = _divide_into(total, _count(x, axes))
+    else:  # NumPy's _count_reduce_items: the mask's own sum is each mean's count
         count = P.reduce("sum", mask, axes, keepdims, "np.mean", dtype=np.dtype(np.intp))
         quotient = P.cast(P.elementwise("divide", [total, count]), total.dtype)  # true_divide(out=total, 'unsafe')
     return Tensor(P.cast(quotient, acc) if half else quotient, scalar=True)
@@ -247,8 +247,8 @@ def linalg_norm(x, ord=None, axis=None, keepdims=False):
     """np.linalg.norm as NumPy writes it (numpy/linalg/_linalg.py), on traced arrays: the default
     2-norm of everything by a dot of the flattened array with itself, vector norms by reductions,
     the matrix norms that need no SVD (1, -1, inf, -inf, Frobenius); 2, -2 and 'nuc' are refused."""
-    x = x if isinstance(x, Tensor) else Tensor(_node(x))
-    if x.dtype.kind not in "f":
+    x = _tensor(x)
+    if x.dtype.kind != "f":
         x = x.astype(float)
     if axis is None and (ord is None or (ord in ("f", "fro") and x.ndim == 2) or (ord == 2 and x.ndim == 1)):
         flat = x.ravel()
@@ -409,7 +409,7 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     shape = newshape if shape is None else shape
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
-    return (a if isinstance(a, Tensor) else Tensor(_node(a))).reshape(tuple(shape), order=order)  # a view
+    return _tensor(a).reshape(tuple(shape), order=order)  # a view
 
 
 def transpose(a, axes=None):

@@ -979,6 +979,12 @@ def _ufunc_reduce_call(name):
     return call
 
 
+def _ufunc_reduce_scale(name, xs, p):
+    axis = tuple(p["axis"]) if isinstance(p["axis"], list) else p["axis"]
+    params = {"axis": axis, "keepdims": p["keepdims"]}
+    return (_sum_scale if name == "add" else _prod_scale)(xs, params)
+
+
 for _name, _dtypes in _REDUCING_UFUNCS.items():
     _summing = _name in ("add", "multiply")
     _single(f"{_name}.reduce", _ufunc_reduce_call(_name), _ufunc_reduce_params, f"np.{_name}.reduce", dtypes=_dtypes,
@@ -986,12 +992,6 @@ for _name, _dtypes in _REDUCING_UFUNCS.items():
             domains=((MODERATE if _name == "add" else PROD_DOMAIN),) if _summing else (ANY,),
             tolerance=REDUCTION if _summing else EXACT, exact=not _summing,
             scale=(lambda xs, p, n=_name: _ufunc_reduce_scale(n, xs, p)) if _summing else None)
-
-
-def _ufunc_reduce_scale(name, xs, p):
-    axis = tuple(p["axis"]) if isinstance(p["axis"], list) else p["axis"]
-    params = {"axis": axis, "keepdims": p["keepdims"]}
-    return (_sum_scale if name == "add" else _prod_scale)(xs, params)
 
 
 def _accumulate_params(c, shape):

@@ -554,7 +554,7 @@ def elementwise(name: str, operands: list) -> Node:
         if folded is not None:
             return folded
     nodes = [const_node(dt.weak_to_array(o.value, c)) if isinstance(o, dt.Weak) else o for o, c in zip(operands, compute)]
-    shape = broadcast_shapes(*[n.shape for n in nodes], what=f"np.{name}")
+    shape = broadcast_shapes(*[n.shape for n in nodes], what=what)
     if name in _FLOAT_CLASS and compute[0].kind != "f":  # an integer is never NaN or infinite
         return const_node(np.full(shape, _FLOAT_CLASS[name]))
     attrs = {}

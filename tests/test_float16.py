@@ -22,6 +22,14 @@ def _same_bits_or_both_nan(got, expected):
     np.testing.assert_array_equal(got[~nan].view(bits), expected[~nan].view(bits))
 
 
+def _within_one_ulp(got, expected):
+    """Same dtype, NaN where NumPy has NaN, every other value at most one float16 ulp from NumPy's."""
+    assert got.dtype == expected.dtype == np.float16
+    nan = np.isnan(expected)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    assert int(_ulps_apart(got[~nan], expected[~nan]).max()) <= 1
+
+
 def _ulps_apart(got, expected) -> np.ndarray:
     """Distance in float16 ulps, by the ordered integer image of the bit patterns (NaNs matched apart)."""
     def ordered(x):
@@ -57,11 +65,7 @@ def test_math_functions_of_every_float16_within_one_ulp(ufunc):
     rounding boundary may land on the neighbouring value."""
     with np.errstate(all="ignore"):
         expected = ufunc(EVERY_HALF)
-    got = jit(lambda x: ufunc(x))(EVERY_HALF)
-    assert got.dtype == expected.dtype == np.float16
-    nan = np.isnan(expected)
-    np.testing.assert_array_equal(np.isnan(got), nan)
-    assert int(_ulps_apart(got[~nan], expected[~nan]).max()) <= 1
+    _within_one_ulp(jit(lambda x: ufunc(x))(EVERY_HALF), expected)
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.bool_])
@@ -70,11 +74,7 @@ def test_math_of_small_integers_is_computed_in_float16_as_numpy_chooses(ufunc, d
     x = np.arange(-128, 128).astype(dtype)
     with np.errstate(all="ignore"):
         expected = ufunc(x)
-    got = jit(lambda a: ufunc(a))(x)
-    assert expected.dtype == got.dtype == np.float16
-    nan = np.isnan(expected)
-    np.testing.assert_array_equal(np.isnan(got), nan)
-    assert int(_ulps_apart(got[~nan], expected[~nan]).max()) <= 1
+    _within_one_ulp(jit(lambda a: ufunc(a))(x), expected)
 
 
 def test_conversions_to_and_from_float16_are_exact():
