@@ -336,6 +336,9 @@ def memref_descriptor(address: int, shape: tuple, strides_bytes: tuple | None, i
 
 class Target:
     name = "abstract"
+    # cumsum/cumprod as a loop over the scanned axis (linear) rather than one parallel generic
+    # (quadratic, but no host loop): see ``Emitter.scan``
+    scan_loops = True
 
     def specialization_tag(self) -> str:
         """What, besides the IR, decides the compiled code (part of the jit specialization key)."""

@@ -417,6 +417,7 @@ class GpuTarget(Target):
     """CUDA kernels for an NVVM chip (default sm_90), launched through libmlir_cuda_runtime."""
 
     name = "gpu"
+    scan_loops = False  # host code may not loop over device data; each output element gets its own thread
 
     def __init__(self, chip: str | None = None):
         self._chip = chip

@@ -304,7 +304,8 @@ class JitFunction:
         spec = self._cache.get(key)
         if spec is None:
             inputs, outputs, out_tree, paths = trace(self.fn, args, kwargs)
-            lowered = build_module(inputs, outputs, faults=dict(FAULTS), device_outputs=self.device_outputs)
+            lowered = build_module(inputs, outputs, faults=dict(FAULTS), device_outputs=self.device_outputs,
+                                   scan_loops=get_target(self.target).scan_loops)
             spec = Specialization(inputs, outputs, out_tree, lowered, _host_checks(inputs, outputs, paths), paths)
             self._cache[key] = spec
         return spec
@@ -334,7 +335,8 @@ class JitFunction:
     def lower(self, *args, **kwargs) -> LoweredModule:
         """Trace only: the tensor-level module, without compiling."""
         inputs, outputs, _, _ = trace(self.fn, args, kwargs)
-        return build_module(inputs, outputs, faults=dict(FAULTS), device_outputs=self.device_outputs)
+        return build_module(inputs, outputs, faults=dict(FAULTS), device_outputs=self.device_outputs,
+                            scan_loops=get_target(self.target).scan_loops)
 
     def __call__(self, *args, **kwargs):
         key, leaves, paths = self._key(args, kwargs)

@@ -97,8 +97,9 @@ def _const_text(value: np.ndarray) -> str:
 
 
 class Emitter:
-    def __init__(self, func_name: str, inputs: list[Node], faults: dict | None = None):
+    def __init__(self, func_name: str, inputs: list[Node], faults: dict | None = None, scan_loops: bool = True):
         self.func_name = func_name
+        self.scan_loops = scan_loops  # see ``scan``
         self.inputs = inputs
         self.faults = faults or {}
         self.lines: list[str] = []
@@ -405,14 +406,16 @@ class Emitter:
         return result
 
     def scan(self, node: Node, x: str) -> str:
-        """cumsum/cumprod as one generic over the array's indices plus a trailing reduction index j over
-        the scanned axis: output i folds input j for j <= i, in order, so each step is NumPy's own
-        (quadratic in the scanned length, but no loop-carried buffer the tensor form cannot say)."""
+        """cumsum/cumprod: output i folds input j for j <= i, in order, each step rounded to the result
+        dtype, so every element is NumPy's own. With ``scan_loops`` (the CPU) an ``scf.for`` walks the
+        scanned axis carrying the running slice, linear in its length; otherwise (the GPU, where host
+        code may not loop over device data) one generic with a trailing reduction index j over the
+        axis, quadratic in its length but with every output element its own thread."""
+        if self.scan_loops:
+            return self._scan_loop(node, x)
         axis, rank, dtype = node.attrs["axis"], node.ndim, node.dtype
-        t, wide = dt.storage_type(dtype), dt.arithmetic_type(dtype)
-        is_sum = node.op == "cumsum"
-        identity = (-0.0 if dtype.kind == "f" else 0) if is_sum else 1  # -0.0 + x is x for every x
-        init = self.filled(node.shape, dtype, identity, node.loc)
+        t = dt.storage_type(dtype)
+        init = self.filled(node.shape, dtype, self._scan_identity(node), node.loc)
         in_map = _map(rank + 1, [f"d{rank if d == axis else d}" for d in range(rank)])
         out_map = _map(rank + 1, [f"d{d}" for d in range(rank)])
         its = ", ".join(['"parallel"'] * rank + ['"reduction"'])
@@ -421,13 +424,58 @@ class Emitter:
         i = region.op(f"linalg.index {axis} : index")
         j = region.op(f"linalg.index {rank} : index")
         take = region.op(f"arith.cmpi ule, {j}, {i} : index")
-        combine = f"arith.{'add' if is_sum else 'mul'}{'f' if dtype.kind == 'f' else 'i'}"
-        tw = dt.mlir_type(wide)
-        folded = region.op(f"{combine} {cast_scalar(region, acc, dtype, wide)}, {cast_scalar(region, a, dtype, wide)} : {tw}")
-        new = region.op(f"arith.select {take}, {cast_scalar(region, folded, wide, dtype)}, {acc} : {t}")
+        new = region.op(f"arith.select {take}, {self._scan_step(region, node, acc, a)}, {acc} : {t}")
         return self._region_generic([in_map, out_map], its, [(x, dt.tensor_type(node.inputs[0].shape, dtype))],
                                     [(init, dt.tensor_type(node.shape, dtype))], [(a, t), (acc, t)], region,
                                     [(new, t)], node.loc)
+
+    def _scan_loop(self, node: Node, x: str) -> str:
+        """The scan as a loop over the scanned axis: the running slice (the axis cut to length 1) starts at
+        the identity, each iteration folds in the input's slice i and writes the result's slice i. (The
+        slices keep the axis: a rank-reducing slice beside other unit dimensions is ambiguous, and MLIR's
+        canonicalizer has read one as dropping another dimension.)"""
+        axis, dtype, shape = node.attrs["axis"], node.dtype, node.shape
+        t = dt.storage_type(dtype)
+        lane_shape = shape[:axis] + (1,) + shape[axis + 1:]
+        full_t, lane_t = dt.tensor_type(shape, dtype), dt.tensor_type(lane_shape, dtype)
+        running = self.filled(lane_shape, dtype, self._scan_identity(node), node.loc)
+        result = self.empty(shape, dtype, node.loc)
+        zero, one = self.assign("arith.constant 0 : index", node.loc), self.assign("arith.constant 1 : index", node.loc)
+        length = self.assign(f"arith.constant {shape[axis]} : index", node.loc)
+        loop, i, out, run = self.fresh("scan"), self.fresh("i"), self.fresh("out"), self.fresh("run")
+        self.lines.append(f"    {loop}:2 = scf.for {i} = {zero} to {length} step {one} "
+                          f"iter_args({out} = {result}, {run} = {running}) -> ({full_t}, {lane_t}) {{")
+        offsets = ", ".join(i if d == axis else "0" for d in range(len(shape)))
+        sizes = ", ".join("1" if d == axis else str(n) for d, n in enumerate(shape))
+        where = f"[{offsets}] [{sizes}] [{', '.join('1' for _ in shape)}]"
+        lane = self.assign(f"tensor.extract_slice {x}{where} : {full_t} to {lane_t}", node.loc)
+        identity = _map(len(lane_shape), [f"d{d}" for d in range(len(lane_shape))])
+        region = _Region(self)
+        a, acc = self.fresh("in"), self.fresh("acc")
+        step = self._scan_step(region, node, acc, a)
+        folded = self._region_generic([identity, identity], ", ".join(['"parallel"'] * len(lane_shape)),
+                                      [(lane, lane_t)], [(run, lane_t)], [(a, t), (acc, t)], region, [(step, t)],
+                                      node.loc)
+        written = self.assign(f"tensor.insert_slice {folded} into {out}{where} : {lane_t} into {full_t}", node.loc)
+        self.line(f"scf.yield {written}, {folded} : {full_t}, {lane_t}", node.loc)
+        self.line("}", node.loc)
+        return f"{loop}#0"
+
+    @staticmethod
+    def _scan_identity(node: Node):
+        if node.op == "cumsum":
+            return -0.0 if node.dtype.kind == "f" else 0  # -0.0 + x is x for every x
+        return 1
+
+    @staticmethod
+    def _scan_step(region: "_Region", node: Node, acc: str, a: str) -> str:
+        """``acc`` combined with ``a``, computed in the dtype's arithmetic type and rounded back."""
+        dtype = node.dtype
+        wide = dt.arithmetic_type(dtype)
+        combine = f"arith.{'add' if node.op == 'cumsum' else 'mul'}{'f' if dtype.kind == 'f' else 'i'}"
+        folded = region.op(f"{combine} {cast_scalar(region, acc, dtype, wide)}, {cast_scalar(region, a, dtype, wide)} "
+                           f": {dt.mlir_type(wide)}")
+        return cast_scalar(region, folded, wide, dtype)
 
     def matmul(self, node: Node, operands) -> str:
         # A 2-d transpose feeding a matmul is folded into its indexing maps, so ``x @ w.T``
@@ -591,10 +639,11 @@ def _resident(node: Node) -> str:
 
 
 def build_module(inputs: list[Node], outputs: list[Node], func_name: str = "main", faults: dict | None = None,
-                 device_outputs: bool = False) -> LoweredModule:
+                 device_outputs: bool = False, scan_loops: bool = True) -> LoweredModule:
     """The tensor-level module of ``outputs`` over ``inputs``. ``device_outputs``: the results are
-    written into caller-provided device memory (marked device-resident, like DeviceArray inputs)."""
-    em = Emitter(func_name, inputs, faults)
+    written into caller-provided device memory (marked device-resident, like DeviceArray inputs);
+    ``scan_loops``: the target's form of cumsum/cumprod (see ``Emitter.scan``)."""
+    em = Emitter(func_name, inputs, faults, scan_loops)
     order = topological(outputs)
     users: dict[int, list[Node]] = {}
     for node in order:

@@ -708,8 +708,8 @@ def emulate(fn, *args, **static):
     """``fn`` compiled for the GPU target and run on the CPU emulator: (what the compiled function
     returns, the Emulator). ``ResidentArray`` arguments compile as device-resident."""
     inputs, outputs_nodes, out_tree, _ = trace(fn, args, static)
-    lowered = build_module(inputs, outputs_nodes)
     target = GpuTarget()
+    lowered = build_module(inputs, outputs_nodes, scan_loops=target.scan_loops)
     module = target.to_kernels(target.optimized(lowered.text), lowered)
     leaves, paths = [], []
     for i, a in enumerate(args):
