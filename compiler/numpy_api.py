@@ -933,6 +933,153 @@ def pad(array, pad_width, mode="constant", **kwargs):
                               f"by the compiler (constant, and {', '.join(_PAD_BY_INDEX)} with reflect_type 'even', are)")
 
 
+# --------------------------------------------------------------------------- more of NumPy's functions
+# NumPy's own definitions (numpy/lib and numpy/_core's Python code) restated on traced arrays, so the
+# dtypes, shapes and errors are its own; axis arguments go through NumPy's own normalizers.
+
+
+def moveaxis(a, source, destination):
+    x = _tensor(a)
+    source = np.lib.array_utils.normalize_axis_tuple(source, x.ndim, "source")
+    destination = np.lib.array_utils.normalize_axis_tuple(destination, x.ndim, "destination")
+    if len(source) != len(destination):
+        raise ValueError("`source` and `destination` arguments must have the same number of elements")
+    order = [n for n in range(x.ndim) if n not in source]
+    for dest, src in sorted(zip(destination, source)):
+        order.insert(dest, src)
+    return transpose(x, order)
+
+
+def _atleast_nd(nd, new_axes):
+    """np.atleast_1d/2d/3d: ``new_axes[k]`` is how an array of k dimensions is indexed (a view)."""
+    def one(a):
+        if not isinstance(a, Tensor):
+            return getattr(np, f"atleast_{nd}d")(a)
+        return a if a.ndim >= nd else a[new_axes[a.ndim]]
+
+    def atleast(*arys):
+        results = tuple(one(a) for a in arys)
+        return results[0] if len(results) == 1 else results
+    return atleast
+
+
+atleast_1d = _atleast_nd(1, {0: (None,)})
+atleast_2d = _atleast_nd(2, {0: (None, None), 1: (None, slice(None))})
+atleast_3d = _atleast_nd(3, {0: (None, None, None), 1: (None, slice(None), None), 2: (slice(None), slice(None), None)})
+
+
+def column_stack(tup):
+    columns = []
+    for v in tup:
+        x = _tensor(v)
+        columns.append(x if x.ndim >= 2 else np.transpose(x[(None,) * (2 - x.ndim)]))
+    return concatenate(columns, 1)
+
+
+def dstack(tup):
+    arrays = atleast_3d(*tup)
+    return concatenate(arrays if isinstance(arrays, tuple) else (arrays,), 2)
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    """PyArray_Diagonal: the two axes removed, the diagonal appended as the last axis; a gather of
+    the flattened pair of axes at ``row * n2 + column``."""
+    x = _tensor(a)
+    if x.ndim < 2:
+        raise ValueError("diag requires an array of at least two dimensions")
+    axis1 = np.lib.array_utils.normalize_axis_index(axis1, x.ndim, "axis1")
+    axis2 = np.lib.array_utils.normalize_axis_index(axis2, x.ndim, "axis2")
+    if axis1 == axis2:
+        raise ValueError("axis1 and axis2 cannot be the same")
+    offset = operator.index(offset)
+    n1, n2 = x.shape[axis1], x.shape[axis2]
+    rows = np.arange(max(0, -offset), n1)
+    rows = rows[rows + offset < n2]
+    rest = [d for d in range(x.ndim) if d not in (axis1, axis2)]
+    pairs = np.transpose(x, rest + [axis1, axis2]).reshape(tuple(x.shape[d] for d in rest) + (n1 * n2,))
+    # NumPy's diagonal is a read-only view: neither it nor ``a`` may be updated in place from now on
+    return view(P.gather(pairs.node, const_node(rows * n2 + rows + offset), x.ndim - 2), a)
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    """PyArray_Trace: np.add.reduce of the diagonal along its (last) axis."""
+    _no_extras("trace", out=out)
+    return np.add.reduce(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+def diag(v, k=0):
+    """A 1-d ``v`` set on the k-th diagonal of a square of zeros (a gather from ``v`` with a zero
+    appended, whose index matrix points at the zero off the diagonal); a 2-d one's k-th diagonal."""
+    x = _tensor(v)
+    k = operator.index(k)
+    if x.ndim == 2:
+        return diagonal(x, k)
+    if x.ndim != 1:
+        raise ValueError("Input must be 1- or 2-d.")
+    n = x.shape[0] + abs(k)
+    padded = P.concat([x.node, const_node(np.zeros(1, x.dtype))], 0)
+    rows, columns = np.indices((n, n))
+    index = np.where(columns - rows == k, np.minimum(rows, columns), x.shape[0])
+    return Tensor(P.gather(padded, const_node(index), 0))
+
+
+def take_along_axis(arr, indices, axis=-1):
+    """NumPy's fancy index: ``indices`` along ``axis``, an aranges broadcast along every other axis."""
+    x = _tensor(arr)
+    index = indices if isinstance(indices, Tensor) else np.asarray(indices)
+    if axis is None:
+        if index.ndim != 1:
+            raise ValueError("when axis=None, `indices` must have a single dimension.")
+        x, axis = ravel(x), 0
+    else:
+        axis = np.lib.array_utils.normalize_axis_index(axis, x.ndim)
+    if not np.issubdtype(index.dtype, np.integer):
+        raise IndexError("`indices` must be an integer array")
+    if x.ndim != index.ndim:
+        raise ValueError("`indices` and `arr` must have the same number of dimensions")
+    fancy = tuple(index if d == axis else np.arange(n).reshape((1,) * d + (-1,) + (1,) * (x.ndim - d - 1))
+                  for d, n in enumerate(x.shape))
+    return x[fancy]
+
+
+def ptp(a, axis=None, out=None, keepdims=False):
+    _no_extras("ptp", out=out)
+    return np.subtract(amax(a, axis, keepdims=keepdims), amin(a, axis, keepdims=keepdims))
+
+
+def count_nonzero(a, axis=None, *, keepdims=False):
+    x = _tensor(a)
+    truth = x if x.dtype == np.bool_ else x.astype(np.bool_)
+    return sum_(truth, axis=axis, dtype=np.intp, keepdims=keepdims)
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """NumPy's formula: |x - y| <= atol + rtol * |y|, y finite, or x == y (``y`` in a float type)."""
+    for name, tol in (("rtol", rtol), ("atol", atol)):
+        if isinstance(tol, Tensor):
+            raise NotImplementedError(f"np.isclose: a traced {name} (NumPy checks it is finite first)")
+        if not np.all(np.isfinite(tol)):
+            raise NotImplementedError(f"np.isclose: a non-finite {name} (NumPy warns or raises per np.seterr)")
+    x, y = (v if isinstance(v, (int, float, Tensor)) else np.asanyarray(v) for v in (a, b))
+    if getattr(y, "dtype", None) is not None:
+        y = y.astype(np.result_type(y.dtype, 1.0)) if isinstance(y, Tensor) else np.asanyarray(y, np.result_type(y, 1.0))
+    elif isinstance(y, int):
+        y = float(y)
+    rtol, atol = (t if isinstance(t, (int, float)) else np.asanyarray(t) for t in (rtol, atol))
+    result = np.less_equal(abs(x - y), atol + rtol * abs(y)) & np.isfinite(y) | (x == y)
+    if equal_nan:
+        result = result | (np.isnan(x) & np.isnan(y))
+    return result if result.ndim else result[()]
+
+
+def sinc(x):
+    """NumPy's: pi * x, its zeros replaced by the float type's eps, then sin(y) / y."""
+    x = np.pi * _tensor(x)
+    eps = np.finfo(x.dtype).eps if x.dtype.kind == "f" else 1e-20
+    y = np.where(x, x, eps)
+    return np.sin(y) / y
+
+
 def shape(a):
     return _node(a).shape
 
@@ -949,7 +1096,10 @@ def size(a, axis=None):
 FUNCTIONS = {
     np.sum: sum_, np.prod: prod, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var, np.std: std, np.cumsum: cumsum, np.cumprod: cumprod, np.linalg.norm: linalg_norm,
     np.flip: flip, np.fliplr: fliplr, np.flipud: flipud, np.roll: roll, np.repeat: repeat, np.tile: tile, np.diff: diff,
-    np.pad: pad, np.nan_to_num: nan_to_num, np.round: round_, np.around: round_,
+    np.pad: pad, np.nan_to_num: nan_to_num, np.moveaxis: moveaxis, np.atleast_1d: atleast_1d,
+    np.atleast_2d: atleast_2d, np.atleast_3d: atleast_3d, np.column_stack: column_stack, np.dstack: dstack,
+    np.diagonal: diagonal, np.trace: trace, np.diag: diag, np.take_along_axis: take_along_axis, np.ptp: ptp,
+    np.count_nonzero: count_nonzero, np.isclose: isclose, np.sinc: sinc, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

@@ -310,6 +310,8 @@ _UNARY = {
     "isnan": (np.isnan, ANY, EXACT, True),
     "isinf": (np.isinf, ANY, EXACT, True),
     "isfinite": (np.isfinite, ANY, EXACT, True),
+    "fabs": (np.fabs, ANY, EXACT, True),
+    "signbit": (np.signbit, ANY, EXACT, True),
 }
 
 for _name, (_fn, _domain, _tol, _exact) in _UNARY.items():
@@ -389,6 +391,20 @@ for _name, (_fn, _op, _dtypes, _domains, _tol, _exact) in _BINARY.items():
             f"operator.{_op.__name__}", (lambda o: lambda xs, p: o(xs[0], xs[1]))(_op), 2, _dtypes, "elementwise",
             _binary_sample, domains=_domains, tolerance=_tol, exact=_exact, scalar_operands=True,
             numpy_name=f"x {_SYMBOLS[_op.__name__]} y"))
+
+def _isclose_sample(c: Chooser) -> Call:
+    call = _binary_sample(c)
+    params = {"rtol": c.pick((1e-5, 1e-3, 0.0, 0.5)), "atol": c.pick((1e-8, 0.0, 1e-2, 1)),
+              "equal_nan": c.pick((False, True))}
+    return Call(call.shapes, params, call.scalars)
+
+
+# NumPy's formula, each op rounded as NumPy rounds it (y in a float type first): bit for bit
+register(OpInfo("isclose", lambda xs, p: np.isclose(xs[0], xs[1], p.get("rtol", 1e-5), p.get("atol", 1e-8),
+                                                     p.get("equal_nan", False)), 2, ALL,
+                "elementwise", _isclose_sample, scalar_operands=True, numpy_name="np.isclose"))
+register(OpInfo("sinc", lambda xs, p: np.sinc(xs[0]), 1, ALL, "elementwise", _elementwise_sample(1),
+                tolerance=TRANSCENDENTAL, exact=False, numpy_name="np.sinc"))
 
 # integer powers: NumPy refuses negative integer exponents, so they get their own domain; exponents
 # reach the dtype's maximum (an unsigned one with its top bit set included). uint64 with a signed
@@ -1150,6 +1166,131 @@ def _stack_sample(c):
 _make_join("hstack", lambda xs, p: np.hstack(list(xs)), _hstack_sample, "np.hstack")
 _make_join("vstack", lambda xs, p: np.vstack(list(xs)), _vstack_sample, "np.vstack")
 _make_join("stack", lambda xs, p: np.stack(list(xs), axis=p["axis"]), _stack_sample, "np.stack")
+
+
+# NumPy's functions restated on traced arrays (compiler/numpy_api.py): moving axes, at-least-n-d views,
+# column and depth stacking, diagonals, trace (a contraction: the sum of a diagonal), diag, take_along_axis,
+# ptp, count_nonzero
+
+
+def _moveaxis_params(c, shape):
+    if not shape:
+        return None
+    count = c.integer(1, len(shape))
+    source = [c.integer(0, len(shape) - 1)]
+    destination = [c.integer(-len(shape), len(shape) - 1)]
+    if count > 1 and c.pick((0, 1)):  # tuples of distinct axes
+        source = sorted(set(c.integer(0, len(shape) - 1) for _ in range(count)))
+        destination = [c.integer(0, len(shape) - 1) for _ in source]
+        if len(set(destination)) != len(destination):
+            destination = list(range(len(source)))[::-1]
+    return {"source": source, "destination": destination}
+
+
+def _one_or_tuple(v):
+    return v[0] if len(v) == 1 else tuple(v)
+
+
+_single("moveaxis", lambda xs, p: np.moveaxis(xs[0], _one_or_tuple(p["source"]), _one_or_tuple(p["destination"])),
+        _moveaxis_params, "np.moveaxis", min_rank=1)
+for _nd in (1, 2, 3):
+    _single(f"atleast_{_nd}d", (lambda f: lambda xs, p: f(xs[0]))(getattr(np, f"atleast_{_nd}d")), lambda c, s: {},
+            f"np.atleast_{_nd}d")
+
+
+def _column_stack_sample(c):
+    rows = c.pick(DIMS[:5])
+    shapes = [c.pick(((rows,), (rows, c.pick(DIMS[:5])), (rows, c.pick(DIMS[:4]), 2))) for _ in range(c.integer(1, 3))]
+    if rows == 1 and c.pick((0, 1)):
+        shapes[0] = ()  # a 0-d operand is one row of one column
+    return Call(tuple(shapes))
+
+
+def _dstack_sample(c):
+    if c.pick((0, 1)):  # 1-d operands are one row each: (1, n, 1)
+        n = c.pick(DIMS[:5])
+        return Call(tuple((n,) for _ in range(c.integer(1, 3))))
+    a, b = c.pick(DIMS[:5]), c.pick(DIMS[:5])
+    return Call(tuple(c.pick(((a, b), (a, b, c.pick(DIMS[:4])))) for _ in range(c.integer(1, 3))))
+
+
+_make_join("column_stack", lambda xs, p: np.column_stack(list(xs)), _column_stack_sample, "np.column_stack")
+_make_join("dstack", lambda xs, p: np.dstack(list(xs)), _dstack_sample, "np.dstack")
+
+
+def _diagonal_params(c, shape):
+    if len(shape) < 2:
+        return None
+    axis1 = c.integer(0, len(shape) - 1)
+    axis2 = c.pick([a for a in range(len(shape)) if a != axis1])
+    if c.pick((0, 1)):
+        axis2 -= len(shape)
+    return {"offset": c.integer(-3, 3), "axis1": axis1, "axis2": axis2}
+
+
+def _trace_params(c, shape):
+    diagonal = _diagonal_params(c, shape)
+    return None if diagonal is None else {**diagonal, **_acc_dtype(c, shape)}
+
+
+def _trace_scale(xs, p):
+    diagonal = np.abs(_as_float(np.diagonal(xs[0], p["offset"], p["axis1"], p["axis2"])))
+    return np.sum(diagonal, axis=-1) * math.sqrt(max(diagonal.shape[-1], 1))
+
+
+_single("diagonal", lambda xs, p: np.diagonal(xs[0], p["offset"], p["axis1"], p["axis2"]), _diagonal_params,
+        "np.diagonal", min_rank=2)
+_single("method.diagonal", lambda xs, p: xs[0].diagonal(p["offset"], p["axis1"], p["axis2"]), _diagonal_params,
+        "x.diagonal", min_rank=2)
+_single("trace", lambda xs, p: np.trace(xs[0], p["offset"], p["axis1"], p["axis2"], dtype=_acc(p)), _trace_params,
+        "np.trace", min_rank=2, family="contraction", domains=(MODERATE,), tolerance=REDUCTION, exact=False,
+        scale=_trace_scale)
+_single("method.trace", lambda xs, p: xs[0].trace(p["offset"], p["axis1"], p["axis2"], dtype=_acc(p)), _trace_params,
+        "x.trace", min_rank=2, family="contraction", domains=(MODERATE,), tolerance=REDUCTION, exact=False,
+        scale=_trace_scale)
+_single("diag", lambda xs, p: np.diag(xs[0], p["k"]), lambda c, s: {"k": c.integer(-3, 3)} if len(s) in (1, 2) else None,
+        "np.diag",
+        min_rank=1, max_rank=2)
+
+
+def _take_along_axis_params(c, shape):
+    """A constant index array of the operand's rank: any length along ``axis`` (indices in range,
+    negative ones included), 1 or the operand's length along the others (broadcast)."""
+    if not shape:
+        return None
+    axis = c.integer(0, len(shape) - 1)
+    n = shape[axis]
+    idx_shape = tuple((c.integer(1, 4) if n else 0) if d == axis else c.pick((1, size)) for d, size in enumerate(shape))
+    count = int(np.prod(idx_shape, dtype=np.int64))
+    indices = np.array([c.integer(-n, n - 1) for _ in range(count)], dtype=np.int64).reshape(idx_shape)
+    return {"indices": indices.tolist(), "shape": list(idx_shape), "axis": c.pick((axis, axis - len(shape)))}
+
+
+def _along_argmax_params(c, shape):
+    if not shape or 0 in shape:  # argmax of an empty axis raises
+        return None
+    return {"axis": c.integer(-len(shape), len(shape) - 1), "arg": c.pick(("argmax", "argmin"))}
+
+
+_single("take_along_axis", lambda xs, p: np.take_along_axis(
+            xs[0], np.asarray(p["indices"], dtype=np.int64).reshape(p["shape"]), axis=p["axis"]),
+        _take_along_axis_params, "np.take_along_axis", min_rank=1, max_rank=3, family="index")
+# indices computed in the kernel: each row's own extremum, gathered back (NumPy's usual pairing)
+_single("take_along_axis.computed", lambda xs, p: np.take_along_axis(
+            xs[0], getattr(np, p["arg"])(xs[0], axis=p["axis"], keepdims=True), axis=p["axis"]),
+        _along_argmax_params, "np.take_along_axis(x, np.argmax(x, axis, keepdims=True), axis)", min_rank=1,
+        max_rank=3, family="index")
+
+
+def _ptp_params(c, shape):
+    return {"axis": pick_axis(c, len(shape)), "keepdims": c.pick((False, True))}
+
+
+# max - min in the array's dtype: integers wrap (uint8 [1, 200] gives 199, int8 [-100, 100] gives -56)
+_single("ptp", lambda xs, p: np.ptp(xs[0], axis=_axis(p), keepdims=p["keepdims"]), _ptp_params, "np.ptp",
+        dtypes=NUMERIC, min_rank=1, family="reduction")  # bools: NumPy's subtract refuses them
+_single("count_nonzero", lambda xs, p: np.count_nonzero(xs[0], axis=_axis(p), keepdims=p["keepdims"]), _ptp_params,
+        "np.count_nonzero", family="reduction")
 
 
 # --------------------------------------------------------------------------- indexing

@@ -400,6 +400,12 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
             raise TypeError("np.negative is not supported for bool")
         zero = scalar_const(rb, 0, compute)
         return rb.op(f"arith.subi {zero}, {args[0]} : {t}")
+    if name == "fabs":  # NumPy has float loops only: an integer operand computes in a float type
+        return rb.op(f"math.absf {args[0]} : {t}")
+    if name == "signbit":  # the sign bit itself, so -0.0 and a NaN with its sign bit set are True
+        same_width = np.dtype(f"int{np.dtype(compute).itemsize * 8}")
+        as_int = rb.op(f"arith.bitcast {args[0]} : {t} to {dt.mlir_type(same_width)}")
+        return rb.op(f"arith.cmpi slt, {as_int}, {scalar_const(rb, 0, same_width)} : {dt.mlir_type(same_width)}")
     if name == "absolute":
         if kind == "f":
             return rb.op(f"math.absf {args[0]} : {t}")
@@ -452,7 +458,7 @@ UFUNCS = {
     "deg2rad": np.deg2rad, "rad2deg": np.rad2deg, "radians": np.radians, "degrees": np.degrees,
     "float_power": np.float_power,
     "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "clip": np._core.umath.clip,
-    "absolute": np.absolute, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
+    "absolute": np.absolute, "fabs": np.fabs, "signbit": np.signbit, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
     "floor_divide": np.floor_divide, "remainder": np.remainder, "fmod": np.fmod,
     "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor, "invert": np.invert,
     "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,

@@ -208,7 +208,7 @@ class Tensor:
     take, squeeze, swapaxes, ravel = (_function_method("take"), _function_method("squeeze"),
                                       _function_method("swapaxes"), _function_method("ravel"))
     dot, cumsum, cumprod = _function_method("dot"), _function_method("cumsum"), _function_method("cumprod")
-    repeat = _function_method("repeat")
+    repeat, diagonal, trace = _function_method("repeat"), _function_method("diagonal"), _function_method("trace")
     del _function_method
 
     def flatten(self, order="C"):

@@ -52,6 +52,11 @@ SCALAR_OR_ARRAY = {
     "np.vdot": (lambda a: np.vdot(a, a), X), "np.tensordot of vectors": (lambda a: np.tensordot(a, a, 1), V),
     "np.einsum to no labels": (lambda a: np.einsum("ij->", a), X), "np.einsum of vectors": (lambda a: np.einsum("i,i", a, a), V),
     "np.einsum keeping a label": (lambda a: np.einsum("ij->i", a), X),
+    "np.trace": (lambda a: np.trace(a), X), "x.trace of int8 (np.add.reduce: int64)": (lambda a: a.astype(np.int8).trace(), X),
+    "np.count_nonzero of everything": (lambda a: np.count_nonzero(a), X),
+    "np.count_nonzero by axis": (lambda a: np.count_nonzero(a, axis=0), X),
+    "np.ptp of everything": (lambda a: np.ptp(a), X), "np.isclose of 0-d": (lambda a: np.isclose(a, 0.0), Z),
+    "np.isclose of a 0-d and a vector": (lambda a: np.isclose(a, V), Z),
 }
 
 
@@ -138,6 +143,29 @@ AGREES = {
     "np.all where a mask": (lambda a: np.all(a > 0, axis=0, where=a > -2), X),
     "np.prod where nothing (the identity)": (lambda a: np.prod(a, axis=0, where=np.zeros((2, 3), bool)), X),
     "np.maximum.reduce where, with initial": (lambda a: np.maximum.reduce(a, axis=1, where=a > 0, initial=-1), X),
+    "np.diagonal with an offset past the array (empty)": (lambda a: np.diagonal(a, 5), X),
+    "np.diagonal of axes given backwards": (lambda a: np.diagonal(a[None], -1, 2, 1), X),
+    "np.trace into float32": (lambda a: np.trace(a, 1, dtype=np.float32), X),
+    "np.diag of a vector below the diagonal": (lambda a: np.diag(a, -2), V),
+    "np.diag of bools": (lambda a: np.diag(a, 1), BV), "np.diag of a matrix": (lambda a: np.diag(a, 1), X),
+    "np.moveaxis of tuples": (lambda a: np.moveaxis(a[None], (0, 2), (2, 0)), X),
+    "np.atleast_2d of several (a tuple)": (lambda a: np.atleast_2d(a, a[0, 0], a[0])[2], X),
+    "np.atleast_3d of a vector": (lambda a: np.atleast_3d(a), V),
+    "np.column_stack of a vector and a matrix": (lambda a: np.column_stack((V[:2], a)), X),
+    "np.dstack of vectors": (lambda a: np.dstack((a, a * 2)), V),
+    "np.take_along_axis of argsorted indices (constant)": (lambda a: np.take_along_axis(a, np.argsort(X, axis=0), 0), X),
+    "np.take_along_axis, axis None": (lambda a: np.take_along_axis(a, np.array([5, -1, 0]), None), X),
+    "np.take_along_axis of computed indices": (lambda a: np.take_along_axis(a, np.argmin(a, 1, keepdims=True), 1), X),
+    "np.ptp of uint8 (wraps)": (lambda a: np.ptp(a), np.array([1, 200], np.uint8)),
+    "np.ptp of int8 (wraps)": (lambda a: np.ptp(a, keepdims=True), np.array([-100, 100], np.int8)),
+    "np.count_nonzero keepdims": (lambda a: np.count_nonzero(a, axis=(0, 1), keepdims=True), X),
+    "np.isclose with NaNs equal": (lambda a: np.isclose(a / a, np.nan, equal_nan=True), X),
+    "np.isclose of ints, an int y": (lambda a: np.isclose(a.astype(np.int8), 1), X),
+    "np.isclose with inf": (lambda a: np.isclose(a / 0, np.inf), X),
+    "np.sinc of int8 (float64) and its zero": (lambda a: np.sinc(a.astype(np.int8)), X),
+    "np.sinc of float16": (lambda a: np.sinc(a.astype(np.float16) / 4), X),
+    "np.fabs of int8 (float16)": (lambda a: np.fabs(a.astype(np.int8)), X),
+    "np.signbit of -0.0 and -nan": (lambda a: np.signbit(np.array([-0.0, -np.nan, 0.0]) * a), Z),
     "bool np.dot": (lambda a: np.dot(a, a), B), "int8 np.dot uint8": (lambda a: np.dot(a, np.ones(2, np.uint8)), B.astype(np.int8)),
 }
 
@@ -192,6 +220,18 @@ REFUSED = {
     "np.einsum, '...' left out of the output": (lambda a: np.einsum("...j->j", a), X),
     "np.einsum, a digit as a label": (lambda a: np.einsum("i1", a), X),
     "np.einsum with more operands than subscripts": (lambda a: np.einsum("ij", a, a), X),
+    "np.diagonal of a vector": (lambda a: np.diagonal(a), V),
+    "np.diagonal of one axis twice": (lambda a: np.diagonal(a, 0, 1, -1), X),
+    "np.diagonal past the last axis": (lambda a: np.diagonal(a, 0, 0, 2), X),
+    "np.diag of a 3-d array": (lambda a: np.diag(a[None]), X),
+    "np.moveaxis of unequal counts": (lambda a: np.moveaxis(a, (0, 1), 0), X),
+    "np.moveaxis of a repeated axis": (lambda a: np.moveaxis(a, (0, 0), (0, 1)), X),
+    "np.take_along_axis of float indices": (lambda a: np.take_along_axis(a, np.zeros((2, 1)), 1), X),
+    "np.take_along_axis of another rank": (lambda a: np.take_along_axis(a, np.zeros(2, np.int64), 1), X),
+    "np.take_along_axis out of range": (lambda a: np.take_along_axis(a, np.full((2, 1), 3), 1), X),
+    "np.take_along_axis, axis None and 2-d indices": (lambda a: np.take_along_axis(a, np.zeros((1, 1), int), None), X),
+    "np.ptp of bools": (lambda a: np.ptp(a), B),
+    "np.column_stack of unequal rows": (lambda a: np.column_stack((a, V)), X),
 }
 
 
@@ -234,3 +274,24 @@ def test_flips_are_views_as_in_numpy():
     assert np.shares_memory(np.flip(X, 0), X)
     with pytest.raises(NotImplementedError, match=r"in-place '\+=' on a view"):
         jit(through_flip)(X.copy())
+
+
+def test_diagonals_are_read_only_views_as_in_numpy():
+    """NumPy's diagonal is a read-only view of its operand: an update through it is refused (NumPy raises),
+    and so is one to the operand while the diagonal is used."""
+    def through_diagonal(a):
+        d = np.diagonal(a)
+        d += 1
+        return d
+
+    with pytest.raises(ValueError, match="read-only"):
+        through_diagonal(X.copy())
+    with pytest.raises(NotImplementedError, match=r"in-place '\+=' on a view"):
+        jit(through_diagonal)(X.copy())
+
+
+def test_isclose_refuses_traced_and_non_finite_tolerances_by_name():
+    with pytest.raises(NotImplementedError, match="np.isclose: a traced rtol"):
+        jit(lambda a: np.isclose(a, a, rtol=a.max()))(X)
+    with pytest.raises(NotImplementedError, match="np.isclose: a non-finite atol"):
+        jit(lambda a: np.isclose(a, a, atol=np.inf))(X)

@@ -27,7 +27,8 @@ GRAPH_DOMAIN = oi.Domain(lo=-4.0, hi=4.0, special=False)
 EXCLUDED = set(oi.INDEX_OPERAND_OPS)  # need an index argument; covered at op level
 DISCONTINUOUS = {"greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
                  "operator.gt", "operator.ge", "operator.lt", "operator.le", "operator.eq", "operator.ne",
-                 "sign", "isinf", "isfinite", "isnan", "any", "all", "method.any", "method.all"}
+                 "sign", "isinf", "isfinite", "isnan", "any", "all", "method.any", "method.all",
+                 "signbit", "isclose", "count_nonzero"}
 
 
 def graph_ops() -> list[oi.OpInfo]:
@@ -326,6 +327,10 @@ class _Builder:
             params = {"axis": free}
         elif info.name == "hstack":
             free, params = (0 if len(shape) == 1 else 1), {}
+        elif info.name == "column_stack":  # 1-d parts are columns, others join along axis 1
+            free, params = (None if len(shape) == 1 else 1), {}
+        elif info.name == "dstack":  # 1-d and 2-d parts gain a third axis, along which they join
+            free, params = (None if len(shape) <= 2 else 2), {}
         else:  # vstack
             free, params = (None if len(shape) == 1 else 0), {}
 
