@@ -218,19 +218,43 @@ def _divide_into(total: P.Node, n: int) -> P.Node:
     return P.cast(P.elementwise("divide", [total, dt.Weak(n)]), total.dtype)
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None, correction=None):
-    _no_extras("var", out=out, where=where, mean=mean, correction=correction)
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
+        correction=np._NoValue):
+    """NumPy's _var: the mean (keepdims, in acc), the deviations (the input's dtype meeting acc) squared
+    by multiplication, their sum in acc divided by the count less ddof into acc. With ``where=`` both
+    sums are masked and each count is the mask's own (NumPy's _count_reduce_items), the divisor
+    ``maximum(count - ddof, 0)``; ``mean=`` is a precomputed mean used in place of the first sum."""
+    _no_extras("var", out=out)
+    if correction is not np._NoValue:
+        if ddof != 0:
+            raise ValueError("ddof and correction can't be provided simultaneously.")
+        ddof = correction
     x = _node(a)
     axes = P.normalize_axes(axis, x.ndim, "np.var")
     acc = np.dtype(dtype) if dtype is not None else (np.dtype(np.float64) if x.dtype.kind in "iub" else x.dtype)
-    n = _count(x, axes)
-    # NumPy's _var: mean with keepdims in acc, centre (the input's dtype meeting acc), square by
-    # multiplication, sum in acc, divide by n - ddof into acc
-    centre = _divide_into(P.reduce("sum", x, axes, True, "np.var", dtype=acc), n)
+    masked = where is not True
+    mask = _where_mask(where, x, "np.var") if masked else None
+
+    def total(v: P.Node, keep: bool) -> P.Node:
+        if masked:
+            return _reduction("sum", Tensor(v), axis, keep, acc, np._NoValue, where).node
+        return P.reduce("sum", v, axes, keep, "np.var", dtype=acc)
+
+    def count(keep: bool) -> P.Node:
+        return P.reduce("sum", mask, axes, keep, "np.var", dtype=np.dtype(np.intp))
+
+    if mean is not None:
+        centre = _operand(mean)
+    elif masked:
+        centre = P.cast(P.elementwise("divide", [total(x, True), count(True)]), acc)  # true_divide(out=, 'unsafe')
+    else:
+        centre = _divide_into(total(x, True), _count(x, axes))
     d = P.elementwise("subtract", [x, centre])
-    sq = P.elementwise("multiply", [d, d])
-    total = P.reduce("sum", sq, axes, keepdims, "np.var", dtype=acc)
-    return Tensor(_divide_into(total, max(n - ddof, 0)), scalar=True)
+    squares = total(P.elementwise("multiply", [d, d]), keepdims)
+    if not masked:
+        return Tensor(_divide_into(squares, max(_count(x, axes) - ddof, 0)), scalar=True)
+    dof = P.elementwise("maximum", [P.elementwise("subtract", [count(keepdims), _operand(ddof)]), dt.Weak(0)])
+    return Tensor(P.cast(P.elementwise("divide", [squares, dof]), squares.dtype), scalar=True)
 
 
 def cumsum(a, axis=None, dtype=None, out=None):
@@ -328,10 +352,11 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     return Tensor(node, scalar=True)
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None, correction=None):
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
+        correction=np._NoValue):
     """NumPy's _std: the square root of its _var, in var's dtype -- in place on an array (so an integer
     ``dtype`` is refused as NumPy refuses it), converted into that type for a scalar."""
-    v = var(a, axis, dtype, out, ddof, keepdims, where, mean, correction).node
+    v = var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean, correction=correction).node
     root = P.elementwise("sqrt", [v])
     if v.ndim > 0 and root.dtype != v.dtype:
         one = np.zeros(1, v.dtype)

@@ -575,12 +575,15 @@ def _reduce_where_sample(c: Chooser) -> Call:
     a third of the time) and an ``initial=`` start (which max and min need with a mask)."""
     shape = random_shape(c, 1, 4, empty=True)
     mask = tuple(1 if c.pick((0, 0, 1)) else d for d in shape[c.integer(0, len(shape)):])
-    kind = c.pick(("sum", "prod", "max", "min", "any", "all", "mean"))
+    kind = c.pick(("sum", "prod", "max", "min", "any", "all", "mean", "var", "std"))
     masked = c.pick((True, True, False))
     initial = c.pick((None, 2, -1.5)) if kind in ("sum", "prod") else \
         (c.pick((0, -3, 1.5)) if kind in ("max", "min") and (masked or c.pick((0, 1))) else None)
-    return Call((shape, mask), params={"kind": kind, "axis": pick_axis(c, len(shape)), "keepdims": c.pick((False, True)),
-                                       "masked": masked, "initial": initial})
+    params = {"kind": kind, "axis": pick_axis(c, len(shape)), "keepdims": c.pick((False, True)), "masked": masked,
+              "initial": initial}
+    if kind in ("var", "std"):
+        params["ddof"] = c.pick((0, 0, 1, 2))
+    return Call((shape, mask), params=params)
 
 
 def _reduce_where(xs, p):
@@ -588,11 +591,22 @@ def _reduce_where(xs, p):
     kwargs = {"where": xs[1]} if p["masked"] else {}
     if p["initial"] is not None:
         kwargs["initial"] = p["initial"]
+    if "ddof" in p:
+        kwargs["ddof"] = p["ddof"]
     return getattr(np, p["kind"])(xs[0], axis=axis, keepdims=p["keepdims"], **kwargs)
 
 
 def _reduce_where_scale(xs, p):
     a = np.abs(_as_float(xs[0]))
+    if p["kind"] in ("var", "std"):  # the largest square bounds the masked mean of squares
+        axis = tuple(p["axis"]) if isinstance(p["axis"], list) else p["axis"]
+        bound = 4 * np.max(np.square(a), axis=axis, keepdims=p["keepdims"], initial=0) * math.sqrt(max(a.size, 1))
+        if p["kind"] == "var":
+            return bound
+        with np.errstate(all="ignore"):  # sqrt halves the relative error of what it takes
+            v = np.var(_as_float(xs[0]), axis=axis, keepdims=p["keepdims"], ddof=p["ddof"],
+                       where=xs[1] if p["masked"] else True)
+            return np.nan_to_num(bound / np.maximum(2 * np.sqrt(v), np.finfo(np.float64).tiny), posinf=0.0)
     if p["kind"] == "prod":
         return _prod_scale(xs, {"axis": p["axis"], "keepdims": p["keepdims"]}) + abs(p["initial"] or 0)
     axis = tuple(p["axis"]) if isinstance(p["axis"], list) else p["axis"]

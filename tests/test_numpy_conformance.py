@@ -166,6 +166,12 @@ AGREES = {
     "np.sinc of float16": (lambda a: np.sinc(a.astype(np.float16) / 4), X),
     "np.fabs of int8 (float16)": (lambda a: np.fabs(a.astype(np.int8)), X),
     "np.signbit of -0.0 and -nan": (lambda a: np.signbit(np.array([-0.0, -np.nan, 0.0]) * a), Z),
+    "np.var where a mask (each over its own count)": (lambda a: np.var(a, axis=1, where=a != 0), X),
+    "np.std where a mask, ddof past a row's count (0 / 0)": (lambda a: np.std(a, axis=1, ddof=2, where=a > -1), X),
+    "np.var of ints where a broadcast mask": (lambda a: np.var(a.astype(np.int16), axis=0, where=np.array([True, False, True])), X),
+    "np.var with correction": (lambda a: np.var(a, correction=1), X),
+    "x.var with a precomputed mean": (lambda a: a.var(axis=0, mean=a.mean(axis=0, keepdims=True)), X),
+    "np.std with a mean and a mask": (lambda a: np.std(a, axis=1, mean=a.mean(axis=1, keepdims=True), where=a > -2), X),
     "bool np.dot": (lambda a: np.dot(a, a), B), "int8 np.dot uint8": (lambda a: np.dot(a, np.ones(2, np.uint8)), B.astype(np.int8)),
 }
 
@@ -231,6 +237,8 @@ REFUSED = {
     "np.take_along_axis out of range": (lambda a: np.take_along_axis(a, np.full((2, 1), 3), 1), X),
     "np.take_along_axis, axis None and 2-d indices": (lambda a: np.take_along_axis(a, np.zeros((1, 1), int), None), X),
     "np.ptp of bools": (lambda a: np.ptp(a), B),
+    "np.var with ddof and correction": (lambda a: np.var(a, ddof=1, correction=1), X),
+    "np.var where an int mask": (lambda a: np.var(a, where=np.array([1, 0, 1])), X),
     "np.column_stack of unequal rows": (lambda a: np.column_stack((a, V)), X),
 }
 

@@ -597,7 +597,7 @@ def test_any_all_match_numpy(name):
 
 def test_reductions_refuse_unsupported_arguments_by_name():
     x = np.arange(6.0).reshape(2, 3)
-    for fn, word in ((lambda a: np.var(a, where=a > 1), "where"), (lambda a: np.all(a, out=np.zeros(3, bool)), "out"),
+    for fn, word in ((lambda a: np.var(a, out=np.zeros(())), "out"), (lambda a: np.all(a, out=np.zeros(3, bool)), "out"),
                      (lambda a: np.logical_or.reduce(a, initial=True), "initial")):
         with pytest.raises(NotImplementedError, match=word):
             jit(fn)(x)
