@@ -690,23 +690,27 @@ def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe
     """np.einsum by NumPy's rules (implicit output: the labels used once, sorted; ``...`` broadcast; a
     labelled axis of length 1 broadcast against the others), computed as pairwise contractions left
     to right, each a matmul (``optimize`` changes only NumPy's order, so it is accepted and ignored)."""
-    _no_extras("einsum", out=out, dtype=dtype)
-    if order not in ("K", "C", "A") or casting != "safe":
-        raise NotImplementedError("np.einsum: only the default order and casting are supported")
+    _no_extras("einsum", out=out)
+    if order not in ("K", "C", "A"):
+        raise NotImplementedError("np.einsum: only the default order is supported")
     if not isinstance(subscripts, str):
         raise NotImplementedError("np.einsum: only the subscripts-string form is supported")
     nodes = [_node(o) for o in operands]
     labels, output = _einsum_labels(subscripts, nodes)
-    for lab in labels:
-        if len(set(lab)) != len(lab):
-            raise NotImplementedError(f"np.einsum {subscripts!r}: a label repeated within one operand (a diagonal) "
-                                      "is not supported by the compiler")
-    if len(nodes) == 1 and sorted(labels[0]) == sorted(output):  # a permutation: NumPy returns a view
+    for k, lab in enumerate(labels):
+        labels[k], nodes[k] = _einsum_diagonals(lab, nodes[k], k)
+    if len(nodes) == 1 and sorted(labels[0]) == sorted(output):
+        # a permutation (of a diagonal, perhaps): NumPy returns a view, before it looks at dtype= or casting=
         return view(P.transpose(nodes[0], [labels[0].index(c) for c in output]), operands[0], scalar=True)
-    result_dtype = np.result_type(*[np.empty(0, n.dtype) for n in nodes])
+    result_dtype = np.result_type(*[np.empty(0, n.dtype) for n in nodes]) if dtype is None else \
+        dt.check_supported(dtype, "np.einsum")
+    for k, n in enumerate(nodes):  # NumPy's iterator converts each operand under ``casting``
+        if not np.can_cast(n.dtype, result_dtype, casting):
+            raise TypeError(f"Iterator operand {k} dtype could not be cast from {n.dtype!r} to {result_dtype!r} "
+                            f"according to the rule {casting!r}")
     # bool: NumPy's sum of products is an OR of ANDs, a count of true products that is nonzero
     wide = np.dtype(np.int64) if result_dtype.kind == "b" else result_dtype
-    terms = [(lab, P.cast(n, wide)) for lab, n in zip(labels, nodes)]
+    terms = [(lab, P.cast(P.cast(n, result_dtype), wide)) for lab, n in zip(labels, nodes)]
     result = _einsum_contract(terms, output, _einsum_sizes(terms))
     if result_dtype.kind == "b":
         result = P.elementwise("not_equal", [result, const_node(np.zeros((), np.int64))])
@@ -759,6 +763,21 @@ def _einsum_labels(subscripts: str, nodes) -> tuple[list[list[str]], list[str]]:
                 counts[c] = counts.get(c, 0) + 1
         output = broadcast + sorted(c for c, k in counts.items() if k == 1 and c not in broadcast)
     return labels, output
+
+
+def _einsum_diagonals(labels: list[str], x: P.Node, k: int) -> tuple[list[str], P.Node]:
+    """A label repeated within one operand takes that operand's diagonal over those axes (NumPy's rule),
+    which then carries the label once, as the last axis."""
+    while len(set(labels)) != len(labels):
+        label = next(c for c in labels if labels.count(c) > 1)
+        p = labels.index(label)
+        q = labels.index(label, p + 1)
+        if x.shape[p] != x.shape[q]:
+            raise ValueError(f"dimensions in operand {k} for collapsing index '{label}' don't match "
+                             f"({x.shape[p]} != {x.shape[q]})")
+        x = _diagonal_node(x, 0, p, q)
+        labels = [c for i, c in enumerate(labels) if i not in (p, q)] + [label]
+    return labels, x
 
 
 def _einsum_sizes(terms) -> dict:
@@ -1016,14 +1035,17 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     axis2 = np.lib.array_utils.normalize_axis_index(axis2, x.ndim, "axis2")
     if axis1 == axis2:
         raise ValueError("axis1 and axis2 cannot be the same")
-    offset = operator.index(offset)
+    # NumPy's diagonal is a read-only view: neither it nor ``a`` may be updated in place from now on
+    return view(_diagonal_node(x.node, operator.index(offset), axis1, axis2), a)
+
+
+def _diagonal_node(x: P.Node, offset: int, axis1: int, axis2: int) -> P.Node:
     n1, n2 = x.shape[axis1], x.shape[axis2]
     rows = np.arange(max(0, -offset), n1)
     rows = rows[rows + offset < n2]
     rest = [d for d in range(x.ndim) if d not in (axis1, axis2)]
-    pairs = np.transpose(x, rest + [axis1, axis2]).reshape(tuple(x.shape[d] for d in rest) + (n1 * n2,))
-    # NumPy's diagonal is a read-only view: neither it nor ``a`` may be updated in place from now on
-    return view(P.gather(pairs.node, const_node(rows * n2 + rows + offset), x.ndim - 2), a)
+    pairs = P.reshape(P.transpose(x, rest + [axis1, axis2]), tuple(x.shape[d] for d in rest) + (n1 * n2,))
+    return P.gather(pairs, const_node(rows * n2 + rows + offset), x.ndim - 2)
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):

@@ -747,9 +747,9 @@ register(OpInfo("vdot", lambda xs, p: np.vdot(xs[0], xs[1]), 2, ALL, "contractio
                 tolerance=_MATMUL_TOL, exact=False, numpy_name="np.vdot", scale=_vdot_scale))
 
 def _einsum_sample(c: Chooser) -> Call:
-    """One to three operands over labels a-e (each operand's distinct), lengths shared per label or 1
-    (broadcast); sometimes a leading ``...`` of broadcast dimensions; the output implicit, or explicit:
-    any subset of the labels in any order."""
+    """One to three operands over labels a-e, lengths shared per label or 1 (broadcast); sometimes a label
+    repeated within an operand (its diagonal), a leading ``...`` of broadcast dimensions; the output
+    implicit, or explicit: any subset of the labels in any order."""
     pool = "abcde"
     sizes = {label: c.pick(DIMS[1:6]) for label in pool}
     count = c.pick((1, 2, 2, 2, 3))
@@ -758,7 +758,10 @@ def _einsum_sample(c: Chooser) -> Call:
     for _ in range(count):
         free = list(pool)
         labels = [free.pop(c.integer(0, len(free) - 1)) for _ in range(c.integer(0 if count > 1 else 1, 3))]
-        shape = tuple(sizes[label] if c.pick((1, 1, 1, 1, 0)) else 1 for label in labels)
+        if labels and c.pick((0, 0, 0, 1)):
+            labels.insert(c.integer(0, len(labels)), c.pick(labels))
+        lengths = {label: sizes[label] if c.pick((1, 1, 1, 1, 0)) else 1 for label in sorted(set(labels))}
+        shape = tuple(lengths[label] for label in labels)
         if ellipsis:
             dims = ellipsis[len(ellipsis) - c.integer(0, len(ellipsis)):]
             shape = tuple(d if c.pick((1, 1, 0)) else 1 for d in dims) + shape
@@ -772,7 +775,11 @@ def _einsum_sample(c: Chooser) -> Call:
             j = c.integer(0, i)
             out[i], out[j] = out[j], out[i]
         spec += "->" + ("..." if ellipsis else "") + "".join(out)
-    return Call(tuple(shapes), params={"subscripts": spec})
+    params = {"subscripts": spec}
+    if c.pick((0, 0, 0, 1)):  # computed in another dtype, the operands converted under a casting rule
+        params["dtype"] = c.pick(("float16", "float32", "float64", "int8", "int32", "uint16", "bool"))
+        params["casting"] = c.pick(("unsafe", "same_kind", "safe"))
+    return Call(tuple(shapes), params=params)
 
 
 def _einsum_scale(xs, p):
@@ -780,7 +787,7 @@ def _einsum_scale(xs, p):
     return np.abs(np.einsum(p["subscripts"], *magnitudes)) * math.sqrt(max([np.size(x) for x in xs] + [1]))
 
 
-register(OpInfo("einsum", lambda xs, p: np.einsum(p["subscripts"], *xs), 3, ALL, "contraction", _einsum_sample,
+register(OpInfo("einsum", lambda xs, p: np.einsum(p["subscripts"], *xs, **{k: p[k] for k in ("dtype", "casting") if k in p}), 3, ALL, "contraction", _einsum_sample,
                 domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_name="np.einsum", scale=_einsum_scale,
                 notes="arity is the most operands a sample has (one to three)"))
 

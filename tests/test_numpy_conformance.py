@@ -116,6 +116,14 @@ AGREES = {
     "np.einsum, ellipsis broadcast": (lambda a: np.einsum("...i,...i->...", a[:, None], a[None]), X),
     "np.einsum, a length-1 label broadcast": (lambda a: np.einsum("ij,ij->j", a[:1], a), X),
     "np.einsum of bools": (lambda a: np.einsum("ij,jk", a, a), B),
+    "np.einsum, a trace": (lambda a: np.einsum("ii", a[:, :2]), X),
+    "np.einsum into float32 under same_kind": (lambda a: np.einsum("ij,j->i", a, V, dtype=np.float32, casting="same_kind"), X),
+    "np.einsum into bool (unsafe): an OR of ANDs of truth values": (lambda a: np.einsum("ij,j", a - 0.5, V, dtype=bool, casting="unsafe"), X),
+    "np.einsum into int8 (unsafe): truncated, wrapping": (lambda a: np.einsum("ij,ij->i", a * 30.7, a, dtype=np.int8, casting="unsafe"), X),
+    "np.einsum, a permutation ignores dtype= (NumPy's view)": (lambda a: np.einsum("ij->ji", a, dtype=np.int64), X),
+    "np.einsum, a diagonal": (lambda a: np.einsum("ii->i", a[:, 1:]), X),
+    "np.einsum, a diagonal of three axes times another operand": (lambda a: np.einsum("iij,j->ij", a[:2, :2, None] * a[0], a[0]), X),
+    "np.einsum, a diagonal after the ellipsis": (lambda a: np.einsum("...jj->...j", a[:, None, :2, None] * a[:, :2]), X),
     "np.einsum, a Python float operand": (lambda a: np.einsum(",ij", 2.0, a.astype(np.float32)), X),
     "np.round of integers": (lambda a: np.round(a, 2), np.arange(-3, 3)), "x.round of bools": (lambda a: a.round(), B),
     "np.around to tens": (lambda a: np.around(a * 37, -1), X), "np.round of float16": (lambda a: np.round(a, 1), X / 7),
@@ -226,6 +234,9 @@ REFUSED = {
     "np.einsum, '...' left out of the output": (lambda a: np.einsum("...j->j", a), X),
     "np.einsum, a digit as a label": (lambda a: np.einsum("i1", a), X),
     "np.einsum with more operands than subscripts": (lambda a: np.einsum("ij", a, a), X),
+    "np.einsum, a diagonal of unequal lengths": (lambda a: np.einsum("ii->i", a), X),
+    "np.einsum into int64 under safe": (lambda a: np.einsum("ij,j->i", a, V, dtype=np.int64), X),
+    "np.einsum of mixed dtypes under casting='no'": (lambda a: np.einsum("ij,j->i", a, np.arange(3), casting="no"), X),
     "np.diagonal of a vector": (lambda a: np.diagonal(a), V),
     "np.diagonal of one axis twice": (lambda a: np.diagonal(a, 0, 1, -1), X),
     "np.diagonal past the last axis": (lambda a: np.diagonal(a, 0, 0, 2), X),
@@ -266,10 +277,17 @@ def test_einsum_permutations_are_views_as_in_numpy():
     assert_like_numpy(jit(lambda a: np.einsum("ij,jk", a, a.T) * 1)(X), np.einsum("ij,jk", X, X.T))
 
 
-def test_einsum_diagonals_are_refused_by_name():
-    assert np.einsum("ii->i", np.eye(2)).tolist() == [1.0, 1.0]  # NumPy has them
-    with pytest.raises(NotImplementedError, match=r"np.einsum 'ii->i': a label repeated within one operand"):
-        jit(lambda a: np.einsum("ii->i", a))(np.eye(2))
+def test_einsum_diagonals_are_views_as_in_numpy():
+    """A label repeated within one operand takes its diagonal; with nothing summed NumPy returns a
+    (writeable) view, so an update through it is refused, as any view's."""
+    def through_diagonal(a):
+        d = np.einsum("ii->i", a)
+        d += 1
+        return d
+
+    assert np.shares_memory(np.einsum("ii->i", X[:, :2]), X)
+    with pytest.raises(NotImplementedError, match=r"in-place '\+=' on a view"):
+        jit(through_diagonal)(np.eye(3))
 
 
 def test_flips_are_views_as_in_numpy():
