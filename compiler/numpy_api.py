@@ -366,14 +366,19 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
 
 def round_(a, decimals=0, out=None):
     """NumPy's PyArray_Round: rint of floats scaled by a power of ten (a Python float, so weak), the
-    scale then divided out again; integers with decimals >= 0 are returned as they are."""
+    scale then divided out again; integers with decimals >= 0 are returned as they are, and to negative
+    decimals are divided, rounded and multiplied in float64 (so past 2**53 with its precision), the
+    result converted back (wrapping, as a float-to-int cast does: int8 127 to tens is -126)."""
     _no_extras("round", out=out)
     x = _node(a)
     decimals = operator.index(decimals)
     if x.dtype.kind in "iu":  # bool is not among them: NumPy rounds it as a float (rint of bool is float16)
-        if decimals < 0:
-            raise NotImplementedError("np.round of integers to negative decimals is not supported by the compiler")
-        return Tensor(x, scalar=True)
+        if decimals >= 0:
+            return Tensor(x, scalar=True)
+        scale = const_node(np.float64(10.0 ** -decimals))
+        y = P.elementwise("divide", [P.cast(x, np.float64), scale])
+        y = P.elementwise("multiply", [P.elementwise("rint", [y]), scale])
+        return Tensor(P.cast(y, x.dtype), scalar=True)
     if decimals == 0:
         return Tensor(P.elementwise("rint", [x]), scalar=True)
     if x.dtype.kind == "b":  # NumPy scales into a bool result array and refuses: its own error, raised by NumPy

@@ -323,13 +323,18 @@ def _round_params(c: Chooser, shape) -> dict:
     return {"decimals": c.pick((0, 0, 1, 2, 3, -1, -2))}
 
 
-# floats only: integers round to negative decimals in a way the compiler refuses (and to others unchanged,
-# which tests/test_numpy_conformance.py checks)
 register(OpInfo("round", lambda xs, p: np.round(xs[0], p.get("decimals", 0)), 1, FLOATS, "elementwise",
                 _unary_sample(_round_params), numpy_name="np.round", params_for=_round_params,
                 notes="x * 10**d, rint, / 10**d as NumPy computes it (the scale a weak Python float)"))
 register(OpInfo("method.round", lambda xs, p: xs[0].round(p.get("decimals", 0)), 1, FLOATS, "elementwise",
                 _unary_sample(_round_params), numpy_name="x.round", params_for=_round_params))
+# integers to negative decimals: divided, rounded and multiplied in float64, converted back (wrapping, as int8
+# 127 to tens gives -126); below uint32's top, where rounding up leaves the range and NumPy's own conversion
+# differs between its scalar and SIMD loops (4294967300.0 to uint32: 4 or 0)
+register(OpInfo("round_int", lambda xs, p: np.round(xs[0], p["decimals"]), 1, INTS, "elementwise",
+                _unary_sample(lambda c, s: {"decimals": c.pick((-1, -2, -3, 0, 2))}),
+                params_for=lambda c, s: {"decimals": c.pick((-1, -2, -3, 0, 2))},
+                domains=(Domain(lo=-1e18, hi=4e9),), numpy_name="np.round"))
 
 register(OpInfo("operator.neg", lambda xs, p: -xs[0], 1, _supported_unary(np.negative), "elementwise",
                 _elementwise_sample(1), numpy_name="-x"))
