@@ -1132,6 +1132,129 @@ def sinc(x):
     return np.sin(y) / y
 
 
+# NumPy's NaN-ignoring reductions (numpy/lib/_nanfunctions_impl.py): a float array's NaNs replaced by
+# the reduction's identity (its _replace_nan), integers and bools reduced as they are
+
+
+def _given(**kwargs) -> dict:
+    """The keyword arguments the caller gave (NumPy's functions leave np._NoValue ones out)."""
+    return {k: v for k, v in kwargs.items() if v is not np._NoValue}
+
+
+def _nan_replaced(a, value):
+    x = _tensor(a)
+    if x.dtype.kind != "f":
+        return x, None
+    mask = np.isnan(x)
+    return np.where(mask, np.asarray(value, x.dtype), x), mask
+
+
+def _inexact_dtype(dtype):
+    if dtype is not None and np.dtype(dtype).kind != "f":
+        raise TypeError("If a is inexact, then dtype must be inexact")
+
+
+def nansum(a, axis=None, dtype=None, out=None, keepdims=np._NoValue, initial=np._NoValue, where=np._NoValue):
+    _no_extras("nansum", out=out)
+    return sum_(_nan_replaced(a, 0)[0], axis, dtype, **_given(keepdims=keepdims, initial=initial, where=where))
+
+
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=np._NoValue, initial=np._NoValue, where=np._NoValue):
+    _no_extras("nanprod", out=out)
+    return prod(_nan_replaced(a, 1)[0], axis, dtype, **_given(keepdims=keepdims, initial=initial, where=where))
+
+
+def nancumsum(a, axis=None, dtype=None, out=None):
+    return cumsum(_nan_replaced(a, 0)[0], axis, dtype, out)
+
+
+def nancumprod(a, axis=None, dtype=None, out=None):
+    return cumprod(_nan_replaced(a, 1)[0], axis, dtype, out)
+
+
+def _nan_extremum(kind: str, a, axis, out, keepdims, initial, where) -> Tensor:
+    """What np.fmax.reduce (fmin) computes for an ndarray: NaNs skipped, a slice of nothing but NaNs
+    NaN -- or ``initial``, where fmax starts."""
+    _no_extras(f"nan{kind}", out=out)
+    x = _tensor(a)
+    given = _given(keepdims=keepdims, initial=initial, where=where)
+    if where is not np._NoValue and initial is np._NoValue:
+        raise ValueError(f"reduction operation 'f{kind}' does not have an identity, so to use a where mask one has "
+                         "to specify 'initial'")
+    reduce = amax if kind == "max" else amin
+    if x.dtype.kind != "f":
+        return reduce(x, axis, **given)
+    mask = np.isnan(x)
+    result = reduce(np.where(mask, np.asarray(-np.inf if kind == "max" else np.inf, x.dtype), x), axis, **given)
+    if initial is not np._NoValue:
+        return result
+    all_nan = all_(mask, axis, keepdims=given.get("keepdims", False))
+    return Tensor(P.where(all_nan.node, const_node(np.asarray(np.nan, x.dtype)), result.node), scalar=True)
+
+
+def nanmax(a, axis=None, out=None, keepdims=np._NoValue, initial=np._NoValue, where=np._NoValue):
+    return _nan_extremum("max", a, axis, out, keepdims, initial, where)
+
+
+def nanmin(a, axis=None, out=None, keepdims=np._NoValue, initial=np._NoValue, where=np._NoValue):
+    return _nan_extremum("min", a, axis, out, keepdims, initial, where)
+
+
+def _divided_by_count(total: Tensor, count: Tensor) -> P.Node:
+    """NumPy's _divide_by_count: ``divide(total, count, out=total, casting='unsafe')``."""
+    return P.cast(P.elementwise("divide", [total.node, _operand(count)]), total.dtype)
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=np._NoValue, *, where=np._NoValue):
+    """The sum of the non-NaN elements (in ``dtype``) over their count (an empty count gives NaN)."""
+    _no_extras("nanmean", out=out)
+    x, mask = _nan_replaced(a, 0)
+    given = _given(keepdims=keepdims, where=where)
+    if mask is None:
+        return mean(x, axis, dtype, **given)
+    _inexact_dtype(dtype)
+    count = sum_(~mask, axis, np.intp, **given)
+    return Tensor(_divided_by_count(sum_(x, axis, dtype, **given), count), scalar=True)
+
+
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *, where=np._NoValue,
+           mean=np._NoValue, correction=np._NoValue):
+    """NumPy's nanvar: the mean of the non-NaN elements (keepdims), the deviations stored in the array's
+    own dtype (its ``subtract(out=arr, casting='unsafe')``) with NaNs' set to 0, squared, summed, divided
+    by count - ddof; NaN where that is <= 0 (np.var gives inf or NaN there)."""
+    _no_extras("nanvar", out=out)
+    x, mask = _nan_replaced(a, 0)
+    if mask is None:
+        return var(x, axis, dtype, None, ddof, **_given(keepdims=keepdims, where=where, mean=mean, correction=correction))
+    _inexact_dtype(dtype)
+    if correction is not np._NoValue:
+        if ddof != 0:
+            raise ValueError("ddof and correction can't be provided simultaneously.")
+        ddof = correction
+    masked = _given(where=where)
+    if mean is np._NoValue:
+        centre = _divided_by_count(sum_(x, axis, dtype, keepdims=True, **masked),
+                                   sum_(~mask, axis, np.intp, keepdims=True, **masked))
+    else:
+        centre = _operand(mean)
+    deviation = P.cast(P.elementwise("subtract", [x.node, centre]), x.dtype)
+    deviation = Tensor(P.where(mask.node, const_node(np.zeros((), x.dtype)), deviation))
+    keep = _given(keepdims=keepdims)
+    total = sum_(deviation * deviation, axis, dtype, **keep, **masked)
+    dof = sum_(~mask, axis, np.intp, **keep, **masked) - ddof
+    quotient = _divided_by_count(total, dof)
+    return Tensor(P.where((dof <= 0).node, const_node(np.asarray(np.nan, total.dtype)), quotient), scalar=True)
+
+
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *, where=np._NoValue,
+           mean=np._NoValue, correction=np._NoValue):
+    given = _given(keepdims=keepdims, where=where, mean=mean, correction=correction)
+    if _tensor(a).dtype.kind != "f":  # np.var of an array without NaNs, then sqrt as np.std takes it
+        return std(a, axis, dtype, out, ddof, **given)
+    v = nanvar(a, axis, dtype, out, ddof, **given)
+    return Tensor(P.cast(P.elementwise("sqrt", [v.node]), v.dtype), scalar=True)
+
+
 def shape(a):
     return _node(a).shape
 
@@ -1151,7 +1274,9 @@ FUNCTIONS = {
     np.pad: pad, np.nan_to_num: nan_to_num, np.moveaxis: moveaxis, np.atleast_1d: atleast_1d,
     np.atleast_2d: atleast_2d, np.atleast_3d: atleast_3d, np.column_stack: column_stack, np.dstack: dstack,
     np.diagonal: diagonal, np.trace: trace, np.diag: diag, np.take_along_axis: take_along_axis, np.ptp: ptp,
-    np.count_nonzero: count_nonzero, np.isclose: isclose, np.sinc: sinc, np.round: round_, np.around: round_,
+    np.count_nonzero: count_nonzero, np.isclose: isclose, np.sinc: sinc, np.nansum: nansum, np.nanprod: nanprod,
+    np.nancumsum: nancumsum, np.nancumprod: nancumprod, np.nanmax: nanmax, np.nanmin: nanmin, np.nanmean: nanmean,
+    np.nanvar: nanvar, np.nanstd: nanstd, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

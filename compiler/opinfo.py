@@ -623,6 +623,50 @@ register(OpInfo("reduce_where", _reduce_where, 2, NUMERIC, "reduction_masked", _
                 numpy_name="np.<reduction>(x, where=mask, initial=v)", scale=_reduce_where_scale,
                 notes="operand 1 is the boolean mask"))
 
+_NAN_KINDS = ("nansum", "nanprod", "nanmax", "nanmin", "nanmean", "nanvar", "nanstd", "nancumsum", "nancumprod")
+
+
+def _nan_reduction_sample(c: Chooser) -> Call:
+    """A NaN-ignoring reduction of an array whose masked elements (operand 1) are NaN when it is a float
+    array (whole slices of NaNs included, when the mask broadcasts)."""
+    shape = random_shape(c, 1, 4, empty=True)
+    mask = tuple(1 if c.pick((0, 0, 1)) else d for d in shape)
+    kind = c.pick(_NAN_KINDS)
+    if kind.startswith("nancum"):
+        return Call((shape, mask), params={"kind": kind, "axis": pick_axis(c, len(shape), allow_tuple=False)})
+    params = {"kind": kind, "axis": pick_axis(c, len(shape)), "keepdims": c.pick((False, True))}
+    if kind in ("nanvar", "nanstd"):
+        params["ddof"] = c.pick((0, 0, 1, 2))
+    return Call((shape, mask), params=params)
+
+
+def _with_nans(xs):
+    x = xs[0]
+    return np.where(xs[1], np.nan, x) if np.dtype(x.dtype).kind == "f" else x
+
+
+def _nan_reduction(xs, p):
+    kwargs = {k: (tuple(v) if isinstance(v, list) else v) for k, v in p.items() if k != "kind"}
+    return getattr(np, p["kind"])(_with_nans(xs), **kwargs)
+
+
+def _nan_reduction_scale(xs, p):
+    """reduce_where's scales, over the elements that are not NaN."""
+    x = np.nan_to_num(_as_float(_with_nans(xs)), nan=0.0)
+    kind = p["kind"].removeprefix("nan").removeprefix("cum")
+    if p["kind"].startswith("nancum"):  # each prefix's own magnitude
+        return (np.cumsum if kind == "sum" else np.cumprod)(np.abs(x), axis=p["axis"]) * math.sqrt(max(x.size, 1))
+    masked = {"kind": kind, "axis": p["axis"], "keepdims": p["keepdims"], "masked": False, "initial": None,
+              "ddof": p.get("ddof", 0)}
+    return _reduce_where_scale([x, np.ones(x.shape, bool)], masked)
+
+
+register(OpInfo("nan_reduction", _nan_reduction, 2, NUMERIC, "reduction_masked", _nan_reduction_sample,
+                domains=(PROD_DOMAIN,), tolerance=REDUCTION, exact=False, mixed_dtypes=True,
+                numpy_name="np.nansum/nanprod/nanmax/nanmin/nanmean/nanvar/nanstd/nancumsum/nancumprod",
+                scale=_nan_reduction_scale, notes="operand 1 marks the elements made NaN (float operands)"))
+
+
 # --------------------------------------------------------------------------- matmul
 
 
@@ -1466,7 +1510,7 @@ INDEX_OPERAND_OPS = ("getitem_index_arg", "getitem_computed_index")  # operand 1
 INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.uint8), np.dtype(np.int8))
 
 
-MASK_OPERAND_OPS = ("reduce_where",)  # operand 1: a boolean mask
+MASK_OPERAND_OPS = ("reduce_where", "nan_reduction")  # operand 1: a boolean mask
 
 
 def operand_dtypes(info: OpInfo, i: int) -> tuple:

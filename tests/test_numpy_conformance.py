@@ -184,6 +184,16 @@ AGREES = {
     "np.var with correction": (lambda a: np.var(a, correction=1), X),
     "x.var with a precomputed mean": (lambda a: a.var(axis=0, mean=a.mean(axis=0, keepdims=True)), X),
     "np.std with a mean and a mask": (lambda a: np.std(a, axis=1, mean=a.mean(axis=1, keepdims=True), where=a > -2), X),
+    "np.nanmax of an all-NaN row (NaN)": (lambda a: np.nanmax(np.where(a > 0, np.nan, a), axis=1), X),
+    "np.nanmax of an all-NaN row with initial (fmax starts there)": (lambda a: np.nanmax(np.where(a < 1, np.nan, a), axis=1, initial=2.5), X),
+    "np.nanmin of ints (np.min)": (lambda a: np.nanmin(a.astype(np.int8), axis=0), X),
+    "np.nansum with a mask and initial": (lambda a: np.nansum(np.log(a), axis=1, where=a != 1, initial=0.5), X),
+    "np.nanmean of an all-NaN row (0 / 0)": (lambda a: np.nanmean(np.sqrt(a - 0.5), axis=1), X),
+    "np.nanvar: NaN where count - ddof <= 0 (np.var gives inf)": (lambda a: np.nanvar(np.sqrt(a - 0.5), axis=1, ddof=2), X),
+    "np.nanvar into float64: deviations stored in float32": (lambda a: np.nanvar(np.sqrt(a).astype(np.float32), dtype=np.float64), X),
+    "np.nanstd of ints (np.std)": (lambda a: np.nanstd(a.astype(np.int32), axis=0), X),
+    "np.nancumsum of everything": (lambda a: np.nancumsum(np.log(a)), X),
+    "np.nancumprod of float16": (lambda a: np.nancumprod(np.sqrt(a).astype(np.float16), axis=1), X),
     "bool np.dot": (lambda a: np.dot(a, a), B), "int8 np.dot uint8": (lambda a: np.dot(a, np.ones(2, np.uint8)), B.astype(np.int8)),
 }
 
@@ -253,6 +263,8 @@ REFUSED = {
     "np.take_along_axis, axis None and 2-d indices": (lambda a: np.take_along_axis(a, np.zeros((1, 1), int), None), X),
     "np.ptp of bools": (lambda a: np.ptp(a), B),
     "np.var with ddof and correction": (lambda a: np.var(a, ddof=1, correction=1), X),
+    "np.nanmean into an int dtype": (lambda a: np.nanmean(a, dtype=np.int32), X),
+    "np.nanmax where a mask, without initial": (lambda a: np.nanmax(a, where=a > 0), X),
     "np.var where an int mask": (lambda a: np.var(a, where=np.array([1, 0, 1])), X),
     "np.column_stack of unequal rows": (lambda a: np.column_stack((a, V)), X),
 }
