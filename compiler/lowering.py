@@ -405,6 +405,12 @@ class Emitter:
         self.lines.append(f"    }} -> {out_types[0] if len(outs) == 1 else '(' + ', '.join(out_types) + ')'} {here}")
         return result
 
+    def iota(self, node: Node) -> str:
+        def body(rb, args):
+            index = rb.op(f"linalg.index {node.attrs['axis']} : index")
+            return rb.op(f"arith.index_cast {index} : index to {dt.mlir_type(node.dtype)}")
+        return self._generic(node.shape, node.dtype, [], body, node.loc)
+
     def scan(self, node: Node, x: str) -> str:
         """cumsum/cumprod: output i folds input j for j <= i, in order, each step rounded to the result
         dtype, so every element is NumPy's own. With ``scan_loops`` (the CPU) an ``scf.for`` walks the
@@ -442,7 +448,8 @@ class Emitter:
         result = self.empty(shape, dtype, node.loc)
         zero, one = self.assign("arith.constant 0 : index", node.loc), self.assign("arith.constant 1 : index", node.loc)
         length = self.assign(f"arith.constant {shape[axis]} : index", node.loc)
-        loop, i, out, run = self.fresh("scan"), self.fresh("i"), self.fresh("out"), self.fresh("run")
+        # (not "out": the function's result arguments are %out0, %out1, ...)
+        loop, i, out, run = self.fresh("scan"), self.fresh("i"), self.fresh("scanned"), self.fresh("run")
         self.lines.append(f"    {loop}:2 = scf.for {i} = {zero} to {length} step {one} "
                           f"iter_args({out} = {result}, {run} = {running}) -> ({full_t}, {lane_t}) {{")
         offsets = ", ".join(i if d == axis else "0" for d in range(len(shape)))

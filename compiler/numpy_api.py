@@ -1132,6 +1132,51 @@ def sinc(x):
     return np.sin(y) / y
 
 
+# Sorting by counting: an element's place in the sorted order is the number of elements that come
+# before it (smaller, or equal and earlier: a stable sort, NaNs last as NumPy puts them), and the k-th
+# index is the one whose place is k. Every pair is compared, so the work is quadratic in the sorted
+# axis' length (the comparisons fuse into the counting loops; nothing n x n is stored).
+
+
+def _sort_options(what: str, kind, order, stable) -> None:
+    if order is not None:  # order= names fields, and the arrays the compiler takes have none
+        raise ValueError("Cannot specify order when the array has no fields.")
+    np.argsort(np.zeros(1), kind=kind, stable=stable)  # NumPy's own checks of kind and stable, and its errors
+
+
+def _sorting_permutation(x: Tensor) -> Tensor:
+    """The stable argsort of ``x`` along its last axis."""
+    n = x.shape[-1]
+    a, b = x[..., :, None], x[..., None, :]  # element i against element j
+    before, tie = b < a, b == a
+    if x.dtype.kind == "f":
+        nan_a, nan_b = np.isnan(a), np.isnan(b)
+        before, tie = before | (nan_a & ~nan_b), tie | (nan_a & nan_b)
+    earlier = Tensor(P.iota((n, n), 1)) < Tensor(P.iota((n, n), 0))  # j < i, computed in the kernel
+    places = np.sum(before | (tie & earlier), axis=-1, dtype=np.intp)
+    positions = np.arange(n, dtype=np.intp)
+    # index k: the i whose place is k
+    return np.sum(np.where(places[..., None, :] == positions[:, None], positions, 0), axis=-1, dtype=np.intp)
+
+
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+    _sort_options("np.argsort", kind, order, stable)
+    x = _tensor(a)
+    if axis is None or x.ndim == 0:  # NumPy flattens a 0-d array too
+        x, axis = ravel(x), 0
+    axis = np.lib.array_utils.normalize_axis_index(axis, x.ndim)
+    return np.moveaxis(_sorting_permutation(np.moveaxis(x, axis, -1)), -1, axis)
+
+
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    _sort_options("np.sort", kind, order, stable)
+    x = _tensor(a)
+    if axis is None:
+        x, axis = ravel(x), 0
+    axis = np.lib.array_utils.normalize_axis_index(axis, x.ndim)
+    return take_along_axis(x, argsort(x, axis), axis)
+
+
 # NumPy's NaN-ignoring reductions (numpy/lib/_nanfunctions_impl.py): a float array's NaNs replaced by
 # the reduction's identity (its _replace_nan), integers and bools reduced as they are
 
@@ -1276,7 +1321,7 @@ FUNCTIONS = {
     np.diagonal: diagonal, np.trace: trace, np.diag: diag, np.take_along_axis: take_along_axis, np.ptp: ptp,
     np.count_nonzero: count_nonzero, np.isclose: isclose, np.sinc: sinc, np.nansum: nansum, np.nanprod: nanprod,
     np.nancumsum: nancumsum, np.nancumprod: nancumprod, np.nanmax: nanmax, np.nanmin: nanmin, np.nanmean: nanmean,
-    np.nanvar: nanvar, np.nanstd: nanstd, np.round: round_, np.around: round_,
+    np.nanvar: nanvar, np.nanstd: nanstd, np.sort: sort, np.argsort: argsort, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

@@ -210,7 +210,7 @@ class OpInfo:
     call: Callable[[Sequence, Mapping], Any]          # (operands, params) -> result; arrays or tensors
     arity: int                                         # array operands
     dtypes: tuple                                      # dtypes each operand may take
-    family: str                                        # elementwise | reduction | scan | norm | matmul | contraction | shape | join | split | index | select | creation
+    family: str                                        # elementwise | reduction | scan | norm | matmul | contraction | sort | shape | join | split | index | select | creation
     sample: Callable[[Chooser], Call]                  # shapes + parameters of one valid call
     domains: tuple = (ANY,)                            # per operand (the last one repeats)
     tolerance: Tolerance = EXACT
@@ -1350,6 +1350,25 @@ _single("take_along_axis.computed", lambda xs, p: np.take_along_axis(
             xs[0], getattr(np, p["arg"])(xs[0], axis=p["axis"], keepdims=True), axis=p["axis"]),
         _along_argmax_params, "np.take_along_axis(x, np.argmax(x, axis, keepdims=True), axis)", min_rank=1,
         max_rank=3, family="index")
+
+
+def _sort_params(c, shape):
+    axis = c.pick((None, -1, -1, 0, c.integer(-len(shape), len(shape) - 1))) if shape else None
+    return {"axis": axis, "kind": c.pick((None, "stable", "quicksort", "heapsort", "mergesort"))}
+
+
+def _argsort_params(c, shape):
+    return {"axis": _sort_params(c, shape)["axis"], "kind": c.pick(("stable", "mergesort"))}
+
+
+# values: NumPy's result whatever its algorithm, but for the order of +0.0 and -0.0, which it need not keep
+# (family "sort": signs of zeros not compared); indices: the stable kinds only (ties in index order)
+_single("sort", lambda xs, p: np.sort(xs[0], axis=p["axis"], kind=p["kind"]), _sort_params, "np.sort", min_rank=1,
+        max_rank=3, family="sort")
+_single("argsort", lambda xs, p: np.argsort(xs[0], axis=p["axis"], kind=p["kind"]), _argsort_params, "np.argsort",
+        max_rank=3, family="sort")
+_single("method.argsort", lambda xs, p: xs[0].argsort(axis=p["axis"], kind=p["kind"]), _argsort_params, "x.argsort",
+        max_rank=3, family="sort")
 
 
 def _ptp_params(c, shape):

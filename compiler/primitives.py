@@ -512,6 +512,11 @@ primitive("argmin", lambda n, v: np.argmin(v[0], axis=n.attrs["axis"]), lambda e
 # running sums and products along one axis, in order, each step rounded to the result's dtype
 primitive("cumsum", lambda n, v: np.cumsum(v[0], axis=n.attrs["axis"], dtype=n.dtype), lambda em, n, ops: em.scan(n, ops[0]))
 primitive("cumprod", lambda n, v: np.cumprod(v[0], axis=n.attrs["axis"], dtype=n.dtype), lambda em, n, ops: em.scan(n, ops[0]))
+# each element's own index along one axis (int64): positions for comparisons that must not be folded
+# into an n x n constant at trace time
+primitive("iota", lambda n, v: np.broadcast_to(np.arange(n.shape[n.attrs["axis"]]).reshape(
+              [-1 if d == n.attrs["axis"] else 1 for d in range(n.ndim)]), n.shape).astype(n.dtype),
+          lambda em, n, ops: em.iota(n))
 primitive("matmul", lambda n, v: np.matmul(v[0], v[1]), lambda em, n, ops: em.matmul(n, ops), "accumulates")
 primitive("reshape", lambda n, v: np.reshape(v[0], n.shape), lambda em, n, ops: em.reshape(ops[0], n.inputs[0], n.shape, n.loc))
 primitive("transpose", lambda n, v: np.transpose(v[0], n.attrs["perm"]).copy(), lambda em, n, ops: em.transpose(n, ops[0]))
@@ -845,6 +850,11 @@ def reduce(kind: str, x: Node, axis, keepdims: bool, what: str, dtype=None) -> N
     if keepdims:
         r = reshape(r, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
     return r
+
+
+def iota(shape: tuple, axis: int) -> Node:
+    """An int64 array of ``shape`` whose elements are their own index along ``axis``."""
+    return _make("iota", [], shape, np.intp, axis=axis)
 
 
 def scan(kind: str, x: Node, axis, dtype, what: str) -> Node:

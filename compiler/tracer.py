@@ -209,6 +209,7 @@ class Tensor:
                                       _function_method("swapaxes"), _function_method("ravel"))
     dot, cumsum, cumprod = _function_method("dot"), _function_method("cumsum"), _function_method("cumprod")
     repeat, diagonal, trace = _function_method("repeat"), _function_method("diagonal"), _function_method("trace")
+    argsort = _function_method("argsort")
     del _function_method
 
     def flatten(self, order="C"):
@@ -216,6 +217,15 @@ class Tensor:
         if order != "C":
             raise NotImplementedError("flatten: only order='C' is supported")
         return Tensor(P.reshape(self.node, (self.size,)))
+
+    def sort(self, axis=-1, kind=None, order=None, *, stable=None):
+        """In place, as NumPy's: the Tensor itself is updated (refused where NumPy would write through
+        shared memory, like the in-place operators)."""
+        if self.aliases is not None:
+            raise NotImplementedError(f"x.sort() on {self.aliases}: NumPy sorts the memory it shares in place, which "
+                                      "a compiled function cannot do; use np.sort(x) (a sorted copy) instead")
+        from .numpy_api import sort
+        self.node = sort(self, axis, kind, order, stable=stable).node
 
     def clip(self, min=None, max=None, out=None):
         from .numpy_api import _clip, _no_extras

@@ -222,12 +222,12 @@ def test_non_integer_indices():
 
 
 @pytest.mark.parametrize("fn, name", [
-    (lambda x: np.sort(x), "np.sort"),
+    (lambda x: np.partition(x, 1), "np.partition"),
     (lambda x: np.interp(x, x[0], x[1]), "np.interp"),
     (lambda x: np.pad(x, 1, mode="mean"), "np.pad: mode 'mean'"),
     (lambda x: np.add.reduceat(x, [0, 2]), "np.add.reduceat"),
     (lambda x: np.subtract.reduce(x), "np.subtract.reduce"),
-    (lambda x: np.argsort(x, axis=-1), "np.argsort"),
+    (lambda x: np.argpartition(x, 1, axis=-1), "np.argpartition"),
     (lambda x: np.linalg.norm(x, ord=2), r"np.linalg.norm: ord=2 needs singular values"),
     (lambda x: np.linalg.inv(x[:, :3]), "np.linalg.inv"),
     (lambda x: np.einsum(x, [0, 1]), "np.einsum: only the subscripts-string form"),

@@ -375,3 +375,13 @@ def test_scan_is_a_loop_on_the_cpu_and_one_parallel_generic_on_the_gpu():
     gpu = compiler.emit(lambda a: np.cumsum(a, axis=1), x, stage="tensor", target="gpu")
     assert "scf.for" in cpu and '"reduction"' not in cpu
     assert "scf.for" not in gpu and '"reduction"' in gpu
+
+
+def test_a_scan_among_many_results_keeps_its_loop_names_apart_from_the_result_arguments():
+    """The scan loop's carried values are named apart from the function's result arguments (%out0,
+    %out1, ...): with eleven results, a carried %out10 once collided with the eleventh (found by the
+    graph fuzzer)."""
+    x = np.arange(1, 5, dtype=np.float16)
+    fn = jit(lambda a: [np.cumsum(a)] + [a * k for k in range(11)])
+    for got, want in zip(fn(x), [np.cumsum(x)] + [x * k for k in range(11)]):
+        assert got.dtype == want.dtype and np.array_equal(got, want)

@@ -194,6 +194,14 @@ AGREES = {
     "np.nanstd of ints (np.std)": (lambda a: np.nanstd(a.astype(np.int32), axis=0), X),
     "np.nancumsum of everything": (lambda a: np.nancumsum(np.log(a)), X),
     "np.nancumprod of float16": (lambda a: np.nancumprod(np.sqrt(a).astype(np.float16), axis=1), X),
+    "np.sort with NaNs last and infinities": (lambda a: np.sort(a), np.array([np.nan, 1.0, -np.inf, np.nan, np.inf, -0.5])),
+    "np.sort along axis 0": (lambda a: np.sort(a[::-1], axis=0), X),
+    "np.sort of everything": (lambda a: np.sort(a, axis=None), X),
+    "np.argsort, ties in index order (stable)": (lambda a: np.argsort(np.array([2, 1, 2, 1, 0]) * a, kind="stable"), np.int8(1)),
+    "np.argsort of a 0-d array (flattened)": (lambda a: np.argsort(a), Z),
+    "x.argsort by axis 0 with stable=True": (lambda a: a.argsort(axis=0, stable=True), X),
+    "np.argsort of bools": (lambda a: np.argsort(a, axis=None, kind="stable"), B),
+    "x.sort() of a copy, in place": (lambda a: (lambda b: (b.sort(axis=0), b)[1])(a[::-1] * 1), X),
     "bool np.dot": (lambda a: np.dot(a, a), B), "int8 np.dot uint8": (lambda a: np.dot(a, np.ones(2, np.uint8)), B.astype(np.int8)),
 }
 
@@ -263,6 +271,10 @@ REFUSED = {
     "np.take_along_axis, axis None and 2-d indices": (lambda a: np.take_along_axis(a, np.zeros((1, 1), int), None), X),
     "np.ptp of bools": (lambda a: np.ptp(a), B),
     "np.var with ddof and correction": (lambda a: np.var(a, ddof=1, correction=1), X),
+    "np.sort of a 0-d array along the last axis": (lambda a: np.sort(a), Z),
+    "np.sort of an unknown kind": (lambda a: np.sort(a, kind="bubble"), X),
+    "np.argsort with kind and stable": (lambda a: np.argsort(a, kind="stable", stable=True), X),
+    "np.sort by a field": (lambda a: np.sort(a, order="x"), X),
     "np.nanmean into an int dtype": (lambda a: np.nanmean(a, dtype=np.int32), X),
     "np.nanmax where a mask, without initial": (lambda a: np.nanmax(a, where=a > 0), X),
     "np.var where an int mask": (lambda a: np.var(a, where=np.array([1, 0, 1])), X),
@@ -337,3 +349,12 @@ def test_isclose_refuses_traced_and_non_finite_tolerances_by_name():
         jit(lambda a: np.isclose(a, a, rtol=a.max()))(X)
     with pytest.raises(NotImplementedError, match="np.isclose: a non-finite atol"):
         jit(lambda a: np.isclose(a, a, atol=np.inf))(X)
+
+
+def test_sorting_a_view_in_place_is_refused_as_numpy_would_write_through_it():
+    def sort_rows_of_argument(a):
+        a.sort()
+        return a
+
+    with pytest.raises(NotImplementedError, match=r"x.sort\(\) on the argument a"):
+        jit(sort_rows_of_argument)(X.copy())

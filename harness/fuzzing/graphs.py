@@ -4,8 +4,8 @@ NumPy as it is added (so its shape and dtype are known, and a proposal NumPy rej
 is simply not added). The program is compiled as ONE function returning its sinks,
 so fusion and bufferization see realistic chains, and compared with NumPy running
 the same program. Tolerances follow exactness: a node is exact when its op is
-correctly rounded and all its inputs are exact (then the compiled value must match
-bit for bit, NaN-aware); discontinuous ops (comparisons, sign, isnan/isinf/isfinite,
+correctly rounded, all its inputs are exact and, for a float result, NumPy defines
+the sign of a zero (then the compiled value must match bit for bit, NaN-aware); discontinuous ops (comparisons, sign, isnan/isinf/isfinite,
 any/all, float->int casts) only take exact operands, so rounding differences never
 flip a branch."""
 
@@ -20,7 +20,7 @@ from compiler import jit
 from compiler import opinfo as oi
 
 from .cases import decode_array, decode_operand, encode_array, encode_operand, make_values
-from .check import Mismatch, compare_values, numpy_eval
+from .check import ZERO_SIGN_UNDEFINED, Mismatch, compare_values, numpy_eval
 
 MAX_ELEMENTS = 4096
 GRAPH_DOMAIN = oi.Domain(lo=-4.0, hi=4.0, special=False)
@@ -28,7 +28,7 @@ EXCLUDED = set(oi.INDEX_OPERAND_OPS)  # need an index argument; covered at op le
 DISCONTINUOUS = {"greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
                  "operator.gt", "operator.ge", "operator.lt", "operator.le", "operator.eq", "operator.ne",
                  "sign", "isinf", "isfinite", "isnan", "any", "all", "method.any", "method.all",
-                 "signbit", "isclose", "count_nonzero"}
+                 "signbit", "isclose", "count_nonzero", "argsort", "method.argsort"}
 
 
 def graph_ops() -> list[oi.OpInfo]:
@@ -58,11 +58,18 @@ def run_program(program: dict, inputs: list) -> list:
     return values
 
 
-def exactness(program: dict) -> list[bool]:
+def exact_node(info: oi.OpInfo, value, inputs_exact: bool) -> bool:
+    """Bit for bit NumPy's: a correctly rounded op of exact inputs whose float result also has a defined
+    zero sign (signbit, copysign or 1/x of a max of +0.0 and -0.0 would otherwise see NumPy's SIMD order)."""
+    float_result = np.asarray(value).dtype.kind == "f"
+    return info.exact and inputs_exact and not (float_result and info.family in ZERO_SIGN_UNDEFINED)
+
+
+def exactness(program: dict, values: list) -> list[bool]:
     exact = []
-    for node in program["nodes"]:
-        info = oi.REGISTRY[node["op"]]
-        exact.append(info.exact and all(exact[r["node"]] for r in node["args"] if "node" in r))
+    for node, value in zip(program["nodes"], values):
+        inputs_exact = all(exact[r["node"]] for r in node["args"] if "node" in r)
+        exact.append(exact_node(oi.REGISTRY[node["op"]], value, inputs_exact))
     return exact
 
 
@@ -144,7 +151,7 @@ def graph_case_parts(case: dict):
     """(the program as a function of its inputs, the inputs, problems of a compiled result)."""
     inputs = [decode_array(a) for a in case["inputs"]]
     values = numpy_eval(lambda: run_program(case, inputs))
-    exact, mags, depth = exactness(case), magnitudes(case, inputs, values), depths(case)
+    exact, mags, depth = exactness(case, values), magnitudes(case, inputs, values), depths(case)
     overflow = overflow_paths(case, inputs, values)
     eps_in = path_eps(case, values, exact)
     outputs = case["outputs"]
@@ -372,7 +379,7 @@ class _Builder:
             return False
         self.nodes.append(node)
         self.values.append(value)
-        exact = info.exact and all(self._exact_of(r) for r in args)
+        exact = exact_node(info, value, all(self._exact_of(r) for r in args))
         self.refs.append(({"node": len(self.nodes) - 1}, value, exact))
         return True
 
