@@ -1177,6 +1177,30 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     return take_along_axis(x, argsort(x, axis), axis)
 
 
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """NumPy's _median: the mean of the middle one or two of the sorted values along the reduced axes
+    (several axes moved last and flattened, as its _ureduce does); NaN where a slice holds one (NumPy
+    returns the NaN its partition put last)."""
+    _no_extras("median", out=out)
+    x = _tensor(a)
+    axes = tuple(range(x.ndim)) if axis is None else np.lib.array_utils.normalize_axis_tuple(axis, x.ndim)
+    kept = [d for d in range(x.ndim) if d not in axes]
+    n = _count(x.node, axes)
+    if axis is not None and len(axes) > 1 and x.size == 0:  # NumPy's reshape to (..., -1) may refuse an empty one
+        np.moveaxis(np.empty(x.shape, bool), kept, list(range(len(kept)))).reshape(
+            tuple(x.shape[d] for d in kept) + (-1,))
+    rows = np.moveaxis(x, kept, list(range(len(kept))))
+    rows = rows.reshape(rows.shape[:len(kept)] + (n,))  # not -1: ambiguous for an empty array
+    ordered = sort(rows, axis=-1)
+    result = mean(ordered[..., (n - 1) // 2:n // 2 + 1], axis=-1)
+    if x.dtype.kind == "f" and n > 0:
+        last = ordered[..., -1]
+        result = Tensor(P.where(np.isnan(last).node, last.node, result.node), scalar=True)
+    if keepdims:  # an array, even of a 0-d operand (NumPy indexes the result with new axes)
+        result = Tensor(P.reshape(result.node, tuple(1 if d in axes else x.shape[d] for d in range(x.ndim))))
+    return result
+
+
 # NumPy's NaN-ignoring reductions (numpy/lib/_nanfunctions_impl.py): a float array's NaNs replaced by
 # the reduction's identity (its _replace_nan), integers and bools reduced as they are
 
@@ -1321,7 +1345,7 @@ FUNCTIONS = {
     np.diagonal: diagonal, np.trace: trace, np.diag: diag, np.take_along_axis: take_along_axis, np.ptp: ptp,
     np.count_nonzero: count_nonzero, np.isclose: isclose, np.sinc: sinc, np.nansum: nansum, np.nanprod: nanprod,
     np.nancumsum: nancumsum, np.nancumprod: nancumprod, np.nanmax: nanmax, np.nanmin: nanmin, np.nanmean: nanmean,
-    np.nanvar: nanvar, np.nanstd: nanstd, np.sort: sort, np.argsort: argsort, np.round: round_, np.around: round_,
+    np.nanvar: nanvar, np.nanstd: nanstd, np.sort: sort, np.argsort: argsort, np.median: median, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

@@ -1380,6 +1380,9 @@ _single("ptp", lambda xs, p: np.ptp(xs[0], axis=_axis(p), keepdims=p["keepdims"]
         dtypes=NUMERIC, min_rank=1, family="reduction")  # bools: NumPy's subtract refuses them
 _single("count_nonzero", lambda xs, p: np.count_nonzero(xs[0], axis=_axis(p), keepdims=p["keepdims"]), _ptp_params,
         "np.count_nonzero", family="reduction")
+# the mean of the middle one or two sorted values (signs of equal zeros in NumPy's partition order: not compared)
+_single("median", lambda xs, p: np.median(xs[0], axis=_axis(p), keepdims=p["keepdims"]), _ptp_params, "np.median",
+        max_rank=3, family="sort")
 
 
 # --------------------------------------------------------------------------- indexing

@@ -202,6 +202,11 @@ AGREES = {
     "x.argsort by axis 0 with stable=True": (lambda a: a.argsort(axis=0, stable=True), X),
     "np.argsort of bools": (lambda a: np.argsort(a, axis=None, kind="stable"), B),
     "x.sort() of a copy, in place": (lambda a: (lambda b: (b.sort(axis=0), b)[1])(a[::-1] * 1), X),
+    "np.median of an even count (the mean of the middle two)": (lambda a: np.median(a), X),
+    "np.median of ints (float64)": (lambda a: np.median(a.astype(np.int8), axis=1), X),
+    "np.median over two axes, keepdims": (lambda a: np.median(a[None], axis=(0, 2), keepdims=True), X),
+    "np.median of a row with a NaN (NaN)": (lambda a: np.median(np.log(a), axis=1), X),
+    "np.median of a 0-d array": (lambda a: np.median(a), Z),
     "bool np.dot": (lambda a: np.dot(a, a), B), "int8 np.dot uint8": (lambda a: np.dot(a, np.ones(2, np.uint8)), B.astype(np.int8)),
 }
 
