@@ -1201,6 +1201,61 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     return result
 
 
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *, weights=None):
+    return _quantile(a, q, axis, out, method, keepdims, weights, "np.quantile")
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *, weights=None):
+    return _quantile(a, q, axis, out, method, keepdims, weights, "np.percentile")
+
+
+def _quantile(a, q, axis, out, method, keepdims, weights, what: str) -> Tensor:
+    """NumPy's _quantile with method 'linear', on the sorted values: the positions (n - 1) * q and the
+    weights between neighbours (gamma) depend on q and the length only, so NumPy computes them here;
+    the kernel gathers the neighbours and interpolates as NumPy's _lerp does (from the far end when
+    gamma >= 0.5). A Python-number q keeps the array's float type (NumPy's weak q); a slice holding
+    a NaN gives NaN."""
+    _no_extras(what[3:], out=out, weights=weights)
+    if method != "linear":
+        raise NotImplementedError(f"{what}: method {method!r} is not supported by the compiler (only 'linear')")
+    if isinstance(q, Tensor):
+        raise NotImplementedError(f"{what}: a traced q (it decides which elements are gathered)")
+    weak_q = type(q) in (int, float)
+    q = np.true_divide(q, 100) if what == "np.percentile" else np.asanyarray(q)
+    if not (np.all(q >= 0) and np.all(q <= 1)):
+        raise ValueError("Percentiles must be in the range [0, 100]" if what == "np.percentile"
+                         else "Quantiles must be in the range [0, 1]")
+    if q.ndim > 2:
+        raise ValueError("q must be a scalar or 1d")
+    x = _tensor(a)
+    axes = tuple(range(x.ndim)) if axis is None else np.lib.array_utils.normalize_axis_tuple(axis, x.ndim)
+    kept = [d for d in range(x.ndim) if d not in axes]
+    n = _count(x.node, axes)
+    rows = np.moveaxis(x, kept, list(range(len(kept)))).reshape(tuple(x.shape[d] for d in kept) + (n,))
+    ordered = np.moveaxis(sort(rows, axis=-1), -1, 0)  # NumPy's layout: the sorted axis first
+    virtual = np.asanyarray((n - 1) * q)
+    if virtual.dtype.kind in "iu":  # an integer q (0 or 1): the element itself
+        result = ordered[virtual]
+    else:
+        below = np.floor(virtual)
+        previous = np.where(virtual >= n - 1, -1, below)
+        gamma = np.asanyarray(virtual - previous, dtype=virtual.dtype)
+        previous = previous.astype(np.intp)
+        following = np.where(virtual >= n - 1, -1, previous + 1).astype(np.intp)
+        t = float(gamma) if weak_q else gamma.reshape(virtual.shape + (1,) * len(kept))
+        lo, hi = ordered[previous], ordered[following]
+        diff = hi - lo
+        near, far = lo + diff * t, hi - diff * (1 - t)
+        result = Tensor(P.where(_node(np.asarray(t) >= 0.5), P.cast(far.node, near.dtype), near.node), scalar=True)
+    if x.dtype.kind == "f" and n > 0:
+        last = ordered[-1]
+        result = Tensor(P.where(np.isnan(last).node, P.cast(last.node, result.dtype), result.node), scalar=True)
+    if keepdims:
+        shape = q.shape + tuple(1 if d in axes else x.shape[d] for d in range(x.ndim))
+        result = Tensor(P.reshape(result.node, shape))
+    return result
+
+
 # NumPy's NaN-ignoring reductions (numpy/lib/_nanfunctions_impl.py): a float array's NaNs replaced by
 # the reduction's identity (its _replace_nan), integers and bools reduced as they are
 
@@ -1345,7 +1400,7 @@ FUNCTIONS = {
     np.diagonal: diagonal, np.trace: trace, np.diag: diag, np.take_along_axis: take_along_axis, np.ptp: ptp,
     np.count_nonzero: count_nonzero, np.isclose: isclose, np.sinc: sinc, np.nansum: nansum, np.nanprod: nanprod,
     np.nancumsum: nancumsum, np.nancumprod: nancumprod, np.nanmax: nanmax, np.nanmin: nanmin, np.nanmean: nanmean,
-    np.nanvar: nanvar, np.nanstd: nanstd, np.sort: sort, np.argsort: argsort, np.median: median, np.round: round_, np.around: round_,
+    np.nanvar: nanvar, np.nanstd: nanstd, np.sort: sort, np.argsort: argsort, np.median: median, np.quantile: quantile, np.percentile: percentile, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

@@ -1380,6 +1380,23 @@ _single("ptp", lambda xs, p: np.ptp(xs[0], axis=_axis(p), keepdims=p["keepdims"]
         dtypes=NUMERIC, min_rank=1, family="reduction")  # bools: NumPy's subtract refuses them
 _single("count_nonzero", lambda xs, p: np.count_nonzero(xs[0], axis=_axis(p), keepdims=p["keepdims"]), _ptp_params,
         "np.count_nonzero", family="reduction")
+def _quantile_params(c, shape):
+    """q a Python number (NumPy's weak q: the array's float type) or a list of them (float64), along no
+    axis, one or several; NumPy's own rounding of (n - 1) * q, so bit for bit."""
+    one = lambda: c.pick((0.0, 0.25, 0.5, 1.0, 0.1, 0.9, 0.333, 0.999))  # noqa: E731
+    q = one() if c.pick((0, 1)) else [one() for _ in range(c.integer(1, 3))]
+    return {"q": q, **_ptp_params(c, shape)}
+
+
+def _percentile_params(c, shape):
+    p = _quantile_params(c, shape)
+    return {**p, "q": [v * 100 for v in p["q"]] if isinstance(p["q"], list) else p["q"] * 100}
+
+
+_single("quantile", lambda xs, p: np.quantile(xs[0], p["q"], axis=_axis(p), keepdims=p["keepdims"]), _quantile_params,
+        "np.quantile", max_rank=3, family="sort")
+_single("percentile", lambda xs, p: np.percentile(xs[0], p["q"], axis=_axis(p), keepdims=p["keepdims"]),
+        _percentile_params, "np.percentile", max_rank=3, family="sort")
 # the mean of the middle one or two sorted values (signs of equal zeros in NumPy's partition order: not compared)
 _single("median", lambda xs, p: np.median(xs[0], axis=_axis(p), keepdims=p["keepdims"]), _ptp_params, "np.median",
         max_rank=3, family="sort")
