@@ -1201,6 +1201,41 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     return result
 
 
+def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue):
+    """NumPy's np.average: the mean without weights; with weights (a constant: NumPy refuses weights
+    summing to zero, which the compiler checks at trace time) the weighted sum in the result type over
+    the weights' sum. ``returned`` adds the divisor, broadcast to the average's shape."""
+    x = _tensor(a)
+    axes = None if axis is None else np.lib.array_utils.normalize_axis_tuple(axis, x.ndim, "axis")
+    kept = _given(keepdims=keepdims)
+    if weights is None:
+        avg = mean(x, axes, **kept)
+        scale = np.asarray(x.size / avg.size, avg.dtype)
+    else:
+        if isinstance(weights, Tensor):
+            raise NotImplementedError("np.average: traced weights (NumPy refuses weights that sum to zero, a check "
+                                      "on the weights' values)")
+        w = np.asanyarray(weights)
+        if w.shape != x.shape:
+            if axes is None:
+                raise TypeError("Axis must be specified when shapes of a and weights differ.")
+            if w.shape != tuple(x.shape[d] for d in axes):
+                raise ValueError("Shape of weights must be consistent with shape of a along specified axis.")
+            w = w.transpose(np.argsort(axes)).reshape(tuple(n if d in axes else 1 for d, n in enumerate(x.shape)))
+        if x.dtype.kind in "iub":
+            result_dtype = np.result_type(x.dtype, w.dtype, "f8")
+        else:
+            result_dtype = np.result_type(x.dtype, w.dtype)
+        scale = np.asarray(w.sum(axis=axes, dtype=result_dtype, **kept))
+        if np.any(scale == 0.0):
+            raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+        weighted = np.multiply(x.astype(result_dtype), np.asarray(w, result_dtype))
+        avg = sum_(weighted, axes, **kept) / scale
+    if not returned:
+        return avg
+    return avg, Tensor(const_node(np.broadcast_to(scale, avg.shape).copy()), scalar=True)
+
+
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *, weights=None):
     return _quantile(a, q, axis, out, method, keepdims, weights, "np.quantile")
 
@@ -1400,7 +1435,7 @@ FUNCTIONS = {
     np.diagonal: diagonal, np.trace: trace, np.diag: diag, np.take_along_axis: take_along_axis, np.ptp: ptp,
     np.count_nonzero: count_nonzero, np.isclose: isclose, np.sinc: sinc, np.nansum: nansum, np.nanprod: nanprod,
     np.nancumsum: nancumsum, np.nancumprod: nancumprod, np.nanmax: nanmax, np.nanmin: nanmin, np.nanmean: nanmean,
-    np.nanvar: nanvar, np.nanstd: nanstd, np.sort: sort, np.argsort: argsort, np.median: median, np.quantile: quantile, np.percentile: percentile, np.round: round_, np.around: round_,
+    np.nanvar: nanvar, np.nanstd: nanstd, np.sort: sort, np.argsort: argsort, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

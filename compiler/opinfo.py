@@ -1397,6 +1397,28 @@ _single("quantile", lambda xs, p: np.quantile(xs[0], p["q"], axis=_axis(p), keep
         "np.quantile", max_rank=3, family="sort")
 _single("percentile", lambda xs, p: np.percentile(xs[0], p["q"], axis=_axis(p), keepdims=p["keepdims"]),
         _percentile_params, "np.percentile", max_rank=3, family="sort")
+def _average_params(c, shape):
+    """No weights (the mean), weights of the array's shape, or of the reduced axes' (a constant of small
+    positive integers or halves, so no sum is zero); the divisor returned or not."""
+    axis = pick_axis(c, len(shape))
+    params = {"axis": axis, "keepdims": c.pick((False, True)), "returned": c.pick((False, True))}
+    kind = c.pick(("none", "full", "axes")) if axis is not None else c.pick(("none", "full"))
+    if kind != "none":
+        axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+        w_shape = shape if kind == "full" else tuple(shape[a] for a in axes)
+        count = int(np.prod(w_shape, dtype=np.int64))
+        params["weights"] = np.array([c.pick((1, 2, 3, 0.5)) for _ in range(count)]).reshape(w_shape).tolist()
+    return params
+
+
+def _average(xs, p):
+    weights = p.get("weights")
+    return np.average(xs[0], axis=_axis(p), weights=None if weights is None else np.asarray(weights),
+                      returned=p["returned"], keepdims=p["keepdims"])
+
+
+_single("average", _average, _average_params, "np.average", max_rank=3, family="reduction", domains=(MODERATE,),
+        tolerance=REDUCTION, exact=False, scale=lambda xs, p: 3 * _sum_scale(xs, p))  # weights are at most 3
 # the mean of the middle one or two sorted values (signs of equal zeros in NumPy's partition order: not compared)
 _single("median", lambda xs, p: np.median(xs[0], axis=_axis(p), keepdims=p["keepdims"]), _ptp_params, "np.median",
         max_rank=3, family="sort")

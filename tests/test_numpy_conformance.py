@@ -207,6 +207,10 @@ AGREES = {
     "np.median over two axes, keepdims": (lambda a: np.median(a[None], axis=(0, 2), keepdims=True), X),
     "np.median of a row with a NaN (NaN)": (lambda a: np.median(np.where(a > -2, a, np.nan), axis=1), X),
     "np.median of a 0-d array": (lambda a: np.median(a), Z),
+    "np.average (the mean)": (lambda a: np.average(a, axis=0), X),
+    "np.average of int8 with weights (float64)": (lambda a: np.average(a.astype(np.int8), axis=1, weights=[1, 2, 3]), X),
+    "np.average over two axes, weights in their order": (lambda a: np.average(a[None], axis=(2, 1), weights=np.ones((3, 2))), X),
+    "np.average of float32 with float32 weights, keepdims": (lambda a: np.average(a.astype(np.float32), weights=np.full((2, 3), 0.5, np.float32), keepdims=True), X),
     "np.quantile with a Python float q (the array's float type)": (lambda a: np.quantile(a.astype(np.float32), 0.3), X),
     "np.quantile with a list q (float64) by axis": (lambda a: np.quantile(a.astype(np.float32), [0.1, 0.5, 1.0], axis=1), X),
     "np.quantile with an int q (the element itself)": (lambda a: np.quantile(a, 1, axis=0), X),
@@ -284,6 +288,9 @@ REFUSED = {
     "np.var with ddof and correction": (lambda a: np.var(a, ddof=1, correction=1), X),
     "np.sort of a 0-d array along the last axis": (lambda a: np.sort(a), Z),
     "np.quantile past 1": (lambda a: np.quantile(a, 1.5), X),
+    "np.average with weights summing to zero": (lambda a: np.average(a, axis=1, weights=[1, -1, 0]), X),
+    "np.average with weights of another shape and no axis": (lambda a: np.average(a, weights=[1, 2, 3]), X),
+    "np.average with weights not along the axis": (lambda a: np.average(a, axis=0, weights=[1, 2, 3]), X),
     "np.percentile below 0": (lambda a: np.percentile(a, [-1, 50]), X),
     "np.quantile of an empty array": (lambda a: np.quantile(a[:0], 0.5), X),
     "np.sort of an unknown kind": (lambda a: np.sort(a, kind="bubble"), X),
@@ -372,3 +379,15 @@ def test_sorting_a_view_in_place_is_refused_as_numpy_would_write_through_it():
 
     with pytest.raises(NotImplementedError, match=r"x.sort\(\) on the argument a"):
         jit(sort_rows_of_argument)(X.copy())
+
+
+def test_average_returns_the_divisor_too():
+    for kwargs in ({"axis": 1, "returned": True}, {"weights": np.arange(1.0, 7.0).reshape(2, 3), "returned": True}):
+        got, want = jit(lambda a, kw=kwargs: np.average(a, **kw))(X), np.average(X, **kwargs)
+        for g, w in zip(got, want):
+            assert_like_numpy(g, w)
+
+
+def test_average_refuses_traced_weights_by_name():
+    with pytest.raises(NotImplementedError, match="np.average: traced weights"):
+        jit(lambda a: np.average(a, weights=a))(X)
