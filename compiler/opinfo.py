@@ -1414,7 +1414,7 @@ def _average_params(c, shape):
 def _average(xs, p):
     weights = p.get("weights")
     return np.average(xs[0], axis=_axis(p), weights=None if weights is None else np.asarray(weights),
-                      returned=p["returned"], keepdims=p["keepdims"])
+                      returned=p.get("returned", False), keepdims=p["keepdims"])
 
 
 _single("average", _average, _average_params, "np.average", max_rank=3, family="reduction", domains=(MODERATE,),
