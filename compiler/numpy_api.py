@@ -44,6 +44,8 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
         raise NotImplementedError(f"np.{ufunc.__name__}: keyword arguments {sorted(unsupported)} are not supported by the compiler")
     if ufunc is np.matmul:
         return Tensor(P.matmul(_node(inputs[0]), _node(inputs[1])), scalar=True)
+    if ufunc.__name__ in _GUFUNC_CORES and ufunc is getattr(np, ufunc.__name__):
+        return _vector_gufunc(ufunc.__name__, *inputs)
     if ufunc is np.square:
         x = _node(inputs[0])
         # NumPy squares bool as int8 (there is no bool loop): cast to the loop's dtype first
@@ -1291,6 +1293,120 @@ def _quantile(a, q, axis, out, method, keepdims, weights, what: str) -> Tensor:
     return result
 
 
+# NumPy 2's array-API functions (np.concat and np.permute_dims are np.concatenate and np.transpose
+# themselves) and its vector/matrix gufuncs
+
+
+def matrix_transpose(x):
+    t = _tensor(x)
+    if t.ndim < 2:
+        raise ValueError(f"Input array must be at least 2-dimensional, but it is {t.ndim}")
+    return swapaxes(t, -1, -2)
+
+
+def astype(x, dtype, /, *, copy=True, device=None):
+    if device not in (None, "cpu"):
+        raise ValueError(f"Device not understood. Only \"cpu\" is allowed, but received: {device}")
+    return _tensor(x).astype(dtype, copy=copy)
+
+
+def unstack(x, /, *, axis=0):
+    t = _tensor(x)
+    if t.ndim == 0:
+        raise ValueError("Input array must be at least 1-d.")
+    moved = moveaxis(t, axis, 0)
+    return tuple(moved[i] for i in range(moved.shape[0]))
+
+
+def _cumulative(ufunc, x, axis, dtype, out, include_initial):
+    """NumPy's _cumulative_func: ufunc.accumulate, the identity prepended with ``include_initial``."""
+    _no_extras(f"cumulative_{'sum' if ufunc is np.add else 'prod'}", out=out)
+    t = atleast_1d(_tensor(x))
+    if axis is None:
+        if t.ndim >= 2:
+            raise ValueError("For arrays which have more than one dimension ``axis`` argument is required.")
+        axis = 0
+    result = ufunc.accumulate(t, axis=axis, dtype=dtype)
+    if include_initial:
+        axis = np.lib.array_utils.normalize_axis_index(axis, t.ndim)
+        first = const_node(np.full(t.shape[:axis] + (1,) + t.shape[axis + 1:], ufunc.identity, result.dtype))
+        result = Tensor(P.concat([first, result.node], axis))
+    return result
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+    return _cumulative(np.add, x, axis, dtype, out, include_initial)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+    return _cumulative(np.multiply, x, axis, dtype, out, include_initial)
+
+
+_GUFUNC_CORES = {"vecdot": (1, 1), "matvec": (2, 1), "vecmat": (1, 2)}  # core dimensions of each operand
+
+
+def _vector_gufunc(name: str, x1, x2) -> Tensor:
+    """np.vecdot, np.matvec and np.vecmat as matmuls of a vector made a row or column (their loop
+    dimensions broadcast as matmul's do); NumPy's errors for missing or mismatched core dimensions."""
+    a, b = _node(x1), _node(x2)
+    signature = getattr(np, name).signature
+    for k, (node, need) in enumerate(zip((a, b), _GUFUNC_CORES[name])):
+        if node.ndim < need:
+            raise ValueError(f"{name}: Input operand {k} does not have enough dimensions (has {node.ndim}, gufunc "
+                             f"core with signature {signature} requires {need})")
+    n_a, n_b = a.shape[-1], b.shape[-2] if name == "vecmat" else b.shape[-1]
+    if n_a != n_b:
+        raise ValueError(f"{name}: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
+                         f"{signature} (size {n_b} is different from {n_a})")
+    if name == "vecdot":
+        product = P.matmul(P.reshape(a, a.shape[:-1] + (1, n_a)), P.reshape(b, b.shape + (1,)))
+        return Tensor(P.reshape(product, product.shape[:-2]), scalar=True)
+    if name == "matvec":
+        product = P.matmul(a, P.reshape(b, b.shape + (1,)))
+        return Tensor(P.reshape(product, product.shape[:-1]), scalar=True)
+    product = P.matmul(P.reshape(a, a.shape[:-1] + (1, n_a)), b)
+    return Tensor(P.reshape(product, product.shape[:-2] + product.shape[-1:]), scalar=True)
+
+
+def linalg_vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    """NumPy's np.linalg.vector_norm: several axes moved first and flattened into one, then norm."""
+    t = _tensor(x)
+    shape = list(t.shape)
+    if axis is None:
+        flat, along = ravel(t), 0
+    elif isinstance(axis, tuple):
+        axes = np.lib.array_utils.normalize_axis_tuple(axis, t.ndim)
+        rest = tuple(i for i in range(t.ndim) if i not in axes)
+        moved = transpose(t, axes + rest)
+        flat = moved.reshape((int(np.prod([t.shape[i] for i in axes], dtype=int)), *[t.shape[i] for i in rest]))
+        along = 0
+    else:
+        flat, along = t, axis
+    result = linalg_norm(flat, axis=along, ord=ord)
+    if keepdims:
+        axes = range(t.ndim) if axis is None else np.lib.array_utils.normalize_axis_tuple(axis, t.ndim)
+        for i in axes:
+            shape[i] = 1
+        result = result.reshape(tuple(shape))
+    return result
+
+
+def linalg_matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    return linalg_norm(x, axis=(-2, -1), keepdims=keepdims, ord=ord)
+
+
+def linalg_vecdot(x1, x2, /, *, axis=-1):
+    a, b = _tensor(x1), _tensor(x2)
+    return _vector_gufunc("vecdot", moveaxis(a, axis, -1) if a.ndim else a, moveaxis(b, axis, -1) if b.ndim else b)
+
+
+def linalg_outer(x1, x2, /):
+    a, b = _tensor(x1), _tensor(x2)
+    if a.ndim != 1 or b.ndim != 1:
+        raise ValueError(f"Input arrays must be one-dimensional, but they are x1.ndim={a.ndim} and x2.ndim={b.ndim}.")
+    return outer(a, b)
+
+
 # NumPy's NaN-ignoring reductions (numpy/lib/_nanfunctions_impl.py): a float array's NaNs replaced by
 # the reduction's identity (its _replace_nan), integers and bools reduced as they are
 
@@ -1435,7 +1551,13 @@ FUNCTIONS = {
     np.diagonal: diagonal, np.trace: trace, np.diag: diag, np.take_along_axis: take_along_axis, np.ptp: ptp,
     np.count_nonzero: count_nonzero, np.isclose: isclose, np.sinc: sinc, np.nansum: nansum, np.nanprod: nanprod,
     np.nancumsum: nancumsum, np.nancumprod: nancumprod, np.nanmax: nanmax, np.nanmin: nanmin, np.nanmean: nanmean,
-    np.nanvar: nanvar, np.nanstd: nanstd, np.sort: sort, np.argsort: argsort, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.round: round_, np.around: round_,
+    np.nanvar: nanvar, np.nanstd: nanstd, np.matrix_transpose: matrix_transpose, np.astype: astype,
+    np.unstack: unstack, np.cumulative_sum: cumulative_sum, np.cumulative_prod: cumulative_prod,
+    np.linalg.vector_norm: linalg_vector_norm, np.linalg.matrix_norm: linalg_matrix_norm, np.linalg.vecdot: linalg_vecdot,
+    np.linalg.outer: linalg_outer, np.linalg.matmul: lambda x1, x2, /: np.matmul(x1, x2),
+    np.linalg.matrix_transpose: matrix_transpose, np.linalg.tensordot: tensordot,
+    np.linalg.diagonal: lambda x, /, *, offset=0: diagonal(x, offset, -2, -1),
+    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

@@ -795,6 +795,33 @@ register(OpInfo("outer", lambda xs, p: np.outer(xs[0], xs[1]), 2, ALL, "contract
 register(OpInfo("vdot", lambda xs, p: np.vdot(xs[0], xs[1]), 2, ALL, "contraction", _vdot_sample, domains=(SMALL,),
                 tolerance=_MATMUL_TOL, exact=False, numpy_name="np.vdot", scale=_vdot_scale))
 
+def _gufunc_sample(name):
+    """np.vecdot/matvec/vecmat: core dimensions (n), (m, n) or (n, m) after loop dimensions that broadcast
+    (some of them 1)."""
+    def sample(c: Chooser) -> Call:
+        n, m = c.pick(DIMS), c.pick(DIMS[:5])
+        loop = [tuple(c.pick(DIMS[:4]) for _ in range(c.integer(0, 2)))]
+        loop.append(tuple(1 if c.pick((0, 0, 1)) else d for d in loop[0][c.integer(0, len(loop[0])):]))
+        if c.pick((0, 1)):
+            loop.reverse()
+        cores = {"vecdot": ((n,), (n,)), "matvec": ((m, n), (n,)), "vecmat": ((n,), (n, m))}[name]
+        return Call(tuple(lp + core for lp, core in zip(loop, cores)))
+    return sample
+
+
+def _gufunc_scale(name):
+    def scale(xs, p):
+        a, b = np.abs(_as_float(xs[0])), np.abs(_as_float(xs[1]))
+        return getattr(np, name)(a, b) * math.sqrt(np.shape(xs[0])[-1])
+    return scale
+
+
+for _name in ("vecdot", "matvec", "vecmat"):
+    register(OpInfo(_name, (lambda f: lambda xs, p: f(xs[0], xs[1]))(getattr(np, _name)), 2, ALL, "contraction",
+                    _gufunc_sample(_name), domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False,
+                    numpy_name=f"np.{_name}", scale=_gufunc_scale(_name)))
+
+
 def _einsum_sample(c: Chooser) -> Call:
     """One to three operands over labels a-e, lengths shared per label or 1 (broadcast); sometimes a label
     repeated within an operand (its diagonal), a leading ``...`` of broadcast dimensions; the output
@@ -928,6 +955,55 @@ def _norm_scale(xs, p):
 
 _single("linalg.norm", _norm, _norm_params, "np.linalg.norm", min_rank=1, family="norm", domains=(MODERATE,),
         tolerance=REDUCTION, exact=False, scale=_norm_scale)
+
+
+def _vector_norm_params(c, shape):
+    axis = pick_axis(c, len(shape))
+    return {"axis": axis, "keepdims": c.pick((False, True)),
+            "ord": c.pick((2, 2, 1, "inf", "-inf", 0, 3, -1, -2)) if shape else 2}
+
+
+def _vector_norm(xs, p):
+    order = _NORM_ORDERS.get(p["ord"], p["ord"])
+    return np.linalg.vector_norm(xs[0], axis=_axis(p), keepdims=p["keepdims"], ord=order)
+
+
+def _vector_norm_scale(xs, p):
+    return np.abs(_vector_norm([np.abs(_as_float(xs[0]))], p)) * math.sqrt(max(np.size(xs[0]), 1))
+
+
+_single("linalg.vector_norm", _vector_norm, _vector_norm_params, "np.linalg.vector_norm", family="norm",
+        domains=(MODERATE,), tolerance=REDUCTION, exact=False, scale=_vector_norm_scale)
+_single("linalg.matrix_norm", lambda xs, p: np.linalg.matrix_norm(xs[0], keepdims=p["keepdims"],
+                                                                   ord=_NORM_ORDERS.get(p["ord"], p["ord"])),
+        lambda c, s: {"keepdims": c.pick((False, True)), "ord": c.pick(("fro", 1, -1, "inf", "-inf"))} if len(s) >= 2 else None,
+        "np.linalg.matrix_norm", min_rank=2, family="norm", domains=(MODERATE,), tolerance=REDUCTION, exact=False,
+        scale=lambda xs, p: np.abs(np.linalg.matrix_norm(np.abs(_as_float(xs[0])), ord=_NORM_ORDERS.get(p["ord"], p["ord"]),
+                                                         keepdims=p["keepdims"])) * math.sqrt(max(np.size(xs[0]), 1)))
+
+
+def _cumulative_params(c, shape):
+    axis = c.integer(-len(shape), len(shape) - 1) if len(shape) > 1 else c.pick((None, 0, -1))
+    return {"axis": axis, "include_initial": c.pick((False, True)), "dtype": _scan_params(c, shape)["dtype"]}
+
+
+_single("cumulative_sum", lambda xs, p: np.cumulative_sum(xs[0], axis=p["axis"], dtype=_acc(p),
+                                                          include_initial=p["include_initial"]),
+        _cumulative_params, "np.cumulative_sum", family="scan", domains=(MODERATE,))
+_single("cumulative_prod", lambda xs, p: np.cumulative_prod(xs[0], axis=p["axis"], dtype=_acc(p),
+                                                            include_initial=p["include_initial"]),
+        _cumulative_params, "np.cumulative_prod", family="scan", domains=(PROD_DOMAIN,))
+_single("matrix_transpose", lambda xs, p: np.matrix_transpose(xs[0]), lambda c, s: {} if len(s) >= 2 else None,
+        "np.matrix_transpose", min_rank=2)
+def _unstack_params(c, shape):
+    if not shape:
+        return None
+    axis = c.integer(-len(shape), len(shape) - 1)
+    return {"axis": axis} if shape[axis] else None  # nothing to return along an empty axis
+
+
+_single("unstack", lambda xs, p: np.unstack(xs[0], axis=p["axis"]), _unstack_params, "np.unstack", min_rank=1,
+        max_rank=3, family="split")
 
 
 def _arg_params(c, shape):

@@ -207,6 +207,21 @@ AGREES = {
     "np.median over two axes, keepdims": (lambda a: np.median(a[None], axis=(0, 2), keepdims=True), X),
     "np.median of a row with a NaN (NaN)": (lambda a: np.median(np.where(a > -2, a, np.nan), axis=1), X),
     "np.median of a 0-d array": (lambda a: np.median(a), Z),
+    "np.concat (np.concatenate itself)": (lambda a: np.concat([a, a], axis=1), X),
+    "np.permute_dims": (lambda a: np.permute_dims(a[None], (2, 0, 1)), X),
+    "np.matrix_transpose": (lambda a: np.matrix_transpose(a[None]), X),
+    "np.astype": (lambda a: np.astype(a, np.int16), X),
+    "np.cumulative_sum of int8 with the initial zero": (lambda a: np.cumulative_sum(a.astype(np.int8), axis=1, include_initial=True), X),
+    "np.cumulative_prod of a 0-d array (made 1-d)": (lambda a: np.cumulative_prod(a), Z),
+    "np.vecdot of a stack and a vector": (lambda a: np.vecdot(a, V), X),
+    "np.vecdot of bools": (lambda a: np.vecdot(a, a), B),
+    "np.matvec": (lambda a: np.matvec(a, V), X), "np.vecmat": (lambda a: np.vecmat(V[:2], a), X),
+    "np.linalg.vecdot along axis 0": (lambda a: np.linalg.vecdot(a, a, axis=0), X),
+    "np.linalg.vector_norm over two axes, keepdims": (lambda a: np.linalg.vector_norm(a, axis=(1, 0), keepdims=True), X),
+    "np.linalg.vector_norm, order inf": (lambda a: np.linalg.vector_norm(a, ord=np.inf), X),
+    "np.linalg.matrix_norm, order 1": (lambda a: np.linalg.matrix_norm(a[None], ord=1), X),
+    "np.linalg.trace and diagonal (last two axes)": (lambda a: (np.linalg.trace(a[None], offset=1), np.linalg.diagonal(a[None]) * 1)[0], X),
+    "np.linalg.outer": (lambda a: np.linalg.outer(V, a[0]), X),
     "np.average (the mean)": (lambda a: np.average(a, axis=0), X),
     "np.average of int8 with weights (float64)": (lambda a: np.average(a.astype(np.int8), axis=1, weights=[1, 2, 3]), X),
     "np.average over two axes, weights in their order": (lambda a: np.average(a[None], axis=(2, 1), weights=np.ones((3, 2))), X),
@@ -288,6 +303,12 @@ REFUSED = {
     "np.var with ddof and correction": (lambda a: np.var(a, ddof=1, correction=1), X),
     "np.sort of a 0-d array along the last axis": (lambda a: np.sort(a), Z),
     "np.quantile past 1": (lambda a: np.quantile(a, 1.5), X),
+    "np.vecdot of a 0-d operand": (lambda a: np.vecdot(a[0, 0], a), X),
+    "np.vecdot of unequal lengths": (lambda a: np.vecdot(a, V[:2]), X),
+    "np.matrix_transpose of a vector": (lambda a: np.matrix_transpose(a[0]), X),
+    "np.unstack of a 0-d array": (lambda a: np.unstack(a[0, 0]), X),
+    "np.cumulative_sum of a matrix without an axis": (lambda a: np.cumulative_sum(a), X),
+    "np.linalg.outer of matrices": (lambda a: np.linalg.outer(a, a), X),
     "np.average with weights summing to zero": (lambda a: np.average(a, axis=1, weights=[1, -1, 0]), X),
     "np.average with weights of another shape and no axis": (lambda a: np.average(a, weights=[1, 2, 3]), X),
     "np.average with weights not along the axis": (lambda a: np.average(a, axis=0, weights=[1, 2, 3]), X),
@@ -391,3 +412,10 @@ def test_average_returns_the_divisor_too():
 def test_average_refuses_traced_weights_by_name():
     with pytest.raises(NotImplementedError, match="np.average: traced weights"):
         jit(lambda a: np.average(a, weights=a))(X)
+
+
+def test_unstack_gives_numpys_tuple_of_views():
+    got, want = jit(lambda a: np.unstack(a, axis=1))(X), np.unstack(X, axis=1)
+    assert isinstance(got, tuple) and len(got) == len(want) == 3
+    for g, w in zip(got, want):
+        assert_like_numpy(g, w)
