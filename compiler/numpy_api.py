@@ -1293,6 +1293,55 @@ def _quantile(a, q, axis, out, method, keepdims, weights, what: str) -> Tensor:
     return result
 
 
+# 1-d correlation and convolution: the full correlation is a gather of the sliding windows of the
+# zero-padded first operand times the second (a matmul); 'same' and 'valid' are slices of it, at the
+# offsets NumPy's correlate takes (for 'same' they depend on which operand is longer)
+
+
+def _correlation(x: Tensor, w: Tensor, mode) -> Tensor:
+    n, m = x.shape[0], w.shape[0]
+    dtype = np.result_type(x.dtype, w.dtype)
+    x, w = x.astype(dtype), w.astype(dtype)
+    zeros = const_node(np.zeros(m - 1, dtype))
+    padded = P.concat([zeros, x.node, zeros], 0) if m > 1 else x.node
+    windows = P.gather(padded, const_node(np.arange(n + m - 1)[:, None] + np.arange(m)[None, :]), 0)
+    full = P.reshape(P.matmul(windows, P.reshape(w.node, (m, 1))), (n + m - 1,))
+    kind = {"v": 0, "s": 1, "f": 2}[mode.lower()[0]] if isinstance(mode, str) else operator.index(mode)
+    if kind == 2:
+        return Tensor(full)
+    start, length = (min(n, m) - 1, max(n, m) - min(n, m) + 1) if kind == 0 else \
+        ((m - 1) // 2 if n >= m else n // 2, max(n, m))
+    return Tensor(full)[start:start + length].copy()  # a fresh array, not a view of one
+
+
+def correlate(a, v, mode="valid"):
+    np.correlate(np.ones(1), np.ones(1), mode)  # NumPy's own check of the mode, and its error
+    x, w = _tensor(a), _tensor(v)
+    if x.ndim == 0 or w.ndim == 0:
+        raise ValueError("object of too small depth for desired array")
+    if x.ndim > 1 or w.ndim > 1:
+        raise ValueError("object too deep for desired array")
+    if x.shape[0] == 0:
+        raise ValueError("first array argument cannot be empty")
+    if w.shape[0] == 0:
+        raise ValueError("second array argument cannot be empty")
+    return _correlation(x, w, mode)
+
+
+def convolve(a, v, mode="full"):
+    np.convolve(np.ones(1), np.ones(1), mode)
+    x, w = atleast_1d(_tensor(a)), atleast_1d(_tensor(v))
+    if x.ndim > 1 or w.ndim > 1:
+        raise ValueError("object too deep for desired array")
+    if w.shape[0] > x.shape[0]:
+        x, w = w, x
+    if x.shape[0] == 0:
+        raise ValueError("a cannot be empty")
+    if w.shape[0] == 0:
+        raise ValueError("v cannot be empty")
+    return _correlation(x, w[::-1], mode)
+
+
 # NumPy 2's array-API functions (np.concat and np.permute_dims are np.concatenate and np.transpose
 # themselves) and its vector/matrix gufuncs
 
@@ -1552,7 +1601,7 @@ FUNCTIONS = {
     np.count_nonzero: count_nonzero, np.isclose: isclose, np.sinc: sinc, np.nansum: nansum, np.nanprod: nanprod,
     np.nancumsum: nancumsum, np.nancumprod: nancumprod, np.nanmax: nanmax, np.nanmin: nanmin, np.nanmean: nanmean,
     np.nanvar: nanvar, np.nanstd: nanstd, np.matrix_transpose: matrix_transpose, np.astype: astype,
-    np.unstack: unstack, np.cumulative_sum: cumulative_sum, np.cumulative_prod: cumulative_prod,
+    np.unstack: unstack, np.correlate: correlate, np.convolve: convolve, np.cumulative_sum: cumulative_sum, np.cumulative_prod: cumulative_prod,
     np.linalg.vector_norm: linalg_vector_norm, np.linalg.matrix_norm: linalg_matrix_norm, np.linalg.vecdot: linalg_vecdot,
     np.linalg.outer: linalg_outer, np.linalg.matmul: lambda x1, x2, /: np.matmul(x1, x2),
     np.linalg.matrix_transpose: matrix_transpose, np.linalg.tensordot: tensordot,

@@ -822,6 +822,18 @@ for _name in ("vecdot", "matvec", "vecmat"):
                     numpy_name=f"np.{_name}", scale=_gufunc_scale(_name)))
 
 
+def _correlate_sample(c: Chooser) -> Call:
+    return Call(((c.pick(DIMS),), (c.pick(DIMS),)), params={"mode": c.pick(("valid", "same", "full"))})
+
+
+for _name in ("correlate", "convolve"):
+    register(OpInfo(_name, (lambda f: lambda xs, p: f(xs[0], xs[1], p["mode"]))(getattr(np, _name)), 2, ALL,
+                    "contraction", _correlate_sample, domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False,
+                    numpy_name=f"np.{_name}",
+                    scale=(lambda f: lambda xs, p: f(np.abs(_as_float(xs[0])), np.abs(_as_float(xs[1])), p["mode"])
+                           * math.sqrt(max(np.size(xs[0]), np.size(xs[1]))))(getattr(np, _name))))
+
+
 def _einsum_sample(c: Chooser) -> Call:
     """One to three operands over labels a-e, lengths shared per label or 1 (broadcast); sometimes a label
     repeated within an operand (its diagonal), a leading ``...`` of broadcast dimensions; the output
