@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import operator
 import string
+import warnings
 
 import numpy as np
 
@@ -1342,6 +1343,46 @@ def convolve(a, v, mode="full"):
     return _correlation(x, w[::-1], mode)
 
 
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """NumPy's np.cross, product for product: components in the operands' promoted dtype, each a product
+    or a difference of two (2-vectors are NumPy's deprecated case, warned about as NumPy does)."""
+    if axis is not None:
+        axisa, axisb, axisc = (axis,) * 3
+    x, y = _tensor(a), _tensor(b)
+    if x.ndim < 1 or y.ndim < 1:
+        raise ValueError("At least one array has zero dimension")
+    normalize = np.lib.array_utils.normalize_axis_index
+    x = moveaxis(x, normalize(axisa, x.ndim, msg_prefix="axisa"), -1)
+    y = moveaxis(y, normalize(axisb, y.ndim, msg_prefix="axisb"), -1)
+    n, m = x.shape[-1], y.shape[-1]
+    if n not in (2, 3) or m not in (2, 3):
+        raise ValueError("incompatible dimensions for cross product\n(dimension must be 2 or 3)")
+    if n == 2 or m == 2:
+        warnings.warn("Arrays of 2-dimensional vectors are deprecated. Use arrays of 3-dimensional vectors instead. "
+                      "(deprecated in NumPy 2.0)", DeprecationWarning, stacklevel=3)
+    shape = np.broadcast_shapes(x.shape[:-1], y.shape[:-1])
+    dtype = np.promote_types(x.dtype, y.dtype)
+    x, y = x.astype(dtype), y.astype(dtype)
+    a0, a1, b0, b1 = x[..., 0], x[..., 1], y[..., 0], y[..., 1]
+    if n == 2 and m == 2:
+        return Tensor((a0 * b1 - a1 * b0).node)  # NumPy's result is an array, even a 0-d one
+    axisc = normalize(axisc, len(shape) + 1, msg_prefix="axisc")
+    last = a0 * b1 - a1 * b0
+    if n == 3 and m == 3:
+        a2, b2 = x[..., 2], y[..., 2]
+        parts = [a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, last]
+    elif n == 2:
+        b2 = y[..., 2]
+        parts = [a1 * b2, -(a0 * b2), last]
+    else:
+        a2 = x[..., 2]
+        parts = [-(a2 * b1), a2 * b0, last]
+    stacked = P.concat([P.reshape(p.node, shape + (1,)) for p in parts], len(shape))
+    order = list(range(len(shape)))
+    order.insert(axisc, len(shape))
+    return Tensor(P.transpose(stacked, order))
+
+
 # NumPy 2's array-API functions (np.concat and np.permute_dims are np.concatenate and np.transpose
 # themselves) and its vector/matrix gufuncs
 
@@ -1601,7 +1642,7 @@ FUNCTIONS = {
     np.count_nonzero: count_nonzero, np.isclose: isclose, np.sinc: sinc, np.nansum: nansum, np.nanprod: nanprod,
     np.nancumsum: nancumsum, np.nancumprod: nancumprod, np.nanmax: nanmax, np.nanmin: nanmin, np.nanmean: nanmean,
     np.nanvar: nanvar, np.nanstd: nanstd, np.matrix_transpose: matrix_transpose, np.astype: astype,
-    np.unstack: unstack, np.correlate: correlate, np.convolve: convolve, np.cumulative_sum: cumulative_sum, np.cumulative_prod: cumulative_prod,
+    np.unstack: unstack, np.correlate: correlate, np.convolve: convolve, np.cross: cross, np.cumulative_sum: cumulative_sum, np.cumulative_prod: cumulative_prod,
     np.linalg.vector_norm: linalg_vector_norm, np.linalg.matrix_norm: linalg_matrix_norm, np.linalg.vecdot: linalg_vecdot,
     np.linalg.outer: linalg_outer, np.linalg.matmul: lambda x1, x2, /: np.matmul(x1, x2),
     np.linalg.matrix_transpose: matrix_transpose, np.linalg.tensordot: tensordot,

@@ -834,6 +834,27 @@ for _name in ("correlate", "convolve"):
                            * math.sqrt(max(np.size(xs[0]), np.size(xs[1]))))(getattr(np, _name))))
 
 
+def _cross_sample(c: Chooser) -> Call:
+    """Vectors of 2 or 3 components (2 is NumPy's deprecated case) along the last axis or another, after
+    leading dimensions that broadcast."""
+    lead = tuple(c.pick(DIMS[:4]) for _ in range(c.integer(0, 2)))
+    shapes, params = [], {}
+    for key in ("axisa", "axisb"):
+        lead_k = tuple(1 if c.pick((0, 0, 1)) else d for d in lead[c.integer(0, len(lead)):])
+        shape = lead_k + (c.pick((2, 3, 3)),)
+        if lead_k and c.pick((0, 1)):  # the vectors along another axis
+            at = c.integer(0, len(lead_k))
+            shape = lead_k[:at] + shape[-1:] + lead_k[at:]
+            params[key] = at
+        shapes.append(shape)
+    return Call(tuple(shapes), params=params)
+
+
+# NumPy's formula, product for product (a product or a difference of two per component): bit for bit
+register(OpInfo("cross", lambda xs, p: np.cross(xs[0], xs[1], **p), 2, NUMERIC, "contraction", _cross_sample,
+                numpy_name="np.cross", notes="2-vectors: NumPy's deprecated case, included"))
+
+
 def _einsum_sample(c: Chooser) -> Call:
     """One to three operands over labels a-e, lengths shared per label or 1 (broadcast); sometimes a label
     repeated within an operand (its diagonal), a leading ``...`` of broadcast dimensions; the output

@@ -223,6 +223,9 @@ AGREES = {
     "np.linalg.trace and diagonal (last two axes)": (lambda a: (np.linalg.trace(a[None], offset=1), np.linalg.diagonal(a[None]) * 1)[0], X),
     "np.linalg.outer": (lambda a: np.linalg.outer(V, a[0]), X),
     "np.convolve, full": (lambda a: np.convolve(a[1], V), X),
+    "np.cross of 3-vectors, rows": (lambda a: np.cross(a, V[::-1] + 1), X),
+    "np.cross of 3-vectors along axis 0, result along axis 0": (lambda a: np.cross(a.T[:, :1] * np.ones((3, 2)), a.T[:, 1:], axis=0), X),
+    "np.cross of uint8 (wraps)": (lambda a: np.cross(a.astype(np.uint8), a[::-1].astype(np.uint8)), X),
     "np.convolve, same, the second operand longer": (lambda a: np.convolve(a[0, :2], np.arange(5.0), "same"), X),
     "np.correlate, same, the second operand longer (NumPy's other offset)": (lambda a: np.correlate(a[0, :2], np.arange(5.0), "same"), X),
     "np.correlate of int8 (wraps)": (lambda a: np.correlate(a[1].astype(np.int8) * 60, a[1].astype(np.int8), "full"), X),
@@ -310,6 +313,9 @@ REFUSED = {
     "np.quantile past 1": (lambda a: np.quantile(a, 1.5), X),
     "np.vecdot of a 0-d operand": (lambda a: np.vecdot(a[0, 0], a), X),
     "np.correlate of a 0-d operand": (lambda a: np.correlate(a[0, 0], V), X),
+    "np.cross of 4-vectors": (lambda a: np.cross(a[:, :2] * np.ones((2, 2)), np.ones((2, 4))), X),
+    "np.cross of a 0-d operand": (lambda a: np.cross(a[0, 0], a), X),
+    "np.cross of bools": (lambda a: np.cross(a > 0, a < 1), X),
     "np.correlate of a matrix": (lambda a: np.correlate(a, V), X),
     "np.convolve with an empty operand": (lambda a: np.convolve(a[0, :0], V), X),
     "np.correlate with an unknown mode": (lambda a: np.correlate(a[0], V, "middle"), X),
@@ -428,3 +434,10 @@ def test_unstack_gives_numpys_tuple_of_views():
     assert isinstance(got, tuple) and len(got) == len(want) == 3
     for g, w in zip(got, want):
         assert_like_numpy(g, w)
+
+
+@pytest.mark.filterwarnings("ignore:Arrays of 2-dimensional vectors:DeprecationWarning")
+def test_cross_of_2_vectors_is_a_0d_array_and_warns_as_numpy_does():
+    with pytest.warns(DeprecationWarning, match="2-dimensional vectors are deprecated"):
+        got = jit(lambda a, b: np.cross(a, b))(X[0, :2], V[:2])
+    assert_like_numpy(got, np.cross(X[0, :2], V[:2]))
