@@ -1383,6 +1383,39 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     return Tensor(P.transpose(stacked, order))
 
 
+def kron(a, b):
+    """The Kronecker product: each operand spread over interleaved axes (the shorter shape padded with
+    leading ones) and multiplied, then each pair of axes merged -- one product per element, as NumPy's."""
+    x, y = _tensor(a), _tensor(b)
+    nd = max(x.ndim, y.ndim)
+    xs, ys = (1,) * (nd - x.ndim) + x.shape, (1,) * (nd - y.ndim) + y.shape
+    spread_x = x.reshape(tuple(d for n in xs for d in (n, 1)))
+    spread_y = y.reshape(tuple(d for n in ys for d in (1, n)))
+    product = spread_x * spread_y
+    return Tensor(P.reshape(product.node, tuple(m * n for m, n in zip(xs, ys))), scalar=nd == 0)
+
+
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """NumPy's np.trapezoid, line for line, on traced arrays."""
+    y = _tensor(y)
+    if x is None:
+        d = dx
+    else:
+        x = _tensor(x)
+        if x.ndim == 1:
+            d = diff(x)
+            shape = [1] * y.ndim
+            shape[axis] = d.shape[0]
+            d = d.reshape(shape)
+        else:
+            d = diff(x, axis=axis)
+    later = [slice(None)] * y.ndim
+    earlier = [slice(None)] * y.ndim
+    later[axis] = slice(1, None)
+    earlier[axis] = slice(None, -1)
+    return (d * (y[tuple(later)] + y[tuple(earlier)]) / 2.0).sum(axis)
+
+
 # NumPy 2's array-API functions (np.concat and np.permute_dims are np.concatenate and np.transpose
 # themselves) and its vector/matrix gufuncs
 
@@ -1642,7 +1675,7 @@ FUNCTIONS = {
     np.count_nonzero: count_nonzero, np.isclose: isclose, np.sinc: sinc, np.nansum: nansum, np.nanprod: nanprod,
     np.nancumsum: nancumsum, np.nancumprod: nancumprod, np.nanmax: nanmax, np.nanmin: nanmin, np.nanmean: nanmean,
     np.nanvar: nanvar, np.nanstd: nanstd, np.matrix_transpose: matrix_transpose, np.astype: astype,
-    np.unstack: unstack, np.correlate: correlate, np.convolve: convolve, np.cross: cross, np.cumulative_sum: cumulative_sum, np.cumulative_prod: cumulative_prod,
+    np.unstack: unstack, np.correlate: correlate, np.convolve: convolve, np.cross: cross, np.kron: kron, np.trapezoid: trapezoid, np.cumulative_sum: cumulative_sum, np.cumulative_prod: cumulative_prod,
     np.linalg.vector_norm: linalg_vector_norm, np.linalg.matrix_norm: linalg_matrix_norm, np.linalg.vecdot: linalg_vecdot,
     np.linalg.outer: linalg_outer, np.linalg.matmul: lambda x1, x2, /: np.matmul(x1, x2),
     np.linalg.matrix_transpose: matrix_transpose, np.linalg.tensordot: tensordot,

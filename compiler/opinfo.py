@@ -855,6 +855,15 @@ register(OpInfo("cross", lambda xs, p: np.cross(xs[0], xs[1], **p), 2, NUMERIC, 
                 numpy_name="np.cross", notes="2-vectors: NumPy's deprecated case, included"))
 
 
+def _kron_sample(c: Chooser) -> Call:
+    return Call(tuple(tuple(c.pick(DIMS[:4]) for _ in range(c.integer(0, 3))) for _ in range(2)))
+
+
+# one product per element (the operands' axes interleaved): bit for bit
+register(OpInfo("kron", lambda xs, p: np.kron(xs[0], xs[1]), 2, ALL, "contraction", _kron_sample,
+                numpy_name="np.kron"))
+
+
 def _einsum_sample(c: Chooser) -> Call:
     """One to three operands over labels a-e, lengths shared per label or 1 (broadcast); sometimes a label
     repeated within an operand (its diagonal), a leading ``...`` of broadcast dimensions; the output
@@ -1037,6 +1046,29 @@ def _unstack_params(c, shape):
 
 _single("unstack", lambda xs, p: np.unstack(xs[0], axis=p["axis"]), _unstack_params, "np.unstack", min_rank=1,
         max_rank=3, family="split")
+
+
+def _trapezoid_params(c, shape):
+    if not shape:
+        return None
+    axis = c.integer(-len(shape), len(shape) - 1)
+    return {"axis": axis, "dx": c.pick((1.0, 0.5, 2)), "x": c.pick((None, "sorted"))}
+
+
+def _trapezoid(xs, p):
+    y = xs[0]
+    n = np.shape(y)[p["axis"]]
+    x = None if p["x"] is None else np.cumsum(np.linspace(0.25, 1.5, n))  # increasing sample points
+    return np.trapezoid(y, x, dx=p["dx"], axis=p["axis"])
+
+
+def _trapezoid_scale(xs, p):
+    a = np.abs(_as_float(xs[0]))
+    return np.sum(a, axis=p["axis"]) * 2 * max(p["dx"], 1.5) * math.sqrt(max(np.shape(a)[p["axis"]], 1))
+
+
+_single("trapezoid", _trapezoid, _trapezoid_params, "np.trapezoid", min_rank=1, max_rank=3, family="norm",
+        domains=(MODERATE,), tolerance=REDUCTION, exact=False, scale=_trapezoid_scale)
 
 
 def _arg_params(c, shape):
