@@ -1141,7 +1141,7 @@ def sinc(x):
 # axis' length (the comparisons fuse into the counting loops; nothing n x n is stored).
 
 
-def _sort_options(what: str, kind, order, stable) -> None:
+def _sort_options(kind, order, stable) -> None:
     if order is not None:  # order= names fields, and the arrays the compiler takes have none
         raise ValueError("Cannot specify order when the array has no fields.")
     np.argsort(np.zeros(1), kind=kind, stable=stable)  # NumPy's own checks of kind and stable, and its errors
@@ -1163,7 +1163,7 @@ def _sorting_permutation(x: Tensor) -> Tensor:
 
 
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
-    _sort_options("np.argsort", kind, order, stable)
+    _sort_options(kind, order, stable)
     x = _tensor(a)
     if axis is None or x.ndim == 0:  # NumPy flattens a 0-d array too
         x, axis = ravel(x), 0
@@ -1172,7 +1172,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
 
 
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
-    _sort_options("np.sort", kind, order, stable)
+    _sort_options(kind, order, stable)
     x = _tensor(a)
     if axis is None:
         x, axis = ravel(x), 0
@@ -1180,12 +1180,9 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     return take_along_axis(x, argsort(x, axis), axis)
 
 
-def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-    """NumPy's _median: the mean of the middle one or two of the sorted values along the reduced axes
-    (several axes moved last and flattened, as its _ureduce does); NaN where a slice holds one (NumPy
-    returns the NaN its partition put last)."""
-    _no_extras("median", out=out)
-    x = _tensor(a)
+def _reduced_rows(x: Tensor, axis) -> tuple[Tensor, tuple, int]:
+    """NumPy's _ureduce for functions of one axis: the kept axes moved first, the reduced ones flattened
+    into the last. Returns (rows, the reduced axes, their length)."""
     axes = tuple(range(x.ndim)) if axis is None else np.lib.array_utils.normalize_axis_tuple(axis, x.ndim)
     kept = [d for d in range(x.ndim) if d not in axes]
     n = _count(x.node, axes)
@@ -1193,7 +1190,15 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
         np.moveaxis(np.empty(x.shape, bool), kept, list(range(len(kept)))).reshape(
             tuple(x.shape[d] for d in kept) + (-1,))
     rows = np.moveaxis(x, kept, list(range(len(kept))))
-    rows = rows.reshape(rows.shape[:len(kept)] + (n,))  # not -1: ambiguous for an empty array
+    return rows.reshape(rows.shape[:len(kept)] + (n,)), axes, n  # not -1: ambiguous for an empty array
+
+
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """NumPy's _median: the mean of the middle one or two of the sorted values along the reduced axes;
+    NaN where a slice holds one (NumPy returns the NaN its partition put last)."""
+    _no_extras("median", out=out)
+    x = _tensor(a)
+    rows, axes, n = _reduced_rows(x, axis)
     ordered = sort(rows, axis=-1)
     result = mean(ordered[..., (n - 1) // 2:n // 2 + 1], axis=-1)
     if x.dtype.kind == "f" and n > 0:
@@ -1266,10 +1271,7 @@ def _quantile(a, q, axis, out, method, keepdims, weights, what: str) -> Tensor:
     if q.ndim > 2:
         raise ValueError("q must be a scalar or 1d")
     x = _tensor(a)
-    axes = tuple(range(x.ndim)) if axis is None else np.lib.array_utils.normalize_axis_tuple(axis, x.ndim)
-    kept = [d for d in range(x.ndim) if d not in axes]
-    n = _count(x.node, axes)
-    rows = np.moveaxis(x, kept, list(range(len(kept)))).reshape(tuple(x.shape[d] for d in kept) + (n,))
+    rows, axes, n = _reduced_rows(x, axis)
     ordered = np.moveaxis(sort(rows, axis=-1), -1, 0)  # NumPy's layout: the sorted axis first
     virtual = np.asanyarray((n - 1) * q)
     if virtual.dtype.kind in "iu":  # an integer q (0 or 1): the element itself
@@ -1280,7 +1282,7 @@ def _quantile(a, q, axis, out, method, keepdims, weights, what: str) -> Tensor:
         gamma = np.asanyarray(virtual - previous, dtype=virtual.dtype)
         previous = previous.astype(np.intp)
         following = np.where(virtual >= n - 1, -1, previous + 1).astype(np.intp)
-        t = float(gamma) if weak_q else gamma.reshape(virtual.shape + (1,) * len(kept))
+        t = float(gamma) if weak_q else gamma.reshape(virtual.shape + (1,) * (rows.ndim - 1))
         lo, hi = ordered[previous], ordered[following]
         diff = hi - lo
         near, far = lo + diff * t, hi - diff * (1 - t)

@@ -334,6 +334,7 @@ REFUSED = {
     "np.average with weights not along the axis": (lambda a: np.average(a, axis=0, weights=[1, 2, 3]), X),
     "np.percentile below 0": (lambda a: np.percentile(a, [-1, 50]), X),
     "np.quantile of an empty array": (lambda a: np.quantile(a[:0], 0.5), X),
+    "np.quantile over two axes of an empty array (NumPy's reshape to -1)": (lambda a: np.quantile(a[:0, None], 0.5, axis=(1, 2)), X),
     "np.sort of an unknown kind": (lambda a: np.sort(a, kind="bubble"), X),
     "np.argsort with kind and stable": (lambda a: np.argsort(a, kind="stable", stable=True), X),
     "np.sort by a field": (lambda a: np.sort(a, order="x"), X),

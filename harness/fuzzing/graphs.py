@@ -5,9 +5,9 @@ is simply not added). The program is compiled as ONE function returning its sink
 so fusion and bufferization see realistic chains, and compared with NumPy running
 the same program. Tolerances follow exactness: a node is exact when its op is
 correctly rounded, all its inputs are exact and, for a float result, NumPy defines
-the sign of a zero (then the compiled value must match bit for bit, NaN-aware); discontinuous ops (comparisons, sign, isnan/isinf/isfinite,
-any/all, float->int casts) only take exact operands, so rounding differences never
-flip a branch."""
+the sign of a zero (then the compiled value must match bit for bit, NaN-aware);
+discontinuous ops (comparisons, sign, isnan/isinf/isfinite, any/all, float->int
+casts) only take exact operands, so rounding differences never flip a branch."""
 
 from __future__ import annotations
 
