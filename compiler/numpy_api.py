@@ -14,7 +14,7 @@ import numpy as np
 from . import dtypes as dt
 from . import primitives as P
 from .graph import const_node
-from .tracer import Tensor, as_node, as_operand, view
+from .tracer import Tensor, as_node, as_operand, call_library_function, view
 
 UFUNC_PRIMITIVES = {ufunc: name for name, ufunc in P.UFUNCS.items()}
 
@@ -1600,6 +1600,34 @@ def nanmin(a, axis=None, out=None, keepdims=np._NoValue, initial=np._NoValue, wh
     return _nan_extremum("min", a, axis, out, keepdims, initial, where)
 
 
+def _nan_arg_extremum(kind: str, a, axis, out, keepdims) -> Tensor:
+    """NumPy's nanargmax (nanargmin): argmax with NaNs read as -inf (+inf). A slice of nothing but NaNs
+    is NumPy's ValueError, which only the data can tell: the kernel checks for one as it runs, and the
+    call raises NumPy's error (its results discarded)."""
+    _no_extras(f"nanarg{kind}", out=out)
+    x, mask = _nan_replaced(a, -np.inf if kind == "max" else np.inf)
+    given = _given(keepdims=keepdims)
+    result = (argmax if kind == "max" else argmin)(x, axis, **given)
+    if mask is None or mask.size == 0:
+        return result
+    all_nan = all_(mask, axis, keepdims=given.get("keepdims", False))
+    line = P.user_location().short()
+    checked = P.check_at_run_time(result.node, all_nan.node, "first", ValueError,
+                                  lambda _: f"All-NaN slice encountered (np.nanarg{kind} at {line}, checked as the "
+                                            "kernel ran)")
+    if checked is None:
+        raise NotImplementedError(f"np.nanarg{kind} outside a traced function: its all-NaN check needs a kernel")
+    return Tensor(checked, scalar=True)
+
+
+def nanargmax(a, axis=None, out=None, *, keepdims=np._NoValue):
+    return _nan_arg_extremum("max", a, axis, out, keepdims)
+
+
+def nanargmin(a, axis=None, out=None, *, keepdims=np._NoValue):
+    return _nan_arg_extremum("min", a, axis, out, keepdims)
+
+
 def _divided_by_count(total: Tensor, count: Tensor) -> P.Node:
     """NumPy's _divide_by_count: ``divide(total, count, out=total, casting='unsafe')``."""
     return P.cast(P.elementwise("divide", [total.node, _operand(count)]), total.dtype)
@@ -1682,7 +1710,7 @@ FUNCTIONS = {
     np.linalg.outer: linalg_outer, np.linalg.matmul: lambda x1, x2, /: np.matmul(x1, x2),
     np.linalg.matrix_transpose: matrix_transpose, np.linalg.tensordot: tensordot,
     np.linalg.diagonal: lambda x, /, *, offset=0: diagonal(x, offset, -2, -1),
-    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.round: round_, np.around: round_,
+    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,
@@ -1697,7 +1725,7 @@ def apply_function(func, args, kwargs):
     impl = FUNCTIONS.get(func)
     if impl is None:
         raise NotImplementedError(f"{_public_name(func)} is not supported by the compiler")
-    return impl(*args, **kwargs)
+    return call_library_function(impl, *args, **kwargs)
 
 
 def _public_name(func) -> str:

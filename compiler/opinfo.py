@@ -1705,6 +1705,21 @@ register(OpInfo("getitem_computed_index", _computed_index, 2, ALL, "index", _com
                 notes="an index computed in the kernel (an in-range argument shifted): checked as the kernel "
                       "runs; out-of-range values must raise IndexError"))
 
+def _nan_arg_sample(c: Chooser) -> Call:
+    """np.nanargmax/nanargmin of an array whose masked elements (operand 1) are NaN; a mask that
+    broadcasts along the axis can make a whole slice NaN, NumPy's ValueError (checked by the kernel)."""
+    shape = random_shape(c, 1, 4)
+    mask = tuple(1 if c.pick((0, 0, 0, 1)) else d for d in shape)
+    return Call((shape, mask), params={"kind": c.pick(("nanargmax", "nanargmin")),
+                                       "axis": pick_axis(c, len(shape), allow_tuple=False),
+                                       "keepdims": c.pick((False, True))})
+
+
+register(OpInfo("nan_arg_reduction",
+                lambda xs, p: getattr(np, p["kind"])(_with_nans(xs), axis=p["axis"], keepdims=p["keepdims"]), 2,
+                NUMERIC, "arg", _nan_arg_sample, numpy_name="np.nanargmax/nanargmin", mixed_dtypes=True,
+                notes="operand 1 marks the elements made NaN (float operands); an all-NaN slice must raise ValueError"))
+
 # --------------------------------------------------------------------------- helpers for drivers
 
 INDEX_OPERAND_OPS = ("getitem_index_arg", "getitem_computed_index")  # operand 1: in-range indices of an axis
@@ -1712,7 +1727,7 @@ INDEX_OPERAND_OPS = ("getitem_index_arg", "getitem_computed_index")  # operand 1
 INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.uint8), np.dtype(np.int8))
 
 
-MASK_OPERAND_OPS = ("reduce_where", "nan_reduction")  # operand 1: a boolean mask
+MASK_OPERAND_OPS = ("reduce_where", "nan_reduction", "nan_arg_reduction")  # operand 1: a boolean mask
 
 
 def operand_dtypes(info: OpInfo, i: int) -> tuple:

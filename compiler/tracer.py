@@ -17,13 +17,15 @@ class Tensor:
     """A traced value of static shape and dtype."""
 
     __array_priority__ = 1000
-    __slots__ = ("node", "aliases", "scalar")
+    __slots__ = ("node", "aliases", "scalar", "bases")
 
-    def __init__(self, node: Node, aliases: str | None = None, scalar: bool = False):
+    def __init__(self, node: Node, aliases: str | None = None, scalar: bool = False, bases: tuple = ()):
         self.node = node
         # what NumPy's array here would share memory with ("the argument x", "a view"), or None
         # for a fresh array: only a fresh one may be updated in place (see _inplace)
         self.aliases = aliases
+        # for a view, the Tensors whose memory it looks at (its base, that one's base...)
+        self.bases = bases
         # NumPy returns this value as a NumPy scalar when it is 0-d (a ufunc's or reduction's
         # result, an element taken by integer indices), not as a 0-d array; so does the compiled function
         self.scalar = scalar
@@ -195,7 +197,7 @@ class Tensor:
     def _function_method(name, function_name=None):
         def method(self, *args, **kwargs):
             from . import numpy_api
-            return getattr(numpy_api, function_name or name)(self, *args, **kwargs)
+            return call_library_function(getattr(numpy_api, function_name or name), self, *args, **kwargs)
         method.__name__ = name
         return method
 
@@ -225,7 +227,7 @@ class Tensor:
             raise NotImplementedError(f"x.sort() on {self.aliases}: NumPy sorts the memory it shares in place, which "
                                       "a compiled function cannot do; use np.sort(x) (a sorted copy) instead")
         from .numpy_api import sort
-        self.node = sort(self, axis, kind, order, stable=stable).node
+        self.node = call_library_function(sort, self, axis, kind, order, stable=stable).node
 
     def clip(self, min=None, max=None, out=None):
         from .numpy_api import _clip, _no_extras
@@ -283,11 +285,53 @@ def wrap(node: Node) -> Tensor:
     return Tensor(node)
 
 
+VIEWED = "an array a view was taken of (NumPy's view would see the update)"
+A_VIEW = "a view (NumPy's slicing, reshape, transpose, squeeze, split and broadcast_to share memory)"
+
+
 def view(node: Node, of, scalar: bool = False) -> Tensor:
     """A Tensor standing for what NumPy returns as a view of ``of`` (basic indexing, reshape,
     transpose...). In NumPy the two share memory, so neither may be updated in place from now on:
     the other would see the update, which separate graph nodes cannot show."""
-    if isinstance(of, Tensor) and of.aliases is None:
-        of.aliases = "an array a view was taken of (NumPy's view would see the update)"
-    return Tensor(node, aliases="a view (NumPy's slicing, reshape, transpose, squeeze, split and broadcast_to share memory)",
-                  scalar=scalar)
+    if not isinstance(of, Tensor):
+        return Tensor(node, aliases=A_VIEW, scalar=scalar)
+    if of.aliases is None:
+        of.aliases = VIEWED
+    return Tensor(node, aliases=A_VIEW, scalar=scalar, bases=(of, *of.bases))
+
+
+def _tensors(value):
+    if isinstance(value, Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _tensors(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _tensors(v)
+
+
+def call_library_function(impl, *args, **kwargs):
+    """Call a NumPy function's definition on traced arrays. The views it takes of its arguments for its
+    own work (np.median's moveaxis, np.diff's slices) die with the call in NumPy, so they must not keep
+    the caller from updating those arrays in place afterwards. Only a result that is a view of an
+    argument (np.transpose; np.split's parts) still shares its memory, and then every mark stays. A
+    result that is a view of the function's own temporary (np.argsort's moveaxis of the permutation it
+    computed) shares nothing the caller can reach, unless another result looks at the same memory."""
+    arguments = list(_tensors((args, kwargs)))
+    unshared = [t for t in arguments if t.aliases is None]
+    result = impl(*args, **kwargs)
+    results = list(_tensors(result))
+    if any(a is b for r in results for b in r.bases for a in arguments):
+        return result
+    for t in unshared:
+        if t.aliases == VIEWED:
+            t.aliases = None
+    for r in results:
+        if any(r is a for a in arguments):
+            continue
+        others = [o for o in results if o is not r]
+        # identity only: == on Tensors traces a comparison
+        if r.bases and not any(b is o or any(b is c for c in o.bases) for o in others for b in r.bases):
+            r.aliases, r.bases = None, ()
+    return result

@@ -103,6 +103,74 @@ def test_in_place_updates_numpy_would_share_or_refuse_are_errors(fn, error, matc
         jit(fn)(np.arange(3.0))
 
 
+def _use_then_update(f):
+    """z = x * 1; r = f(z); z += 1: fine in NumPy unless r shares z's memory."""
+    def fn(x):
+        z = x * 1
+        r = f(z)
+        z += 1
+        return r, z
+    return fn
+
+
+@pytest.mark.parametrize("f", [
+    lambda z: np.median(z, axis=0), lambda z: np.quantile(z, 0.3, axis=1), lambda z: np.percentile(z, 70),
+    lambda z: np.diff(z, axis=0), lambda z: np.sort(z, axis=0), lambda z: np.linalg.norm(z, axis=1),
+    lambda z: np.kron(z, z), lambda z: np.cross(z, z * z, axis=0), lambda z: np.trapezoid(z, axis=0),
+    lambda z: np.average(z, axis=1, weights=[1.0, 2.0, 3.0, 4.0]), lambda z: z.trace(), lambda z: z.argsort(axis=0),
+    lambda z: np.cumsum(z, axis=0), lambda z: np.einsum("ij,ij->i", z, z), lambda z: np.ravel(z + 0),
+])
+def test_views_a_numpy_function_takes_for_its_own_work_do_not_block_later_updates(f):
+    """Views np.median or np.diff take of their argument die with the call in NumPy; the caller may go on
+    updating the array in place (values and dtypes as NumPy's)."""
+    x = np.arange(12.0).reshape(3, 4) ** 1.5
+    (want_r, want_z), (got_r, got_z) = _use_then_update(f)(x.copy()), jit(_use_then_update(f))(x)
+    for want, got in ((want_r, got_r), (want_z, got_z)):
+        want, got = np.asarray(want), np.asarray(got)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-14, atol=0)
+
+
+def test_a_result_made_from_a_view_of_the_functions_own_temporary_is_fresh():
+    """np.argsort's result is a new array in NumPy (the compiler's moveaxis of its own permutation is a
+    view only of a temporary the caller cannot reach): it may be updated in place."""
+    def fn(x):
+        order = np.argsort(x, axis=0)
+        order += 1
+        rows = np.moveaxis(x * 1, 0, 1)  # a view of the caller's own temporary: still a view
+        return order, rows
+    x = np.array([[3.0, -1.0], [0.5, 2.0], [-4.0, 7.0]])
+    want, got = fn(x), jit(fn)(x)
+    assert got[0].dtype == want[0].dtype
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    with pytest.raises(NotImplementedError, match="on a view"):
+        jit(lambda x: np.moveaxis(x * 1, 0, 1).__iadd__(1))(x)
+    with pytest.raises(NotImplementedError, match="on a view"):  # np.astype returns the view itself
+        jit(lambda x: (lambda z: np.astype(z[1:], z.dtype, copy=False).__iadd__(1))(x * 1))(x)
+
+
+def test_sorting_in_place_leaves_the_array_updatable():
+    def fn(x):
+        z = x * 1
+        z.sort(axis=0)
+        z *= 2
+        return z
+    check(fn, np.array([[3.0, -1.0], [0.5, 2.0], [-4.0, 7.0]]))
+
+
+@pytest.mark.parametrize("f", [
+    np.transpose, np.flip, np.atleast_3d, np.unstack, np.ravel, lambda z: np.diagonal(z), lambda z: z.diagonal(),
+    lambda z: np.moveaxis(z, 0, 1), lambda z: z.swapaxes(0, 1), lambda z: np.einsum("ij->ji", z),
+    lambda z: np.split(z, 2, axis=1), lambda z: np.squeeze(z[None]), lambda z: np.broadcast_to(z, (2, 3, 4)),
+    lambda z: np.linalg.matrix_transpose(z), lambda z: np.reshape(z, (4, 3)), lambda z: np.expand_dims(z, 0),
+], ids=lambda f: getattr(f, "__name__", ""))
+def test_a_function_returning_a_view_still_blocks_updating_its_argument(f):
+    """NumPy's result shares the argument's memory, so the update would show in it: refused."""
+    with pytest.raises(NotImplementedError, match="a view was taken of"):
+        jit(_use_then_update(f))(np.arange(12.0).reshape(3, 4))
+
+
 @pytest.mark.parametrize("fn", [
     lambda x, y: (x > 0) & (y < 2), lambda x, y: (x > 0) | (y < 2), lambda x, y: (x > 0) ^ (y < 2),
     lambda x, y: ~(x > 1), lambda x, y: x.astype(np.int16) & 5, lambda x, y: 3 | x.astype(np.uint8),

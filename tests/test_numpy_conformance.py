@@ -187,6 +187,10 @@ AGREES = {
     "np.nanmax of an all-NaN row (NaN)": (lambda a: np.nanmax(np.where(a > 0, np.nan, a), axis=1), X),
     "np.nanmax of an all-NaN row with initial (fmax starts there)": (lambda a: np.nanmax(np.where(a < 1, np.nan, a), axis=1, initial=2.5), X),
     "np.nanmin of ints (np.min)": (lambda a: np.nanmin(a.astype(np.int8), axis=0), X),
+    "np.nanargmax past NaNs": (lambda a: np.nanargmax(np.where(a == 1, np.nan, a), axis=0), X),
+    "np.nanargmin of everything, a NaN first": (lambda a: np.nanargmin(np.where(a == -2, np.nan, a)), X),
+    "np.nanargmin of -inf and NaN (the first of either)": (lambda a: np.nanargmin(np.where((a > 1) | (a == -2), np.nan, -np.inf), axis=1, keepdims=True), X),
+    "np.nanargmax of ints (np.argmax)": (lambda a: np.nanargmax(a.astype(np.uint8), axis=1), X),
     "np.nansum with a mask and initial": (lambda a: np.nansum(np.log(a), axis=1, where=a != 1, initial=0.5), X),
     "np.nanmean of an all-NaN row (0 / 0)": (lambda a: np.nanmean(np.sqrt(a - 0.5), axis=1), X),
     "np.nanvar: NaN where count - ddof <= 0 (np.var gives inf)": (lambda a: np.nanvar(np.sqrt(a - 0.5), axis=1, ddof=2), X),
@@ -340,6 +344,9 @@ REFUSED = {
     "np.sort by a field": (lambda a: np.sort(a, order="x"), X),
     "np.nanmean into an int dtype": (lambda a: np.nanmean(a, dtype=np.int32), X),
     "np.nanmax where a mask, without initial": (lambda a: np.nanmax(a, where=a > 0), X),
+    "np.nanargmax of an all-NaN row (checked by the kernel)": (lambda a: np.nanargmax(np.where(a < 0.5, np.nan, a), axis=1), X),
+    "np.nanargmin of an all-NaN array": (lambda a: np.nanargmin(a / 0 * 0), X),
+    "np.nanargmin of an empty axis": (lambda a: np.nanargmin(a[:, :0], axis=1), X),
     "np.var where an int mask": (lambda a: np.var(a, where=np.array([1, 0, 1])), X),
     "np.column_stack of unequal rows": (lambda a: np.column_stack((a, V)), X),
 }
@@ -421,6 +428,16 @@ def test_sorting_a_view_in_place_is_refused_as_numpy_would_write_through_it():
 
     with pytest.raises(NotImplementedError, match=r"x.sort\(\) on the argument a"):
         jit(sort_rows_of_argument)(X.copy())
+
+
+def test_an_all_nan_slice_discards_the_results_and_names_the_call():
+    """NumPy's ValueError, raised after the kernel ran (it is data-dependent), with the line of the call."""
+    def fn(a):
+        return np.nanargmax(a, axis=1), a + 1
+    with pytest.raises(ValueError, match=r"^All-NaN slice encountered \(np.nanargmax at .*test_numpy_conformance.py:\d+"):
+        jit(fn)(np.array([[1.0, np.nan], [np.nan, np.nan]]))
+    got, want = jit(fn)(np.array([[1.0, np.nan], [np.nan, 2.0]])), fn(np.array([[1.0, np.nan], [np.nan, 2.0]]))
+    assert_like_numpy(got[0], want[0])
 
 
 def test_average_returns_the_divisor_too():
