@@ -1600,6 +1600,65 @@ def nanmin(a, axis=None, out=None, keepdims=np._NoValue, initial=np._NoValue, wh
     return _nan_extremum("min", a, axis, out, keepdims, initial, where)
 
 
+def _sorts_before(x: Tensor, y: Tensor) -> Tensor:
+    """NumPy's sort order, NaNs last: x < y, or y is NaN and x is not."""
+    if x.dtype.kind != "f":
+        return x < y
+    return (x < y) | (np.isnan(y) & ~np.isnan(x))
+
+
+def _permuted_by_sorter(x: Tensor, sorter) -> Tensor:
+    s = _tensor(sorter)
+    if s.dtype.kind not in "iu":
+        raise TypeError("sorter must only contain integers")
+    if s.ndim != 1:
+        raise TypeError("could not parse sorter argument")
+    if s.size != x.size:
+        raise ValueError("sorter.size must equal a.size")
+    if not isinstance(sorter, Tensor) and ((np.asarray(sorter) < 0) | (np.asarray(sorter) >= x.size)).any():
+        # NumPy raises this only for the entries its binary search happens to read
+        raise ValueError("Sorter index out of range.")
+    return take(x, s)  # a computed sorter out of range: the kernel's index check
+
+
+def searchsorted(a, v, side="left", sorter=None):
+    """Where v would go in the sorted 1-d ``a``: the number of elements of ``a`` that sort before it
+    (side 'left') or not after it ('right'), in NumPy's order (NaNs last) and in the dtype NumPy compares
+    in (``a``'s and v's as an array: a Python float against float16 compares in float64). For a sorted
+    ``a`` that is exactly what NumPy's binary search finds; every pair is compared (len(a) x v.size work)."""
+    if not isinstance(side, (str, bytes)):
+        raise TypeError(f"search side must be str, not {type(side).__name__}")
+    side = side.decode() if isinstance(side, bytes) else side
+    if side not in ("left", "right"):
+        raise ValueError(f"search side must be 'left' or 'right' (got {side!r})")
+    x, values = _tensor(a), _tensor(v)
+    if x.ndim != 1:
+        raise ValueError("object of too small depth for desired array" if x.ndim == 0 else "object too deep for desired array")
+    if sorter is not None:
+        x = _permuted_by_sorter(x, sorter)
+    common = np.result_type(x.dtype, values.dtype)
+    x, probe = x.astype(common), values.astype(common)[..., None]
+    if side == "left":
+        return sum_(_sorts_before(x, probe), axis=-1, dtype=np.intp)
+    return x.shape[0] - sum_(_sorts_before(probe, x), axis=-1, dtype=np.intp)
+
+
+def digitize(x, bins, right=False):
+    """NumPy's definition: searchsorted on the bins, reversed when they decrease. The bins must be a
+    constant: NumPy refuses bins that are not monotonic, which depends on their values."""
+    if isinstance(bins, Tensor):
+        raise NotImplementedError("np.digitize: traced bins are not supported (NumPy checks that they are monotonic, "
+                                  "which depends on their values); pass the bins as a NumPy array, or use np.searchsorted")
+    bins = np.asarray(bins)
+    mono = np.lib._function_base_impl._monotonicity(bins)  # NumPy's own check (it raises for bins not 1-d)
+    if mono == 0:
+        raise ValueError("bins must be monotonically increasing or decreasing")
+    side = "left" if right else "right"
+    if mono == -1:
+        return len(bins) - searchsorted(bins[::-1], x, side=side)
+    return searchsorted(bins, x, side=side)
+
+
 def _nan_arg_extremum(kind: str, a, axis, out, keepdims) -> Tensor:
     """NumPy's nanargmax (nanargmin): argmax with NaNs read as -inf (+inf). A slice of nothing but NaNs
     is NumPy's ValueError, which only the data can tell: the kernel checks for one as it runs, and the
@@ -1710,7 +1769,7 @@ FUNCTIONS = {
     np.linalg.outer: linalg_outer, np.linalg.matmul: lambda x1, x2, /: np.matmul(x1, x2),
     np.linalg.matrix_transpose: matrix_transpose, np.linalg.tensordot: tensordot,
     np.linalg.diagonal: lambda x, /, *, offset=0: diagonal(x, offset, -2, -1),
-    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.round: round_, np.around: round_,
+    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.searchsorted: searchsorted, np.digitize: digitize, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

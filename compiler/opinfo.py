@@ -1512,6 +1512,35 @@ _single("method.argsort", lambda xs, p: xs[0].argsort(axis=p["axis"], kind=p["ki
         max_rank=3, family="sort")
 
 
+def _searchsorted_sample(c: Chooser) -> Call:
+    return Call(((c.pick(DIMS),), random_shape(c, 0, 3)),
+                params={"side": c.pick(("left", "right")), "sorter": c.pick((False, True))})
+
+
+def _searchsorted(xs, p):
+    """The array sorted first (NumPy's result for an unsorted one is its binary search's, undefined): by
+    np.sort, or given a stable np.argsort as the sorter."""
+    a, v = xs
+    if p["sorter"]:
+        return np.searchsorted(a, v, side=p["side"], sorter=np.argsort(a, kind="stable"))
+    return np.searchsorted(np.sort(a), v, side=p["side"])
+
+
+register(OpInfo("searchsorted", _searchsorted, 2, ALL, "sort", _searchsorted_sample, numpy_name="np.searchsorted",
+                notes="operand 0 sorted first (np.sort, or np.argsort as the sorter); compared in NumPy's common dtype"))
+
+
+def _digitize_params(c, shape):
+    edges = sorted(c.pick((-2.5, -1.0, 0.0, 0.0, 0.5, 1.0, 3.0, 100.0)) for _ in range(c.integer(0, 5)))
+    return {"bins": edges[::-1] if c.pick((False, True)) else edges, "bins_dtype": c.pick(("float64", "int64", "float32")),
+            "right": c.pick((False, True))}
+
+
+# constant bins, increasing or decreasing (repeated edges included)
+_single("digitize", lambda xs, p: np.digitize(xs[0], np.array(p["bins"], p["bins_dtype"]), right=p["right"]),
+        _digitize_params, "np.digitize", max_rank=3, family="sort", dtypes=NUMERIC)
+
+
 def _ptp_params(c, shape):
     return {"axis": pick_axis(c, len(shape)), "keepdims": c.pick((False, True))}
 

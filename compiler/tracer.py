@@ -211,7 +211,7 @@ class Tensor:
                                       _function_method("swapaxes"), _function_method("ravel"))
     dot, cumsum, cumprod = _function_method("dot"), _function_method("cumsum"), _function_method("cumprod")
     repeat, diagonal, trace = _function_method("repeat"), _function_method("diagonal"), _function_method("trace")
-    argsort = _function_method("argsort")
+    argsort, searchsorted = _function_method("argsort"), _function_method("searchsorted")
     del _function_method
 
     def flatten(self, order="C"):

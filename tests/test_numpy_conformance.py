@@ -57,6 +57,8 @@ SCALAR_OR_ARRAY = {
     "np.count_nonzero by axis": (lambda a: np.count_nonzero(a, axis=0), X),
     "np.ptp of everything": (lambda a: np.ptp(a), X), "np.isclose of 0-d": (lambda a: np.isclose(a, 0.0), Z),
     "np.isclose of a 0-d and a vector": (lambda a: np.isclose(a, V), Z),
+    "np.searchsorted of a 0-d": (lambda a: np.searchsorted(V, a), Z), "np.digitize of a 0-d": (lambda a: np.digitize(a, [1, 2]), Z),
+    "np.nanargmax of everything": (lambda a: np.nanargmax(a), X),
 }
 
 
@@ -191,6 +193,13 @@ AGREES = {
     "np.nanargmin of everything, a NaN first": (lambda a: np.nanargmin(np.where(a == -2, np.nan, a)), X),
     "np.nanargmin of -inf and NaN (the first of either)": (lambda a: np.nanargmin(np.where((a > 1) | (a == -2), np.nan, -np.inf), axis=1, keepdims=True), X),
     "np.nanargmax of ints (np.argmax)": (lambda a: np.nanargmax(a.astype(np.uint8), axis=1), X),
+    "np.searchsorted of a sorted row": (lambda a: np.searchsorted(a[1], a), X),
+    "np.searchsorted right, NaNs last": (lambda a: np.searchsorted(np.array([0.0, 1.0, np.nan]), np.log(a + 2), side="right"), X),
+    "x.searchsorted with a sorter": (lambda a: a[0, ::-1].searchsorted(a[1] - 2, sorter=[2, 1, 0]), X),
+    "np.searchsorted: a Python float against float16 compares in float64": (lambda a: np.searchsorted(a[1].astype(np.float16) + 0.5, 2.5001), X),
+    "np.searchsorted: int8 against an int beyond it (compared in int64)": (lambda a: np.searchsorted(a[1].astype(np.int8) * 40, 300), X),
+    "np.digitize, decreasing bins": (lambda a: np.digitize(a, [2.0, 0.0, 0.0, -1.0]), X),
+    "np.digitize right, of a 0-d": (lambda a: np.digitize(a[0, 0], [-2, 0], right=True), X),
     "np.nansum with a mask and initial": (lambda a: np.nansum(np.log(a), axis=1, where=a != 1, initial=0.5), X),
     "np.nanmean of an all-NaN row (0 / 0)": (lambda a: np.nanmean(np.sqrt(a - 0.5), axis=1), X),
     "np.nanvar: NaN where count - ddof <= 0 (np.var gives inf)": (lambda a: np.nanvar(np.sqrt(a - 0.5), axis=1, ddof=2), X),
@@ -347,6 +356,13 @@ REFUSED = {
     "np.nanargmax of an all-NaN row (checked by the kernel)": (lambda a: np.nanargmax(np.where(a < 0.5, np.nan, a), axis=1), X),
     "np.nanargmin of an all-NaN array": (lambda a: np.nanargmin(a / 0 * 0), X),
     "np.nanargmin of an empty axis": (lambda a: np.nanargmin(a[:, :0], axis=1), X),
+    "np.searchsorted in a 2-d array": (lambda a: np.searchsorted(a, 1.0), X),
+    "np.searchsorted side 'middle'": (lambda a: np.searchsorted(a[0], 1.0, side="middle"), X),
+    "np.searchsorted with a float sorter": (lambda a: np.searchsorted(a[0], 1.0, sorter=np.array([0.0, 1.0, 2.0])), X),
+    "np.searchsorted with a short sorter": (lambda a: np.searchsorted(a[0], 1.0, sorter=[0, 1]), X),
+    "np.searchsorted with a sorter out of range": (lambda a: np.searchsorted(a[0], a, sorter=[0, 1, 7]), X),
+    "np.digitize of bins neither increasing nor decreasing": (lambda a: np.digitize(a, [0, 2, 1]), X),
+    "np.digitize of 2-d bins": (lambda a: np.digitize(a, [[0, 1]]), X),
     "np.var where an int mask": (lambda a: np.var(a, where=np.array([1, 0, 1])), X),
     "np.column_stack of unequal rows": (lambda a: np.column_stack((a, V)), X),
 }
@@ -438,6 +454,12 @@ def test_an_all_nan_slice_discards_the_results_and_names_the_call():
         jit(fn)(np.array([[1.0, np.nan], [np.nan, np.nan]]))
     got, want = jit(fn)(np.array([[1.0, np.nan], [np.nan, 2.0]])), fn(np.array([[1.0, np.nan], [np.nan, 2.0]]))
     assert_like_numpy(got[0], want[0])
+
+
+def test_digitize_refuses_traced_bins_by_name():
+    """NumPy checks that the bins are monotonic: a data-dependent error for traced bins."""
+    with pytest.raises(NotImplementedError, match="np.digitize: traced bins"):
+        jit(lambda a: np.digitize(a, a[0]))(X)
 
 
 def test_average_returns_the_divisor_too():
