@@ -1659,6 +1659,81 @@ def digitize(x, bins, right=False):
     return searchsorted(bins, x, side=side)
 
 
+def _interp_samples(v) -> Tensor:
+    t = _tensor(v).astype(np.float64)
+    if t.ndim != 1:
+        raise ValueError("object of too small depth for desired array" if t.ndim == 0 else "object too deep for desired array")
+    return t
+
+
+def _interp_bound(v) -> Tensor:
+    """``left``/``right`` as NumPy's C code reads them (PyFloat_AsDouble): a real number or a 0-d array."""
+    if isinstance(v, Tensor):
+        if v.ndim:
+            raise TypeError("only 0-dimensional arrays can be converted to Python scalars")
+        return v.astype(np.float64)
+    if isinstance(v, (str, bytes)):
+        raise TypeError(f"must be real number, not {type(v).__name__}")
+    return _tensor(np.float64(float(v)))
+
+
+def _periodic_samples(x, xp, fp, period):
+    """NumPy's np.interp for a period: everything taken modulo the period, the sample points sorted and
+    extended by one period's wrap-around at each end. (Equal points modulo the period keep their order
+    here; NumPy's default argsort need not.)"""
+    if isinstance(period, Tensor):
+        raise NotImplementedError("np.interp: a traced period is not supported (NumPy refuses a zero one, which "
+                                  "depends on its value); pass a number")
+    if period == 0:
+        raise ValueError("period must be a non-zero value")
+    period = abs(period)
+    x, xp, fp = (_tensor(v).astype(np.float64) for v in (x, xp, fp))
+    if xp.ndim != 1 or fp.ndim != 1:
+        raise ValueError("Data points must be 1-D sequences")
+    if xp.shape[0] != fp.shape[0]:
+        raise ValueError("fp and xp are not of the same length")
+    x, xp = x % period, xp % period
+    order = argsort(xp, kind="stable")
+    xp, fp = take(xp, order), take(fp, order)
+    return x, concatenate((xp[-1:] - period, xp, xp[0:1] + period)), concatenate((fp[-1:], fp, fp[0:1]))
+
+
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """NumPy's compiled_interp, in float64: x's sample interval is the last ``xp[j] <= x`` (what its search
+    finds in a sorted xp), then slope * (x - xp[j]) + fp[j] with the slope computed as NumPy computes it,
+    the retry from the interval's other end where that gives NaN, fp[j] where x is a sample point, fp[-1]
+    at the last one, ``left``/``right`` outside, NaN for a NaN x (and NumPy's rules for one sample point)."""
+    if period is not None:
+        x, xp, fp = _periodic_samples(x, xp, fp, period)
+        left = right = None
+    ys, xs = _interp_samples(fp), _interp_samples(xp)
+    points = _tensor(x).astype(np.float64)
+    n = xs.shape[0]
+    if n == 0:
+        raise ValueError("array of sample points is empty")
+    if ys.shape[0] != n:
+        raise ValueError("fp and xp are not of the same length.")
+    lval = ys[0] if left is None else _interp_bound(left)
+    rval = ys[-1] if right is None else _interp_bound(right)
+    if n == 1:
+        result = np.where(points < xs[0], lval, np.where(points > xs[0], rval, ys[0]))
+        return Tensor(result.node, scalar=True)
+    j = sum_(xs <= points[..., None], axis=-1, dtype=np.intp) - 1  # plain comparisons, as NumPy's search
+    lo = np.clip(j, 0, n - 2)
+    x_lo, x_hi, y_lo, y_hi = take(xs, lo), take(xs, lo + 1), take(ys, lo), take(ys, lo + 1)
+    slope = (y_hi - y_lo) / (x_hi - x_lo)
+    result = slope * (points - x_lo) + y_lo
+    result = np.where(np.isnan(result), slope * (points - x_hi) + y_hi, result)
+    result = np.where(np.isnan(result) & (y_lo == y_hi), y_lo, result)
+    # NumPy's cases in reverse order of precedence, each overriding the ones before
+    result = np.where(x_lo == points, y_lo, result)
+    result = np.where(j == n - 1, ys[n - 1], result)
+    result = np.where(points < xs[0], lval, result)
+    result = np.where(points > xs[n - 1], rval, result)
+    result = np.where(np.isnan(points), points, result)
+    return Tensor(result.node, scalar=True)
+
+
 def _nan_arg_extremum(kind: str, a, axis, out, keepdims) -> Tensor:
     """NumPy's nanargmax (nanargmin): argmax with NaNs read as -inf (+inf). A slice of nothing but NaNs
     is NumPy's ValueError, which only the data can tell: the kernel checks for one as it runs, and the
@@ -1769,7 +1844,7 @@ FUNCTIONS = {
     np.linalg.outer: linalg_outer, np.linalg.matmul: lambda x1, x2, /: np.matmul(x1, x2),
     np.linalg.matrix_transpose: matrix_transpose, np.linalg.tensordot: tensordot,
     np.linalg.diagonal: lambda x, /, *, offset=0: diagonal(x, offset, -2, -1),
-    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.searchsorted: searchsorted, np.digitize: digitize, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.round: round_, np.around: round_,
+    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.searchsorted: searchsorted, np.digitize: digitize, np.interp: interp, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

@@ -1530,6 +1530,29 @@ register(OpInfo("searchsorted", _searchsorted, 2, ALL, "sort", _searchsorted_sam
                 notes="operand 0 sorted first (np.sort, or np.argsort as the sorter); compared in NumPy's common dtype"))
 
 
+def _interp_sample(c: Chooser) -> Call:
+    n = c.pick((1, 2, 3, 5, 8))
+    return Call((random_shape(c, 0, 3), (n,), (n,)),
+                params={"period": c.pick((None, None, 2.5, -1.0, 360)), "left": c.pick((None, -3.5)),
+                        "right": c.pick((None, 7.0))})
+
+
+def _interp(xs, p):
+    """Sample points made strictly increasing from operand 1 (NumPy's search is undefined for ties, and its
+    default argsort orders equal points modulo a period its own way); with a period, all inside one."""
+    x, w, fp = xs
+    points = np.cumsum(np.abs(w.astype(np.float64)) + 0.5)  # (np.sum's pairwise order is NumPy's own)
+    xp = points - 2.0
+    if p["period"] is not None:
+        xp = points * (abs(p["period"]) / (points[-1] + 1.0))
+    return np.interp(x, xp, fp, left=p["left"], right=p["right"], period=p["period"])
+
+
+# NumPy's C code restated on float64 arrays: bit for bit
+register(OpInfo("interp", _interp, 3, NUMERIC, "index", _interp_sample, domains=(ANY, SMALL, ANY),
+                numpy_name="np.interp", notes="operand 1 gives strictly increasing sample points; operand 2 the values"))
+
+
 def _digitize_params(c, shape):
     edges = sorted(c.pick((-2.5, -1.0, 0.0, 0.0, 0.5, 1.0, 3.0, 100.0)) for _ in range(c.integer(0, 5)))
     return {"bins": edges[::-1] if c.pick((False, True)) else edges, "bins_dtype": c.pick(("float64", "int64", "float32")),

@@ -58,7 +58,7 @@ SCALAR_OR_ARRAY = {
     "np.ptp of everything": (lambda a: np.ptp(a), X), "np.isclose of 0-d": (lambda a: np.isclose(a, 0.0), Z),
     "np.isclose of a 0-d and a vector": (lambda a: np.isclose(a, V), Z),
     "np.searchsorted of a 0-d": (lambda a: np.searchsorted(V, a), Z), "np.digitize of a 0-d": (lambda a: np.digitize(a, [1, 2]), Z),
-    "np.nanargmax of everything": (lambda a: np.nanargmax(a), X),
+    "np.nanargmax of everything": (lambda a: np.nanargmax(a), X), "np.interp of a 0-d": (lambda a: np.interp(a, [0, 1], [2, 3]), Z),
 }
 
 
@@ -200,6 +200,11 @@ AGREES = {
     "np.searchsorted: int8 against an int beyond it (compared in int64)": (lambda a: np.searchsorted(a[1].astype(np.int8) * 40, 300), X),
     "np.digitize, decreasing bins": (lambda a: np.digitize(a, [2.0, 0.0, 0.0, -1.0]), X),
     "np.digitize right, of a 0-d": (lambda a: np.digitize(a[0, 0], [-2, 0], right=True), X),
+    "np.interp at, between and beyond the sample points": (lambda a: np.interp(a / 2, [-1.0, 0.0, 0.5, 1.5], [5.0, -1.0, 3.0, 0.25]), X),
+    "np.interp between infinite values (the retry from the other end)": (lambda a: np.interp(a / 4, [-1.0, 0.0, 0.5], [np.inf, np.inf, -np.inf]), X),
+    "np.interp with one sample point (a NaN x gives its value)": (lambda a: np.interp(np.log(a), [0.0], [7.0], left=1, right=2), X),
+    "np.interp of int samples, left and right given": (lambda a: np.interp(a, np.array([0, 1, 2], np.int8), [1, 4, 9], left=-1, right=np.float32(99)), X),
+    "np.interp with a period": (lambda a: np.interp(a * 1.7, [0.5, 1.0, 3.5], [1.0, 2.0, 0.0], period=-4), X),
     "np.nansum with a mask and initial": (lambda a: np.nansum(np.log(a), axis=1, where=a != 1, initial=0.5), X),
     "np.nanmean of an all-NaN row (0 / 0)": (lambda a: np.nanmean(np.sqrt(a - 0.5), axis=1), X),
     "np.nanvar: NaN where count - ddof <= 0 (np.var gives inf)": (lambda a: np.nanvar(np.sqrt(a - 0.5), axis=1, ddof=2), X),
@@ -363,6 +368,12 @@ REFUSED = {
     "np.searchsorted with a sorter out of range": (lambda a: np.searchsorted(a[0], a, sorter=[0, 1, 7]), X),
     "np.digitize of bins neither increasing nor decreasing": (lambda a: np.digitize(a, [0, 2, 1]), X),
     "np.digitize of 2-d bins": (lambda a: np.digitize(a, [[0, 1]]), X),
+    "np.interp with no sample points": (lambda a: np.interp(a, [], []), X),
+    "np.interp of unequal lengths": (lambda a: np.interp(a, [0, 1], [0, 1, 2]), X),
+    "np.interp of 2-d sample points": (lambda a: np.interp(a, a, a), X),
+    "np.interp with a zero period": (lambda a: np.interp(a, [0, 1], [0, 1], period=0), X),
+    "np.interp with a 1-d left": (lambda a: np.interp(a, [0, 1], [0, 1], left=a[0]), X),
+    "np.interp with a string right": (lambda a: np.interp(a, [0, 1], [0, 1], right="x"), X),
     "np.var where an int mask": (lambda a: np.var(a, where=np.array([1, 0, 1])), X),
     "np.column_stack of unequal rows": (lambda a: np.column_stack((a, V)), X),
 }
@@ -460,6 +471,11 @@ def test_digitize_refuses_traced_bins_by_name():
     """NumPy checks that the bins are monotonic: a data-dependent error for traced bins."""
     with pytest.raises(NotImplementedError, match="np.digitize: traced bins"):
         jit(lambda a: np.digitize(a, a[0]))(X)
+
+
+def test_interp_refuses_a_traced_period_by_name():
+    with pytest.raises(NotImplementedError, match="np.interp: a traced period"):
+        jit(lambda a: np.interp(a, [0.0, 1.0], [0.0, 1.0], period=a[0, 2]))(X)
 
 
 def test_average_returns_the_divisor_too():
