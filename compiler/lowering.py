@@ -394,10 +394,10 @@ class Emitter:
         result, here = self.fresh(), self.located(loc)
         out_types = [ty for _, ty in outs]
         count = f":{len(outs)}" if len(outs) > 1 else ""
+        ins_text = f"ins({', '.join(v for v, _ in ins)} : {', '.join(ty for _, ty in ins)}) " if ins else ""
         self.lines.append(
             f"    {result}{count} = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = [{its}]}} "
-            f"ins({', '.join(v for v, _ in ins)} : {', '.join(ty for _, ty in ins)}) "
-            f"outs({', '.join(v for v, _ in outs)} : {', '.join(out_types)}) {{")
+            f"{ins_text}outs({', '.join(v for v, _ in outs)} : {', '.join(out_types)}) {{")
         self.lines.append(f"    ^bb0({', '.join(f'{a}: {ty} {here}' for a, ty in args)}):")
         for ln in region.lines:
             self.lines.append(f"      {ln} {here}")
@@ -406,10 +406,151 @@ class Emitter:
         return result
 
     def iota(self, node: Node) -> str:
+        return self._positions(node.shape, node.dtype, node.attrs["axis"], node.loc)
+
+    def _positions(self, shape, dtype, axis: int, loc) -> str:
         def body(rb, args):
-            index = rb.op(f"linalg.index {node.attrs['axis']} : index")
-            return rb.op(f"arith.index_cast {index} : index to {dt.mlir_type(node.dtype)}")
-        return self._generic(node.shape, node.dtype, [], body, node.loc)
+            index = rb.op(f"linalg.index {axis} : index")
+            return rb.op(f"arith.index_cast {index} : index to {dt.mlir_type(dtype)}")
+        return self._generic(shape, dtype, [], body, loc)
+
+    def sort_permutation(self, node: Node, x: str) -> str:
+        """The stable argsort along the last axis. With ``scan_loops`` (the CPU) a bitonic sorting network
+        over the positions, padded to a power of two: log2(N)(log2(N) + 1) / 2 passes of one parallel
+        generic each, in loops, so n log^2 n work and an IR whose size does not grow with n. Otherwise
+        (the GPU) by counting: each element's place is the number of elements before it, and the
+        permutation is the inverse of the places (n^2 comparisons, every output element its own thread).
+        Both order by (key, NaNs last; then position), a strict total order, so both give exactly the
+        stable order."""
+        if self.scan_loops:
+            return self._bitonic_permutation(node, x)
+        return self._counting_permutation(node, x)
+
+    @staticmethod
+    def _precedes(rb: "_Region", dtype, ka: str, kb: str, ia: str, ib: str, position_t: str) -> str:
+        """i1: the element of key ``ka`` at position ``ia`` comes strictly before that of key ``kb`` at
+        ``ib`` in the stable sort order (NaNs after every number, equal keys by position)."""
+        earlier = rb.op(f"arith.cmpi slt, {ia}, {ib} : {position_t}")
+        if dtype.kind == "f":
+            if dtype == np.float16:  # compared widened (exact): f16 comparisons are not everywhere native
+                ka, kb = (rb.op(f"arith.extf {k} : f16 to f32") for k in (ka, kb))
+            t = "f32" if dtype == np.float16 else dt.mlir_type(dtype)
+            less = rb.op(f"arith.cmpf olt, {ka}, {kb} : {t}")
+            same = rb.op(f"arith.cmpf oeq, {ka}, {kb} : {t}")
+            nan_a = rb.op(f"arith.cmpf uno, {ka}, {ka} : {t}")
+            nan_b = rb.op(f"arith.cmpf uno, {kb}, {kb} : {t}")
+            number_a = rb.op(f"arith.xori {nan_a}, {rb.op('arith.constant true')} : i1")
+            less = rb.op(f"arith.ori {less}, {rb.op(f'arith.andi {nan_b}, {number_a} : i1')} : i1")
+            same = rb.op(f"arith.ori {same}, {rb.op(f'arith.andi {nan_a}, {nan_b} : i1')} : i1")
+        else:
+            t = dt.storage_type(dtype)
+            less = rb.op(f"arith.cmpi {'slt' if dtype.kind == 'i' else 'ult'}, {ka}, {kb} : {t}")
+            same = rb.op(f"arith.cmpi eq, {ka}, {kb} : {t}")
+        tie_first = rb.op(f"arith.andi {same}, {earlier} : i1")
+        return rb.op(f"arith.ori {less}, {tie_first} : i1")
+
+    def _counting_permutation(self, node: Node, x: str) -> str:
+        src = node.inputs[0]
+        rank = node.ndim
+        key_t, i64 = dt.storage_type(src.dtype), "i64"
+        batch = [f"d{d}" for d in range(rank - 1)]
+        all_par = ", ".join(['"parallel"'] * rank + ['"reduction"'])
+        # places[..., i] = the number of j that come before i
+        zeros = self.filled(node.shape, node.dtype, 0, node.loc)
+        region = _Region(self)
+        kj, ki, acc = self.fresh("kj"), self.fresh("ki"), self.fresh("acc")
+        i = region.op(f"arith.index_cast {region.op(f'linalg.index {rank - 1} : index')} : index to i64")
+        j = region.op(f"arith.index_cast {region.op(f'linalg.index {rank} : index')} : index to i64")
+        before = self._precedes(region, src.dtype, kj, ki, j, i, i64)
+        one = region.op(f"arith.extui {before} : i1 to i64")
+        count = region.op(f"arith.addi {acc}, {one} : i64")
+        src_t, out_t = dt.tensor_type(src.shape, src.dtype), dt.tensor_type(node.shape, node.dtype)
+        places = self._region_generic(
+            [_map(rank + 1, batch + [f"d{rank}"]), _map(rank + 1, batch + [f"d{rank - 1}"]),
+             _map(rank + 1, batch + [f"d{rank - 1}"])], all_par,
+            [(x, src_t), (x, src_t)], [(zeros, out_t)], [(kj, key_t), (ki, key_t), (acc, i64)], region,
+            [(count, i64)], node.loc)
+        # permutation[..., k] = the i whose place is k
+        zeros = self.filled(node.shape, node.dtype, 0, node.loc)
+        region = _Region(self)
+        place, acc = self.fresh("place"), self.fresh("acc")
+        k = region.op(f"arith.index_cast {region.op(f'linalg.index {rank - 1} : index')} : index to i64")
+        i = region.op(f"arith.index_cast {region.op(f'linalg.index {rank} : index')} : index to i64")
+        hit = region.op(f"arith.cmpi eq, {place}, {k} : i64")
+        zero = region.op("arith.constant 0 : i64")
+        found = region.op(f"arith.addi {acc}, {region.op(f'arith.select {hit}, {i}, {zero} : i64')} : i64")
+        return self._region_generic(
+            [_map(rank + 1, batch + [f"d{rank}"]), _map(rank + 1, batch + [f"d{rank - 1}"])], all_par,
+            [(places, out_t)], [(zeros, out_t)], [(place, i64), (acc, i64)], region, [(found, i64)], node.loc)
+
+    def _bitonic_permutation(self, node: Node, x: str) -> str:
+        src = node.inputs[0]
+        rank, n = node.ndim, node.shape[-1]
+        width = 1 << (n - 1).bit_length()  # n padded to a power of two; padding sorts last
+        shape = node.shape[:-1] + (width,)
+        state_t, src_t = dt.tensor_type(shape, node.dtype), dt.tensor_type(src.shape, src.dtype)
+        positions = self._positions(shape, node.dtype, rank - 1, node.loc)
+        c = {v: self.assign(f"arith.constant {v} : index", node.loc) for v in (0, 1)}
+        stages = self.assign(f"arith.constant {width.bit_length() - 1} : index", node.loc)
+        last = self.assign(f"arith.constant {n - 1} : index", node.loc)
+        real = self.assign(f"arith.constant {n} : i64", node.loc)
+        p, q, cur, cur2 = self.fresh("p"), self.fresh("q"), self.fresh("order"), self.fresh("order")
+        outer, inner = self.fresh("merge"), self.fresh("pass")
+        # merge p joins sorted runs of 2^p into runs of 2^(p+1) (its direction alternating by block, so
+        # the next merge sees bitonic sequences); its passes compare elements 2^(p-q) apart. A pass reads
+        # the order and writes a new one, copied back into the loop's buffer (materialize_in_destination,
+        # which no pass folds away): one-shot bufferization refuses a loop that returns another buffer.
+        self.lines.append(f"    {outer} = scf.for {p} = {c[0]} to {stages} step {c[1]} "
+                          f"iter_args({cur} = {positions}) -> ({state_t}) {{")
+        p1 = self.assign(f"arith.addi {p}, {c[1]} : index", node.loc)
+        block = self.assign(f"arith.shli {c[1]}, {p1} : index", node.loc)
+        self.lines.append(f"    {inner} = scf.for {q} = {c[0]} to {p1} step {c[1]} "
+                          f"iter_args({cur2} = {cur}) -> ({state_t}) {{")
+        distance = self.assign(f"arith.shli {c[1]}, {self.assign(f'arith.subi {p}, {q} : index', node.loc)} : index",
+                               node.loc)
+        region = _Region(self)
+        coords = [region.op(f"linalg.index {d} : index") for d in range(rank)]
+        i = coords[-1]
+        partner = region.op(f"arith.xori {i}, {distance} : index")  # < width: both below a power of two
+
+        def element(at: str) -> tuple[str, str]:
+            position = region.op(f"tensor.extract {cur2}[{', '.join(coords[:-1] + [at])}] : {state_t}")
+            where_ = region.op(f"arith.minui {region.op(f'arith.index_cast {position} : i64 to index')}, {last} : index")
+            key = region.op(f"tensor.extract {x}[{', '.join(coords[:-1] + [where_])}] : {src_t}")
+            return position, key
+
+        mine, key_mine = element(i)
+        theirs, key_theirs = element(partner)
+        first = self._precedes(region, src.dtype, key_mine, key_theirs, mine, theirs, "i64")
+        # padding (positions >= n) after every element, and among itself by position
+        pad_mine = region.op(f"arith.cmpi sge, {mine}, {real} : i64")
+        pad_theirs = region.op(f"arith.cmpi sge, {theirs}, {real} : i64")
+        earlier = region.op(f"arith.cmpi slt, {mine}, {theirs} : i64")
+        true = region.op("arith.constant true")
+        real_mine = region.op(f"arith.xori {pad_mine}, {true} : i1")
+        first = region.op(f"arith.select {pad_theirs}, {region.op(f'arith.ori {real_mine}, {earlier} : i1')}, "
+                          f"{region.op(f'arith.andi {real_mine}, {first} : i1')} : i1")
+        zero = c[0]
+        ascending = region.op(f"arith.cmpi eq, {region.op(f'arith.andi {i}, {block} : index')}, {zero} : index")
+        lower = region.op(f"arith.cmpi eq, {region.op(f'arith.andi {i}, {distance} : index')}, {zero} : index")
+        keep_first = region.op(f"arith.cmpi eq, {ascending}, {lower} : i1")  # this slot takes the pair's first
+        take_mine = region.op(f"arith.cmpi eq, {first}, {keep_first} : i1")
+        chosen = region.op(f"arith.select {take_mine}, {mine}, {theirs} : i64")
+        identity = _map(rank, [f"d{d}" for d in range(rank)])
+        parallel = ", ".join(['"parallel"'] * rank)
+        passed = self._region_generic([identity], parallel, [], [(self.empty(shape, node.dtype, node.loc), state_t)],
+                                      [(self.fresh("o"), "i64")], region, [(chosen, "i64")], node.loc)
+        copied = self.assign(f"bufferization.materialize_in_destination {passed} in {cur2} : "
+                             f"({state_t}, {state_t}) -> {state_t}", node.loc)
+        self.line(f"scf.yield {copied} : {state_t}", node.loc)
+        self.line("}", node.loc)
+        self.line(f"scf.yield {inner} : {state_t}", node.loc)
+        self.line("}", node.loc)
+        out_t = dt.tensor_type(node.shape, node.dtype)
+        offsets = ", ".join("0" for _ in shape)
+        sizes = ", ".join(str(d) for d in node.shape)
+        return self.assign(f"tensor.extract_slice {outer}[{offsets}] [{sizes}] [{', '.join('1' for _ in shape)}] : "
+                           f"{state_t} to {out_t}", node.loc)
 
     def scan(self, node: Node, x: str) -> str:
         """cumsum/cumprod: output i folds input j for j <= i, in order, each step rounded to the result

@@ -1148,18 +1148,8 @@ def _sort_options(kind, order, stable) -> None:
 
 
 def _sorting_permutation(x: Tensor) -> Tensor:
-    """The stable argsort of ``x`` along its last axis."""
-    n = x.shape[-1]
-    a, b = x[..., :, None], x[..., None, :]  # element i against element j
-    before, tie = b < a, b == a
-    if x.dtype.kind == "f":
-        nan_a, nan_b = np.isnan(a), np.isnan(b)
-        before, tie = before | (nan_a & ~nan_b), tie | (nan_a & nan_b)
-    earlier = Tensor(P.iota((n, n), 1)) < Tensor(P.iota((n, n), 0))  # j < i, computed in the kernel
-    places = np.sum(before | (tie & earlier), axis=-1, dtype=np.intp)
-    positions = np.arange(n, dtype=np.intp)
-    # index k: the i whose place is k
-    return np.sum(np.where(places[..., None, :] == positions[:, None], positions, 0), axis=-1, dtype=np.intp)
+    """The stable argsort of ``x`` along its last axis (see ``Emitter.sort_permutation``)."""
+    return Tensor(P.sort_permutation(x.node))
 
 
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None):

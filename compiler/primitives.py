@@ -517,6 +517,10 @@ primitive("cumprod", lambda n, v: np.cumprod(v[0], axis=n.attrs["axis"], dtype=n
 primitive("iota", lambda n, v: np.broadcast_to(np.arange(n.shape[n.attrs["axis"]]).reshape(
               [-1 if d == n.attrs["axis"] else 1 for d in range(n.ndim)]), n.shape).astype(n.dtype),
           lambda em, n, ops: em.iota(n))
+# the stable argsort along the last axis (NaNs last): NumPy's kind="stable" order, which any NumPy kind
+# gives but for the order of equal keys
+primitive("sort_permutation", lambda n, v: np.argsort(v[0], axis=-1, kind="stable"),
+          lambda em, n, ops: em.sort_permutation(n, ops[0]))
 primitive("matmul", lambda n, v: np.matmul(v[0], v[1]), lambda em, n, ops: em.matmul(n, ops), "accumulates")
 primitive("reshape", lambda n, v: np.reshape(v[0], n.shape), lambda em, n, ops: em.reshape(ops[0], n.inputs[0], n.shape, n.loc))
 primitive("transpose", lambda n, v: np.transpose(v[0], n.attrs["perm"]).copy(), lambda em, n, ops: em.transpose(n, ops[0]))
@@ -855,6 +859,14 @@ def reduce(kind: str, x: Node, axis, keepdims: bool, what: str, dtype=None) -> N
 def iota(shape: tuple, axis: int) -> Node:
     """An int64 array of ``shape`` whose elements are their own index along ``axis``."""
     return _make("iota", [], shape, np.intp, axis=axis)
+
+
+def sort_permutation(x: Node) -> Node:
+    """The stable argsort of ``x`` along its last axis (int64): NaNs last, equal keys (+0.0 and -0.0
+    included) in index order."""
+    if x.ndim == 0:
+        raise ValueError("sort_permutation: a 0-d array has no axis to sort")
+    return _make("sort_permutation", [x], x.shape, np.intp)
 
 
 def scan(kind: str, x: Node, axis, dtype, what: str) -> Node:

@@ -15,7 +15,7 @@ from .primitives import PRIMITIVES
 NEVER_FLOAT = frozenset({
     "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
     "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
-    "signbit", "iota",
+    "signbit", "iota", "sort_permutation",
     "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "argmax", "argmin", "reduce_any", "reduce_all",
 })
 

@@ -377,6 +377,45 @@ def test_scan_is_a_loop_on_the_cpu_and_one_parallel_generic_on_the_gpu():
     assert "scf.for" not in gpu and '"reduction"' in gpu
 
 
+def _ties_and_nans(shape, dtype, rng):
+    """Keys with many ties (a stable order is then not any order), and for floats NaNs, infinities and
+    both zeros (equal keys that NumPy's stable sort keeps in index order)."""
+    if dtype == np.bool_:
+        return rng.random(shape) > 0.5
+    x = rng.integers(-6, 7, shape).astype(dtype) if np.dtype(dtype).kind in "iu" else \
+        (rng.integers(-6, 7, shape) * 0.5).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        x[rng.random(shape) < 0.05] = np.nan
+        x[rng.random(shape) < 0.05] = -np.inf
+        x[x == 0] = np.where(rng.random(np.count_nonzero(x == 0)) < 0.5, -0.0, 0.0).astype(dtype)
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int8, np.uint16, np.int64, np.bool_])
+@pytest.mark.parametrize("shape, axis", [((50257,), 0), ((3, 4097), 1), ((1024, 3), 0), ((2, 1, 33, 1), 2), ((5, 1), 1)])
+def test_long_sorts_give_numpys_stable_order(dtype, shape, axis):
+    """The sorting network (its lengths padded to a power of two: 65,536, 8,192, 1,024, 64, 1) gives
+    exactly NumPy's stable argsort, ties and NaNs included, and np.sort's values bit for bit."""
+    rng = np.random.default_rng(11)
+    x = _ties_and_nans(shape, dtype, rng)
+    order = jit(lambda a: np.argsort(a, axis=axis, kind="stable"))(x)
+    expected = np.argsort(x, axis=axis, kind="stable")
+    assert order.dtype == expected.dtype and np.array_equal(order, expected)
+    values = jit(lambda a: np.sort(a, axis=axis))(x)
+    assert np.array_equal(values.view(np.uint8), np.take_along_axis(x, expected, axis).view(np.uint8))
+
+
+def test_sorting_is_a_network_of_loops_on_the_cpu_and_counting_on_the_gpu():
+    """The CPU's passes run in two loops (n log^2 n work, an IR whose size does not grow with n); the
+    GPU's host code may not loop over device data, so it counts, a thread per element."""
+    import compiler
+    x = np.ones((4, 6), np.float32)
+    cpu = compiler.emit(lambda a: np.argsort(a, axis=1), x, stage="tensor")
+    gpu = compiler.emit(lambda a: np.argsort(a, axis=1), x, stage="tensor", target="gpu")
+    assert cpu.count("scf.for") == 2 and '"reduction"' not in cpu
+    assert "scf.for" not in gpu and gpu.count('"reduction"') == 2
+
+
 def test_a_scan_among_many_results_keeps_its_loop_names_apart_from_the_result_arguments():
     """The scan loop's carried values are named apart from the function's result arguments (%out0,
     %out1, ...): with eleven results, a carried %out10 once collided with the eleventh (found by the

@@ -31,6 +31,15 @@ DISCONTINUOUS = {"greater", "greater_equal", "less", "less_equal", "equal", "not
                  "signbit", "isclose", "count_nonzero", "argsort", "method.argsort"}
 
 
+def _undefined_conversion(src: np.dtype, dtype, exact: bool) -> bool:
+    """An op's ``dtype=`` that converts a float operand as astype would refuse to: to an integer (undefined
+    outside the target's range, as NaN and infinities are), or to bool from an inexact value (sum(x,
+    dtype=int64) of a computed float differs wherever a last-ulp difference crosses an integer)."""
+    if dtype is None or src.kind != "f":
+        return False
+    return np.dtype(dtype).kind in "iu" or (np.dtype(dtype).kind == "b" and not exact)
+
+
 def graph_ops() -> list[oi.OpInfo]:
     return [o for o in oi.REGISTRY.values() if o.name not in EXCLUDED]
 
@@ -274,7 +283,9 @@ class _Builder:
             if a is None:
                 return None
             params = info.params_for(c, np.shape(a[1]))
-            return ([a[0]], params) if params is not None else None
+            if params is None or _undefined_conversion(np.asarray(a[1]).dtype, params.get("dtype"), a[2]):
+                return None
+            return [a[0]], params
         return None
 
     def _operand_for(self, info, shape, dtype, discontinuous) -> dict:
