@@ -1724,6 +1724,48 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     return Tensor(result.node, scalar=True)
 
 
+def histogram(a, bins=10, range=None, density=None, weights=None):
+    """np.histogram with edges known at trace time: ``bins`` an array of edges, or a count with ``range=``.
+    The edges (and NumPy's checks of them) are NumPy's own, from its _get_bin_edges; each bin counts the
+    elements NumPy puts there: equal bins by its range test in the array's dtype and the bin's edges in
+    the edges' dtype (the last bin closed), given edges by NumPy's sorted-search counts."""
+    if weights is not None:
+        raise NotImplementedError("np.histogram: weights= is not supported by the compiler (NumPy sums a bin's "
+                                  "weights in an order of its own)")
+    if isinstance(bins, Tensor) or isinstance(range, Tensor) or _holds_tensor([range] if range is not None else []):
+        raise NotImplementedError("np.histogram: traced bins or range are not supported (they decide the edges, "
+                                  "which NumPy checks); pass constants")
+    x = _tensor(a)
+    if x.dtype == np.bool_:
+        warnings.warn("Converting input from bool to <class 'numpy.uint8'> for compatibility.", RuntimeWarning,
+                      stacklevel=3)
+        x = x.astype(np.uint8)
+    x = ravel(x)
+    if not isinstance(bins, str) and np.ndim(bins) == 0 and range is None:
+        np.histogram(np.zeros(0), bins)  # NumPy's errors for a count that is not one
+        if x.size:
+            raise NotImplementedError("np.histogram: bins as a count without range= takes the range from the data, "
+                                      "which decides the edges at trace time; pass range=(lo, hi) or an array of edges")
+    if isinstance(bins, str):
+        raise NotImplementedError(f"np.histogram: bins={bins!r} estimates the bins from the data, which decides their "
+                                  "number; pass a count and range=, or an array of edges")
+    # NumPy's own edges and checks, on a stand-in of the array's dtype and size (only those are read)
+    edges, uniform = np.lib._histograms_impl._get_bin_edges(np.broadcast_to(np.zeros((), x.dtype), x.shape), bins,
+                                                           range, None)
+    if uniform is not None:
+        first, last, count = uniform
+        kept = (x >= first) & (x <= last)
+        values = x.astype(edges.dtype)[None, :]
+        upper = concatenate([values < edges[1:-1, None], values <= edges[-1:, None]])
+        counts = sum_(kept[None, :] & (values >= edges[:-1, None]) & upper, axis=1, dtype=np.intp)
+    else:
+        counts = np.diff(concatenate([searchsorted(x, edges[:-1], "left"), searchsorted(x, edges[-1:], "right")]))
+    if density:
+        widths = np.array(np.diff(edges), float)
+        return counts / widths / sum_(counts), Tensor(const_node(edges))
+    return counts, Tensor(const_node(edges))
+
+
 def _nan_arg_extremum(kind: str, a, axis, out, keepdims) -> Tensor:
     """NumPy's nanargmax (nanargmin): argmax with NaNs read as -inf (+inf). A slice of nothing but NaNs
     is NumPy's ValueError, which only the data can tell: the kernel checks for one as it runs, and the
@@ -1834,7 +1876,7 @@ FUNCTIONS = {
     np.linalg.outer: linalg_outer, np.linalg.matmul: lambda x1, x2, /: np.matmul(x1, x2),
     np.linalg.matrix_transpose: matrix_transpose, np.linalg.tensordot: tensordot,
     np.linalg.diagonal: lambda x, /, *, offset=0: diagonal(x, offset, -2, -1),
-    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.searchsorted: searchsorted, np.digitize: digitize, np.interp: interp, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.round: round_, np.around: round_,
+    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.searchsorted: searchsorted, np.digitize: digitize, np.interp: interp, np.histogram: histogram, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

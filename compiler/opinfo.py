@@ -1553,6 +1553,20 @@ register(OpInfo("interp", _interp, 3, NUMERIC, "index", _interp_sample, domains=
                 numpy_name="np.interp", notes="operand 1 gives strictly increasing sample points; operand 2 the values"))
 
 
+def _histogram_params(c, shape):
+    if c.pick((False, True)):
+        edges = sorted(c.pick((-100.0, -2.5, -1.0, 0.0, 0.0, 0.5, 1.0, 3.0, 1e4)) for _ in range(c.integer(1, 6)))
+        return {"bins": edges, "range": None, "density": c.pick((False, True))}
+    lo = c.pick((-3.0, -1.0, 0.0, 0.0, 2.0))
+    return {"bins": c.integer(1, 12), "range": [lo, lo + c.pick((0.0, 0.5, 1.0, 7.0, 1e3))],
+            "density": c.pick((False, True))}
+
+
+# edges known at trace time (an array of them, or a count and a range): counts exact
+_single("histogram", lambda xs, p: np.histogram(xs[0], bins=p["bins"], range=p["range"], density=p["density"]),
+        _histogram_params, "np.histogram", max_rank=3, family="sort", dtypes=NUMERIC)
+
+
 def _digitize_params(c, shape):
     edges = sorted(c.pick((-2.5, -1.0, 0.0, 0.0, 0.5, 1.0, 3.0, 100.0)) for _ in range(c.integer(0, 5)))
     return {"bins": edges[::-1] if c.pick((False, True)) else edges, "bins_dtype": c.pick(("float64", "int64", "float32")),

@@ -368,6 +368,12 @@ REFUSED = {
     "np.searchsorted with a sorter out of range": (lambda a: np.searchsorted(a[0], a, sorter=[0, 1, 7]), X),
     "np.digitize of bins neither increasing nor decreasing": (lambda a: np.digitize(a, [0, 2, 1]), X),
     "np.digitize of 2-d bins": (lambda a: np.digitize(a, [[0, 1]]), X),
+    "np.histogram with no bins": (lambda a: np.histogram(a, bins=0, range=(0, 1)), X),
+    "np.histogram with a fractional count": (lambda a: np.histogram(a, bins=2.5, range=(0, 1)), X),
+    "np.histogram with decreasing edges": (lambda a: np.histogram(a, bins=[2, 1]), X),
+    "np.histogram with a reversed range": (lambda a: np.histogram(a, bins=3, range=(2, 1)), X),
+    "np.histogram with an infinite range": (lambda a: np.histogram(a, bins=3, range=(0, np.inf)), X),
+    "np.histogram with 2-d edges": (lambda a: np.histogram(a, bins=[[0, 1]]), X),
     "np.interp with no sample points": (lambda a: np.interp(a, [], []), X),
     "np.interp of unequal lengths": (lambda a: np.interp(a, [0, 1], [0, 1, 2]), X),
     "np.interp of 2-d sample points": (lambda a: np.interp(a, a, a), X),
@@ -471,6 +477,48 @@ def test_digitize_refuses_traced_bins_by_name():
     """NumPy checks that the bins are monotonic: a data-dependent error for traced bins."""
     with pytest.raises(NotImplementedError, match="np.digitize: traced bins"):
         jit(lambda a: np.digitize(a, a[0]))(X)
+
+
+HISTOGRAM_DATA = np.array([[np.nan, np.inf, -np.inf, -2.0, 2.0, 0.0, -0.0, 1.9999999, 0.5],
+                           [-1.0, 3.0, 1e300, -7.25, 0.25, 1.0, 1.5, -1.5, 2.5]])
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: np.histogram(a, bins=4, range=(-2, 2)),
+    lambda a: np.histogram(a, bins=[-3, -1, 0, 0, 2.5, 7]),
+    lambda a: np.histogram(a.astype(np.float16), bins=5, range=(-1.5, 3.25), density=True),
+    lambda a: np.histogram(a.astype(np.float32), bins=np.array([-1, 0, 1], np.int8)),
+    lambda a: np.histogram(np.nan_to_num(a).astype(np.int16), bins=3, range=(-3, 3)),
+    lambda a: np.histogram(a, bins=[0, 1, 1, 2], density=True),
+    lambda a: np.histogram(a, bins=3, range=(1, 1)),
+    lambda a: np.histogram(a[:, :0], bins=3),
+])
+def test_histogram_counts_as_numpy_does(fn):
+    """Counts (int64), densities and edges as NumPy's, including NaN and infinite elements (in no bin),
+    elements on the edges (the last bin closed), equal edges and an empty range widened by one half."""
+    (got_n, got_edges), (want_n, want_edges) = jit(fn)(HISTOGRAM_DATA), fn(HISTOGRAM_DATA)
+    assert_like_numpy(got_n, want_n)
+    assert_like_numpy(got_edges, want_edges)
+
+
+def test_histogram_of_bools_warns_as_numpy_does():
+    fn = lambda a: np.histogram(a > 0, bins=2, range=(0, 1))  # noqa: E731
+    with pytest.warns(RuntimeWarning, match="Converting input from bool"):
+        got = jit(fn)(HISTOGRAM_DATA)
+    with pytest.warns(RuntimeWarning):
+        want = fn(HISTOGRAM_DATA)
+    assert_like_numpy(got[0], want[0])
+
+
+@pytest.mark.parametrize("fn, match", [
+    (lambda a: np.histogram(a, bins=3), "without range= takes the range from the data"),
+    (lambda a: np.histogram(a, bins="auto", range=(0, 1)), "estimates the bins from the data"),
+    (lambda a: np.histogram(a, bins=3, range=(0, 1), weights=a), "weights= is not supported"),
+    (lambda a: np.histogram(a, bins=a[0, :3]), "traced bins or range"),
+])
+def test_histogram_refuses_edges_that_depend_on_the_data_by_name(fn, match):
+    with pytest.raises(NotImplementedError, match=match):
+        jit(fn)(X)
 
 
 def test_interp_refuses_a_traced_period_by_name():
