@@ -1766,6 +1766,79 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     return counts, Tensor(const_node(edges))
 
 
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *, dtype=None):
+    """NumPy's np.cov restated on traced arrays: rows (or columns) centred on their (weighted) average,
+    the product with their transpose (a matmul) scaled by 1 / (degrees of freedom). The weights must be
+    constants (NumPy checks their values); the checks and the normalization are NumPy's own."""
+    if ddof is not None and ddof != int(ddof):
+        raise ValueError("ddof must be integer")
+    if isinstance(fweights, Tensor) or isinstance(aweights, Tensor):
+        raise NotImplementedError("np.cov: traced fweights/aweights are not supported (NumPy checks their values: "
+                                  "integers, not negative); pass constants")
+    x = _tensor(m)
+    if x.ndim > 2:
+        raise ValueError("m has more than 2 dimensions")
+    other = None if y is None else _tensor(y)
+    if other is not None and other.ndim > 2:
+        raise ValueError("y has more than 2 dimensions")
+    if dtype is None:
+        dtype = np.result_type(x.dtype, np.float64) if other is None else np.result_type(x.dtype, other.dtype, np.float64)
+    rows = atleast_2d(x.astype(dtype))
+    if not rowvar and x.ndim != 1:
+        rows = rows.T
+    if rows.shape[0] == 0:
+        return Tensor(const_node(np.array([]).reshape(0, 0)))
+    if other is not None:
+        more = atleast_2d(other.astype(dtype))
+        if not rowvar and more.shape[0] != 1:
+            more = more.T
+        rows = concatenate((rows, more), axis=0)
+    if ddof is None:
+        ddof = 1 if bias == 0 else 0
+    w = None
+    if fweights is not None or aweights is not None:
+        # NumPy's own checks of the weights, on stand-in data of the same shape
+        np.cov(np.zeros(rows.shape), fweights=fweights, aweights=aweights)
+        w = np.asarray(fweights, dtype=float) if fweights is not None else None
+        if aweights is not None:
+            w = np.asarray(aweights, dtype=float) if w is None else w * np.asarray(aweights, dtype=float)
+    avg = average(rows, axis=1, weights=w)
+    if w is None:
+        fact = rows.shape[1] - ddof
+    else:
+        w_sum = w.sum(dtype=np.result_type(rows.dtype, w.dtype))
+        if ddof == 0:
+            fact = w_sum
+        elif aweights is None:
+            fact = w_sum - ddof
+        else:
+            fact = w_sum - ddof * sum(w * np.asarray(aweights, dtype=float)) / w_sum  # Python's sum, as NumPy's
+    if fact <= 0:
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
+        fact = 0.0
+    centred = Tensor(rows.node)
+    centred -= avg[:, None]
+    c = dot(centred, (centred if w is None else centred * w).T)
+    with np.errstate(divide="ignore"):
+        c *= np.true_divide(1, fact)
+    return c.squeeze()
+
+
+def corrcoef(x, y=None, rowvar=True, bias=np._NoValue, ddof=np._NoValue, *, dtype=None):
+    """NumPy's np.corrcoef: the covariance over the outer product of the standard deviations, clipped
+    to [-1, 1]."""
+    if bias is not np._NoValue or ddof is not np._NoValue:
+        warnings.warn("bias and ddof have no effect and are deprecated", DeprecationWarning, stacklevel=3)
+    c = cov(x, y, rowvar, dtype=dtype)
+    if c.ndim == 0:
+        return c / c  # NaN for a variance that is NaN, infinite or 0, else 1
+    deviation = np.sqrt(diag(c))
+    c = Tensor(c.node)
+    c /= deviation[:, None]
+    c /= deviation[None, :]
+    return np.clip(c, -1, 1)
+
+
 def _nan_arg_extremum(kind: str, a, axis, out, keepdims) -> Tensor:
     """NumPy's nanargmax (nanargmin): argmax with NaNs read as -inf (+inf). A slice of nothing but NaNs
     is NumPy's ValueError, which only the data can tell: the kernel checks for one as it runs, and the
@@ -1876,7 +1949,7 @@ FUNCTIONS = {
     np.linalg.outer: linalg_outer, np.linalg.matmul: lambda x1, x2, /: np.matmul(x1, x2),
     np.linalg.matrix_transpose: matrix_transpose, np.linalg.tensordot: tensordot,
     np.linalg.diagonal: lambda x, /, *, offset=0: diagonal(x, offset, -2, -1),
-    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.searchsorted: searchsorted, np.digitize: digitize, np.interp: interp, np.histogram: histogram, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.round: round_, np.around: round_,
+    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.searchsorted: searchsorted, np.digitize: digitize, np.interp: interp, np.histogram: histogram, np.cov: cov, np.corrcoef: corrcoef, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

@@ -1567,6 +1567,40 @@ _single("histogram", lambda xs, p: np.histogram(xs[0], bins=p["bins"], range=p["
         _histogram_params, "np.histogram", max_rank=3, family="sort", dtypes=NUMERIC)
 
 
+def _cov_params(c, shape):
+    n = shape[-1] if shape else 1
+    params = {"kind": c.pick(("cov", "cov", "corrcoef")), "rowvar": c.pick((True, True, False))}
+    if params["kind"] == "cov":
+        params["ddof"] = c.pick((None, None, 0, 2))
+        params["fweights"] = c.pick((None, None, [c.integer(0, 3) for _ in range(n)]))
+        params["aweights"] = c.pick((None, None, [c.pick((0.25, 1.0, 3.0)) for _ in range(n)]))
+    return params if (params["rowvar"] or len(shape) < 2) else {**params, **(
+        {"fweights": None, "aweights": None} if params["kind"] == "cov" else {})}
+
+
+def _cov(xs, p):
+    if p["kind"] == "corrcoef":
+        return np.corrcoef(xs[0], rowvar=p["rowvar"])
+    return np.cov(xs[0], rowvar=p["rowvar"], ddof=p["ddof"], fweights=p["fweights"], aweights=p["aweights"])
+
+
+def _cov_scale(xs, p):
+    """The magnitude of the products summed, over the normalization (and for corrcoef the deviations)."""
+    rows = np.atleast_2d(_as_float(xs[0]))
+    rows = rows if p["rowvar"] or rows.shape[0] == 1 else rows.T
+    centred = np.abs(rows - rows.mean(axis=1, keepdims=True)) + np.abs(rows)
+    products = centred @ centred.T * math.sqrt(max(rows.shape[1], 1))
+    if p["kind"] == "corrcoef":
+        spread = np.sqrt(np.maximum(np.diag(products), 1e-300))
+        return np.squeeze(products / np.outer(spread, spread)) * 4
+    return np.squeeze(products) / max(rows.shape[1] - 2, 1) * 4
+
+
+# NumPy's definitions on traced arrays: the products summed in a matmul (its order, not BLAS's)
+_single("cov", _cov, _cov_params, "np.cov/np.corrcoef", min_rank=1, max_rank=2, family="norm", domains=(SMALL,),
+        tolerance=_MATMUL_TOL, exact=False, scale=_cov_scale, dtypes=NUMERIC)
+
+
 def _digitize_params(c, shape):
     edges = sorted(c.pick((-2.5, -1.0, 0.0, 0.0, 0.5, 1.0, 3.0, 100.0)) for _ in range(c.integer(0, 5)))
     return {"bins": edges[::-1] if c.pick((False, True)) else edges, "bins_dtype": c.pick(("float64", "int64", "float32")),

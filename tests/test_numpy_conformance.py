@@ -368,6 +368,10 @@ REFUSED = {
     "np.searchsorted with a sorter out of range": (lambda a: np.searchsorted(a[0], a, sorter=[0, 1, 7]), X),
     "np.digitize of bins neither increasing nor decreasing": (lambda a: np.digitize(a, [0, 2, 1]), X),
     "np.digitize of 2-d bins": (lambda a: np.digitize(a, [[0, 1]]), X),
+    "np.cov with fractional fweights": (lambda a: np.cov(a, fweights=[1.5, 1, 1]), X),
+    "np.cov with a fractional ddof": (lambda a: np.cov(a, ddof=1.5), X),
+    "np.cov of a 3-d array": (lambda a: np.cov(a[None]), X),
+    "np.cov with negative aweights": (lambda a: np.cov(a, aweights=[1, -1, 1]), X),
     "np.histogram with no bins": (lambda a: np.histogram(a, bins=0, range=(0, 1)), X),
     "np.histogram with a fractional count": (lambda a: np.histogram(a, bins=2.5, range=(0, 1)), X),
     "np.histogram with decreasing edges": (lambda a: np.histogram(a, bins=[2, 1]), X),
@@ -477,6 +481,35 @@ def test_digitize_refuses_traced_bins_by_name():
     """NumPy checks that the bins are monotonic: a data-dependent error for traced bins."""
     with pytest.raises(NotImplementedError, match="np.digitize: traced bins"):
         jit(lambda a: np.digitize(a, a[0]))(X)
+
+
+COV_DATA = np.array([[0.5, -1.25, 2.0, 3.5, -0.75], [1.0, 1.0, -2.5, 0.25, 4.0], [2.0, -2.5, 4.0, 7.0, -1.5]])
+
+
+@pytest.mark.parametrize("fn", [
+    np.cov, lambda a: np.cov(a, rowvar=False), lambda a: np.cov(a[0], a[1]), lambda a: np.cov(a.astype(np.float32)),
+    lambda a: np.cov(a, bias=True), lambda a: np.cov(a, fweights=[1, 2, 0, 3, 1], aweights=[0.5, 2.0, 1.0, 1.0, 0.25]),
+    lambda a: np.cov(a, aweights=[0.5, 2.0, 1.0, 1.0, 0.25], ddof=2), lambda a: np.cov(a.astype(np.int8), dtype=np.float32),
+    np.corrcoef, lambda a: np.corrcoef(a[0], a[2]), lambda a: np.corrcoef(a[1]),
+])
+def test_cov_and_corrcoef_as_numpy(fn):
+    """Dtypes, shapes and the kind of result (np.cov of one variable is a 0-d array, np.corrcoef's a
+    scalar) as NumPy's; values to a few ulps (NumPy's dot sums in BLAS's order; exactly -1..1 correlations
+    of proportional rows included)."""
+    got, want = jit(fn)(COV_DATA), fn(COV_DATA)
+    assert type(got) is type(want)
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=4 * np.finfo(want.dtype).eps, atol=4 * np.finfo(want.dtype).eps)
+
+
+def test_cov_with_too_few_observations_warns_and_divides_by_zero_as_numpy():
+    fn = lambda a: np.cov(a[:, :1])  # noqa: E731
+    with pytest.warns(RuntimeWarning, match="Degrees of freedom <= 0"):
+        got = jit(fn)(COV_DATA)
+    with pytest.warns(RuntimeWarning):
+        want = fn(COV_DATA)
+    np.testing.assert_array_equal(got, want)
 
 
 HISTOGRAM_DATA = np.array([[np.nan, np.inf, -np.inf, -2.0, 2.0, 0.0, -0.0, 1.9999999, 0.5],
