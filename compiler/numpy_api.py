@@ -1744,8 +1744,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     if not isinstance(bins, str) and np.ndim(bins) == 0 and range is None:
         np.histogram(np.zeros(0), bins)  # NumPy's errors for a count that is not one
         if x.size:
-            raise NotImplementedError("np.histogram: bins as a count without range= takes the range from the data, "
-                                      "which decides the edges at trace time; pass range=(lo, hi) or an array of edges")
+            return _histogram_of_data_range(x, operator.index(bins), density)
     if isinstance(bins, str):
         raise NotImplementedError(f"np.histogram: bins={bins!r} estimates the bins from the data, which decides their "
                                   "number; pass a count and range=, or an array of edges")
@@ -1754,16 +1753,51 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
                                                            range, None)
     if uniform is not None:
         first, last, count = uniform
-        kept = (x >= first) & (x <= last)
-        values = x.astype(edges.dtype)[None, :]
-        upper = concatenate([values < edges[1:-1, None], values <= edges[-1:, None]])
-        counts = sum_(kept[None, :] & (values >= edges[:-1, None]) & upper, axis=1, dtype=np.intp)
+        counts = _equal_bin_counts(x, (x >= first) & (x <= last), edges)
     else:
         counts = np.diff(concatenate([searchsorted(x, edges[:-1], "left"), searchsorted(x, edges[-1:], "right")]))
+    return _histogram_result(counts, Tensor(const_node(edges)), density)
+
+
+def _equal_bin_counts(x: Tensor, kept, edges) -> Tensor:
+    """NumPy's equal-bin path: each kept element in the bin whose edges (in the edges' dtype) hold it, the
+    last bin closed (its index arithmetic, corrected against the edges, lands there)."""
+    values = x.astype(edges.dtype)[None, :]
+    upper = concatenate([values < edges[1:-1, None], values <= edges[-1:, None]])
+    inside = (values >= edges[:-1, None]) & upper
+    return sum_(inside if kept is True else kept[None, :] & inside, axis=1, dtype=np.intp)
+
+
+def _histogram_result(counts: Tensor, edges: Tensor, density):
     if density:
-        widths = np.array(np.diff(edges), float)
-        return counts / widths / sum_(counts), Tensor(const_node(edges))
-    return counts, Tensor(const_node(edges))
+        widths = np.diff(edges).astype(float)
+        return counts / widths / sum_(counts), edges
+    return counts, edges
+
+
+def _histogram_of_data_range(x: Tensor, count: int, density):
+    """bins as a count, the range the data's (NumPy's _get_outer_edges: min and max, widened by one half
+    when equal): the edges are computed in the kernel by np.linspace's steps, and NumPy's data-dependent
+    errors (a range that is not finite, too many bins for it) are checked as the kernel runs."""
+    first, last = amin(x), amax(x)
+    kind = np.result_type(x.dtype, float) if x.dtype.kind in "iu" else x.dtype  # NumPy's bin type, either way
+    line = P.user_location().short()
+    bad = Tensor(P.elementwise("logical_not", [(np.isfinite(first) & np.isfinite(last)).node]))
+    checked = P.check_at_run_time(P.cast(bad.node, np.dtype(np.int64)), bad.node, "first", ValueError,
+                                  lambda _: f"autodetected range of the data is not finite (np.histogram at {line}, "
+                                            "checked as the kernel ran)")
+    if checked is None:
+        raise NotImplementedError("np.histogram outside a traced function: its range check needs a kernel")
+    same = first == last
+    lo = np.where(same, first.astype(kind) - 0.5, first.astype(kind)).astype(kind)
+    hi = np.where(same, last.astype(kind) + 0.5, last.astype(kind)).astype(kind)
+    edges = linspace(Tensor(lo.node, scalar=True), Tensor(hi.node, scalar=True), count + 1, dtype=kind)
+    empty_bin = np.any(edges[:-1] >= edges[1:])
+    flags = P.check_at_run_time(P.cast(empty_bin.node, np.dtype(np.int64)), empty_bin.node, "first", ValueError,
+                                lambda _: f"Too many bins for data range. Cannot create {count} finite-sized bins. "
+                                          f"(np.histogram at {line}, checked as the kernel ran)")
+    del flags
+    return _histogram_result(_equal_bin_counts(x, True, edges), edges, density)
 
 
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *, dtype=None):
@@ -1837,6 +1871,43 @@ def corrcoef(x, y=None, rowvar=True, bias=np._NoValue, ddof=np._NoValue, *, dtyp
     c /= deviation[:, None]
     c /= deviation[None, :]
     return np.clip(c, -1, 1)
+
+
+def _stand_in(v):
+    """A NumPy value of ``v``'s kind for asking NumPy about a call: zeros of a Tensor's shape and dtype (a
+    NumPy scalar where it is one), anything else as it is."""
+    if not isinstance(v, Tensor):
+        return v
+    return v.dtype.type(0) if v.scalar and v.ndim == 0 else np.zeros(v.shape, v.dtype)
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
+    """NumPy's np.linspace on traced endpoints, step for step: the ramp 0..num-1 times (stop - start) / div
+    (or divided by div, then times the difference, where a step is 0), plus start, the last sample set to
+    stop, computed in NumPy's type for the endpoints; NumPy answers the type, shape and errors itself."""
+    shaped = np.linspace(_stand_in(start), _stand_in(stop), num, endpoint, False, dtype, axis, device=device)
+    calc = np.linspace(_stand_in(start), _stand_in(stop), 0).dtype  # the endpoints' inexact type
+    num = operator.index(num)
+    div = (num - 1) if endpoint else num
+    lo, hi = _tensor(start).astype(calc), _tensor(stop).astype(calc)
+    delta = hi - lo
+    ramp = np.arange(0, num, dtype=calc).reshape((-1,) + (1,) * delta.ndim)
+    if div > 0:
+        step = delta / div
+        samples = np.where(np.any(step == 0), ramp / div * delta, ramp * step)  # NumPy's care for subnormal steps
+    else:
+        step = np.nan
+        samples = ramp * delta
+    samples = samples + lo
+    if endpoint and num > 1:
+        samples = concatenate([samples[:-1], np.broadcast_to(hi, samples.shape[1:])[None]])
+    if axis != 0:
+        samples = np.moveaxis(samples, 0, axis)
+    if np.issubdtype(shaped.dtype, np.integer):
+        samples = np.floor(samples)
+    samples = Tensor(samples.astype(shaped.dtype).node)
+    assert samples.shape == shaped.shape, (samples.shape, shaped.shape)
+    return (samples, step) if retstep else samples
 
 
 def _nan_arg_extremum(kind: str, a, axis, out, keepdims) -> Tensor:
@@ -1949,7 +2020,7 @@ FUNCTIONS = {
     np.linalg.outer: linalg_outer, np.linalg.matmul: lambda x1, x2, /: np.matmul(x1, x2),
     np.linalg.matrix_transpose: matrix_transpose, np.linalg.tensordot: tensordot,
     np.linalg.diagonal: lambda x, /, *, offset=0: diagonal(x, offset, -2, -1),
-    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.searchsorted: searchsorted, np.digitize: digitize, np.interp: interp, np.histogram: histogram, np.cov: cov, np.corrcoef: corrcoef, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.round: round_, np.around: round_,
+    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.searchsorted: searchsorted, np.digitize: digitize, np.interp: interp, np.histogram: histogram, np.linspace: linspace, np.cov: cov, np.corrcoef: corrcoef, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

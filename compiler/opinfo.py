@@ -1554,6 +1554,8 @@ register(OpInfo("interp", _interp, 3, NUMERIC, "index", _interp_sample, domains=
 
 
 def _histogram_params(c, shape):
+    if c.pick((False, False, True)):  # the range from the data: min and max, edges computed in the kernel
+        return {"bins": c.integer(1, 12), "range": None, "density": c.pick((False, True))}
     if c.pick((False, True)):
         edges = sorted(c.pick((-100.0, -2.5, -1.0, 0.0, 0.0, 0.5, 1.0, 3.0, 1e4)) for _ in range(c.integer(1, 6)))
         return {"bins": edges, "range": None, "density": c.pick((False, True))}
@@ -1599,6 +1601,25 @@ def _cov_scale(xs, p):
 # NumPy's definitions on traced arrays: the products summed in a matmul (its order, not BLAS's)
 _single("cov", _cov, _cov_params, "np.cov/np.corrcoef", min_rank=1, max_rank=2, family="norm", domains=(SMALL,),
         tolerance=_MATMUL_TOL, exact=False, scale=_cov_scale, dtypes=NUMERIC)
+
+
+def _linspace_sample(c: Chooser) -> Call:
+    first = random_shape(c, 0, 2, DIMS[:4]) if c.pick((False, True)) else ()
+    other = tuple(1 if c.pick((0, 0, 1)) else d for d in first)[c.integer(0, len(first)):]  # broadcasts to it
+    shapes = (first, other) if c.pick((False, True)) else (other, first)
+    out_rank = len(first) + 1
+    return Call(shapes, params={"num": c.pick((0, 1, 2, 5, 50)), "endpoint": c.pick((True, True, False)),
+                                "dtype": c.pick((None, None, "float32", "int16")),
+                                "axis": c.integer(-out_rank, out_rank - 1)})
+
+
+# NumPy's steps on traced endpoints (its type for them, its care for a zero step): bit for bit
+register(OpInfo("linspace", lambda xs, p: np.linspace(xs[0], xs[1], p["num"], endpoint=p["endpoint"],
+                                                      dtype=p["dtype"], axis=p["axis"]),
+                2, NUMERIC, "creation", _linspace_sample, domains=(Domain(lo=-1e4, hi=1e4, special=False),),
+                scalar_operands=True, numpy_name="np.linspace",
+                notes="traced start and stop; int16 samples floor first (finite endpoints: NumPy's float -> int "
+                      "conversion of NaN differs between its loops)"))
 
 
 def _digitize_params(c, shape):

@@ -373,6 +373,8 @@ REFUSED = {
     "np.cov of a 3-d array": (lambda a: np.cov(a[None]), X),
     "np.cov with negative aweights": (lambda a: np.cov(a, aweights=[1, -1, 1]), X),
     "np.histogram with no bins": (lambda a: np.histogram(a, bins=0, range=(0, 1)), X),
+    "np.linspace of negative length": (lambda a: np.linspace(a[0, 0], a[1, 1], -1), X),
+    "np.linspace on an axis past the result's": (lambda a: np.linspace(a[0], a[1], 3, axis=3), X),
     "np.histogram with a fractional count": (lambda a: np.histogram(a, bins=2.5, range=(0, 1)), X),
     "np.histogram with decreasing edges": (lambda a: np.histogram(a, bins=[2, 1]), X),
     "np.histogram with a reversed range": (lambda a: np.histogram(a, bins=3, range=(2, 1)), X),
@@ -525,6 +527,11 @@ HISTOGRAM_DATA = np.array([[np.nan, np.inf, -np.inf, -2.0, 2.0, 0.0, -0.0, 1.999
     lambda a: np.histogram(a, bins=[0, 1, 1, 2], density=True),
     lambda a: np.histogram(a, bins=3, range=(1, 1)),
     lambda a: np.histogram(a[:, :0], bins=3),
+    lambda a: np.histogram(np.clip(np.nan_to_num(a), -9, 9), bins=10),
+    lambda a: np.histogram(np.clip(np.nan_to_num(a), -9, 9).astype(np.float16), bins=7, density=True),
+    lambda a: np.histogram(np.clip(np.nan_to_num(a), -9, 9).astype(np.int8), bins=4),
+    lambda a: np.histogram(a[0, 3:5] * 0 + 2.5, bins=3),
+    lambda a: np.histogram(a[0, 3:6] > 0, bins=2),
 ])
 def test_histogram_counts_as_numpy_does(fn):
     """Counts (int64), densities and edges as NumPy's, including NaN and infinite elements (in no bin),
@@ -532,6 +539,39 @@ def test_histogram_counts_as_numpy_does(fn):
     (got_n, got_edges), (want_n, want_edges) = jit(fn)(HISTOGRAM_DATA), fn(HISTOGRAM_DATA)
     assert_like_numpy(got_n, want_n)
     assert_like_numpy(got_edges, want_edges)
+
+
+@pytest.mark.parametrize("fn, data, match", [
+    (lambda a: np.histogram(a, bins=3), HISTOGRAM_DATA, r"^autodetected range of the data is not finite \(np.histogram at "),
+    (lambda a: np.histogram(a * 0 + 1000, bins=3000), HISTOGRAM_DATA[:, 3:].astype(np.float16),
+     r"^Too many bins for data range. Cannot create 3000 finite-sized bins."),
+])
+def test_histogram_data_range_errors_are_checked_as_the_kernel_runs(fn, data, match):
+    """NumPy's errors for a range taken from the data depend on its values: the kernel reports them."""
+    with pytest.raises(ValueError):
+        fn(data)
+    with pytest.raises(ValueError, match=match):
+        jit(fn)(data)
+
+
+LINSPACE_ENDS = np.array([[-1.5, 2.0, 1e-320], [0.0, 3.0, 7.25]])
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: np.linspace(a[0, 0], a[0, 1], 7), lambda a: np.linspace(a[0], a[1], 5, axis=1),
+    lambda a: np.linspace(a[0], a[1], 5, axis=-1, endpoint=False), lambda a: np.linspace(a.min(), a.max(), 50),
+    lambda a: np.linspace(0, a[1, 2], 4, dtype=np.int16), lambda a: np.linspace(a[0, 0], 1, 1),
+    lambda a: np.linspace(a[0, 0], 1, 0), lambda a: np.linspace(a[0, 0].astype(np.float16), np.float16(3), 6),
+    lambda a: np.linspace(a[0, 0].astype(np.float32), 3, 6), lambda a: np.linspace(0, a[0, 2], 3),
+    lambda a: np.linspace(a[0, 0], a[1, 1], 4, retstep=True)[1], lambda a: np.linspace(a.astype(np.int8)[0, 0], 5, 4),
+])
+def test_linspace_of_traced_endpoints_is_numpys_bit_for_bit(fn):
+    """NumPy's steps, its type for the endpoints (a Python number weak beside float32), its care for a
+    step that is 0 (subnormal endpoints), the last sample set to stop, floor before an integer dtype."""
+    got, want = jit(fn)(LINSPACE_ENDS), fn(LINSPACE_ENDS)
+    assert_like_numpy(got, want)
+    raw = lambda v: np.ascontiguousarray(v).reshape(-1).view(np.uint8)  # noqa: E731
+    assert np.array_equal(raw(got), raw(want))
 
 
 def test_histogram_of_bools_warns_as_numpy_does():
@@ -544,7 +584,6 @@ def test_histogram_of_bools_warns_as_numpy_does():
 
 
 @pytest.mark.parametrize("fn, match", [
-    (lambda a: np.histogram(a, bins=3), "without range= takes the range from the data"),
     (lambda a: np.histogram(a, bins="auto", range=(0, 1)), "estimates the bins from the data"),
     (lambda a: np.histogram(a, bins=3, range=(0, 1), weights=a), "weights= is not supported"),
     (lambda a: np.histogram(a, bins=a[0, :3]), "traced bins or range"),
