@@ -489,7 +489,14 @@ class Emitter:
         width = 1 << (n - 1).bit_length()  # n padded to a power of two; padding sorts last
         shape = node.shape[:-1] + (width,)
         state_t, src_t = dt.tensor_type(shape, node.dtype), dt.tensor_type(src.shape, src.dtype)
-        positions = self._positions(shape, node.dtype, rank - 1, node.loc)
+        # the passes write the order in place, so it starts in a buffer of its own: an allocation (which CSE
+        # never merges) the positions are copied into; two sorts of one shape otherwise start from one iota
+        # (CSE merges the generics), and bufferization cannot write both orders into it
+        own = self.assign(f"bufferization.alloc_tensor() : {state_t}", node.loc)
+        positions = self.assign(f"bufferization.materialize_in_destination "
+                                f"{self._positions(shape, node.dtype, rank - 1, node.loc)} in {own} : "
+                                f"({state_t}, {state_t}) -> {state_t}", node.loc)
+        identity = _map(rank, [f"d{d}" for d in range(rank)])
         c = {v: self.assign(f"arith.constant {v} : index", node.loc) for v in (0, 1)}
         stages = self.assign(f"arith.constant {width.bit_length() - 1} : index", node.loc)
         last = self.assign(f"arith.constant {n - 1} : index", node.loc)
@@ -536,7 +543,6 @@ class Emitter:
         keep_first = region.op(f"arith.cmpi eq, {ascending}, {lower} : i1")  # this slot takes the pair's first
         take_mine = region.op(f"arith.cmpi eq, {first}, {keep_first} : i1")
         chosen = region.op(f"arith.select {take_mine}, {mine}, {theirs} : i64")
-        identity = _map(rank, [f"d{d}" for d in range(rank)])
         parallel = ", ".join(['"parallel"'] * rank)
         passed = self._region_generic([identity], parallel, [], [(self.empty(shape, node.dtype, node.loc), state_t)],
                                       [(self.fresh("o"), "i64")], region, [(chosen, "i64")], node.loc)

@@ -1873,6 +1873,27 @@ def corrcoef(x, y=None, rowvar=True, bias=np._NoValue, ddof=np._NoValue, *, dtyp
     return np.clip(c, -1, 1)
 
 
+def lexsort(keys, axis=-1):
+    """NumPy's np.lexsort as stable sorts from the first key to the last (the primary): each sort keeps the
+    order the previous ones made among its ties, so the result is NumPy's order exactly."""
+    if isinstance(keys, Tensor):
+        if keys.ndim == 0:
+            raise TypeError("need sequence of keys with len > 0 in lexsort")
+        keys = [keys[i] for i in range(keys.shape[0])]
+    keys = [_tensor(k) for k in keys]
+    if not keys:
+        raise TypeError("need sequence of keys with len > 0 in lexsort")
+    if any(k.shape != keys[0].shape for k in keys):
+        raise ValueError("all keys need to be the same shape")
+    if keys[0].ndim == 0:
+        return Tensor(const_node(np.zeros((), np.intp)), scalar=True)  # NumPy's answer for 0-d keys
+    axis = np.lib.array_utils.normalize_axis_index(axis, keys[0].ndim)
+    order = argsort(keys[0], axis, kind="stable")
+    for key in keys[1:]:
+        order = take_along_axis(order, argsort(take_along_axis(key, order, axis), axis, kind="stable"), axis)
+    return order
+
+
 def _stand_in(v):
     """A NumPy value of ``v``'s kind for asking NumPy about a call: zeros of a Tensor's shape and dtype (a
     NumPy scalar where it is one), anything else as it is."""
@@ -2020,7 +2041,7 @@ FUNCTIONS = {
     np.linalg.outer: linalg_outer, np.linalg.matmul: lambda x1, x2, /: np.matmul(x1, x2),
     np.linalg.matrix_transpose: matrix_transpose, np.linalg.tensordot: tensordot,
     np.linalg.diagonal: lambda x, /, *, offset=0: diagonal(x, offset, -2, -1),
-    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.searchsorted: searchsorted, np.digitize: digitize, np.interp: interp, np.histogram: histogram, np.linspace: linspace, np.cov: cov, np.corrcoef: corrcoef, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.round: round_, np.around: round_,
+    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.searchsorted: searchsorted, np.digitize: digitize, np.interp: interp, np.histogram: histogram, np.linspace: linspace, np.lexsort: lexsort, np.cov: cov, np.corrcoef: corrcoef, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

@@ -1622,6 +1622,16 @@ register(OpInfo("linspace", lambda xs, p: np.linspace(xs[0], xs[1], p["num"], en
                       "conversion of NaN differs between its loops)"))
 
 
+def _lexsort_sample(c: Chooser) -> Call:
+    shape = random_shape(c, 1, 3)
+    return Call((shape, shape), params={"axis": c.integer(-len(shape), len(shape) - 1)})
+
+
+# stable sorts chained from the first key to the last: NumPy's order (NaNs last, ties by position)
+register(OpInfo("lexsort", lambda xs, p: np.lexsort((xs[0], xs[1]), axis=p["axis"]), 2, ALL, "sort", _lexsort_sample,
+                numpy_name="np.lexsort", notes="operand 1 is the primary key"))
+
+
 def _digitize_params(c, shape):
     edges = sorted(c.pick((-2.5, -1.0, 0.0, 0.0, 0.5, 1.0, 3.0, 100.0)) for _ in range(c.integer(0, 5)))
     return {"bins": edges[::-1] if c.pick((False, True)) else edges, "bins_dtype": c.pick(("float64", "int64", "float32")),

@@ -405,6 +405,18 @@ def test_long_sorts_give_numpys_stable_order(dtype, shape, axis):
     assert np.array_equal(values.view(np.uint8), np.take_along_axis(x, expected, axis).view(np.uint8))
 
 
+@pytest.mark.parametrize("n", [2, 3, 8, 100])
+def test_sorts_of_one_shape_in_one_function_keep_their_own_orders(n):
+    """Each network starts from its own buffer: CSE merges the identical starting positions of two sorts
+    of one shape (and a length-2 network's one-pass loops fold away), which bufferization then could not
+    write both orders into (a lexsort of two keys failed to compile)."""
+    rng = np.random.default_rng(n)
+    a, b = rng.standard_normal((3, n)), rng.integers(0, 3, (3, n)).astype(np.float64)
+    fn = lambda a, b: (np.argsort(a), np.argsort(b, kind="stable"), np.sort(a + b), np.lexsort((a, b)))  # noqa: E731
+    for got, want in zip(jit(fn)(a, b), fn(a, b)):
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
 def test_sorting_is_a_network_of_loops_on_the_cpu_and_counting_on_the_gpu():
     """The CPU's passes run in two loops (n log^2 n work, an IR whose size does not grow with n); the
     GPU's host code may not loop over device data, so it counts, a thread per element."""

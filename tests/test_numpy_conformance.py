@@ -58,7 +58,7 @@ SCALAR_OR_ARRAY = {
     "np.ptp of everything": (lambda a: np.ptp(a), X), "np.isclose of 0-d": (lambda a: np.isclose(a, 0.0), Z),
     "np.isclose of a 0-d and a vector": (lambda a: np.isclose(a, V), Z),
     "np.searchsorted of a 0-d": (lambda a: np.searchsorted(V, a), Z), "np.digitize of a 0-d": (lambda a: np.digitize(a, [1, 2]), Z),
-    "np.nanargmax of everything": (lambda a: np.nanargmax(a), X), "np.interp of a 0-d": (lambda a: np.interp(a, [0, 1], [2, 3]), Z),
+    "np.nanargmax of everything": (lambda a: np.nanargmax(a), X), "np.lexsort of 0-d keys": (lambda a: np.lexsort((a, a)), Z), "np.interp of a 0-d": (lambda a: np.interp(a, [0, 1], [2, 3]), Z),
 }
 
 
@@ -193,6 +193,9 @@ AGREES = {
     "np.nanargmin of everything, a NaN first": (lambda a: np.nanargmin(np.where(a == -2, np.nan, a)), X),
     "np.nanargmin of -inf and NaN (the first of either)": (lambda a: np.nanargmin(np.where((a > 1) | (a == -2), np.nan, -np.inf), axis=1, keepdims=True), X),
     "np.nanargmax of ints (np.argmax)": (lambda a: np.nanargmax(a.astype(np.uint8), axis=1), X),
+    "np.lexsort of a tuple (the last key first)": (lambda a: np.lexsort((a[0], (a[1] > 1).astype(np.int8))), X),
+    "np.lexsort of a 2-d array's rows, ties, NaN and signed zeros": (lambda a: np.lexsort(np.stack([np.sqrt(a[0] + 1), a[1] * 0.0 - (a[0] > -2)])), X),
+    "np.lexsort along axis 0": (lambda a: np.lexsort((a, a > 0), axis=0), X),
     "np.searchsorted of a sorted row": (lambda a: np.searchsorted(a[1], a), X),
     "np.searchsorted right, NaNs last": (lambda a: np.searchsorted(np.array([0.0, 1.0, np.nan]), np.log(a + 2), side="right"), X),
     "x.searchsorted with a sorter": (lambda a: a[0, ::-1].searchsorted(a[1] - 2, sorter=[2, 1, 0]), X),
@@ -372,6 +375,8 @@ REFUSED = {
     "np.cov with a fractional ddof": (lambda a: np.cov(a, ddof=1.5), X),
     "np.cov of a 3-d array": (lambda a: np.cov(a[None]), X),
     "np.cov with negative aweights": (lambda a: np.cov(a, aweights=[1, -1, 1]), X),
+    "np.lexsort of no keys": (lambda a: np.lexsort(a[0, :0]), X),
+    "np.lexsort of keys of two shapes": (lambda a: np.lexsort((a[0], a[1, :2])), X),
     "np.histogram with no bins": (lambda a: np.histogram(a, bins=0, range=(0, 1)), X),
     "np.linspace of negative length": (lambda a: np.linspace(a[0, 0], a[1, 1], -1), X),
     "np.linspace on an axis past the result's": (lambda a: np.linspace(a[0], a[1], 3, axis=3), X),
