@@ -1243,14 +1243,15 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
 
 
 def _quantile(a, q, axis, out, method, keepdims, weights, what: str) -> Tensor:
-    """NumPy's _quantile with method 'linear', on the sorted values: the positions (n - 1) * q and the
-    weights between neighbours (gamma) depend on q and the length only, so NumPy computes them here;
-    the kernel gathers the neighbours and interpolates as NumPy's _lerp does (from the far end when
-    gamma >= 0.5). A Python-number q keeps the array's float type (NumPy's weak q); a slice holding
-    a NaN gives NaN."""
+    """NumPy's _quantile, on the sorted values: the positions of every method (its virtual indexes), the
+    neighbours and the weights between them (gamma) depend on q and the length only, so NumPy computes
+    them here with its own method table; the kernel gathers the element (the discrete methods) or the
+    neighbours, interpolated as NumPy's _lerp does (from the far end when gamma >= 0.5). A Python-number
+    q keeps the array's float type (NumPy's weak q); a slice holding a NaN gives NaN."""
     _no_extras(what[3:], out=out, weights=weights)
-    if method != "linear":
-        raise NotImplementedError(f"{what}: method {method!r} is not supported by the compiler (only 'linear')")
+    methods = np.lib._function_base_impl._QuantileMethods
+    if method not in methods:
+        raise ValueError(f"{method!r} is not a valid method. Use one of: {methods.keys()}")
     if isinstance(q, Tensor):
         raise NotImplementedError(f"{what}: a traced q (it decides which elements are gathered)")
     weak_q = type(q) in (int, float)
@@ -1263,15 +1264,14 @@ def _quantile(a, q, axis, out, method, keepdims, weights, what: str) -> Tensor:
     x = _tensor(a)
     rows, axes, n = _reduced_rows(x, axis)
     ordered = np.moveaxis(sort(rows, axis=-1), -1, 0)  # NumPy's layout: the sorted axis first
-    virtual = np.asanyarray((n - 1) * q)
-    if virtual.dtype.kind in "iu":  # an integer q (0 or 1): the element itself
-        result = ordered[virtual]
+    props = methods[method]
+    virtual = np.asanyarray(props["get_virtual_index"](n, q))
+    if props["fix_gamma"] is None or (method == "linear" and virtual.dtype.kind in "iu"):
+        result = ordered[virtual]  # the element itself (a discrete method, or an integer q)
     else:
-        below = np.floor(virtual)
-        previous = np.where(virtual >= n - 1, -1, below)
-        gamma = np.asanyarray(virtual - previous, dtype=virtual.dtype)
-        previous = previous.astype(np.intp)
-        following = np.where(virtual >= n - 1, -1, previous + 1).astype(np.intp)
+        fb = np.lib._function_base_impl
+        previous, following = fb._get_indexes(np.empty(0, x.dtype), virtual, n)
+        gamma = fb._get_gamma(virtual, previous, props)
         t = float(gamma) if weak_q else gamma.reshape(virtual.shape + (1,) * (rows.ndim - 1))
         lo, hi = ordered[previous], ordered[following]
         diff = hi - lo

@@ -1657,7 +1657,8 @@ def _quantile_params(c, shape):
     axis, one or several; NumPy's own rounding of (n - 1) * q, so bit for bit."""
     one = lambda: c.pick((0.0, 0.25, 0.5, 1.0, 0.1, 0.9, 0.333, 0.999))  # noqa: E731
     q = one() if c.pick((0, 1)) else [one() for _ in range(c.integer(1, 3))]
-    return {"q": q, **_ptp_params(c, shape)}
+    methods = list(np.lib._function_base_impl._QuantileMethods)
+    return {"q": q, "method": c.pick(["linear"] * len(methods) + methods), **_ptp_params(c, shape)}
 
 
 def _percentile_params(c, shape):
@@ -1665,9 +1666,11 @@ def _percentile_params(c, shape):
     return {**p, "q": [v * 100 for v in p["q"]] if isinstance(p["q"], list) else p["q"] * 100}
 
 
-_single("quantile", lambda xs, p: np.quantile(xs[0], p["q"], axis=_axis(p), keepdims=p["keepdims"]), _quantile_params,
+_single("quantile", lambda xs, p: np.quantile(xs[0], p["q"], axis=_axis(p), keepdims=p["keepdims"],
+                                              method=p.get("method", "linear")), _quantile_params,
         "np.quantile", max_rank=3, family="sort")
-_single("percentile", lambda xs, p: np.percentile(xs[0], p["q"], axis=_axis(p), keepdims=p["keepdims"]),
+_single("percentile", lambda xs, p: np.percentile(xs[0], p["q"], axis=_axis(p), keepdims=p["keepdims"],
+                                                  method=p.get("method", "linear")),
         _percentile_params, "np.percentile", max_rank=3, family="sort")
 def _average_params(c, shape):
     """No weights (the mean), weights of the array's shape, or of the reduced axes' (a constant of small
