@@ -9,8 +9,10 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import sys
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -109,9 +111,15 @@ def _unflatten(tree, leaves):
         result = _unflatten(tree[1], leaves)
         for check in tree[2]:
             failed, witness = _host_scalar(next(leaves)), _host_scalar(next(leaves))
-            if failed:
+            if failed and issubclass(check.error, Warning):
+                _warn_caller(check.describe(int(witness)), check.error)
+            elif failed:
                 raise check.error(check.describe(int(witness)))
         return result
+    if kind == "warned":  # NumPy's warnings met while tracing: NumPy gives them at every call
+        for category, message in tree[2]:
+            _warn_caller(message, category)
+        return _unflatten(tree[1], leaves)
     if kind == "namedtuple":
         return tree[1](*[_unflatten(t, leaves) for t in tree[2]])
     if kind in ("tuple", "list"):
@@ -197,12 +205,15 @@ def trace(fn, args, kwargs, func_name="main"):
         inputs.append(input_node(i, path, leaf.shape, leaf.dtype, device_resident=isinstance(leaf, DeviceArray)))
     placeholders = iter(Tensor(n, aliases=f"the argument {path}") for n, path in zip(inputs, paths))
     traced_args = _unflatten(("tuple", tree), placeholders)
-    with P.runtime_checks() as checks:
+    with P.runtime_checks() as checks, warnings.catch_warnings(record=True) as met:
+        warnings.simplefilter("always")
         out = fn(*traced_args, **kwargs)
     outputs, out_tree = _flatten_outputs(out)
-    if checks:  # the kernel also reports them; _unflatten raises for a failed one
+    if checks:  # the kernel also reports them; _unflatten raises (or warns) for a failed one
         outputs = outputs + [n for check in checks for n in (check.failed, check.witness)]
         out_tree = ("checked", out_tree, tuple(checks))
+    if met:  # warnings that depend only on shapes, dtypes and constants, given again at every call
+        out_tree = ("warned", out_tree, tuple((w.category, str(w.message)) for w in met))
     return inputs, outputs, out_tree, paths
 
 
@@ -417,6 +428,14 @@ def checked_inputs(leaves: list[np.ndarray], host_checks: list[tuple]) -> list[n
             error, message = found
             raise error(f"argument {path}: {message}")
     return arrays
+
+
+def _warn_caller(message: str, category: type) -> None:
+    """Warn as NumPy would, pointing at the first frame outside this module (the compiled function's caller)."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 def run_specialization(spec: Specialization, leaves: list[np.ndarray], device_outputs: bool = False):

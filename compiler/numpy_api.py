@@ -208,9 +208,12 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
         x = P.where(mask, x, const_node(np.zeros((), x.dtype)))
     total = P.reduce("sum", x, axes, keepdims, "np.mean", dtype=np.dtype(np.float32) if half else acc)
     if where is True:
+        if _count(x, axes) == 0:
+            warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
         quotient = _divide_into(total, _count(x, axes))
     else:  # NumPy's _count_reduce_items: the mask's own sum is each mean's count
         count = P.reduce("sum", mask, axes, keepdims, "np.mean", dtype=np.dtype(np.intp))
+        P.warn_at_run_time(P.elementwise("equal", [count, dt.Weak(0)]), RuntimeWarning, "Mean of empty slice")
         quotient = P.cast(P.elementwise("divide", [total, count]), total.dtype)  # true_divide(out=total, 'unsafe')
     return Tensor(P.cast(quotient, acc) if half else quotient, scalar=True)
 
@@ -252,6 +255,12 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
         centre = P.cast(P.elementwise("divide", [total(x, True), count(True)]), acc)  # true_divide(out=, 'unsafe')
     else:
         centre = _divide_into(total(x, True), _count(x, axes))
+    # NumPy's _var warns before it computes, where a count is at most ddof
+    if not masked and ddof >= _count(x, axes):
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
+    elif masked:
+        P.warn_at_run_time(P.elementwise("greater_equal", [_operand(ddof), count(keepdims)]), RuntimeWarning,
+                           "Degrees of freedom <= 0 for slice")
     d = P.elementwise("subtract", [x, centre])
     squares = total(P.elementwise("multiply", [d, d]), keepdims)
     if not masked:
@@ -1575,11 +1584,20 @@ def _nan_extremum(kind: str, a, axis, out, keepdims, initial, where) -> Tensor:
     if x.dtype.kind != "f":
         return reduce(x, axis, **given)
     mask = np.isnan(x)
-    result = reduce(np.where(mask, np.asarray(-np.inf if kind == "max" else np.inf, x.dtype), x), axis, **given)
-    if initial is not np._NoValue:
-        return result
-    all_nan = all_(mask, axis, keepdims=given.get("keepdims", False))
-    return Tensor(P.where(all_nan.node, const_node(np.asarray(np.nan, x.dtype)), result.node), scalar=True)
+    identity = np.asarray(-np.inf if kind == "max" else np.inf, x.dtype)
+    if initial is np._NoValue:
+        result = reduce(np.where(mask, identity, x), axis, **given)
+        all_nan = all_(mask, axis, keepdims=given.get("keepdims", False))
+        result = Tensor(P.where(all_nan.node, const_node(np.asarray(np.nan, x.dtype)), result.node), scalar=True)
+    elif np.isnan(initial):  # fmax(NaN, v) is v: a NaN start is skipped like the NaN elements
+        result = reduce(np.where(mask, identity, x), axis, **{**given, "initial": identity})
+        counted = ~mask if where is np._NoValue else ~mask & where
+        nothing = ~any_(counted, axis, keepdims=given.get("keepdims", False))
+        result = Tensor(P.where(nothing.node, const_node(np.asarray(np.nan, x.dtype)), result.node), scalar=True)
+    else:
+        result = reduce(np.where(mask, identity, x), axis, **given)
+    P.warn_at_run_time(np.isnan(result).node, RuntimeWarning, "All-NaN slice encountered")  # NumPy's, after fmax
+    return result
 
 
 def nanmax(a, axis=None, out=None, keepdims=np._NoValue, initial=np._NoValue, where=np._NoValue):
@@ -1973,6 +1991,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=np._NoValue, *, where=n
         return mean(x, axis, dtype, **given)
     _inexact_dtype(dtype)
     count = sum_(~mask, axis, np.intp, **given)
+    P.warn_at_run_time((count == 0).node, RuntimeWarning, "Mean of empty slice")
     return Tensor(_divided_by_count(sum_(x, axis, dtype, **given), count), scalar=True)
 
 
@@ -2002,6 +2021,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *, 
     total = sum_(deviation * deviation, axis, dtype, **keep, **masked)
     dof = sum_(~mask, axis, np.intp, **keep, **masked) - ddof
     quotient = _divided_by_count(total, dof)
+    P.warn_at_run_time((dof <= 0).node, RuntimeWarning, "Degrees of freedom <= 0 for slice.")
     return Tensor(P.where((dof <= 0).node, const_node(np.asarray(np.nan, total.dtype)), quotient), scalar=True)
 
 

@@ -706,7 +706,8 @@ class IndexOutOfBounds(IndexError, ValueError):
 @dataclass(frozen=True)
 class RuntimeCheck:
     """``failed`` (bool, 0-d) is true when the kernel met a value out of range, ``witness`` (0-d)
-    one such value; the call then raises ``error(describe(witness))``."""
+    one such value; the call then raises ``error(describe(witness))`` -- or, for a ``Warning`` class,
+    warns so and returns its results (NumPy's warnings that depend on the data)."""
     failed: Node
     witness: Node
     error: type
@@ -755,6 +756,18 @@ def check_at_run_time(values: Node, bad: Node, witness: str, error: type, descri
         value = reduce("min", flat(where(bad, values, fill)), 0, False, "a run-time check")
     found.append(RuntimeCheck(failed, value, error, describe))
     return where(bad, const_node(np.zeros((), values.dtype)), values)
+
+
+def warn_at_run_time(bad: Node, category: type, message: str) -> bool:
+    """Have the call warn ``message`` (a ``Warning`` class) when ``bad`` holds a true element, as NumPy's
+    functions warn after looking at their results (np.nanmean of a slice of NaNs). False outside a
+    trace, where nothing would read the report."""
+    found = getattr(_RUNTIME_CHECKS, "found", None)
+    if found is None:
+        return False
+    failed = reduce("any", reshape(bad, (bad.size,)), 0, False, "a run-time warning")
+    found.append(RuntimeCheck(failed, const_node(np.zeros((), np.int64)), category, lambda _: message))
+    return True
 
 
 def _out_of_range_comparison(name: str, operands: list, compute: list):

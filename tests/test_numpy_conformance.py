@@ -586,6 +586,39 @@ def test_linspace_of_traced_endpoints_is_numpys_bit_for_bit(fn):
     assert np.array_equal(raw(got), raw(want))
 
 
+ALL_NAN_ROW = np.array([[1.0, np.nan, 2.5], [np.nan, np.nan, np.nan]])
+NO_NAN = np.array([[1.0, 4.0, 2.5], [0.5, -1.0, 3.0]])
+
+
+def _warned(fn, arg):
+    """The result and NumPy's warnings (category, text) but its floating-point error ones (errstate's)."""
+    import warnings
+    with warnings.catch_warnings(record=True) as met:
+        warnings.simplefilter("always")
+        result = fn(arg)
+    return result, sorted((w.category.__name__, str(w.message)) for w in met if "encountered in" not in str(w.message))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: np.nanmax(a, axis=1), lambda a: np.nanmin(a, axis=0), lambda a: np.nanmax(a, axis=1, initial=np.nan),
+    lambda a: np.nanmean(a, axis=1), lambda a: np.nanvar(a, axis=1), lambda a: np.nanstd(a, axis=1, ddof=2),
+    lambda a: np.mean(a[:0]), lambda a: np.mean(a, axis=1, where=a > 1.5), lambda a: np.var(a, ddof=6),
+    lambda a: np.std(a, axis=0, ddof=2), lambda a: np.var(a, axis=1, where=a > 1.5, ddof=1), lambda a: np.cov(a[:, :1]),
+    lambda a: np.cross(a[:, :2], a[:, 1:]),
+])
+@pytest.mark.parametrize("data", [ALL_NAN_ROW, NO_NAN], ids=["all-NaN row", "no NaN"])
+def test_numpy_warnings_are_given_at_every_call(fn, data):
+    """NumPy's warnings (not its floating-point error ones) at the first call and at the next: those fixed
+    by shapes and constants are replayed, those that depend on the data come from the kernel, and only
+    when the data calls for them."""
+    compiled = jit(fn)
+    want, want_warnings = _warned(fn, data)
+    for _ in range(2):
+        got, got_warnings = _warned(compiled, data)
+        assert got_warnings == want_warnings
+        np.testing.assert_array_equal(got, want)
+
+
 def test_histogram_of_bools_warns_as_numpy_does():
     fn = lambda a: np.histogram(a > 0, bins=2, range=(0, 1))  # noqa: E731
     with pytest.warns(RuntimeWarning, match="Converting input from bool"):
