@@ -1630,10 +1630,10 @@ def _permuted_by_sorter(x: Tensor, sorter) -> Tensor:
 
 
 def searchsorted(a, v, side="left", sorter=None):
-    """Where v would go in the sorted 1-d ``a``: the number of elements of ``a`` that sort before it
-    (side 'left') or not after it ('right'), in NumPy's order (NaNs last) and in the dtype NumPy compares
-    in (``a``'s and v's as an array: a Python float against float16 compares in float64). For a sorted
-    ``a`` that is exactly what NumPy's binary search finds; every pair is compared (len(a) x v.size work)."""
+    """Where v would go in the sorted 1-d ``a``: the first place whose element does not sort before v
+    (side 'left') or sorts after it ('right'), in NumPy's order (NaNs last) and in the dtype NumPy compares
+    in (``a``'s and v's as an array: a Python float against float16 compares in float64). A bisection of
+    bit_length(len(a)) steps, as NumPy's binary search: for a sorted ``a`` exactly its answer."""
     if not isinstance(side, (str, bytes)):
         raise TypeError(f"search side must be str, not {type(side).__name__}")
     side = side.decode() if isinstance(side, bytes) else side
@@ -1645,10 +1645,36 @@ def searchsorted(a, v, side="left", sorter=None):
     if sorter is not None:
         x = _permuted_by_sorter(x, sorter)
     common = np.result_type(x.dtype, values.dtype)
-    x, probe = x.astype(common), values.astype(common)[..., None]
+    x, probe = x.astype(common), values.astype(common)
+    return _bisection(x, probe, side)
+
+
+def _counted_places(x: Tensor, probe: Tensor, side: str) -> Tensor:
+    """searchsorted's places by counting (the elements of the 1-d ``x`` that sort before each probe value,
+    or not after it), which needs no sorted ``x``: len(x) x probe.size comparisons."""
+    common = np.result_type(x.dtype, probe.dtype)
+    x, probe = x.astype(common), probe.astype(common)[..., None]
     if side == "left":
         return sum_(_sorts_before(x, probe), axis=-1, dtype=np.intp)
     return x.shape[0] - sum_(_sorts_before(probe, x), axis=-1, dtype=np.intp)
+
+
+def _bisection(x: Tensor, probe: Tensor, side: str) -> Tensor:
+    """For each probe value, the first place in the sorted 1-d ``x`` whose element does not sort before it
+    ('left') or sorts after it ('right'): [lo, hi) halves bit_length(n) times, each step gathering the
+    midpoint's element (in range: the midpoint is clipped, and the bounds move only while lo < hi)."""
+    n = x.shape[0]
+    lo = Tensor(const_node(np.zeros(probe.shape, np.intp)), scalar=True)
+    if n == 0:
+        return lo
+    hi = Tensor(const_node(np.full(probe.shape, n, np.intp)))
+    for _ in range(n.bit_length()):
+        mid = (lo + hi) // 2
+        element = Tensor(P.gather_in_range(x.node, np.minimum(mid, n - 1).node, 0))
+        right = _sorts_before(element, probe) if side == "left" else ~_sorts_before(probe, element)
+        open_ = lo < hi
+        lo, hi = np.where(open_ & right, mid + 1, lo), np.where(open_ & ~right, mid, hi)
+    return Tensor(lo.node, scalar=True)
 
 
 def digitize(x, bins, right=False):
@@ -1726,9 +1752,9 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if n == 1:
         result = np.where(points < xs[0], lval, np.where(points > xs[0], rval, ys[0]))
         return Tensor(result.node, scalar=True)
-    j = sum_(xs <= points[..., None], axis=-1, dtype=np.intp) - 1  # plain comparisons, as NumPy's search
+    j = _bisection(xs, points, "right") - 1  # the last sample point at or below x (NumPy's search)
     lo = np.clip(j, 0, n - 2)
-    x_lo, x_hi, y_lo, y_hi = take(xs, lo), take(xs, lo + 1), take(ys, lo), take(ys, lo + 1)
+    x_lo, x_hi, y_lo, y_hi = (Tensor(P.gather_in_range(t.node, i.node, 0)) for t in (xs, ys) for i in (lo, lo + 1))
     slope = (y_hi - y_lo) / (x_hi - x_lo)
     result = slope * (points - x_lo) + y_lo
     result = np.where(np.isnan(result), slope * (points - x_hi) + y_hi, result)
@@ -1773,7 +1799,9 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
         first, last, count = uniform
         counts = _equal_bin_counts(x, (x >= first) & (x <= last), edges)
     else:
-        counts = np.diff(concatenate([searchsorted(x, edges[:-1], "left"), searchsorted(x, edges[-1:], "right")]))
+        # NumPy sorts the data and searches it for the edges; counting gives those places unsorted
+        places = [_counted_places(x, _tensor(edges[:-1]), "left"), _counted_places(x, _tensor(edges[-1:]), "right")]
+        counts = np.diff(concatenate(places))
     return _histogram_result(counts, Tensor(const_node(edges)), density)
 
 

@@ -984,6 +984,13 @@ def gather(x: Node, indices, axis: int) -> Node:
     return _make("gather", [x, *indices], out, x.dtype, axis=axis)
 
 
+def gather_in_range(x: Node, idx: Node, axis: int) -> Node:
+    """``gather`` of indices the caller has made in range by construction (clipped to the axis, a
+    bisection's midpoints): no check, in the kernel or before it, is needed or added."""
+    assert idx.dtype.kind in "iu", idx.dtype
+    return _make("gather", [x, idx], x.shape[:axis] + idx.shape + x.shape[axis + 1:], x.dtype, axis=axis)
+
+
 def _checked_index(idx: Node, axis: int, n: int) -> Node:
     """A computed index, out-of-range elements replaced by 0 (native code never reads outside the
     table), the kernel reporting any it met."""

@@ -491,6 +491,22 @@ def test_an_all_nan_slice_discards_the_results_and_names_the_call():
     assert_like_numpy(got[0], want[0])
 
 
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_searchsorted_bisects_a_long_table_as_numpys_binary_search(side):
+    """A bisection of bit_length(n) steps over 100,003 sorted values (runs of duplicates, -0.0 and +0.0,
+    infinities and NaNs at the end) finds NumPy's places for hits, misses and NaN probes alike; np.interp
+    on the same table agrees bit for bit."""
+    rng = np.random.default_rng(5)
+    table = np.sort(np.concatenate([np.round(rng.standard_normal(100_000), 2), [-0.0, np.inf, np.nan]]))
+    probes = np.concatenate([table[rng.integers(0, table.size, 500)], rng.standard_normal(500) * 3,
+                             [np.nan, -np.inf, np.inf, 0.0, -0.0]])
+    fn = lambda t, v: np.searchsorted(t, v, side=side)  # noqa: E731
+    assert_like_numpy(jit(fn)(table, probes), fn(table, probes))
+    finite = table[np.isfinite(table)]
+    points, values = np.unique(finite), np.cumsum(rng.standard_normal(np.unique(finite).size))
+    assert_like_numpy(jit(np.interp)(probes, points, values), np.interp(probes, points, values))
+
+
 def test_digitize_refuses_traced_bins_by_name():
     """NumPy checks that the bins are monotonic: a data-dependent error for traced bins."""
     with pytest.raises(NotImplementedError, match="np.digitize: traced bins"):
