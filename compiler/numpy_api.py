@@ -1738,7 +1738,7 @@ def _periodic_samples(x, xp, fp, period):
         raise ValueError("fp and xp are not of the same length")
     x, xp = x % period, xp % period
     order = argsort(xp, kind="stable")
-    xp, fp = take(xp, order), take(fp, order)
+    xp, fp = (Tensor(P.gather_in_range(t.node, order.node, 0)) for t in (xp, fp))  # a permutation: in range
     return x, concatenate((xp[-1:] - period, xp, xp[0:1] + period)), concatenate((fp[-1:], fp, fp[0:1]))
 
 

@@ -140,21 +140,31 @@ def _float_to_int(rb, x: str, src, dst) -> str:
 
 
 def _integer_power(rb, x: str, y: str, dtype) -> str:
-    """``x ** y`` modulo 2**bits by square-and-multiply over every bit of ``y``, unrolled: no call and
-    no loop, so the same code serves both targets (``math.ipowi`` has no lowering to NVVM, and reads an
-    unsigned exponent's top bit as a sign). A signed exponent is never negative here: arguments are
-    checked on the host, constants when traced, computed ones replaced by 0 (see ``_checked_exponent``).
-    A constant exponent folds to its multiplications."""
+    """``x ** y`` modulo 2**bits by square-and-multiply over every bit of ``y``, in an ``scf.for`` over
+    the bits: no call, so the same code serves both targets (``math.ipowi`` has no lowering to NVVM, and
+    reads an unsigned exponent's top bit as a sign). (Unrolled, the 64 steps of an int64 power with a
+    broadcast base sent LLVM's optimizer into minutes of work for a 16-element kernel.) A signed exponent
+    is never negative here: arguments are checked on the host, constants when traced, computed ones
+    replaced by 0 (see ``_checked_exponent``)."""
     t = dt.mlir_type(dtype)
     bits = np.dtype(dtype).itemsize * 8
-    result, square = scalar_const(rb, 1, dtype), x
-    for b in range(bits):
-        shifted = rb.op(f"arith.shrui {y}, {scalar_const(rb, b, dtype)} : {t}") if b else y
-        bit_set = rb.op(f"arith.trunci {shifted} : {t} to i1")
-        result = rb.op(f"arith.select {bit_set}, {rb.op(f'arith.muli {result}, {square} : {t}')}, {result} : {t}")
-        if b < bits - 1:
-            square = rb.op(f"arith.muli {square}, {square} : {t}")
-    return result
+    one, shift = scalar_const(rb, 1, dtype), scalar_const(rb, 1, dtype)
+    first, count, step = (rb.op(f"arith.constant {v} : index") for v in (0, bits, 1))
+    em = rb.em
+    k, acc, square, rest = em.fresh("k"), em.fresh("acc"), em.fresh("sq"), em.fresh("rest")
+    bit, product, kept, squared, shifted = (em.fresh("s") for _ in range(5))
+    loop = em.fresh("pow")
+    # one line: the region's lines each end with the op's location
+    rb.lines.append(
+        f"{loop}:3 = scf.for {k} = {first} to {count} step {step} "
+        f"iter_args({acc} = {one}, {square} = {x}, {rest} = {y}) -> ({t}, {t}, {t}) {{ "
+        f"{bit} = arith.trunci {rest} : {t} to i1 "
+        f"{product} = arith.muli {acc}, {square} : {t} "
+        f"{kept} = arith.select {bit}, {product}, {acc} : {t} "
+        f"{squared} = arith.muli {square}, {square} : {t} "
+        f"{shifted} = arith.shrui {rest}, {shift} : {t} "
+        f"scf.yield {kept}, {squared}, {shifted} : {t}, {t}, {t} }}")
+    return f"{loop}#0"
 
 
 def _float_extremum(rb, name: str, a: str, b: str, t: str, half: bool = False) -> str:

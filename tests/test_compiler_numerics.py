@@ -377,6 +377,21 @@ def test_scan_is_a_loop_on_the_cpu_and_one_parallel_generic_on_the_gpu():
     assert "scf.for" not in gpu and '"reduction"' in gpu
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64, np.int32])
+@pytest.mark.parametrize("base_shape", [(), (1,)])
+def test_integer_power_of_a_broadcast_base_wraps_as_numpy(dtype, base_shape):
+    """A 0-d (or length-1) base against 40 exponents, some with the top bits set: NumPy's values modulo
+    2**bits. (Square-and-multiply unrolled over 64 bits sent LLVM's optimizer into minutes on this shape,
+    seed 1116; it is a loop now.)"""
+    rng = np.random.default_rng(3)
+    top = np.iinfo(dtype).max
+    exponents = np.concatenate([np.arange(20), rng.integers(0, top, 20, dtype=dtype)]).astype(dtype)
+    base = np.full(base_shape, 25, dtype)
+    fn = lambda b, e: b ** e  # noqa: E731
+    got, want = jit(fn)(base, exponents), fn(base, exponents)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
 def _ties_and_nans(shape, dtype, rng):
     """Keys with many ties (a stable order is then not any order), and for floats NaNs, infinities and
     both zeros (equal keys that NumPy's stable sort keeps in index order)."""
