@@ -1595,17 +1595,18 @@ def _nan_extremum(kind: str, a, axis, out, keepdims, initial, where) -> Tensor:
         return reduce(x, axis, **given)
     mask = np.isnan(x)
     identity = np.asarray(-np.inf if kind == "max" else np.inf, x.dtype)
+    numbers = np.where(mask, identity, x)
     if initial is np._NoValue:
-        result = reduce(np.where(mask, identity, x), axis, **given)
+        result = reduce(numbers, axis, **given)
         all_nan = all_(mask, axis, keepdims=given.get("keepdims", False))
         result = Tensor(P.where(all_nan.node, const_node(np.asarray(np.nan, x.dtype)), result.node), scalar=True)
     elif np.isnan(initial):  # fmax(NaN, v) is v: a NaN start is skipped like the NaN elements
-        result = reduce(np.where(mask, identity, x), axis, **{**given, "initial": identity})
+        result = reduce(numbers, axis, **{**given, "initial": identity})
         counted = ~mask if where is np._NoValue else ~mask & where
         nothing = ~any_(counted, axis, keepdims=given.get("keepdims", False))
         result = Tensor(P.where(nothing.node, const_node(np.asarray(np.nan, x.dtype)), result.node), scalar=True)
     else:
-        result = reduce(np.where(mask, identity, x), axis, **given)
+        result = reduce(numbers, axis, **given)
     P.warn_at_run_time(np.isnan(result).node, RuntimeWarning, "All-NaN slice encountered")  # NumPy's, after fmax
     return result
 
@@ -1838,21 +1839,18 @@ def _histogram_of_data_range(x: Tensor, count: int, density):
     first, last = amin(x), amax(x)
     kind = np.result_type(x.dtype, float) if x.dtype.kind in "iu" else x.dtype  # NumPy's bin type, either way
     line = P.user_location().short()
-    bad = Tensor(P.elementwise("logical_not", [(np.isfinite(first) & np.isfinite(last)).node]))
-    checked = P.check_at_run_time(P.cast(bad.node, np.dtype(np.int64)), bad.node, "first", ValueError,
-                                  lambda _: f"autodetected range of the data is not finite (np.histogram at {line}, "
-                                            "checked as the kernel ran)")
-    if checked is None:
-        raise NotImplementedError("np.histogram outside a traced function: its range check needs a kernel")
+
+    def error_if(bad: Tensor, message: str) -> None:  # NumPy's ValueError, which only the data can tell
+        if P.check_at_run_time(P.cast(bad.node, np.dtype(np.int64)), bad.node, "first", ValueError,
+                               lambda _: f"{message} (np.histogram at {line}, checked as the kernel ran)") is None:
+            raise NotImplementedError("np.histogram outside a traced function: its range checks need a kernel")
+
+    error_if(~(np.isfinite(first) & np.isfinite(last)), "autodetected range of the data is not finite")
     same = first == last
     lo = np.where(same, first.astype(kind) - 0.5, first.astype(kind)).astype(kind)
     hi = np.where(same, last.astype(kind) + 0.5, last.astype(kind)).astype(kind)
     edges = linspace(Tensor(lo.node, scalar=True), Tensor(hi.node, scalar=True), count + 1, dtype=kind)
-    empty_bin = np.any(edges[:-1] >= edges[1:])
-    flags = P.check_at_run_time(P.cast(empty_bin.node, np.dtype(np.int64)), empty_bin.node, "first", ValueError,
-                                lambda _: f"Too many bins for data range. Cannot create {count} finite-sized bins. "
-                                          f"(np.histogram at {line}, checked as the kernel ran)")
-    del flags
+    error_if(np.any(edges[:-1] >= edges[1:]), f"Too many bins for data range. Cannot create {count} finite-sized bins.")
     return _histogram_result(_equal_bin_counts(x, True, edges), edges, density)
 
 

@@ -148,7 +148,7 @@ def _integer_power(rb, x: str, y: str, dtype) -> str:
     replaced by 0 (see ``_checked_exponent``)."""
     t = dt.mlir_type(dtype)
     bits = np.dtype(dtype).itemsize * 8
-    one, shift = scalar_const(rb, 1, dtype), scalar_const(rb, 1, dtype)
+    one = scalar_const(rb, 1, dtype)  # the product's start and the exponent's shift
     first, count, step = (rb.op(f"arith.constant {v} : index") for v in (0, bits, 1))
     em = rb.em
     k, acc, square, rest = em.fresh("k"), em.fresh("acc"), em.fresh("sq"), em.fresh("rest")
@@ -162,7 +162,7 @@ def _integer_power(rb, x: str, y: str, dtype) -> str:
         f"{product} = arith.muli {acc}, {square} : {t} "
         f"{kept} = arith.select {bit}, {product}, {acc} : {t} "
         f"{squared} = arith.muli {square}, {square} : {t} "
-        f"{shifted} = arith.shrui {rest}, {shift} : {t} "
+        f"{shifted} = arith.shrui {rest}, {one} : {t} "
         f"scf.yield {kept}, {squared}, {shifted} : {t}, {t}, {t} }}")
     return f"{loop}#0"
 
