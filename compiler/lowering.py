@@ -605,11 +605,14 @@ class Emitter:
         lane = self.assign(f"tensor.extract_slice {x}{where} : {full_t} to {lane_t}", node.loc)
         identity = _map(len(lane_shape), [f"d{d}" for d in range(len(lane_shape))])
         region = _Region(self)
-        a, acc = self.fresh("in"), self.fresh("acc")
+        a, acc, unused = self.fresh("in"), self.fresh("acc"), self.fresh("old")
         step = self._scan_step(region, node, acc, a)
-        folded = self._region_generic([identity, identity], ", ".join(['"parallel"'] * len(lane_shape)),
-                                      [(lane, lane_t)], [(run, lane_t)], [(a, t), (acc, t)], region, [(step, t)],
-                                      node.loc)
+        # the running slice is read as an input, not through the result's block argument: MLIR's
+        # elementwise fusion maps a producer's result argument onto its consumer's, so a scan of one
+        # step (the loop folded away) fused into a broadcast would accumulate across the broadcast
+        folded = self._region_generic([identity, identity, identity], ", ".join(['"parallel"'] * len(lane_shape)),
+                                      [(lane, lane_t), (run, lane_t)], [(run, lane_t)], [(a, t), (acc, t), (unused, t)],
+                                      region, [(step, t)], node.loc)
         written = self.assign(f"tensor.insert_slice {folded} into {out}{where} : {lane_t} into {full_t}", node.loc)
         self.line(f"scf.yield {written}, {folded} : {full_t}, {lane_t}", node.loc)
         self.line("}", node.loc)

@@ -148,3 +148,20 @@ def test_logical_ops_take_python_ints_through_a_c_long(ufunc, value):
         return
     got = jit(lambda a: ufunc(a, value))(x)
     assert got.dtype == expected.dtype and np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: np.broadcast_to(np.cumprod(x, axis=-1), (3, 2, 2)),
+    lambda x: np.broadcast_to(np.cumsum(x, axis=-1), (3, 2, 2)),
+    lambda x: np.cumsum(x + 1, axis=1) + np.zeros((3, 2, 2), np.float32),
+    lambda x: np.broadcast_to(np.nancumsum(x, axis=1), (3, 2, 2)),
+])
+def test_scan_of_one_step_fused_into_a_broadcast_does_not_accumulate_across_it(fn):
+    # seed 1118: a cumprod along an axis of length 1 is one pass of the scan loop, which MLIR folds to a
+    # single generic reading its running value through its result's block argument; elementwise fusion
+    # into a broadcast mapped that argument onto the broadcast's result, so the product ran on across
+    # the copies (1.5, 2.25, 3.375, ...)
+    x = np.array([[1.5], [2.0]], np.float32)
+    got, expected = jit(fn)(x), fn(x)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
