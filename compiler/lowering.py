@@ -607,14 +607,18 @@ class Emitter:
         region = _Region(self)
         a, acc, unused = self.fresh("in"), self.fresh("acc"), self.fresh("old")
         step = self._scan_step(region, node, acc, a)
-        # the running slice is read as an input, not through the result's block argument: MLIR's
-        # elementwise fusion maps a producer's result argument onto its consumer's, so a scan of one
-        # step (the loop folded away) fused into a broadcast would accumulate across the broadcast
+        # the running slice is read as an input into a fresh slice, not through the result's block
+        # argument: MLIR's elementwise fusion maps a producer's result argument onto its consumer's, so
+        # a scan of one step (the loop folded away) fused into a broadcast accumulated across the
+        # broadcast. The fresh slice is copied back into the running one (materialize_in_destination):
+        # one-shot bufferization refuses a loop that yields another buffer.
         folded = self._region_generic([identity, identity, identity], ", ".join(['"parallel"'] * len(lane_shape)),
-                                      [(lane, lane_t), (run, lane_t)], [(run, lane_t)], [(a, t), (acc, t), (unused, t)],
-                                      region, [(step, t)], node.loc)
+                                      [(lane, lane_t), (run, lane_t)], [(self.empty(lane_shape, dtype, node.loc), lane_t)],
+                                      [(a, t), (acc, t), (unused, t)], region, [(step, t)], node.loc)
         written = self.assign(f"tensor.insert_slice {folded} into {out}{where} : {lane_t} into {full_t}", node.loc)
-        self.line(f"scf.yield {written}, {folded} : {full_t}, {lane_t}", node.loc)
+        carried = self.assign(f"bufferization.materialize_in_destination {folded} in {run} : "
+                              f"({lane_t}, {lane_t}) -> {lane_t}", node.loc)
+        self.line(f"scf.yield {written}, {carried} : {full_t}, {lane_t}", node.loc)
         self.line("}", node.loc)
         return f"{loop}#0"
 

@@ -155,6 +155,7 @@ def test_logical_ops_take_python_ints_through_a_c_long(ufunc, value):
     lambda x: np.broadcast_to(np.cumsum(x, axis=-1), (3, 2, 2)),
     lambda x: np.cumsum(x + 1, axis=1) + np.zeros((3, 2, 2), np.float32),
     lambda x: np.broadcast_to(np.nancumsum(x, axis=1), (3, 2, 2)),
+    lambda x: np.broadcast_to(np.cumprod(x.T * 1.25, axis=-1), (3, 1, 2)),  # a loop of two steps
 ])
 def test_scan_of_one_step_fused_into_a_broadcast_does_not_accumulate_across_it(fn):
     # seed 1118: a cumprod along an axis of length 1 is one pass of the scan loop, which MLIR folds to a
