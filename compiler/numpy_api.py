@@ -1261,12 +1261,9 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
     return _quantile(a, q, axis, out, method, keepdims, weights, "np.percentile")
 
 
-def _quantile(a, q, axis, out, method, keepdims, weights, what: str) -> Tensor:
-    """NumPy's _quantile, on the sorted values: the positions of every method (its virtual indexes), the
-    neighbours and the weights between them (gamma) depend on q and the length only, so NumPy computes
-    them here with its own method table; the kernel gathers the element (the discrete methods) or the
-    neighbours, interpolated as NumPy's _lerp does (from the far end when gamma >= 0.5). A Python-number
-    q keeps the array's float type (NumPy's weak q); a slice holding a NaN gives NaN."""
+def _quantile_arguments(q, method, out, weights, what: str) -> tuple[np.ndarray, bool, dict]:
+    """NumPy's checks of a quantile function's arguments: (q as NumPy takes it, whether q was a Python
+    number -- weak, so the result keeps the array's float type --, the method's entry in NumPy's table)."""
     _no_extras(what[3:], out=out, weights=weights)
     methods = np.lib._function_base_impl._QuantileMethods
     if method not in methods:
@@ -1274,16 +1271,28 @@ def _quantile(a, q, axis, out, method, keepdims, weights, what: str) -> Tensor:
     if isinstance(q, Tensor):
         raise NotImplementedError(f"{what}: a traced q (it decides which elements are gathered)")
     weak_q = type(q) in (int, float)
-    q = np.true_divide(q, 100) if what == "np.percentile" else np.asanyarray(q)
+    q = np.true_divide(q, 100) if what.endswith("percentile") else np.asanyarray(q)
     if not (np.all(q >= 0) and np.all(q <= 1)):
-        raise ValueError("Percentiles must be in the range [0, 100]" if what == "np.percentile"
+        raise ValueError("Percentiles must be in the range [0, 100]" if what.endswith("percentile")
                          else "Quantiles must be in the range [0, 1]")
     if q.ndim > 2:
         raise ValueError("q must be a scalar or 1d")
-    x = _tensor(a)
+    return q, weak_q, methods[method]
+
+
+def _quantile(a, q, axis, out, method, keepdims, weights, what: str) -> Tensor:
+    """NumPy's _quantile, on the sorted values: the positions of every method (its virtual indexes), the
+    neighbours and the weights between them (gamma) depend on q and the length only, so NumPy computes
+    them here with its own method table; the kernel gathers the element (the discrete methods) or the
+    neighbours, interpolated as NumPy's _lerp does (from the far end when gamma >= 0.5). A Python-number
+    q keeps the array's float type (NumPy's weak q); a slice holding a NaN gives NaN."""
+    q, weak_q, props = _quantile_arguments(q, method, out, weights, what)
+    return _quantile_of(_tensor(a), q, weak_q, props, method, axis, keepdims)
+
+
+def _quantile_of(x: Tensor, q: np.ndarray, weak_q: bool, props: dict, method: str, axis, keepdims) -> Tensor:
     rows, axes, n = _reduced_rows(x, axis)
     ordered = np.moveaxis(sort(rows, axis=-1), -1, 0)  # NumPy's layout: the sorted axis first
-    props = methods[method]
     virtual = np.asanyarray(props["get_virtual_index"](n, q))
     if props["fix_gamma"] is None or (method == "linear" and virtual.dtype.kind in "iu"):
         result = ordered[virtual]  # the element itself (a discrete method, or an integer q)
@@ -1303,6 +1312,152 @@ def _quantile(a, q, axis, out, method, keepdims, weights, what: str) -> Tensor:
         shape = q.shape + tuple(1 if d in axes else x.shape[d] for d in range(x.ndim))
         result = Tensor(P.reshape(result.node, shape))
     return result
+
+
+# NaN-ignoring order statistics. NumPy drops each slice's NaNs and applies the plain function to the
+# numbers left, so the positions it reads depend on each slice's count of numbers: a traced value
+# here. The sorted slice holds its numbers first (NaNs sort last), and the positions are NumPy's own
+# formulas evaluated on that count, in the types they have in NumPy (where the count is a Python int,
+# weak beside q's float type). A slice of NaNs gives NaN and NumPy's warning, once per such slice.
+
+_ALL_NAN = "All-NaN slice encountered"
+
+# NumPy's (alpha, beta) for the methods its table computes with _compute_virtual_index
+_ALPHA_BETA = {"interpolated_inverted_cdf": (0, 1), "hazen": (0.5, 0.5), "weibull": (0, 0),
+               "median_unbiased": (1 / 3.0, 1 / 3.0), "normal_unbiased": (3 / 8.0, 3 / 8.0)}
+
+
+def _numbers_first(x: Tensor, axis) -> tuple[Tensor, Tensor, Tensor, tuple]:
+    """(the rows of ``_reduced_rows``, each sorted with its NaNs last; each row's count of numbers; the
+    rows themselves; the reduced axes)."""
+    rows, axes, _ = _reduced_rows(x, axis)
+    count = sum_(~np.isnan(rows), axis=-1, dtype=np.intp)
+    P.warn_at_run_time((count == 0).node, RuntimeWarning, _ALL_NAN, each=True)
+    return sort(rows, axis=-1), count, rows, axes
+
+
+def _element_in_row(rows: Tensor, place) -> Tensor:
+    """rows[..., place] for a traced place per row (leading axes of ``place`` beyond the rows': q's),
+    clipped into the row (places NumPy would not read are replaced by the caller): a gather from the
+    flattened rows, in range by construction."""
+    n = rows.shape[-1]
+    offsets = np.arange(0, rows.size, n, dtype=np.intp).reshape(rows.shape[:-1])
+    flat = P.reshape(rows.node, (rows.size,))
+    return Tensor(P.gather_in_range(flat, (np.clip(place, 0, n - 1) + offsets).node, 0))
+
+
+def _with_keepdims(result: Tensor, x: Tensor, axes: tuple, lead: tuple, keepdims) -> Tensor:
+    if keepdims is not True:
+        return result
+    return Tensor(P.reshape(result.node, lead + tuple(1 if d in axes else x.shape[d] for d in range(x.ndim))))
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValue):
+    """NumPy's np.nanmedian, whose two routes (chosen by shape) differ in arithmetic: the whole array, a
+    1-d one, or slices of 600 or more go through np.median of the numbers (the mean of the middle one
+    or two, float16 through float32; an all-NaN slice gives its last element), shorter slices through
+    a masked array's median (the middle two summed and halved in the array's type, an odd count's
+    middle element doubled and halved -- so it overflows where the other route does not)."""
+    _no_extras("nanmedian", out=out)
+    x = _tensor(a)
+    if x.size == 0:
+        return nanmean(x, axis, keepdims=keepdims)  # NumPy's own shortcut, warning included
+    if x.dtype.kind != "f":  # no NaNs: np.median's
+        return median(x, axis, keepdims=keepdims is True)
+    ordered, count, rows, axes = _numbers_first(x, axis)
+    odd = count % 2 == 1
+    low, high = _element_in_row(ordered, (count - 1) // 2), _element_in_row(ordered, count // 2)
+    if axis is None or len(axes) == x.ndim or rows.shape[-1] >= 600:  # _nanmedian1d
+        # np.mean of the middle two: a float16 pair summed in float32, others in their type
+        pair = low.astype(np.float32) + high if x.dtype == np.float16 else low + high
+        result = np.where(odd, low, (pair / 2).astype(x.dtype))
+        result = np.where(count == 0, rows[..., -1], result)
+    else:  # _nanmedian_small: np.ma.median
+        result = np.where(count == 0, np.asarray(np.nan, x.dtype), (low + np.where(odd, low, high)) / 2.0)
+    return _with_keepdims(Tensor(result.node, scalar=True), x, axes, (), keepdims)
+
+
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=np._NoValue, *,
+                weights=None):
+    return _nanquantile(a, q, axis, out, method, keepdims, weights, "np.nanquantile")
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=np._NoValue, *,
+                  weights=None):
+    return _nanquantile(a, q, axis, out, method, keepdims, weights, "np.nanpercentile")
+
+
+def _nanquantile(a, q, axis, out, method, keepdims, weights, what: str) -> Tensor:
+    """NumPy's _nanquantile_1d on every slice: np.quantile of its numbers, NaN where there are none."""
+    q, weak_q, props = _quantile_arguments(q, method, out, weights, what)
+    x = _tensor(a)
+    if x.size == 0:
+        return nanmean(x, axis, keepdims=keepdims)  # NumPy's own shortcut: q plays no part
+    if x.dtype.kind != "f":  # no NaNs: np.quantile's
+        return _quantile_of(x, q, weak_q, props, method, axis, keepdims is True)
+    ordered, count, _, axes = _numbers_first(x, axis)
+    positions = _quantile_positions(count, q.reshape(q.shape + (1,) * count.ndim), method)
+    if not isinstance(positions, tuple):  # the element itself
+        result = _element_in_row(ordered, positions)
+    else:
+        previous, following, gamma = positions
+        low, high = _element_in_row(ordered, previous), _element_in_row(ordered, following)
+        diff = high - low
+        if weak_q:  # NumPy's float(gamma): a Python float, weak beside the array's type; 1 - t in Python
+            near = low + diff * gamma.astype(low.dtype)
+            far = high - diff * (1 - gamma).astype(low.dtype)
+        else:
+            near, far = low + diff * gamma, high - diff * (1 - gamma)
+        result = np.where(gamma >= 0.5, far.astype(near.dtype), near)
+    result = np.where(count == 0, np.asarray(np.nan, result.dtype), result)
+    return _with_keepdims(Tensor(result.node, scalar=True), x, axes, q.shape, keepdims)
+
+
+def _quantile_positions(count, q: np.ndarray, method: str):
+    """NumPy's quantile method table (``_QuantileMethods`` and ``_get_indexes``/``_get_gamma``) for
+    slices of ``count`` numbers, in NumPy's types: the count converted to q's float type as NumPy
+    converts its Python int. The index of the element for the discrete methods, else (the previous
+    index, the next, gamma). Written in NumPy operations, so it runs on a traced count and on a NumPy
+    one alike (the tests hold it to NumPy's table)."""
+    if q.dtype.kind == "f":
+        n, n_less_one = count.astype(q.dtype), (count - 1).astype(q.dtype)
+    elif q.dtype == np.int64:  # q of Python ints (0 and 1)
+        n, n_less_one = count, count - 1
+    else:
+        raise NotImplementedError(f"NaN-ignoring quantiles with a q of dtype {q.dtype}")
+    if method in ("lower", "higher", "nearest"):
+        return {"lower": np.floor, "higher": np.ceil, "nearest": np.around}[method](n_less_one * q).astype(np.intp)
+    if method in ("inverted_cdf", "closest_observation"):  # NumPy's _discrete_interpolation_to_boundaries
+        index = n * q - 1 if method == "inverted_cdf" else n * q - 1 - 0.5
+        previous = np.floor(index)
+        at_previous = index - previous == 0
+        if method == "closest_observation":
+            at_previous = at_previous & (previous % 2 == 1)
+        return np.maximum(np.where(at_previous, previous, previous + 1).astype(np.intp), 0)
+    if method == "linear":
+        virtual = n_less_one * q
+        if virtual.dtype.kind in "iu":
+            return virtual.astype(np.intp)
+    elif method == "midpoint":
+        virtual = 0.5 * (np.floor(n_less_one * q) + np.ceil(n_less_one * q))
+    elif method == "averaged_inverted_cdf":
+        virtual = n * q - 1
+    else:
+        alpha, beta = _ALPHA_BETA[method]
+        virtual = n * q + (alpha + q * (1 - alpha - beta)) - 1
+    previous = np.floor(virtual)
+    above, below = virtual >= n_less_one, virtual < 0
+    undefined = above | np.isnan(virtual)  # NumPy's -1: the last number
+    previous = np.where(below, 0, np.where(undefined, -1, previous)).astype(np.intp)
+    following = np.where(below, 0, np.where(undefined, -1, np.floor(virtual) + 1)).astype(np.intp)
+    gamma = virtual - previous  # NumPy's own: -1 taken as an index, not as the last place
+    if method == "averaged_inverted_cdf":
+        gamma = np.where(gamma == 0, 0.5, 1.0)
+    elif method == "midpoint":
+        gamma = np.where(virtual % 1 == 0, 0.0, 0.5)
+    last = count - 1
+    return (np.where(previous < 0, last, previous), np.where(following < 0, last, following),
+            gamma.astype(virtual.dtype))
 
 
 # 1-d correlation and convolution: the full correlation is a gather of the sliding windows of the
@@ -2097,7 +2252,7 @@ FUNCTIONS = {
     np.linalg.outer: linalg_outer, np.linalg.matmul: lambda x1, x2, /: np.matmul(x1, x2),
     np.linalg.matrix_transpose: matrix_transpose, np.linalg.tensordot: tensordot,
     np.linalg.diagonal: lambda x, /, *, offset=0: diagonal(x, offset, -2, -1),
-    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.searchsorted: searchsorted, np.digitize: digitize, np.interp: interp, np.histogram: histogram, np.linspace: linspace, np.lexsort: lexsort, np.cov: cov, np.corrcoef: corrcoef, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.round: round_, np.around: round_,
+    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.searchsorted: searchsorted, np.digitize: digitize, np.interp: interp, np.histogram: histogram, np.linspace: linspace, np.lexsort: lexsort, np.cov: cov, np.corrcoef: corrcoef, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.nanmedian: nanmedian, np.nanquantile: nanquantile, np.nanpercentile: nanpercentile, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

@@ -1699,6 +1699,40 @@ _single("median", lambda xs, p: np.median(xs[0], axis=_axis(p), keepdims=p["keep
         max_rank=3, family="sort")
 
 
+_NAN_ORDER_KINDS = ("nanmedian", "nanquantile", "nanpercentile")
+
+
+def _nan_order_statistic_sample(c: Chooser) -> Call:
+    """np.nanmedian/nanquantile/nanpercentile of an array whose masked elements (operand 1) are NaN
+    (whole slices of them included, when the mask broadcasts). One time in eight a row of 600 or more,
+    where np.nanmedian takes its other route."""
+    shape = (c.pick((1, 2)), c.integer(600, 640)) if c.integer(0, 7) == 0 else random_shape(c, 0, 3, empty=True)
+    mask = tuple(1 if c.pick((0, 0, 1)) else d for d in shape)
+    kind = c.pick(_NAN_ORDER_KINDS)
+    params = _ptp_params(c, shape) if kind == "nanmedian" else \
+        (_quantile_params if kind == "nanquantile" else _percentile_params)(c, shape)
+    return Call((shape, mask), params={"kind": kind, **params})
+
+
+def _nan_order_statistic(xs, p):
+    x = _with_nans(xs)
+    kwargs = {"axis": _axis(p), "keepdims": p["keepdims"]}
+    if p["kind"] != "nanmedian":
+        q = p["q"]
+        if isinstance(q, list) and np.dtype(x.dtype).kind == "f":
+            # q an array of the array's type: with a float64 q NumPy's result type depends on the data
+            # (float64, or the array's type when its first slice is all NaN: the README's zone)
+            q = np.asarray(q, x.dtype)
+        kwargs.update(q=q, method=p["method"])
+    return getattr(np, p["kind"])(x, **kwargs)
+
+
+# NumPy's arithmetic on each slice's count of numbers, so bit for bit (signs of equal zeros: not compared)
+register(OpInfo("nan_order_statistic", _nan_order_statistic, 2, NUMERIC, "sort", _nan_order_statistic_sample,
+                numpy_name="np.nanmedian/nanquantile/nanpercentile",
+                notes="operand 1 marks the elements made NaN (float operands)"))
+
+
 # --------------------------------------------------------------------------- indexing
 
 

@@ -717,7 +717,7 @@ class IndexOutOfBounds(IndexError, ValueError):
 class RuntimeCheck:
     """``failed`` (bool, 0-d) is true when the kernel met a value out of range, ``witness`` (0-d)
     one such value; the call then raises ``error(describe(witness))`` -- or, for a ``Warning`` class,
-    warns so and returns its results (NumPy's warnings that depend on the data)."""
+    warns so ``witness`` times and returns its results (NumPy's warnings that depend on the data)."""
     failed: Node
     witness: Node
     error: type
@@ -768,15 +768,19 @@ def check_at_run_time(values: Node, bad: Node, witness: str, error: type, descri
     return where(bad, const_node(np.zeros((), values.dtype)), values)
 
 
-def warn_at_run_time(bad: Node, category: type, message: str) -> bool:
+def warn_at_run_time(bad: Node, category: type, message: str, each: bool = False) -> bool:
     """Have the call warn ``message`` (a ``Warning`` class) when ``bad`` holds a true element, as NumPy's
-    functions warn after looking at their results (np.nanmean of a slice of NaNs). False outside a
-    trace, where nothing would read the report."""
+    functions warn after looking at their results (np.nanmean of a slice of NaNs) -- once, or with
+    ``each`` once per true element (NumPy's warning per slice). False outside a trace, where nothing
+    would read the report."""
     found = getattr(_RUNTIME_CHECKS, "found", None)
     if found is None:
         return False
-    failed = reduce("any", reshape(bad, (bad.size,)), 0, False, "a run-time warning")
-    found.append(RuntimeCheck(failed, const_node(np.zeros((), np.int64)), category, lambda _: message))
+    flat = reshape(bad, (bad.size,))
+    failed = reduce("any", flat, 0, False, "a run-time warning")
+    times = reduce("sum", cast(flat, np.dtype(np.int64)), 0, False, "a run-time warning") if each \
+        else const_node(np.ones((), np.int64))
+    found.append(RuntimeCheck(failed, times, category, lambda _: message))
     return True
 
 

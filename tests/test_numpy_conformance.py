@@ -621,6 +621,9 @@ def _warned(fn, arg):
     lambda a: np.mean(a[:0]), lambda a: np.mean(a, axis=1, where=a > 1.5), lambda a: np.var(a, ddof=6),
     lambda a: np.std(a, axis=0, ddof=2), lambda a: np.var(a, axis=1, where=a > 1.5, ddof=1), lambda a: np.cov(a[:, :1]),
     lambda a: np.cross(a[:, :2], a[:, 1:]),
+    lambda a: np.nanmedian(a, axis=1), lambda a: np.nanmedian(a.T, axis=0), lambda a: np.nanmedian(a),
+    lambda a: np.nanquantile(a, [0.2, 0.9], axis=1), lambda a: np.nanpercentile(a, 50, axis=(0, 1)),
+    lambda a: np.nanmedian(a[:, :0], axis=0),
 ])
 @pytest.mark.parametrize("data", [ALL_NAN_ROW, NO_NAN], ids=["all-NaN row", "no NaN"])
 def test_numpy_warnings_are_given_at_every_call(fn, data):
@@ -683,3 +686,92 @@ def test_cross_of_2_vectors_is_a_0d_array_and_warns_as_numpy_does():
     with pytest.warns(DeprecationWarning, match="2-dimensional vectors are deprecated"):
         got = jit(lambda a, b: np.cross(a, b))(X[0, :2], V[:2])
     assert_like_numpy(got, np.cross(X[0, :2], V[:2]))
+
+
+# NaN-ignoring order statistics: NumPy's positions depend on each slice's count of numbers (traced)
+
+def _nan_data(shape, dtype, seed, nan_share=0.4):
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    x[rng.random(shape) < nan_share] = np.nan
+    return x
+
+
+NAN_ROWS = _nan_data((5, 7), np.float64, 1)
+NAN_ROWS[1] = np.nan  # one slice of NaNs only
+NAN_ORDER = {
+    # np.nanmedian's routes: np.median of the numbers (whole array, 1-d, rows of 600 or more) ...
+    "np.nanmedian of everything": (lambda a: np.nanmedian(a), NAN_ROWS),
+    "np.nanmedian of a 1-d float16 array, two middle values summed in float32": (
+        lambda a: np.nanmedian(a), np.array([np.nan, 40000, 30000, np.nan], np.float16)),
+    "np.nanmedian along rows of 601 (np.median of each row's numbers)": (
+        lambda a: np.nanmedian(a, axis=1, keepdims=True), _nan_data((3, 601), np.float32, 2, 0.6)),
+    "np.nanmedian of a 0-d NaN": (lambda a: np.nanmedian(a), np.array(np.nan)),
+    # ... and a masked array's median (shorter rows): an odd count's middle value doubled and halved
+    "np.nanmedian by axis, float16 doubled past its range (inf)": (
+        lambda a: np.nanmedian(a, axis=1), np.array([[np.nan, 40000], [30000, 40000]], np.float16)),
+    "np.nanmedian by axis 0 of float32": (lambda a: np.nanmedian(a.astype(np.float32), axis=0), NAN_ROWS),
+    "np.nanmedian over two of three axes, keepdims": (
+        lambda a: np.nanmedian(a.reshape(5, 7, 1), axis=(0, 2), keepdims=True), NAN_ROWS),
+    "np.nanmedian of ints (np.median)": (lambda a: np.nanmedian(a, axis=1), np.arange(12).reshape(3, 4)),
+    "np.nanmedian of an empty array (np.nanmean's NaN)": (lambda a: np.nanmedian(a[:0], axis=0), NAN_ROWS),
+    "np.nanquantile, a Python float q (weak: the array's type)": (
+        lambda a: np.nanquantile(a.astype(np.float16), 0.3, axis=1), NAN_ROWS),
+    "np.nanquantile, a float64 list q of a float64 array": (
+        lambda a: np.nanquantile(a, [0.0, 0.25, 0.5, 1.0], axis=0, keepdims=True), NAN_ROWS),
+    "np.nanquantile, a float32 q of float16 (NumPy's float32 positions)": (
+        lambda a: np.nanquantile(a.astype(np.float16), np.array([0.1, 0.7], np.float32), axis=1, method="hazen"),
+        NAN_ROWS),
+    "np.nanquantile, an int q (the element itself)": (lambda a: np.nanquantile(a, 1, axis=1), NAN_ROWS),
+    "np.nanpercentile of everything, an integer percent": (lambda a: np.nanpercentile(a, 37), NAN_ROWS),
+    "np.nanquantile of infinities (inf - inf in the interpolation)": (
+        lambda a: np.nanquantile(a, [0.5, 1.0], axis=1), np.array([[1, np.inf, np.nan], [np.inf, np.inf, -np.inf]])),
+    "np.nanquantile of ints (np.quantile)": (
+        lambda a: np.nanquantile(a, 0.3, axis=1, method="weibull"), np.arange(12).reshape(3, 4)),
+    "np.nanquantile of an empty array (np.nanmean's, q aside)": (lambda a: np.nanquantile(a[:, :0], [0.1, 0.2], axis=0), NAN_ROWS),
+    **{f"np.nanquantile, method {m!r}": ((lambda m: lambda a: np.nanquantile(a, [0.0, 0.3, 0.5, 0.999], axis=1,
+                                                                                method=m))(m), NAN_ROWS)
+       for m in np.lib._function_base_impl._QuantileMethods},
+}
+
+
+@pytest.mark.parametrize("name", list(NAN_ORDER))
+def test_nan_order_statistics_are_numpys(name):
+    """Values bit for bit, dtypes, scalar or array, and NumPy's warnings (one per all-NaN slice)."""
+    fn, arg = NAN_ORDER[name]
+    want, want_warnings = _warned(fn, arg)
+    got, got_warnings = _warned(jit(fn), arg)
+    assert type(got) is type(want)
+    assert np.asarray(got).dtype == np.asarray(want).dtype and np.shape(got) == np.shape(want)
+    np.testing.assert_array_equal(got, want)
+    assert got_warnings == want_warnings
+
+
+@pytest.mark.parametrize("q", [np.float64(0.3), np.array([0.0, 0.1, 0.5, 0.999, 1.0]),
+                               np.array([0.05, 1 / 3, 0.7], np.float32), np.array([0.2, 0.9], np.float16),
+                               np.array([0, 1])], ids=["0-d", "float64", "float32", "float16", "int64"])
+@pytest.mark.parametrize("method", list(np.lib._function_base_impl._QuantileMethods))
+def test_quantile_positions_of_a_traced_count_are_numpys_table(method, q):
+    """The positions np.nanquantile reads for a slice of ``count`` numbers, held to NumPy's own method
+    table (run with the count a Python int, as NumPy runs it) for every count up to 300 and some past
+    float16's integers."""
+    from compiler.numpy_api import _quantile_positions
+    fb = np.lib._function_base_impl
+    props = fb._QuantileMethods[method]
+    counts = list(range(1, 301)) + [2047, 2049, 4097, 65519, 70001]
+    with np.errstate(all="ignore"):
+        got = _quantile_positions(np.array(counts), q.reshape(q.shape + (1,)), method)
+    for k, count in enumerate(counts):
+        with np.errstate(all="ignore"):  # float16's count past its range: NumPy's own overflow
+            virtual = np.asanyarray(props["get_virtual_index"](count, q))
+            discrete = props["fix_gamma"] is None or (method == "linear" and virtual.dtype.kind in "iu")
+            if not discrete:
+                previous, following = fb._get_indexes(np.empty(0), virtual, count)
+                gamma = fb._get_gamma(virtual, previous, props)
+        if discrete:
+            np.testing.assert_array_equal(got[..., k], virtual, err_msg=f"count {count}")
+            continue
+        where = lambda i: np.where(i < 0, count - 1, i)  # noqa: E731  (NumPy's -1: the last number)
+        for mine, numpys in zip(got, (where(previous), where(following), gamma)):
+            assert mine.dtype == numpys.dtype
+            np.testing.assert_array_equal(mine[..., k], numpys, err_msg=f"count {count}")
