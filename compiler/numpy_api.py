@@ -1460,6 +1460,236 @@ def _quantile_positions(count, q: np.ndarray, method: str):
             gamma.astype(virtual.dtype))
 
 
+# NumPy's Python-level array functions, restated on traced arrays in NumPy's own steps (its checks,
+# messages and dtype rules): views stay views, fresh arrays fresh.
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    """Flips and a transpose, as NumPy's: a view."""
+    axes = tuple(axes)
+    if len(axes) != 2:
+        raise ValueError("len(axes) must be 2.")
+    x = _tensor(m)
+    if axes[0] == axes[1] or abs(axes[0] - axes[1]) == x.ndim:
+        raise ValueError("Axes must be different.")
+    if axes[0] >= x.ndim or axes[0] < -x.ndim or axes[1] >= x.ndim or axes[1] < -x.ndim:
+        raise ValueError(f"Axes={axes} out of range for array of ndim={x.ndim}.")
+    k %= 4
+    if k == 0:
+        return x[:]
+    if k == 2:
+        return flip(flip(x, axes[0]), axes[1])
+    order = list(range(x.ndim))
+    order[axes[0]], order[axes[1]] = order[axes[1]], order[axes[0]]
+    return transpose(flip(x, axes[1]), order) if k == 1 else flip(transpose(x, order), axes[1])
+
+
+def append(arr, values, axis=None):
+    x = _tensor(arr)
+    if axis is None:
+        x = ravel(x) if x.ndim != 1 else x
+        values = np.ravel(values)
+        axis = x.ndim - 1
+    return np.concatenate((x, values), axis=axis)
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    """NumPy's sections: the first ``total % n`` one longer; views of the array."""
+    if isinstance(indices_or_sections, Tensor):
+        raise NotImplementedError("np.array_split: traced split points (they decide the parts' shapes)")
+    x = _tensor(ary)
+    total = x.shape[axis]
+    try:
+        count = len(indices_or_sections) + 1
+        points = [0] + list(indices_or_sections) + [total]
+    except TypeError:
+        count = int(indices_or_sections)
+        if count <= 0:
+            raise ValueError("number sections must be larger than 0.") from None
+        each, extras = divmod(total, count)
+        points = np.array([0] + extras * [each + 1] + (count - extras) * [each], dtype=np.intp).cumsum()
+    rows = swapaxes(x, axis, 0)
+    return [swapaxes(rows[points[i]:points[i + 1]], axis, 0) for i in range(count)]
+
+
+def _split_along(name: str, least: int, axis_of):
+    def split_(ary, indices_or_sections):
+        x = _tensor(ary)
+        if x.ndim < least:
+            raise ValueError(f"{name} only works on arrays of {least} or more dimensions")
+        return split(x, indices_or_sections, axis_of(x.ndim))
+    return split_
+
+
+hsplit = _split_along("hsplit", 1, lambda ndim: 1 if ndim > 1 else 0)
+vsplit = _split_along("vsplit", 2, lambda ndim: 0)
+dsplit = _split_along("dsplit", 3, lambda ndim: 2)
+
+
+def broadcast_arrays(*args, subok=False):
+    """Each array broadcast to the common shape: a view, or the argument itself where it has that shape."""
+    arrays = [_tensor(a) for a in args]
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    return tuple(a if a.shape == shape else broadcast_to(a, shape) for a in arrays)
+
+
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    if indexing not in ["xy", "ij"]:
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    ones = (1,) * len(xi)
+    output = [_tensor(x).reshape(ones[:i] + (-1,) + ones[i + 1:]) for i, x in enumerate(xi)]
+    if indexing == "xy" and len(xi) > 1:  # the first two axes swapped
+        output[0] = output[0].reshape((1, -1) + ones[2:])
+        output[1] = output[1].reshape((-1, 1) + ones[2:])
+    if not sparse:
+        output = broadcast_arrays(*output)
+    if copy:
+        output = tuple(x.copy() for x in output)
+    return output
+
+
+def ediff1d(ary, to_end=None, to_begin=None):
+    """The differences of the flattened array, in its dtype; ``to_begin``/``to_end`` (NumPy's
+    same_kind check) cast to it."""
+    x = ravel(_tensor(ary))
+    dtype = x.dtype
+    if to_begin is None and to_end is None:
+        return x[1:] - x[:-1]
+    parts = []
+    for extra, name in ((to_begin, "to_begin"), (to_end, "to_end")):
+        if extra is None:
+            continue
+        extra = _tensor(extra) if isinstance(extra, Tensor) else np.asanyarray(extra)
+        if not np.can_cast(extra.dtype, dtype, casting="same_kind"):
+            raise TypeError(f"dtype of `{name}` must be compatible with input `ary` under the `same_kind` rule.")
+        parts.append((name, np.ravel(extra).astype(dtype)))
+    begin = [e for n, e in parts if n == "to_begin"]
+    end = [e for n, e in parts if n == "to_end"]
+    diff_ = np.subtract(x[1:], x[:-1]).astype(dtype)
+    return Tensor(P.concat([_node(e) for e in begin + [diff_] + end], 0))
+
+
+def polyval(p, x):
+    """Horner's scheme as NumPy runs it: zeros like x, then y * x + c for each coefficient (an element of
+    the coefficients' array, so a NumPy scalar: not weak)."""
+    coefficients = p if isinstance(p, Tensor) else np.asarray(p)
+    xs = x if isinstance(x, Tensor) else np.asanyarray(x)
+    y = np.zeros_like(xs)
+    for c in coefficients:
+        y = y * xs + c
+    return y
+
+
+def vander(x, N=None, increasing=False):
+    """Columns of powers in NumPy's type for them (x's promoted with int), each the running product of
+    x (NumPy's multiply.accumulate), the first column ones; a fresh array."""
+    v = _tensor(x)
+    if v.ndim != 1:
+        raise ValueError("x must be a one-dimensional array or sequence.")
+    n = v.shape[0]
+    N = n if N is None else operator.index(N)
+    if N < 0:
+        raise ValueError("negative dimensions are not allowed")
+    dtype = np.promote_types(v.dtype, int)
+    columns = []
+    if N > 0:
+        columns.append(const_node(np.ones((n, 1), dtype)))
+    if N > 1:
+        columns.append(_node(cumprod(broadcast_to(v[:, None].astype(dtype), (n, N - 1)), axis=1)))
+    if not columns:
+        return Tensor(const_node(np.zeros((n, 0), dtype)))
+    table = Tensor(P.concat(columns, 1))
+    return table if increasing else Tensor(_node(table[:, ::-1]))
+
+
+def select(condlist, choicelist, default=0):
+    """NumPy's np.select: the default, then each choice where its condition holds, the first condition
+    taking precedence; NumPy's result type (Python numbers weak) and checks."""
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if len(condlist) == 0:
+        raise ValueError("select with an empty condition list is not possible")
+    weak = lambda v: type(v) in (int, float, complex)  # noqa: E731  (NumPy keeps these as they are)
+    choices = [c if weak(c) else _tensor(c) for c in list(choicelist) + [default]]
+    try:
+        dtype = np.result_type(*[c if weak(c) else np.empty(0, c.dtype) for c in choices])
+    except TypeError as e:
+        raise TypeError(f"Choicelist and default value do not have a common dtype: {e}") from None
+    conditions = [_tensor(c) for c in condlist]
+    condition_shape = np.broadcast_shapes(*(c.shape for c in conditions))
+    choice_shape = np.broadcast_shapes(*(() if weak(c) else c.shape for c in choices))
+    for i, c in enumerate(conditions):
+        if c.dtype != np.bool_:
+            raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
+    shape = condition_shape if len(choice_shape) == 0 else np.broadcast_shapes(condition_shape, choice_shape)
+
+    def as_result(c, casting):  # NumPy's np.full (unsafe) for the default, np.copyto (same_kind) for a choice
+        if not weak(c):
+            return c.astype(dtype)
+        value = np.asarray(c)
+        if not np.can_cast(value.dtype, dtype, casting):
+            raise TypeError(f"Cannot cast array data from {value.dtype!r} to {dtype!r} according to the rule "
+                            f"{casting!r}")
+        return Tensor(const_node(value.astype(dtype)))
+
+    result = broadcast_to(as_result(choices[-1], "unsafe"), shape)
+    for choice, condition in zip(choices[-2::-1], conditions[::-1]):
+        np.broadcast_shapes(condition.shape, shape)  # NumPy's copyto refuses what does not fit the result
+        np.broadcast_shapes(() if weak(choice) else choice.shape, shape)
+        result = np.where(condition, as_result(choice, "same_kind"), result)
+    return Tensor(P.broadcast_to(_node(result), shape))
+
+
+def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
+    """Every element against every test element (NumPy's comparisons: exact across integer types; NaN
+    is in nothing), any match; element's shape, bool."""
+    if kind not in (None, "sort", "table"):
+        raise ValueError(f"Invalid kind: '{kind}'. Please use None, 'sort' or 'table'.")
+    e = _tensor(element)
+    t = test_elements if isinstance(test_elements, Tensor) else np.asarray(test_elements)
+    integers = all(d.kind in "uib" for d in (e.dtype, t.dtype))
+    if kind == "table" and not integers:
+        raise ValueError("The 'table' method is only supported for boolean or integer arrays. "
+                         "Please select 'sort' or None for kind.")
+    if kind == "table" and isinstance(t, Tensor) and t.dtype.kind != "b":
+        raise NotImplementedError("np.isin: kind='table' with traced test elements (NumPy refuses a range of "
+                                  "them wider than their dtype: an error only their values can tell)")
+    if kind == "table" and not isinstance(t, Tensor) and t.size and t.dtype.kind != "b":
+        if int(t.max()) - int(t.min()) > np.iinfo(t.dtype).max:
+            raise RuntimeError("You have specified kind='table', but the range of values in `ar2` or `ar1` exceed "
+                               "the maximum integer of the datatype. Please set `kind` to None or 'sort'.")
+    tests = np.ravel(t)
+    if tests.shape[0] == 0:
+        found = np.zeros(e.shape, bool)
+        return Tensor(const_node(~found if invert else found))
+    found = np.any(e[..., None] == tests, axis=-1)
+    return Tensor(_node(~found if invert else found))
+
+
+def unravel_index(indices, shape, order="C"):
+    """The coordinates of flat indices, divmod by each dimension from the last (order 'C') or the first;
+    an index out of bounds is NumPy's ValueError, checked by the kernel as it runs."""
+    if order not in ("C", "F"):
+        raise ValueError("only 'C' or 'F' order is permitted")
+    i = _tensor(indices)
+    if i.dtype.kind not in "iu":
+        raise TypeError("only int indices permitted")
+    dims = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(operator.index(d) for d in shape)
+    size = int(np.prod(dims, dtype=np.int64))
+    flat = i.astype(np.intp)
+    bad = (flat < 0) | (flat >= size)
+    checked = P.check_at_run_time(flat.node, bad.node, "first", ValueError,
+                                  lambda v: f"index {v} is out of bounds for array with size {size}")
+    if checked is None:
+        raise NotImplementedError("np.unravel_index outside a compiled function")
+    rest = Tensor(checked)
+    coordinates = [None] * len(dims)
+    for d in (reversed(range(len(dims))) if order == "C" else range(len(dims))):
+        coordinates[d] = Tensor(_node(rest % max(dims[d], 1)), scalar=True)
+        rest = rest // max(dims[d], 1)
+    return tuple(coordinates)
+
+
 # 1-d correlation and convolution: the full correlation is a gather of the sliding windows of the
 # zero-padded first operand times the second (a matmul); 'same' and 'valid' are slices of it, at the
 # offsets NumPy's correlate takes (for 'same' they depend on which operand is longer)
@@ -2252,7 +2482,7 @@ FUNCTIONS = {
     np.linalg.outer: linalg_outer, np.linalg.matmul: lambda x1, x2, /: np.matmul(x1, x2),
     np.linalg.matrix_transpose: matrix_transpose, np.linalg.tensordot: tensordot,
     np.linalg.diagonal: lambda x, /, *, offset=0: diagonal(x, offset, -2, -1),
-    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.searchsorted: searchsorted, np.digitize: digitize, np.interp: interp, np.histogram: histogram, np.linspace: linspace, np.lexsort: lexsort, np.cov: cov, np.corrcoef: corrcoef, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.nanmedian: nanmedian, np.nanquantile: nanquantile, np.nanpercentile: nanpercentile, np.round: round_, np.around: round_,
+    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.searchsorted: searchsorted, np.digitize: digitize, np.interp: interp, np.histogram: histogram, np.linspace: linspace, np.lexsort: lexsort, np.cov: cov, np.corrcoef: corrcoef, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.nanmedian: nanmedian, np.nanquantile: nanquantile, np.nanpercentile: nanpercentile, np.rot90: rot90, np.append: append, np.array_split: array_split, np.hsplit: hsplit, np.vsplit: vsplit, np.dsplit: dsplit, np.broadcast_arrays: broadcast_arrays, np.meshgrid: meshgrid, np.ediff1d: ediff1d, np.polyval: polyval, np.vander: vander, np.select: select, np.isin: isin, np.unravel_index: unravel_index, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

@@ -210,7 +210,7 @@ class OpInfo:
     call: Callable[[Sequence, Mapping], Any]          # (operands, params) -> result; arrays or tensors
     arity: int                                         # array operands
     dtypes: tuple                                      # dtypes each operand may take
-    family: str                                        # elementwise | reduction | scan | norm | matmul | contraction | sort | shape | join | split | index | select | creation
+    family: str                                        # elementwise | reduction | scan | norm | matmul | contraction | sort | shape | join | split | index | select | creation | polynomial | choice | membership
     sample: Callable[[Chooser], Call]                  # shapes + parameters of one valid call
     domains: tuple = (ANY,)                            # per operand (the last one repeats)
     tolerance: Tolerance = EXACT
@@ -1731,6 +1731,168 @@ def _nan_order_statistic(xs, p):
 register(OpInfo("nan_order_statistic", _nan_order_statistic, 2, NUMERIC, "sort", _nan_order_statistic_sample,
                 numpy_name="np.nanmedian/nanquantile/nanpercentile",
                 notes="operand 1 marks the elements made NaN (float operands)"))
+
+
+# NumPy's Python-level array functions
+
+
+def _rot90_params(c, shape):
+    nd = len(shape)
+    if nd < 2:
+        return None
+    first = c.integer(-nd, nd - 1)
+    second = c.pick([a for a in range(-nd, nd) if (a - first) % nd])
+    return {"k": c.integer(-3, 5), "axes": [first, second]}
+
+
+# flips and a transpose of the operand: a view in NumPy and here
+_single("rot90", lambda xs, p: np.rot90(xs[0], p["k"], tuple(p["axes"])), _rot90_params, "np.rot90", min_rank=2,
+        max_rank=3)
+
+
+def _append_sample(c: Chooser) -> Call:
+    if c.pick((0, 1)):  # axis None: both flattened
+        return Call((random_shape(c, 0, 3), random_shape(c, 0, 2)), {"axis": None})
+    shapes, axis = _join_shapes(c, 2)
+    return Call(tuple(shapes), {"axis": axis})
+
+
+register(OpInfo("append", lambda xs, p: np.append(xs[0], xs[1], axis=p["axis"]), 2, ALL, "join", _append_sample,
+                numpy_name="np.append"))
+
+
+def _array_split_params(c, shape):
+    if not shape:
+        return None
+    axis = c.integer(0, len(shape) - 1)
+    n = shape[axis]
+    sections = c.integer(1, 5) if c.pick((0, 1)) else sorted(c.integer(-n - 1, n + 1) for _ in range(c.integer(0, 3)))
+    return {"sections": sections, "axis": axis, "kind": "array_split"}
+
+
+def _axis_split_params(c, shape):
+    """np.hsplit/vsplit/dsplit: sections dividing the axis they split, or split points."""
+    kinds = [k for k, least in (("hsplit", 1), ("vsplit", 2), ("dsplit", 3)) if len(shape) >= least]
+    if not kinds:
+        return None
+    kind = c.pick(kinds)
+    n = shape[{"hsplit": 1 if len(shape) > 1 else 0, "vsplit": 0, "dsplit": 2}[kind]]
+    sections = c.pick(_factorizations(n)) if n and c.pick((0, 1)) else sorted(c.integer(-n, n + 1) for _ in range(2))
+    return {"sections": sections, "kind": kind}
+
+
+def _sections_split(xs, p):
+    sections = p["sections"] if isinstance(p["sections"], int) else list(p["sections"])
+    if p["kind"] == "array_split":
+        return tuple(np.array_split(xs[0], sections, axis=p["axis"]))
+    return tuple(getattr(np, p["kind"])(xs[0], sections))
+
+
+# views of the operand: NumPy's section lengths (the first total % n one longer)
+_single("array_split", _sections_split, _array_split_params, "np.array_split", min_rank=1, max_rank=3, family="split")
+_single("axis_split", _sections_split, _axis_split_params, "np.hsplit/vsplit/dsplit", min_rank=1, max_rank=3,
+        family="split")
+
+
+def _broadcast_arrays_sample(c: Chooser) -> Call:
+    return Call(tuple(broadcast_shapes_for(c, c.integer(1, 3))))
+
+
+register(OpInfo("broadcast_arrays", lambda xs, p: np.broadcast_arrays(*xs), 3, ALL, "shape",
+                _broadcast_arrays_sample, numpy_name="np.broadcast_arrays"))
+
+
+def _meshgrid_sample(c: Chooser) -> Call:
+    count = c.integer(1, 3)
+    return Call(tuple(random_shape(c, 0, 2, dims=DIMS[:5]) for _ in range(count)),
+                {"indexing": c.pick(("xy", "ij")), "sparse": c.pick((False, True)), "copy": c.pick((True, False))})
+
+
+register(OpInfo("meshgrid", lambda xs, p: tuple(np.meshgrid(*xs, indexing=p["indexing"], sparse=p["sparse"],
+                                                             copy=p["copy"])), 3, ALL, "shape", _meshgrid_sample,
+                numpy_name="np.meshgrid", notes="operands of any shape: NumPy flattens each"))
+
+
+def _ediff1d_params(c, shape):
+    end = lambda: c.pick((None, None, 1, -2.5, [0, 3], [1.5]))  # noqa: E731
+    return {"to_begin": end(), "to_end": end()}
+
+
+# the differences in the array's dtype; the ends cast to it (same_kind, else NumPy's TypeError)
+_single("ediff1d", lambda xs, p: np.ediff1d(xs[0], to_end=p["to_end"], to_begin=p["to_begin"]), _ediff1d_params,
+        "np.ediff1d", dtypes=NUMERIC, max_rank=3)
+
+
+def _polyval_sample(c: Chooser) -> Call:
+    params = {"constant": None if c.pick((0, 1)) else [c.pick((1, -2, 0.5, 3)) for _ in range(c.integer(1, 4))]}
+    return Call(((c.integer(1, 4),), random_shape(c, 0, 3)), params)
+
+
+def _polyval(xs, p):
+    return np.polyval(xs[0] if p.get("constant") is None else np.array(p["constant"]), xs[1])
+
+
+# Horner's scheme in NumPy's order and types (a coefficient is a NumPy scalar: not weak)
+register(OpInfo("polyval", _polyval, 2, NUMERIC, "polynomial", _polyval_sample, domains=(MODERATE,),
+                numpy_name="np.polyval",
+                notes="operand 0 the coefficients (unused when params.constant gives them)"))
+
+
+def _vander_params(c, shape):
+    if len(shape) != 1:
+        return None
+    return {"N": c.pick((None, 0, 1, 2, 4)), "increasing": c.pick((False, True))}
+
+
+# running products (NumPy's multiply.accumulate) in x's type promoted with int
+_single("vander", lambda xs, p: np.vander(xs[0], p["N"], increasing=p["increasing"]), _vander_params, "np.vander",
+        dtypes=NUMERIC, min_rank=1, max_rank=1, domains=(MODERATE,))
+
+
+def _select_sample(c: Chooser) -> Call:
+    shapes = broadcast_shapes_for(c, c.integer(1, 3))
+    return Call(tuple(shapes), {"default": c.pick((0, 1.5, -3, None))})
+
+
+def _select(xs, p):
+    conditions = [x > 0 if x.dtype.kind != "b" else x for x in xs]
+    choices = [-x if x.dtype.kind not in "bu" else x for x in xs]
+    kwargs = {} if p["default"] is None else {"default": p["default"]}
+    return np.select(conditions, choices, **kwargs)
+
+
+register(OpInfo("select", _select, 3, ALL, "choice", _select_sample, numpy_name="np.select",
+                notes="operand i gives condition i (x > 0) and choice i (-x)"))
+
+
+def _isin_sample(c: Chooser) -> Call:
+    return Call((random_shape(c, 0, 3), random_shape(c, 0, 2)), {"invert": c.pick((False, True)),
+                                                                  "kind": c.pick((None, None, "sort"))})
+
+
+def _isin(xs, p):
+    # the test elements hold some of the elements too, so some are found
+    tests = np.concatenate([np.ravel(xs[1]), np.ravel(xs[0])[::3]])
+    return np.isin(xs[0], tests, invert=p["invert"], kind=p["kind"])
+
+
+register(OpInfo("isin", _isin, 2, ALL, "membership", _isin_sample, numpy_name="np.isin",
+                notes="the test elements are operand 1 and every third element of operand 0"))
+
+
+def _unravel_index_params(c, shape):
+    dims = [c.pick((1, 2, 3, 5)) for _ in range(c.integer(1, 3))]
+    return {"dims": dims, "order": c.pick(("C", "F"))}
+
+
+def _unravel_index(xs, p):
+    size = int(np.prod(p["dims"]))
+    return np.unravel_index(np.abs(xs[0]) % (size + 1), tuple(p["dims"]), order=p["order"])
+
+
+# one index in (size + 1) out of bounds: NumPy's ValueError, checked by the kernel
+_single("unravel_index", _unravel_index, _unravel_index_params, "np.unravel_index", dtypes=INTS, max_rank=2,
+        family="index")
 
 
 # --------------------------------------------------------------------------- indexing

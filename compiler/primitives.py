@@ -756,6 +756,8 @@ def check_at_run_time(values: Node, bad: Node, witness: str, error: type, descri
     found = getattr(_RUNTIME_CHECKS, "found", None)
     if found is None:
         return None
+    if values.size == 0:  # nothing to check (and no first bad position to take)
+        return values
     flat = lambda n: reshape(n, (n.size,))  # noqa: E731 - a 0-d value reduces over no axis otherwise
     failed = reduce("any", flat(bad), 0, False, "a run-time check")
     if witness == "first":  # argmax of the flags is the first bad position, always in range

@@ -23,8 +23,14 @@ def _iadd(a):
 
 
 def assert_like_numpy(got, want):
-    """The same kind of object (NumPy scalar or array), dtype, shape, values and signs of zeros."""
+    """The same kind of object (NumPy scalar or array), dtype, shape, values and signs of zeros; a list or
+    tuple of them item by item."""
     assert type(got) is type(want), (type(got), type(want))
+    if isinstance(want, (list, tuple)):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert_like_numpy(g, w)
+        return
     got_a, want_a = np.asarray(got), np.asarray(want)
     assert got_a.dtype == want_a.dtype and got_a.shape == want_a.shape, (got_a.dtype, got_a.shape, want_a.dtype, want_a.shape)
     np.testing.assert_array_equal(got_a, want_a)
@@ -272,6 +278,32 @@ AGREES = {
     "np.percentile, method 'median_unbiased' past the ends": (lambda a: np.percentile(a, [1, 99], axis=1, method="median_unbiased"), X),
     "np.quantile, method 'midpoint' with a NaN": (lambda a: np.quantile(np.sqrt(a), 0.5, axis=1, method="midpoint"), X),
     "np.quantile of infinities (inf - inf in the interpolation)": (lambda a: np.quantile(a / 0, 0.5, axis=1), X),
+    "np.rot90, three quarter turns on reversed axes": (lambda a: np.rot90(a, 3, axes=(1, 0)), X),
+    "np.rot90 by -2": (lambda a: np.rot90(a, -2), X),
+    "np.append flattens both": (lambda a: np.append(a, [[7]]), X),
+    "np.append along an axis": (lambda a: np.append(a, a[:1] * 2, axis=0), X),
+    "np.array_split: the first sections one longer": (lambda a: np.array_split(np.ravel(a), 4), X),
+    "np.array_split at points past the end": (lambda a: np.array_split(a, [2, 7, 1], axis=1), X),
+    "np.hsplit of a vector": (lambda a: np.hsplit(a[0], 3), X), "np.vsplit": (lambda a: np.vsplit(a, [1]), X),
+    "np.dsplit": (lambda a: np.dsplit(a[:, None], 3), X),
+    "np.broadcast_arrays: the argument itself where it fits": (lambda a: np.broadcast_arrays(a, a[0], 2.5), X),
+    "np.meshgrid, 'xy'": (lambda a: np.meshgrid(a[0], a[:, 0].astype(np.float32)), X),
+    "np.meshgrid of three, 'ij', sparse (views, a list)": (lambda a: np.meshgrid(a[0], a[1], V, indexing="ij", sparse=True, copy=False), X),
+    "np.ediff1d with ends cast to the array's dtype": (lambda a: np.ediff1d(a.astype(np.float32), to_end=[1e-40, 3], to_begin=0.1), X),
+    "np.ediff1d of ints, an int end": (lambda a: np.ediff1d(a.astype(np.int8), to_begin=300), X),
+    "np.polyval, float64 coefficients promote float32": (lambda a: np.polyval([0.5, -1.0, 2.0], a.astype(np.float32)), X),
+    "np.polyval of traced coefficients at a 0-d x": (lambda a: np.polyval(a[1], a[0, 0]), X),
+    "np.vander of float32 (float64 powers)": (lambda a: np.vander(a[1].astype(np.float32) / 3, 4), X),
+    "np.vander of ints, increasing": (lambda a: np.vander(a[0].astype(np.int8), increasing=True), X),
+    "np.select, the first condition wins": (lambda a: np.select([a > -1, a > 1], [a, a * 10], default=-7), X),
+    "np.select, a Python default wrapping into uint32": (lambda a: np.select([a > 0], [a.astype(np.uint32)], -3), X),
+    "np.select of Python-number choices into float32": (lambda a: np.select([a > 0, a < 0], [1.5, a.astype(np.float32)]), X),
+    "np.isin, NaN found nowhere and -0.0 at 0.0": (lambda a: np.isin(np.array([np.nan, -0.0, 1.0]) * a[1, :1], [0.0, np.nan, 2.0]), X),
+    "np.isin of int8 against floats, inverted": (lambda a: np.isin(a.astype(np.int8), [1.0, -2.5, 3.0], invert=True), X),
+    "np.isin of a 0-d element (an array)": (lambda a: np.isin(a[0, 1], a[1]), X),
+    "np.isin of uint64 against int64 (exact)": (lambda a: np.isin(np.array([2**63 + 5], np.uint64) + a[0, :1].astype(np.uint64) * 0, np.array([-(2**63) + 5])), X),
+    "np.unravel_index of argmaxes": (lambda a: np.unravel_index(np.argmax(a, axis=1), (2, 3)), X),
+    "np.unravel_index of a 0-d, order 'F' (scalars)": (lambda a: np.unravel_index(np.argmax(a), (3, 2), order="F"), X),
     "bool np.dot": (lambda a: np.dot(a, a), B), "int8 np.dot uint8": (lambda a: np.dot(a, np.ones(2, np.uint8)), B.astype(np.int8)),
 }
 
@@ -343,6 +375,27 @@ REFUSED = {
     "np.var with ddof and correction": (lambda a: np.var(a, ddof=1, correction=1), X),
     "np.sort of a 0-d array along the last axis": (lambda a: np.sort(a), Z),
     "np.quantile past 1": (lambda a: np.quantile(a, 1.5), X),
+    "np.rot90 on one axis twice": (lambda a: np.rot90(a, axes=(1, -1)), X),
+    "np.rot90 of a vector": (lambda a: np.rot90(a[0]), X),
+    "np.array_split into 0 sections": (lambda a: np.array_split(a, 0), X),
+    "np.dsplit of a 2-d array": (lambda a: np.dsplit(a, 1), X),
+    "np.hsplit into unequal sections": (lambda a: np.hsplit(a, 2), X),
+    "np.meshgrid, indexing 'yx'": (lambda a: np.meshgrid(a, indexing="yx"), X),
+    "np.ediff1d, a float end for ints": (lambda a: np.ediff1d(a.astype(np.int32), to_end=0.5), X),
+    "np.ediff1d of bools (NumPy's subtract)": (lambda a: np.ediff1d(a > 0), X),
+    "np.polyval of 0-d coefficients": (lambda a: np.polyval(a[0, 0], a), X),
+    "np.vander of a matrix": (lambda a: np.vander(a), X),
+    "np.vander, negative N": (lambda a: np.vander(a[0], -1), X),
+    "np.select of unequal lists": (lambda a: np.select([a > 0], [a, a]), X),
+    "np.select of no conditions": (lambda a: np.select([], []), X),
+    "np.select with a non-bool condition": (lambda a: np.select([a], [a]), X),
+    "np.select of a negative Python int choice into uint8": (lambda a: np.select([a > 0], [-3], a.astype(np.uint8)), X),
+    "np.select of shapes that do not broadcast": (lambda a: np.select([a > 0], [a[:, :2]]), X),
+    "np.isin, kind='table' of floats": (lambda a: np.isin(a, [1.0], kind="table"), X),
+    "np.isin, an unknown kind": (lambda a: np.isin(a, [1.0], kind="hash"), X),
+    "np.unravel_index out of bounds (checked as the kernel runs)": (lambda a: np.unravel_index(np.argmax(a, axis=1) + 4, (2, 3)), X),
+    "np.unravel_index of float indices": (lambda a: np.unravel_index(a, (2, 3)), X),
+    "np.unravel_index, order 'K'": (lambda a: np.unravel_index(np.argmax(a), (2, 3), order="K"), X),
     "np.vecdot of a 0-d operand": (lambda a: np.vecdot(a[0, 0], a), X),
     "np.correlate of a 0-d operand": (lambda a: np.correlate(a[0, 0], V), X),
     "np.cross of 4-vectors": (lambda a: np.cross(a[:, :2] * np.ones((2, 2)), np.ones((2, 4))), X),
