@@ -16,7 +16,7 @@ from . import dtypes as dt
 from .errors import OpOrigin
 from .graph import Node, SourceLoc, topological
 from .primitives import (PRIMITIVES, cast_scalar, elementwise_scalar, numpy_constant_clip, numpy_scalar_power,
-                         scalar_const)
+                         scalar_const, UFUNCS)
 
 INLINE_CONST_LIMIT = 16  # elements; larger constants are passed as hidden arguments
 
@@ -577,7 +577,11 @@ class Emitter:
         i = region.op(f"linalg.index {axis} : index")
         j = region.op(f"linalg.index {rank} : index")
         take = region.op(f"arith.cmpi ule, {j}, {i} : index")
-        new = region.op(f"arith.select {take}, {self._scan_step(region, node, acc, a)}, {acc} : {t}")
+        step = self._scan_step(region, node, acc, a)
+        if node.op == "accumulate":  # no identity to start from: the first element itself
+            zero = region.op("arith.constant 0 : index")
+            step = region.op(f"arith.select {region.op(f'arith.cmpi eq, {j}, {zero} : index')}, {a}, {step} : {t}")
+        new = region.op(f"arith.select {take}, {step}, {acc} : {t}")
         return self._region_generic([in_map, out_map], its, [(x, dt.tensor_type(node.inputs[0].shape, dtype))],
                                     [(init, dt.tensor_type(node.shape, dtype))], [(a, t), (acc, t)], region,
                                     [(new, t)], node.loc)
@@ -604,9 +608,13 @@ class Emitter:
         where = f"[{offsets}] [{sizes}] [{', '.join('1' for _ in shape)}]"
         lane = self.assign(f"tensor.extract_slice {x}{where} : {full_t} to {lane_t}", node.loc)
         identity = _map(len(lane_shape), [f"d{d}" for d in range(len(lane_shape))])
+        if node.op == "accumulate":
+            first = self.assign(f"arith.cmpi eq, {i}, {zero} : index", node.loc)
         region = _Region(self)
         a, acc, unused = self.fresh("in"), self.fresh("acc"), self.fresh("old")
         step = self._scan_step(region, node, acc, a)
+        if node.op == "accumulate":  # no identity to start from: the first element itself
+            step = region.op(f"arith.select {first}, {a}, {step} : {t}")
         # the running slice is read as an input into a fresh slice, not through the result's block
         # argument: MLIR's elementwise fusion maps a producer's result argument onto its consumer's, so
         # a scan of one step (the loop folded away) fused into a broadcast accumulated across the
@@ -626,12 +634,26 @@ class Emitter:
     def _scan_identity(node: Node):
         if node.op == "cumsum":
             return -0.0 if node.dtype.kind == "f" else 0  # -0.0 + x is x for every x
-        return 1
+        return 1 if node.op == "cumprod" else 0  # accumulate starts from its first element instead
 
     @staticmethod
     def _scan_step(region: "_Region", node: Node, acc: str, a: str) -> str:
         """``acc`` combined with ``a``, computed in the dtype's arithmetic type and rounded back."""
         dtype = node.dtype
+        if node.op == "accumulate":  # the ufunc's own element, as the elementwise lowering computes it
+            name = node.attrs["ufunc"]
+            compute, _ = dt.resolve_ufunc(UFUNCS[name], [dtype, dtype])
+            wide = [dt.arithmetic_type(c) for c in compute]
+            values = []
+            for v in (acc, a):
+                if dt.is_bool(dtype):  # stored as i8
+                    v = region.op(f"arith.trunci {v} : i8 to i1")
+                values.append(cast_scalar(region, cast_scalar(region, v, dtype, compute[0]), compute[0], wide[0]))
+            out = dt.arithmetic_type(dtype)
+            result = cast_scalar(region, elementwise_scalar(region, name, values, np.dtype(wide[-1]), out,
+                                                            operand_dtypes=wide, half=compute[-1] == np.float16),
+                                 out, dtype)
+            return region.op(f"arith.extui {result} : i1 to i8") if dt.is_bool(dtype) else result
         wide = dt.arithmetic_type(dtype)
         combine = f"arith.{'add' if node.op == 'cumsum' else 'mul'}{'f' if dtype.kind == 'f' else 'i'}"
         folded = region.op(f"{combine} {cast_scalar(region, acc, dtype, wide)}, {cast_scalar(region, a, dtype, wide)} "

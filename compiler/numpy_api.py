@@ -87,10 +87,22 @@ def _ufunc_reduce(ufunc, a, axis=0, dtype=None, out=None, keepdims=False, initia
 
 
 def _ufunc_accumulate(ufunc, a, axis=0, dtype=None, out=None):
-    same = {np.add: cumsum, np.multiply: cumprod}.get(ufunc)
-    if same is None:
+    """cumsum/cumprod for add/multiply, NumPy's accumulate of any other binary ufunc (``P.accumulate``);
+    one axis (NumPy refuses None and several), never a 0-d operand."""
+    name = UFUNC_PRIMITIVES.get(ufunc)
+    if name is None or ufunc.nin != 2 or ufunc.nout != 1:
         raise NotImplementedError(f"np.{ufunc.__name__}.accumulate is not supported by the compiler")
-    return same(a, axis=axis, dtype=dtype, out=out)
+    _no_extras(f"{ufunc.__name__}.accumulate", out=out)
+    x = _node(a)
+    if x.ndim == 0:
+        raise TypeError("cannot accumulate on a scalar")
+    if axis is None or (isinstance(axis, tuple) and len(axis) != 1):
+        raise ValueError("accumulate does not allow multiple axes")
+    axis = axis[0] if isinstance(axis, tuple) else axis
+    same = {np.add: cumsum, np.multiply: cumprod}.get(ufunc)
+    if same is not None:
+        return same(a, axis=axis, dtype=dtype)
+    return Tensor(P.accumulate(name, x, axis, dtype, f"np.{ufunc.__name__}.accumulate"))
 
 
 def _ufunc_outer(ufunc, a, b, **kwargs):

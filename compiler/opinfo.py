@@ -964,6 +964,22 @@ _single("method.cumprod", lambda xs, p: xs[0].cumprod(axis=p["axis"], dtype=_acc
         family="scan", domains=(PROD_DOMAIN,))
 
 
+_ACCUMULATED = ("maximum", "minimum", "subtract", "divide", "floor_divide", "remainder", "logical_and", "logical_or",
+                "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "copysign", "heaviside", "greater",
+                "less_equal", "equal")
+
+
+def _accumulate_params(c: Chooser, shape) -> dict | None:
+    if not shape:
+        return None  # NumPy: "cannot accumulate on a scalar"
+    return {"ufunc": c.pick(_ACCUMULATED), "axis": c.integer(-len(shape), len(shape) - 1)}
+
+
+# ufunc.accumulate of the other binary ufuncs: the first element, then ufunc(previous, next) in NumPy's
+# accumulator type (bool for the logical ones; NumPy's TypeError where its loops have none)
+_single("accumulate", lambda xs, p: getattr(np, p["ufunc"]).accumulate(xs[0], axis=p["axis"]), _accumulate_params,
+        "np.<ufunc>.accumulate", family="scan", min_rank=1)
+
 _NORM_ORDERS = {"inf": np.inf, "-inf": -np.inf}
 
 

@@ -522,6 +522,8 @@ primitive("argmin", lambda n, v: np.argmin(v[0], axis=n.attrs["axis"]), lambda e
 # running sums and products along one axis, in order, each step rounded to the result's dtype
 primitive("cumsum", lambda n, v: np.cumsum(v[0], axis=n.attrs["axis"], dtype=n.dtype), lambda em, n, ops: em.scan(n, ops[0]))
 primitive("cumprod", lambda n, v: np.cumprod(v[0], axis=n.attrs["axis"], dtype=n.dtype), lambda em, n, ops: em.scan(n, ops[0]))
+primitive("accumulate", lambda n, v: UFUNCS[n.attrs["ufunc"]].accumulate(v[0], axis=n.attrs["axis"], dtype=n.dtype),
+          lambda em, n, ops: em.scan(n, ops[0]))
 # each element's own index along one axis (int64): positions for comparisons that must not be folded
 # into an n x n constant at trace time
 primitive("iota", lambda n, v: np.broadcast_to(np.arange(n.shape[n.attrs["axis"]]).reshape(
@@ -908,6 +910,22 @@ def scan(kind: str, x: Node, axis, dtype, what: str) -> Node:
         x, axis = reshape(x, (x.size,)), 0
     (axis,) = normalize_axes(axis, x.ndim, what)
     return _make(kind, [cast(x, out)], x.shape, out, axis=axis)
+
+
+def accumulate(name: str, x: Node, axis: int, dtype, what: str) -> Node:
+    """``ufunc.accumulate`` of a binary ufunc other than add and multiply (those are ``scan``): the first
+    element, then ufunc(previous result, next element), in NumPy's accumulator type (its loop whose
+    output feeds back; asked of NumPy, with its TypeError where there is none), the operand converted
+    to it first as NumPy converts it."""
+    ufunc = UFUNCS[name]
+    if x.ndim == 0:
+        raise TypeError("cannot accumulate on a scalar")
+    out = ufunc.accumulate(np.zeros(1, x.dtype), dtype=dtype).dtype
+    dt.check_supported(out, what)
+    if name == "power" and out.kind in "iu":  # NumPy refuses a negative exponent as it meets one
+        raise NotImplementedError(f"{what} of integers (NumPy's error for a negative power depends on the values)")
+    (axis,) = normalize_axes(axis, x.ndim, what)
+    return _make("accumulate", [cast(x, out)], x.shape, out, axis=axis, ufunc=name)
 
 
 def arg_reduce(kind: str, x: Node, axis, keepdims: bool, what: str) -> Node:

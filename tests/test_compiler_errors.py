@@ -234,7 +234,7 @@ def test_non_integer_indices():
     (lambda x: np.spacing(x), "np.spacing"),
     (lambda x: np.hypot(x, x), "np.hypot"),
     (lambda x: np.nextafter(x, x), "np.nextafter"),
-    (lambda x: np.subtract.accumulate(x), "np.subtract.accumulate"),
+    (lambda x: np.hypot.accumulate(x), "np.hypot.accumulate"),
     (lambda x: np.nan_to_num(x, copy=False), "np.nan_to_num with copy=False"),
     (lambda x: np.fmax(x, x), "np.fmax"),
     (lambda x: np.where(x > 0), "np.where with one argument"),

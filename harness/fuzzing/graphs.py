@@ -31,7 +31,8 @@ DISCONTINUOUS = {"greater", "greater_equal", "less", "less_equal", "equal", "not
                  "signbit", "isclose", "count_nonzero", "argsort", "method.argsort",
                  # reads its second operand's sign, which IEEE leaves open for the NaN of an invalid operation:
                  # NumPy's log(-2.6) is -nan, the compiled one may be +nan (seed 1115)
-                 "copysign"}
+                 "copysign",
+                 "accumulate"}  # its comparisons, copysign, floor_divide and remainder
 
 
 def _undefined_conversion(src: np.dtype, dtype, exact: bool) -> bool:
