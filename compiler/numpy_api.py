@@ -14,7 +14,7 @@ import numpy as np
 from . import dtypes as dt
 from . import primitives as P
 from .graph import const_node
-from .tracer import Tensor, as_node, as_operand, call_library_function, view
+from .tracer import READ_ONLY, Tensor, as_node, as_operand, call_library_function, view
 
 UFUNC_PRIMITIVES = {ufunc: name for name, ufunc in P.UFUNCS.items()}
 
@@ -56,6 +56,10 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
     if ufunc is np.divmod:
         x, y = (_operand(v) for v in inputs)
         return Tensor(P.elementwise("floor_divide", [x, y]), scalar=True), Tensor(P.elementwise("remainder", [x, y]), scalar=True)
+    if ufunc is np.conjugate:  # of a real array: its values, in the loop's type (bool's is int8)
+        x = _node(inputs[0])
+        _, out = dt.resolve_ufunc(np.conjugate, [x.dtype])
+        return Tensor(P.cast(x, out), scalar=True)
     if ufunc is np.positive:  # a fresh array of the same values; NumPy has no bool loop
         x = _node(inputs[0])
         dt.resolve_ufunc(np.positive, [x.dtype])
@@ -1702,6 +1706,143 @@ def unravel_index(indices, shape, order="C"):
     return tuple(coordinates)
 
 
+# Questions about dtypes, answered from the traced arrays' dtypes (NumPy 2 reads no values for them), and
+# the real and imaginary parts of the real arrays the compiler takes.
+
+
+def _dtype_stand_in(a):
+    return np.empty(0, a.dtype) if isinstance(a, Tensor) else a
+
+
+def result_type(*arrays_and_dtypes):
+    return np.result_type(*map(_dtype_stand_in, arrays_and_dtypes))
+
+
+def can_cast(from_, to, casting="safe"):
+    return np.can_cast(_dtype_stand_in(from_), to, casting)
+
+
+def iscomplexobj(x):
+    return False  # the compiler takes no complex arrays
+
+
+def isrealobj(x):
+    return True
+
+
+def iscomplex(x):
+    t = _tensor(x)
+    return Tensor(const_node(np.zeros(t.shape, bool)), scalar=True)
+
+
+def isreal(x):
+    t = _tensor(x)
+    return Tensor(const_node(np.ones(t.shape, bool)), scalar=True)
+
+
+def real(val):
+    return val  # NumPy's val.real of a real array: the array itself
+
+
+def imag(val):
+    """Zeros of the array's dtype; read-only in NumPy, so refused as an in-place target."""
+    t = _tensor(val)
+    return Tensor(const_node(np.zeros(t.shape, t.dtype)), aliases=READ_ONLY, scalar=t.scalar)  # NumPy's val.imag: an array for an array, even a 0-d one
+
+
+# Data movement that NumPy decides by positions alone (np.insert, np.delete, np.resize, np.compress with
+# a constant condition): NumPy itself applies the function to the array of the operand's flat positions
+# (its own rules, broadcasting and errors), and the kernel gathers the elements from where NumPy put
+# them.
+
+
+def _positions(x: Tensor) -> np.ndarray:
+    return np.arange(x.size, dtype=np.intp).reshape(x.shape)
+
+
+def _gathered(source: P.Node, positions: np.ndarray) -> Tensor:
+    if positions.size == 0:
+        return Tensor(const_node(np.zeros(positions.shape, source.dtype)))
+    flat = P.reshape(source, (source.size,))
+    return Tensor(P.gather_in_range(flat, const_node(positions.astype(np.intp)), 0))
+
+
+def delete(arr, obj, axis=None):
+    if isinstance(obj, Tensor):
+        raise NotImplementedError("np.delete: traced positions (they decide the result's shape)")
+    x = _tensor(arr)
+    return _gathered(x.node, np.delete(_positions(x), obj, axis))
+
+
+def insert(arr, obj, values, axis=None):
+    """The values as NumPy converts them (the array's dtype, at least its ndim), then placed as NumPy's
+    insert places them: positions past the array's own stand for the values."""
+    if isinstance(obj, Tensor):
+        raise NotImplementedError("np.insert: traced positions (they decide where the values go)")
+    x = _tensor(arr)
+    ndim = 1 if axis is None else x.ndim  # NumPy flattens the array when axis is None
+    if isinstance(values, Tensor):
+        v = values.astype(x.dtype)
+        v = Tensor(P.reshape(v.node, (1,) * (ndim - v.ndim) + v.shape)) if v.ndim < ndim else v
+    else:
+        v = Tensor(const_node(np.array(values, ndmin=ndim, dtype=x.dtype)))
+    codes = x.size + np.arange(v.size, dtype=np.intp).reshape(v.shape)
+    positions = np.insert(_positions(x), obj, codes, axis)
+    source = P.concat([P.reshape(x.node, (x.size,)), P.reshape(v.node, (v.size,))], 0)
+    return _gathered(source, positions)
+
+
+def resize(a, new_shape):
+    x = _tensor(a)
+    positions = np.resize(_positions(x), new_shape)
+    if x.size == 0:  # NumPy's zeros of the new shape
+        return Tensor(const_node(np.zeros(positions.shape, x.dtype)))
+    return _gathered(x.node, positions)
+
+
+def compress(condition, a, axis=None, out=None):
+    _no_extras("compress", out=out)
+    if isinstance(condition, Tensor):
+        raise NotImplementedError("np.compress: a traced condition (it decides the result's shape)")
+    x = _tensor(a)
+    return _gathered(x.node, np.compress(condition, _positions(x), axis))
+
+
+def choose(a, choices, out=None, mode="raise"):
+    """Each element of the choices picked by ``a`` (the choices and ``a`` broadcast together, in their
+    common type); an index out of range is NumPy's ValueError (mode 'raise', checked by the kernel as it
+    runs), wrapped or clipped with the other modes."""
+    _no_extras("choose", out=out)
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"mode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    index = _tensor(a)
+    if not np.can_cast(index.dtype, np.intp, "safe"):
+        raise TypeError(f"Cannot cast array data from {index.dtype!r} to {np.dtype(np.intp)!r} according to the rule "
+                        "'safe'")
+    options = [c if isinstance(c, Tensor) else np.asarray(c) for c in choices]
+    if not options:
+        raise ValueError("0-length sequence.")
+    dtype = np.result_type(*map(_dtype_stand_in, options))
+    shape = np.broadcast_shapes(index.shape, *(np.shape(c) for c in options))
+    n = len(options)
+    stacked = stack([broadcast_to(np.asarray(c, dtype) if isinstance(c, np.ndarray) else c.astype(dtype), shape)
+                     for c in options])
+    k = broadcast_to(index.astype(np.intp), shape)
+    if mode == "wrap":
+        k = k % n
+    elif mode == "clip":
+        k = np.clip(k, 0, n - 1)
+    else:
+        checked = P.check_at_run_time(k.node, ((k < 0) | (k >= n)).node, "first", ValueError,
+                                      lambda _: "invalid entry in choice array")
+        if checked is None:
+            raise NotImplementedError("np.choose outside a compiled function")
+        k = Tensor(checked)
+    flat = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.intp).reshape(shape)
+    picked = P.gather_in_range(P.reshape(stacked.node, (stacked.size,)), (k * max(flat.size, 1) + flat).node, 0)
+    return Tensor(picked, scalar=True)
+
+
 # 1-d correlation and convolution: the full correlation is a gather of the sliding windows of the
 # zero-padded first operand times the second (a matmul); 'same' and 'valid' are slices of it, at the
 # offsets NumPy's correlate takes (for 'same' they depend on which operand is longer)
@@ -2494,7 +2635,7 @@ FUNCTIONS = {
     np.linalg.outer: linalg_outer, np.linalg.matmul: lambda x1, x2, /: np.matmul(x1, x2),
     np.linalg.matrix_transpose: matrix_transpose, np.linalg.tensordot: tensordot,
     np.linalg.diagonal: lambda x, /, *, offset=0: diagonal(x, offset, -2, -1),
-    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.searchsorted: searchsorted, np.digitize: digitize, np.interp: interp, np.histogram: histogram, np.linspace: linspace, np.lexsort: lexsort, np.cov: cov, np.corrcoef: corrcoef, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.nanmedian: nanmedian, np.nanquantile: nanquantile, np.nanpercentile: nanpercentile, np.rot90: rot90, np.append: append, np.array_split: array_split, np.hsplit: hsplit, np.vsplit: vsplit, np.dsplit: dsplit, np.broadcast_arrays: broadcast_arrays, np.meshgrid: meshgrid, np.ediff1d: ediff1d, np.polyval: polyval, np.vander: vander, np.select: select, np.isin: isin, np.unravel_index: unravel_index, np.round: round_, np.around: round_,
+    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.searchsorted: searchsorted, np.digitize: digitize, np.interp: interp, np.histogram: histogram, np.linspace: linspace, np.lexsort: lexsort, np.cov: cov, np.corrcoef: corrcoef, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.nanmedian: nanmedian, np.nanquantile: nanquantile, np.nanpercentile: nanpercentile, np.rot90: rot90, np.append: append, np.array_split: array_split, np.hsplit: hsplit, np.vsplit: vsplit, np.dsplit: dsplit, np.broadcast_arrays: broadcast_arrays, np.meshgrid: meshgrid, np.ediff1d: ediff1d, np.polyval: polyval, np.vander: vander, np.select: select, np.isin: isin, np.unravel_index: unravel_index, np.result_type: result_type, np.can_cast: can_cast, np.iscomplexobj: iscomplexobj, np.isrealobj: isrealobj, np.iscomplex: iscomplex, np.isreal: isreal, np.real: real, np.imag: imag, np.delete: delete, np.insert: insert, np.resize: resize, np.compress: compress, np.choose: choose, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

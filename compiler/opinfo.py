@@ -1898,17 +1898,105 @@ register(OpInfo("isin", _isin, 2, ALL, "membership", _isin_sample, numpy_name="n
 
 def _unravel_index_params(c, shape):
     dims = [c.pick((1, 2, 3, 5)) for _ in range(c.integer(1, 3))]
-    return {"dims": dims, "order": c.pick(("C", "F"))}
+    return {"dims": dims, "order": c.pick(("C", "F")), "past": c.pick((False, False, False, True))}
 
 
 def _unravel_index(xs, p):
     size = int(np.prod(p["dims"]))
-    return np.unravel_index(np.abs(xs[0]) % (size + 1), tuple(p["dims"]), order=p["order"])
+    return np.unravel_index(np.abs(xs[0]) % (size + p.get("past", False)), tuple(p["dims"]), order=p["order"])
 
 
-# one index in (size + 1) out of bounds: NumPy's ValueError, checked by the kernel
+# with params.past, one index in (size + 1) is out of bounds: NumPy's ValueError, checked by the kernel
 _single("unravel_index", _unravel_index, _unravel_index_params, "np.unravel_index", dtypes=INTS, max_rank=2,
         family="index")
+
+
+
+def _positions_obj(c: Chooser, n: int):
+    """An ``obj`` of np.delete/np.insert for an axis of ``n``: an index, a list of them (negatives and
+    repeats included), a slice or a boolean mask."""
+    kind = c.pick(("int", "list", "slice", "mask")) if n else "list"
+    if kind == "int":
+        return c.integer(-n, n - 1)
+    if kind == "list":
+        return [c.integer(-n, n - 1) for _ in range(c.integer(0, 3))] if n else []
+    if kind == "slice":
+        return {"slice": [c.pick((None, 0, 1, -2)), c.pick((None, n, -1)), c.pick((None, 1, 2, -1))]}
+    return [bool(c.pick((0, 1))) for _ in range(n)]
+
+
+def _decode_obj(obj):
+    return slice(*obj["slice"]) if isinstance(obj, dict) else obj
+
+
+def _delete_params(c, shape):
+    axis = c.pick([None] + list(range(len(shape)))) if shape else None
+    n = int(np.prod(shape, dtype=np.int64)) if axis is None else shape[axis]
+    return {"obj": _positions_obj(c, n), "axis": axis}
+
+
+# the positions that remain are NumPy's own (np.delete of the operand's flat positions), the kernel gathers
+_single("delete", lambda xs, p: np.delete(xs[0], _decode_obj(p["obj"]), axis=p["axis"]), _delete_params, "np.delete",
+        max_rank=3)
+
+
+def _insert_sample(c: Chooser) -> Call:
+    shape = random_shape(c, 1, 3)
+    axis = c.pick([None] + list(range(len(shape))))
+    n = int(np.prod(shape)) if axis is None else shape[axis]
+    kind = c.pick(("int", "list"))
+    obj = c.integer(-n, n) if kind == "int" else [c.integer(-n, n) for _ in range(c.integer(1, 3))]
+    if kind == "int" and axis is not None:  # one block: the values' first axis becomes the axis
+        values = (c.pick((1, 2)),) + tuple(d for i, d in enumerate(shape) if i != axis)
+        values = values[c.integer(0, len(values) - 1):] if c.pick((0, 1)) else values
+    else:
+        values = c.pick(((), (1,), (len(obj) if isinstance(obj, list) else 1,)))
+    return Call((shape, values), {"obj": obj, "axis": axis})
+
+
+# NumPy places the values (converted to the array's dtype): positions past the array's own stand for them
+register(OpInfo("insert", lambda xs, p: np.insert(xs[0], p["obj"], xs[1], axis=p["axis"]), 2, ALL, "join",
+                _insert_sample, numpy_name="np.insert", notes="operand 1 the values"))
+
+
+def _resize_params(c, shape):
+    return {"new_shape": c.pick((c.integer(0, 9), [c.integer(0, 4), c.integer(1, 4)]))}
+
+
+_single("resize", lambda xs, p: np.resize(xs[0], p["new_shape"]), _resize_params, "np.resize", max_rank=3)
+
+
+def _compress_params(c, shape):
+    axis = c.pick([None] + list(range(len(shape)))) if shape else None
+    n = int(np.prod(shape, dtype=np.int64)) if axis is None else shape[axis]
+    return {"condition": [bool(c.pick((0, 1))) for _ in range(c.integer(0, n))], "axis": axis}
+
+
+# a constant condition (a traced one would decide the shape); NumPy's positions, gathered
+_single("compress", lambda xs, p: np.compress(p["condition"], xs[0], axis=p["axis"]), _compress_params, "np.compress",
+        max_rank=3)
+
+
+def _choose_sample(c: Chooser) -> Call:
+    shapes = broadcast_shapes_for(c, c.integer(2, 4))
+    return Call(tuple(shapes), {"mode": c.pick(("raise", "wrap", "clip"))})
+
+
+def _choose(xs, p):
+    # indices -1 to 2 (NaN gives 0): some out of range. Never a huge one: NumPy's 'wrap' adds n until
+    # the index is not negative, so the int64 a NaN converts to would take it 2**63 / n steps
+    x = xs[0]
+    index = (x > 0.5).astype(np.int64) + (x > 2) - (x < -2)
+    return np.choose(index, list(xs[1:]), mode=p["mode"])
+
+
+register(OpInfo("choose", _choose, 4, NUMERIC, "choice", _choose_sample, numpy_name="np.choose",
+                notes="operand 0 gives the indices ((x > 0.5) + (x > 2) - (x < -2)); mode 'raise' is NumPy's "
+                      "ValueError for one out of range, checked by the kernel"))
+# the real parts of real arrays are the arrays themselves, their imaginary parts zeros, their conjugates copies
+_single("real_imag", lambda xs, p: (np.real(xs[0]), np.imag(xs[0]), np.conjugate(xs[0]), np.iscomplex(xs[0]),
+                                     np.isreal(xs[0])), lambda c, shape: {}, "np.real/imag/conjugate/iscomplex/isreal",
+        max_rank=3)
 
 
 # --------------------------------------------------------------------------- indexing

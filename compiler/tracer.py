@@ -36,6 +36,13 @@ class Tensor:
     ndim = property(lambda self: self.node.ndim)
     size = property(lambda self: self.node.size)
     T = property(lambda self: self.transpose())
+    real = property(lambda self: self)  # NumPy's real part of a real array: the array itself
+
+    @property
+    def imag(self):
+        from .numpy_api import imag
+        return imag(self)
+
 
     def __len__(self) -> int:
         if not self.shape:
@@ -106,6 +113,8 @@ class Tensor:
     # traced, so those are refused rather than silently not made.
     def _inplace(name, symbol):
         def op(self, other):
+            if self.aliases == READ_ONLY:
+                raise ValueError("output array is read-only")
             if self.aliases is not None:
                 raise NotImplementedError(
                     f"in-place '{symbol}' on {self.aliases}: NumPy would also change the memory it shares, which a "
@@ -173,12 +182,13 @@ class Tensor:
             raise NotImplementedError("reshape: only order='C' is supported")
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
-        return view(P.reshape(self.node, shape), self, scalar=self.scalar)
+        # a NumPy scalar stays one (np.float64(1).reshape(())); an array of one element becomes a 0-d array
+        return view(P.reshape(self.node, shape), self, scalar=self.scalar and self.ndim == 0)
 
     def transpose(self, *axes):
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
             axes = axes[0]
-        return view(P.transpose(self.node, axes or None), self, scalar=self.scalar)
+        return view(P.transpose(self.node, axes or None), self, scalar=self.scalar and self.ndim == 0)
 
     def copy(self, order="C"):
         """A fresh array of the same values (so it may be updated in place)."""
@@ -212,6 +222,16 @@ class Tensor:
     dot, cumsum, cumprod = _function_method("dot"), _function_method("cumsum"), _function_method("cumprod")
     repeat, diagonal, trace = _function_method("repeat"), _function_method("diagonal"), _function_method("trace")
     argsort, searchsorted = _function_method("argsort"), _function_method("searchsorted")
+    choose = _function_method("choose")
+
+    def compress(self, condition, axis=None, out=None):
+        from .numpy_api import compress
+        return call_library_function(compress, condition, self, axis, out)
+
+    def conj(self):
+        return np.conjugate(self)
+
+    conjugate = conj
     del _function_method
 
     def flatten(self, order="C"):
@@ -287,6 +307,7 @@ def wrap(node: Node) -> Tensor:
 
 VIEWED = "an array a view was taken of (NumPy's view would see the update)"
 A_VIEW = "a view (NumPy's slicing, reshape, transpose, squeeze, split and broadcast_to share memory)"
+READ_ONLY = "a read-only array (np.imag of a real array)"
 
 
 def view(node: Node, of, scalar: bool = False) -> Tensor:
