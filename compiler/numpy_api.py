@@ -2640,7 +2640,7 @@ FUNCTIONS = {
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,
     np.vstack: vstack, np.stack: stack, np.split: split, np.where: where, np.triu: triu, np.tril: tril,
-    np.ones_like: _like(1), np.zeros_like: _like(0), np.full_like: full_like, np.take: take,
+    np.ones_like: _like(1), np.zeros_like: _like(0), np.empty_like: _like(0), np.full_like: full_like, np.take: take,
     np.dot: dot, np.tensordot: tensordot, np.inner: inner, np.outer: outer, np.vdot: vdot, np.einsum: einsum,
     np.shape: shape, np.ndim: ndim, np.size: size, np.copy: lambda a, order="K", subok=False: Tensor(_node(a)),
 }
@@ -2683,6 +2683,42 @@ def _index_node(idx):
     if arr.dtype.kind not in "iu":
         raise IndexError(f"arrays used as indices must be of integer type, got {arr.dtype}")
     return const_node(arr)
+
+
+def setitem(t: Tensor, key, value) -> None:
+    """``x[key] = value`` into an array no one else sees (not an argument, not a view, not viewed): NumPy
+    itself indexes the array of x's flat positions with ``key`` (its rules and errors; where a position
+    repeats, its last write wins) and assigns the value to a stand-in of the indexed shape (its
+    broadcasting, conversions and errors); the Tensor then stands for the updated array, gathered from
+    x's elements and the value's."""
+    if t.aliases == READ_ONLY:
+        raise ValueError("assignment destination is read-only")
+    if t.aliases is not None:
+        raise NotImplementedError(
+            f"item assignment (x[...] = v) on {t.aliases}: NumPy writes into the memory it shares, which a compiled "
+            "function cannot do; build the result instead (np.where(mask, v, x), np.concatenate, ...)")
+    if _holds_tensor(key if isinstance(key, tuple) else (key,)):
+        raise NotImplementedError(
+            "item assignment at traced positions (x[i] = v with i computed) is not supported by the compiler; "
+            "write np.where(np.arange(n) == i, v, x) instead")
+    positions = np.arange(t.size, dtype=np.intp).reshape(t.shape)
+    target = positions[key].shape
+    stand_in = np.zeros(target, t.dtype)
+    if isinstance(value, Tensor):
+        stand_in[...] = np.zeros(value.shape, value.dtype)  # NumPy's broadcasting check, and its message
+        v = value.node
+        while v.ndim > len(target) and v.shape[0] == 1:  # NumPy drops the value's leading unit axes
+            v = P.reshape(v, v.shape[1:])
+        v = P.broadcast_to(P.cast(v, t.dtype), target)
+    else:
+        stand_in[...] = value  # NumPy's conversion of the value (its overflow and NaN errors included)
+        v = const_node(stand_in)
+    if stand_in.size == 0:
+        return
+    codes = positions.copy()
+    codes[key] = t.size + np.arange(stand_in.size, dtype=np.intp).reshape(target)
+    source = P.concat([P.reshape(t.node, (t.size,)), P.reshape(v, (stand_in.size,))], 0)
+    t.node = P.reshape(P.gather_in_range(source, const_node(codes.reshape(-1)), 0), t.shape)
 
 
 def getitem(t: Tensor, key):

@@ -2083,6 +2083,29 @@ _single("getitem_arrays", lambda xs, p: xs[0][decode_index(p["key"])], _multi_ar
         notes="several constant integer arrays in one index (broadcast together)")
 
 
+def _setitem_sample(c: Chooser) -> Call:
+    """A basic index or one of several constant integer arrays (repeated positions included), and a
+    value of a shape that broadcasts to the indexed one (some of its axes, some of them 1)."""
+    shape = random_shape(c, 1, 3)
+    params = _multi_array_params(c, shape) if c.pick((0, 1)) else None
+    params = params or {"key": random_basic_index(c, shape)}
+    indexed = np.empty(shape)[decode_index(params["key"])].shape
+    value = indexed[c.integer(0, len(indexed)):] if indexed else ()
+    value = tuple(1 if c.pick((0, 0, 1)) else d for d in value)
+    return Call((shape, value), params)
+
+
+def _setitem(xs, p):
+    y = xs[0] * 1  # a fresh array (an argument is refused: NumPy would write into the caller's)
+    y[decode_index(p["key"])] = xs[1]
+    return y
+
+
+# NumPy's indexing and assignment of the flat positions decide what is written (the last write wins)
+register(OpInfo("setitem", _setitem, 2, NUMERIC, "index", _setitem_sample, numpy_name="x[...] = v",
+                mixed_dtypes=False, notes="operand 1 the value (one dtype: a float NaN or one out of an integer "
+                                          "type's range converts to what the machine gives)"))
+
 def _gather_params(c, shape):
     if not shape:
         return None

@@ -56,16 +56,16 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         raise TypeError(
             "a traced Tensor has no value yet: it cannot be converted to a NumPy array inside a compiled function "
-            "(a NumPy function that is not supported by the compiler may have tried to)")
+            "(a NumPy function that is not supported by the compiler may have tried to)" + _INTO_NUMPY)
 
     def __bool__(self):
         raise TypeError("the truth value of a traced Tensor is not known at trace time (data-dependent control flow is not supported)")
 
     def __float__(self):
-        raise TypeError("a traced Tensor cannot be converted to float inside a compiled function")
+        raise TypeError("a traced Tensor cannot be converted to float inside a compiled function" + _INTO_NUMPY)
 
     def __int__(self):
-        raise TypeError("a traced Tensor cannot be converted to int inside a compiled function")
+        raise TypeError("a traced Tensor cannot be converted to int inside a compiled function" + _INTO_NUMPY)
 
     def __index__(self):
         raise TypeError("a traced Tensor cannot be used as a Python index inside a compiled function")
@@ -255,9 +255,8 @@ class Tensor:
         return _clip(self, min, max)
 
     def __setitem__(self, key, value):
-        raise NotImplementedError(
-            "item assignment (x[...] = v) is not supported by the compiler: NumPy writes into the array, which a "
-            "traced function cannot; build the result instead (np.where(mask, v, x), np.concatenate, ...)")
+        from .numpy_api import setitem
+        setitem(self, key, value)
 
     def __getitem__(self, key):
         from .numpy_api import getitem
@@ -305,6 +304,9 @@ def wrap(node: Node) -> Tensor:
     return Tensor(node)
 
 
+# the likeliest way a traced value meets a NumPy array's own code: ``out = np.zeros(n); out[i] = x``
+_INTO_NUMPY = ("; if a traced value was assigned into a NumPy array (out = np.zeros(n); out[i] = x), make that array "
+               "from a traced one -- np.zeros_like(x, shape=n) -- and the assignment is traced")
 VIEWED = "an array a view was taken of (NumPy's view would see the update)"
 A_VIEW = "a view (NumPy's slicing, reshape, transpose, squeeze, split and broadcast_to share memory)"
 READ_ONLY = "a read-only array (np.imag of a real array)"

@@ -240,11 +240,13 @@ def test_a_jit_function_may_call_itself_on_arrays_while_tracing():
     np.testing.assert_array_equal(f(np.zeros(3), 2), np.full(3, 2.0))
 
 
-def test_item_assignment_is_named_as_unsupported():
+def test_item_assignment_updates_a_fresh_array_and_every_name_bound_to_it():
     def assign(x):
         y = x * 1
+        z = y
         y[0] = 5
-        return y
+        return z
 
-    with pytest.raises(NotImplementedError, match=r"item assignment \(x\[...\] = v\)"):
-        jit(assign)(np.ones(3))
+    got = jit(assign)(np.ones(3, np.float32))
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, np.array([5, 1, 1], np.float32))

@@ -864,3 +864,77 @@ def test_quantile_positions_of_a_traced_count_are_numpys_table(method, q):
         for mine, numpys in zip(got, (where(previous), where(following), gamma)):
             assert mine.dtype == numpys.dtype
             np.testing.assert_array_equal(mine[..., k], numpys, err_msg=f"count {count}")
+
+
+def _assigned(update):
+    """A function that updates a fresh array (a product of its argument) with ``update`` and returns it."""
+    def fn(a):
+        b = a * 1
+        update(b, a)
+        return b
+    return fn
+
+
+ASSIGNMENTS = {
+    "an element, a float into int8 (truncated)": (lambda b, a: b.__setitem__((0, 1), 7.9), X.astype(np.int8)),
+    "a row from a traced row": (lambda b, a: b.__setitem__(1, a[0] * 2), X),
+    "a block of columns to a Python number": (lambda b, a: b.__setitem__((slice(None), slice(1, 3)), -1), X),
+    "every other row backwards": (lambda b, a: b.__setitem__(slice(None, None, -2), a[:1] + 100), X),
+    "by a constant mask": (lambda b, a: b.__setitem__(np.array([[True, False, True], [False, True, False]]), 5.5), X),
+    "repeated positions (the last write wins)": (lambda b, a: b.__setitem__(([0, 0, 1], [1, 1, 2]), a[1]), X),
+    "after an ellipsis, from int8": (lambda b, a: b.__setitem__((Ellipsis, 0), a[:, 1].astype(np.int8)), X),
+    "a value with a leading unit axis": (lambda b, a: b.__setitem__(0, a[None, :1, :]), X),
+    "two columns in turn": (lambda b, a: [b.__setitem__((slice(None), i), a[:, i] ** 2) for i in range(2)], X),
+}
+
+
+@pytest.mark.parametrize("name", list(ASSIGNMENTS))
+def test_item_assignment_into_a_fresh_array_is_numpys(name):
+    update, arg = ASSIGNMENTS[name]
+    fn = _assigned(update)
+    assert_like_numpy(jit(fn)(arg), fn(arg))
+
+
+def test_item_assignment_errors_are_numpys_or_name_what_cannot_be_traced():
+    def overflow(a):
+        b = np.zeros_like(a, dtype=np.int8)
+        b[1] = 300
+        return b
+    with pytest.raises(OverflowError, match="300 out of bounds for int8"):
+        jit(overflow)(X)
+
+    def misfit(a):
+        b = np.zeros_like(a, shape=(2, 3))
+        b[0] = a[:2]
+        return b
+    with pytest.raises(ValueError, match=r"could not broadcast input array from shape \(2,3\) into shape \(3,\)"):
+        jit(misfit)(X)
+
+    def into_argument(a):
+        a[0] = 1.0
+        return a
+    with pytest.raises(NotImplementedError, match="item assignment .* on the argument a"):
+        jit(into_argument)(X)
+
+    def into_viewed(a):
+        b = a * 1
+        row = b[0]
+        b[1] = 2.0
+        return b, row
+    with pytest.raises(NotImplementedError, match="a view was taken of"):
+        jit(into_viewed)(X)
+
+    def at_traced_position(a):
+        b = a * 1
+        b[np.argmax(a)] = 0.0
+        return b
+    with pytest.raises(NotImplementedError, match="traced positions"):
+        jit(at_traced_position)(X)
+
+    def into_numpy_array(a):
+        out = np.zeros(3)
+        out[0] = a[0, 0]
+        return out
+    with pytest.raises(ValueError, match="setting an array element with a sequence") as met:  # NumPy's own
+        jit(into_numpy_array)(X)
+    assert "np.zeros_like(x, shape=n)" in str(met.value.__cause__ or met.value.__context__)  # the hint it chains
