@@ -1767,6 +1767,23 @@ def _gathered(source: P.Node, positions: np.ndarray) -> Tensor:
     return Tensor(P.gather_in_range(flat, const_node(positions.astype(np.intp)), 0))
 
 
+def block(arrays):
+    """NumPy's np.block: its own checks of the nesting (``_block_setup``: depths, empty lists, tuples),
+    each leaf given the result's number of axes by leading ones, then the innermost lists joined along
+    the last axis, the next along the one before, and so on -- NumPy's concatenations."""
+    arrays, list_ndim, result_ndim, _ = np._core.shape_base._block_setup(arrays)
+
+    def joined(part, depth):
+        if depth < list_ndim:
+            return concatenate([joined(p, depth + 1) for p in part], axis=-(list_ndim - depth))
+        if isinstance(part, Tensor):
+            return part.reshape((1,) * (result_ndim - part.ndim) + part.shape) if part.ndim < result_ndim else part
+        return Tensor(const_node(np.array(part, copy=None, ndmin=result_ndim)))
+
+    result = joined(arrays, 0)
+    return Tensor(result.node) if list_ndim == 0 else result  # a lone array: NumPy's copy
+
+
 def delete(arr, obj, axis=None):
     if isinstance(obj, Tensor):
         raise NotImplementedError("np.delete: traced positions (they decide the result's shape)")
@@ -2635,7 +2652,7 @@ FUNCTIONS = {
     np.linalg.outer: linalg_outer, np.linalg.matmul: lambda x1, x2, /: np.matmul(x1, x2),
     np.linalg.matrix_transpose: matrix_transpose, np.linalg.tensordot: tensordot,
     np.linalg.diagonal: lambda x, /, *, offset=0: diagonal(x, offset, -2, -1),
-    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.searchsorted: searchsorted, np.digitize: digitize, np.interp: interp, np.histogram: histogram, np.linspace: linspace, np.lexsort: lexsort, np.cov: cov, np.corrcoef: corrcoef, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.nanmedian: nanmedian, np.nanquantile: nanquantile, np.nanpercentile: nanpercentile, np.rot90: rot90, np.append: append, np.array_split: array_split, np.hsplit: hsplit, np.vsplit: vsplit, np.dsplit: dsplit, np.broadcast_arrays: broadcast_arrays, np.meshgrid: meshgrid, np.ediff1d: ediff1d, np.polyval: polyval, np.vander: vander, np.select: select, np.isin: isin, np.unravel_index: unravel_index, np.result_type: result_type, np.can_cast: can_cast, np.iscomplexobj: iscomplexobj, np.isrealobj: isrealobj, np.iscomplex: iscomplex, np.isreal: isreal, np.real: real, np.imag: imag, np.delete: delete, np.insert: insert, np.resize: resize, np.compress: compress, np.choose: choose, np.round: round_, np.around: round_,
+    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.searchsorted: searchsorted, np.digitize: digitize, np.interp: interp, np.histogram: histogram, np.linspace: linspace, np.lexsort: lexsort, np.cov: cov, np.corrcoef: corrcoef, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.nanmedian: nanmedian, np.nanquantile: nanquantile, np.nanpercentile: nanpercentile, np.rot90: rot90, np.append: append, np.array_split: array_split, np.hsplit: hsplit, np.vsplit: vsplit, np.dsplit: dsplit, np.broadcast_arrays: broadcast_arrays, np.meshgrid: meshgrid, np.ediff1d: ediff1d, np.polyval: polyval, np.vander: vander, np.select: select, np.isin: isin, np.unravel_index: unravel_index, np.result_type: result_type, np.can_cast: can_cast, np.iscomplexobj: iscomplexobj, np.isrealobj: isrealobj, np.iscomplex: iscomplex, np.isreal: isreal, np.real: real, np.imag: imag, np.block: block, np.delete: delete, np.insert: insert, np.resize: resize, np.compress: compress, np.choose: choose, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

@@ -1959,6 +1959,21 @@ register(OpInfo("insert", lambda xs, p: np.insert(xs[0], p["obj"], xs[1], axis=p
                 _insert_sample, numpy_name="np.insert", notes="operand 1 the values"))
 
 
+def _block_sample(c: Chooser) -> Call:
+    """Four blocks of a 2 x 2 layout (extra leading axes sometimes), or a row of 1-d pieces."""
+    if c.pick((0, 1)):
+        return Call(tuple((c.pick(DIMS[:5]),) for _ in range(c.integer(1, 3))), {"layout": "row"})
+    rows, cols = (c.pick(DIMS[:4]), c.pick(DIMS[:4])), (c.pick(DIMS[:4]), c.pick(DIMS[:4]))
+    lead = random_shape(c, 0, 1, dims=(1, 2))
+    return Call(tuple(lead + (r, k) for r in rows for k in cols), {"layout": "2x2"})
+
+
+def _block(xs, p):
+    return np.block(list(xs) if p["layout"] == "row" else [[xs[0], xs[1]], [xs[2], xs[3]]])
+
+
+register(OpInfo("block", _block, 4, ALL, "join", _block_sample, numpy_name="np.block"))
+
 def _resize_params(c, shape):
     return {"new_shape": c.pick((c.integer(0, 9), [c.integer(0, 4), c.integer(1, 4)]))}
 

@@ -326,6 +326,9 @@ AGREES = {
     "x.compress, flattened": (lambda a: a.compress([False, True, True, False, True]), X),
     "np.choose, clip mode, choices broadcast": (lambda a: np.choose(a.astype(np.int64), [a[0], -1.5, a * 2], mode="clip"), X),
     "np.choose, wrap mode of negative indices": (lambda a: np.choose(a.astype(np.int8), [a, a * 2, a * 3], mode="wrap"), X),
+    "np.block of a 2 x 2 layout, int8 beside float32": (lambda a: np.block([[a.astype(np.int8), a], [a[:1].astype(np.float32), a[:1]]]), X),
+    "np.block of a row of a vector and a Python number": (lambda a: np.block([a[0], 1]), X),
+    "np.block of a lone array (a copy)": (lambda a: np.block(a), X),
     "bool np.dot": (lambda a: np.dot(a, a), B), "int8 np.dot uint8": (lambda a: np.dot(a, np.ones(2, np.uint8)), B.astype(np.int8)),
 }
 
@@ -398,6 +401,9 @@ REFUSED = {
     "np.sort of a 0-d array along the last axis": (lambda a: np.sort(a), Z),
     "np.quantile past 1": (lambda a: np.quantile(a, 1.5), X),
     "np.delete out of bounds": (lambda a: np.delete(a, 4, axis=1), X),
+    "np.block of mismatched depths": (lambda a: np.block([[a], a]), X),
+    "np.block of a tuple": (lambda a: np.block((a, a)), X),
+    "np.block of an empty list": (lambda a: np.block([[], [a]]), X),
     "np.insert out of bounds": (lambda a: np.insert(a, -5, 1.0, axis=1), X),
     "np.resize to a negative shape": (lambda a: np.resize(a, (-1, 2)), X),
     "np.compress by a condition longer than the axis": (lambda a: np.compress([True] * 4, a, axis=0), X),
