@@ -645,10 +645,10 @@ class Emitter:
             compute, _ = dt.resolve_ufunc(UFUNCS[name], [dtype, dtype])
             wide = [dt.arithmetic_type(c) for c in compute]
             values = []
-            for v in (acc, a):
+            for v, c, w in zip((acc, a), compute, wide):
                 if dt.is_bool(dtype):  # stored as i8
                     v = region.op(f"arith.trunci {v} : i8 to i1")
-                values.append(cast_scalar(region, cast_scalar(region, v, dtype, compute[0]), compute[0], wide[0]))
+                values.append(cast_scalar(region, cast_scalar(region, v, dtype, c), c, w))
             out = dt.arithmetic_type(dtype)
             result = cast_scalar(region, elementwise_scalar(region, name, values, np.dtype(wide[-1]), out,
                                                             operand_dtypes=wide, half=compute[-1] == np.float16),

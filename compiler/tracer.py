@@ -43,7 +43,6 @@ class Tensor:
         from .numpy_api import imag
         return imag(self)
 
-
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of unsized object")
