@@ -1195,14 +1195,8 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     if x.size == 0:
         return Tensor(x.node)  # a new empty array
     rows = np.moveaxis(x, axis, -1)
-    order_ = _sorting_permutation(rows)
-    # each row's elements taken in its order: a gather from the flattened rows at row * n + place, in
-    # range by construction (a permutation), so no run-time check
-    n, shape = rows.shape[-1], rows.shape
-    offsets = np.arange(0, rows.size, max(n, 1), dtype=np.intp).reshape(shape[:-1] + (1,))
-    flat = P.reshape(rows.node, (rows.size,))
-    taken = P.gather_in_range(flat, (order_ + offsets).node, 0)
-    return np.moveaxis(Tensor(taken), -1, axis)
+    # each row's elements taken in its order (a permutation: in range, so no run-time check)
+    return np.moveaxis(_gathered_in_rows(rows, _sorting_permutation(rows)), -1, axis)
 
 
 def _reduced_rows(x: Tensor, axis) -> tuple[Tensor, tuple, int]:
@@ -1229,9 +1223,8 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     if x.dtype.kind == "f" and n > 0:
         last = ordered[..., -1]
         result = Tensor(P.where(np.isnan(last).node, last.node, result.node), scalar=True)
-    if keepdims:  # an array, even of a 0-d operand (NumPy indexes the result with new axes)
-        result = Tensor(P.reshape(result.node, tuple(1 if d in axes else x.shape[d] for d in range(x.ndim))))
-    return result
+    # with keepdims an array, even of a 0-d operand (NumPy indexes the result with new axes)
+    return _with_keepdims(result, x, axes, (), bool(keepdims))
 
 
 def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue):
@@ -1324,10 +1317,7 @@ def _quantile_of(x: Tensor, q: np.ndarray, weak_q: bool, props: dict, method: st
     if x.dtype.kind == "f" and n > 0:
         last = ordered[-1]
         result = Tensor(P.where(np.isnan(last).node, P.cast(last.node, result.dtype), result.node), scalar=True)
-    if keepdims:
-        shape = q.shape + tuple(1 if d in axes else x.shape[d] for d in range(x.ndim))
-        result = Tensor(P.reshape(result.node, shape))
-    return result
+    return _with_keepdims(result, x, axes, q.shape, bool(keepdims))
 
 
 # NaN-ignoring order statistics. NumPy drops each slice's NaNs and applies the plain function to the
@@ -1352,14 +1342,20 @@ def _numbers_first(x: Tensor, axis) -> tuple[Tensor, Tensor, Tensor, tuple]:
     return sort(rows, axis=-1), count, rows, axes
 
 
-def _element_in_row(rows: Tensor, place) -> Tensor:
-    """rows[..., place] for a traced place per row (leading axes of ``place`` beyond the rows': q's),
-    clipped into the row (places NumPy would not read are replaced by the caller): a gather from the
-    flattened rows, in range by construction."""
+def _gathered_in_rows(rows: Tensor, place) -> Tensor:
+    """rows[..., place] for places in range along the last axis (``place`` shaped as the rows, or with
+    leading axes of its own, q's): a gather from the flattened rows at row * n + place, with no check."""
     n = rows.shape[-1]
-    offsets = np.arange(0, rows.size, n, dtype=np.intp).reshape(rows.shape[:-1])
+    offsets = np.arange(0, rows.size, n, dtype=np.intp).reshape(rows.shape[:-1] + (1,))
     flat = P.reshape(rows.node, (rows.size,))
-    return Tensor(P.gather_in_range(flat, (np.clip(place, 0, n - 1) + offsets).node, 0))
+    return Tensor(P.gather_in_range(flat, (place + offsets).node, 0))
+
+
+def _element_in_row(rows: Tensor, place) -> Tensor:
+    """rows[..., place] for one traced place per row, clipped into the row (places NumPy would not read
+    are replaced by the caller)."""
+    taken = _gathered_in_rows(rows, np.clip(place, 0, rows.shape[-1] - 1)[..., None])
+    return Tensor(P.reshape(taken.node, taken.shape[:-1]))
 
 
 def _with_keepdims(result: Tensor, x: Tensor, axes: tuple, lead: tuple, keepdims) -> Tensor:
@@ -1461,11 +1457,11 @@ def _quantile_positions(count, q: np.ndarray, method: str):
     else:
         alpha, beta = _ALPHA_BETA[method]
         virtual = n * q + (alpha + q * (1 - alpha - beta)) - 1
-    previous = np.floor(virtual)
+    floor = np.floor(virtual)
     above, below = virtual >= n_less_one, virtual < 0
     undefined = above | np.isnan(virtual)  # NumPy's -1: the last number
-    previous = np.where(below, 0, np.where(undefined, -1, previous)).astype(np.intp)
-    following = np.where(below, 0, np.where(undefined, -1, np.floor(virtual) + 1)).astype(np.intp)
+    previous = np.where(below, 0, np.where(undefined, -1, floor)).astype(np.intp)
+    following = np.where(below, 0, np.where(undefined, -1, floor + 1)).astype(np.intp)
     gamma = virtual - previous  # NumPy's own: -1 taken as an index, not as the last place
     if method == "averaged_inverted_cdf":
         gamma = np.where(gamma == 0, 0.5, 1.0)
@@ -1571,18 +1567,17 @@ def ediff1d(ary, to_end=None, to_begin=None):
     dtype = x.dtype
     if to_begin is None and to_end is None:
         return x[1:] - x[:-1]
-    parts = []
-    for extra, name in ((to_begin, "to_begin"), (to_end, "to_end")):
+
+    def end(extra, name) -> list:
         if extra is None:
-            continue
-        extra = _tensor(extra) if isinstance(extra, Tensor) else np.asanyarray(extra)
+            return []
+        extra = extra if isinstance(extra, Tensor) else np.asanyarray(extra)
         if not np.can_cast(extra.dtype, dtype, casting="same_kind"):
             raise TypeError(f"dtype of `{name}` must be compatible with input `ary` under the `same_kind` rule.")
-        parts.append((name, np.ravel(extra).astype(dtype)))
-    begin = [e for n, e in parts if n == "to_begin"]
-    end = [e for n, e in parts if n == "to_end"]
-    diff_ = np.subtract(x[1:], x[:-1]).astype(dtype)
-    return Tensor(P.concat([_node(e) for e in begin + [diff_] + end], 0))
+        return [_node(np.ravel(extra).astype(dtype))]
+
+    begin, finish = end(to_begin, "to_begin"), end(to_end, "to_end")
+    return Tensor(P.concat(begin + [_node(np.subtract(x[1:], x[:-1]).astype(dtype))] + finish, 0))
 
 
 def polyval(p, x):
@@ -1747,7 +1742,8 @@ def real(val):
 def imag(val):
     """Zeros of the array's dtype; read-only in NumPy, so refused as an in-place target."""
     t = _tensor(val)
-    return Tensor(const_node(np.zeros(t.shape, t.dtype)), aliases=READ_ONLY, scalar=t.scalar)  # NumPy's val.imag: an array for an array, even a 0-d one
+    # NumPy's val.imag: an array for an array, even a 0-d one
+    return Tensor(const_node(np.zeros(t.shape, t.dtype)), aliases=READ_ONLY, scalar=t.scalar)
 
 
 # Data movement that NumPy decides by positions alone (np.insert, np.delete, np.resize, np.compress with
@@ -2718,7 +2714,7 @@ def setitem(t: Tensor, key, value) -> None:
         raise NotImplementedError(
             "item assignment at traced positions (x[i] = v with i computed) is not supported by the compiler; "
             "write np.where(np.arange(n) == i, v, x) instead")
-    positions = np.arange(t.size, dtype=np.intp).reshape(t.shape)
+    positions = _positions(t)
     target = positions[key].shape
     stand_in = np.zeros(target, t.dtype)
     if isinstance(value, Tensor):
@@ -2734,8 +2730,7 @@ def setitem(t: Tensor, key, value) -> None:
         return
     codes = positions.copy()
     codes[key] = t.size + np.arange(stand_in.size, dtype=np.intp).reshape(target)
-    source = P.concat([P.reshape(t.node, (t.size,)), P.reshape(v, (stand_in.size,))], 0)
-    t.node = P.reshape(P.gather_in_range(source, const_node(codes.reshape(-1)), 0), t.shape)
+    t.node = _gathered(P.concat([P.reshape(t.node, (t.size,)), P.reshape(v, (stand_in.size,))], 0), codes).node
 
 
 def getitem(t: Tensor, key):
