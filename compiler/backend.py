@@ -252,6 +252,36 @@ def substitute_libm(module) -> int:
     return len(declared)
 
 
+# an inline-assembly identity of a float register: LLVM cannot see through it. x86's SSE registers;
+# AArch64's vector registers.
+_OPAQUE_FLOAT = {"x86_64": "=x,0", "amd64": "=x,0", "aarch64": "=w,0", "arm64": "=w,0"}
+
+
+def opaque_power_bases(module) -> int:
+    """Hide constant bases of ``math.powf`` from LLVM. Its library-call simplifier rewrites
+    ``pow(2**n, y)`` as ``exp2(n * y)``, whose rounded product costs ~|n * y| ulps (float_power of
+    2**-23 at 3.94 was 31 ulps off NumPy's, which calls the C library's pow); an identity LLVM
+    cannot look through keeps the real pow. The base stays a loop invariant, hoisted as before."""
+    from mlir import ir
+    constraints = _OPAQUE_FLOAT.get(platform.machine().lower())
+    if constraints is None:
+        return 0
+    count = 0
+    with module.context:
+        for op in find_ops(module.operation, "math.powf"):
+            base = op.operands[0]
+            owner = base.owner
+            if getattr(owner, "name", None) != "arith.constant":
+                continue
+            with ir.InsertionPoint(op), op.location:
+                hidden = ir.Operation.create("llvm.inline_asm", results=[base.type], operands=[base],
+                                             attributes={"asm_string": ir.StringAttr.get(""),
+                                                         "constraints": ir.StringAttr.get(constraints)})
+            op.operands[0] = hidden.results[0]
+            count += 1
+    return count
+
+
 def _transposed_operands(op) -> tuple[bool, bool, bool]:
     """Which matmul operands are read transposed (a folded ``.T``), from its indexing maps."""
     if "indexing_maps" not in op.attributes:
@@ -409,6 +439,7 @@ class CpuTarget(Target):
         if self.pipeline.blas:
             substitute_blas(module)
         substitute_libm(module)
+        opaque_power_bases(module)
         _run_pipeline(module, LLVM_PIPELINE)
         return module
 

@@ -14,7 +14,7 @@ import numpy as np
 from . import dtypes as dt
 from . import primitives as P
 from .graph import const_node
-from .tracer import READ_ONLY, Tensor, as_node, as_operand, call_library_function, view
+from .tracer import READ_ONLY, Tensor, as_node, as_operand, call_library_function, gathered, update_in_place, view
 
 UFUNC_PRIMITIVES = {ufunc: name for name, ufunc in P.UFUNCS.items()}
 
@@ -471,7 +471,7 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
 
 
 def transpose(a, axes=None):
-    return view(P.transpose(_node(a), axes), a)
+    return view(P.transpose(_node(a), axes), a, positions=lambda p: np.transpose(p, axes))
 
 
 def swapaxes(a, axis1, axis2):
@@ -479,7 +479,7 @@ def swapaxes(a, axis1, axis2):
     perm = list(range(x.ndim))
     i, j = P.normalize_axes(axis1, x.ndim, "swapaxes")[0], P.normalize_axes(axis2, x.ndim, "swapaxes")[0]
     perm[i], perm[j] = perm[j], perm[i]
-    return view(P.transpose(x, perm), a)
+    return view(P.transpose(x, perm), a, positions=lambda p: np.transpose(p, perm))
 
 
 def expand_dims(a, axis):
@@ -488,7 +488,8 @@ def expand_dims(a, axis):
     nd = x.ndim + len(axes)
     axes = P.normalize_axes(axes, nd, "expand_dims")
     it = iter(x.shape)
-    return view(P.reshape(x, tuple(1 if i in axes else next(it) for i in range(nd))), a)
+    return view(P.reshape(x, tuple(1 if i in axes else next(it) for i in range(nd))), a,
+                positions=lambda p: np.expand_dims(p, axes))
 
 
 def squeeze(a, axis=None):
@@ -497,7 +498,10 @@ def squeeze(a, axis=None):
             else P.normalize_axes(axis, x.ndim, "squeeze", zero_d=True))
     if any(x.shape[i] != 1 for i in axes):
         raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
-    return view(P.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes)), a)
+    if not axes and isinstance(a, Tensor):
+        return a  # NumPy returns the array itself
+    return view(P.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes)), a,
+                positions=lambda p: np.squeeze(p, axes))
 
 
 def ravel(a, order="C"):
@@ -509,7 +513,8 @@ def ravel(a, order="C"):
 
 def broadcast_to(array, shape, subok=False):
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    return view(P.broadcast_to(_node(array), shape), array)
+    return view(P.broadcast_to(_node(array), shape), array, read_only=True,
+                positions=lambda p: np.broadcast_to(p, shape))
 
 
 def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
@@ -577,7 +582,8 @@ def split(ary, indices_or_sections, axis=0):
         sizes = list(x.shape)
         # an empty part starts at 0: an offset equal to the axis size is out of bounds for extract_slice
         starts[axis], sizes[axis] = (lo if hi > lo else 0), hi - lo
-        parts.append(view(P.slice_(x, starts, sizes, [1] * x.ndim), ary))
+        part = tuple(slice(lo, lo + size) for lo, size in zip(starts, sizes))
+        parts.append(view(P.slice_(x, starts, sizes, [1] * x.ndim), ary, positions=lambda p, part=part: p[part]))
     return parts
 
 
@@ -734,7 +740,8 @@ def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe
         labels[k], nodes[k] = _einsum_diagonals(lab, nodes[k], k)
     if len(nodes) == 1 and sorted(labels[0]) == sorted(output):
         # a permutation (of a diagonal, perhaps): NumPy returns a view, before it looks at dtype= or casting=
-        return view(P.transpose(nodes[0], [labels[0].index(c) for c in output]), operands[0], scalar=True)
+        return view(P.transpose(nodes[0], [labels[0].index(c) for c in output]), operands[0], scalar=True,
+                    positions=lambda p: np.einsum(subscripts, p))
     result_dtype = np.result_type(*[np.empty(0, n.dtype) for n in nodes]) if dtype is None else \
         dt.check_supported(dtype, "np.einsum")
     for k, n in enumerate(nodes):  # NumPy's iterator converts each operand under ``casting``
@@ -1068,8 +1075,10 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     axis2 = np.lib.array_utils.normalize_axis_index(axis2, x.ndim, "axis2")
     if axis1 == axis2:
         raise ValueError("axis1 and axis2 cannot be the same")
-    # NumPy's diagonal is a read-only view: neither it nor ``a`` may be updated in place from now on
-    return view(_diagonal_node(x.node, operator.index(offset), axis1, axis2), a)
+    # NumPy's diagonal is a read-only view: it refuses updates, but sees a's
+    offset = operator.index(offset)
+    return view(_diagonal_node(x.node, offset, axis1, axis2), a, read_only=True,
+                positions=lambda p: np.diagonal(p, offset, axis1, axis2))
 
 
 def _diagonal_node(x: P.Node, offset: int, axis1: int, axis2: int) -> P.Node:
@@ -1539,10 +1548,11 @@ dsplit = _split_along("dsplit", 3, lambda ndim: 2)
 
 
 def broadcast_arrays(*args, subok=False):
-    """Each array broadcast to the common shape: a view, or the argument itself where it has that shape."""
+    """Each array broadcast to the common shape: a view, or the argument itself where it has that shape.
+    NumPy's views are writeable (with a FutureWarning), so writing into them is refused, not read-only."""
     arrays = [_tensor(a) for a in args]
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    return tuple(a if a.shape == shape else broadcast_to(a, shape) for a in arrays)
+    return tuple(a if a.shape == shape else view(P.broadcast_to(a.node, shape), a) for a in arrays)
 
 
 def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
@@ -1756,13 +1766,6 @@ def _positions(x: Tensor) -> np.ndarray:
     return np.arange(x.size, dtype=np.intp).reshape(x.shape)
 
 
-def _gathered(source: P.Node, positions: np.ndarray) -> Tensor:
-    if positions.size == 0:
-        return Tensor(const_node(np.zeros(positions.shape, source.dtype)))
-    flat = P.reshape(source, (source.size,))
-    return Tensor(P.gather_in_range(flat, const_node(positions.astype(np.intp)), 0))
-
-
 def block(arrays):
     """NumPy's np.block: its own checks of the nesting (``_block_setup``: depths, empty lists, tuples),
     each leaf given the result's number of axes by leading ones, then the innermost lists joined along
@@ -1784,7 +1787,7 @@ def delete(arr, obj, axis=None):
     if isinstance(obj, Tensor):
         raise NotImplementedError("np.delete: traced positions (they decide the result's shape)")
     x = _tensor(arr)
-    return _gathered(x.node, np.delete(_positions(x), obj, axis))
+    return gathered(x.node, np.delete(_positions(x), obj, axis))
 
 
 def insert(arr, obj, values, axis=None):
@@ -1802,7 +1805,7 @@ def insert(arr, obj, values, axis=None):
     codes = x.size + np.arange(v.size, dtype=np.intp).reshape(v.shape)
     positions = np.insert(_positions(x), obj, codes, axis)
     source = P.concat([P.reshape(x.node, (x.size,)), P.reshape(v.node, (v.size,))], 0)
-    return _gathered(source, positions)
+    return gathered(source, positions)
 
 
 def resize(a, new_shape):
@@ -1810,7 +1813,7 @@ def resize(a, new_shape):
     positions = np.resize(_positions(x), new_shape)
     if x.size == 0:  # NumPy's zeros of the new shape
         return Tensor(const_node(np.zeros(positions.shape, x.dtype)))
-    return _gathered(x.node, positions)
+    return gathered(x.node, positions)
 
 
 def compress(condition, a, axis=None, out=None):
@@ -1818,7 +1821,7 @@ def compress(condition, a, axis=None, out=None):
     if isinstance(condition, Tensor):
         raise NotImplementedError("np.compress: a traced condition (it decides the result's shape)")
     x = _tensor(a)
-    return _gathered(x.node, np.compress(condition, _positions(x), axis))
+    return gathered(x.node, np.compress(condition, _positions(x), axis))
 
 
 def choose(a, choices, out=None, mode="raise"):
@@ -2699,17 +2702,15 @@ def _index_node(idx):
 
 
 def setitem(t: Tensor, key, value) -> None:
-    """``x[key] = value`` into an array no one else sees (not an argument, not a view, not viewed): NumPy
-    itself indexes the array of x's flat positions with ``key`` (its rules and errors; where a position
-    repeats, its last write wins) and assigns the value to a stand-in of the indexed shape (its
-    broadcasting, conversions and errors); the Tensor then stands for the updated array, gathered from
-    x's elements and the value's."""
+    """``x[key] = value``: NumPy itself indexes the array of x's flat positions with ``key`` (its rules
+    and errors; where a position repeats, its last write wins) and assigns the value to a stand-in of
+    the indexed shape (its broadcasting, conversions and errors); x's new value is then gathered from
+    its elements and the value's, and written into its memory as NumPy would (update_in_place: the
+    views of that memory see it; refused into a caller's argument)."""
+    if t.scalar and t.ndim == 0:
+        raise TypeError(f"'numpy.{t.dtype}' object does not support item assignment")
     if t.aliases == READ_ONLY:
         raise ValueError("assignment destination is read-only")
-    if t.aliases is not None:
-        raise NotImplementedError(
-            f"item assignment (x[...] = v) on {t.aliases}: NumPy writes into the memory it shares, which a compiled "
-            "function cannot do; build the result instead (np.where(mask, v, x), np.concatenate, ...)")
     if _holds_tensor(key if isinstance(key, tuple) else (key,)):
         raise NotImplementedError(
             "item assignment at traced positions (x[i] = v with i computed) is not supported by the compiler; "
@@ -2730,11 +2731,14 @@ def setitem(t: Tensor, key, value) -> None:
         return
     codes = positions.copy()
     codes[key] = t.size + np.arange(stand_in.size, dtype=np.intp).reshape(target)
-    t.node = _gathered(P.concat([P.reshape(t.node, (t.size,)), P.reshape(v, (stand_in.size,))], 0), codes).node
+    updated = gathered(P.concat([P.reshape(t.node, (t.size,)), P.reshape(v, (stand_in.size,))], 0), codes).node
+    update_in_place(t, updated, "item assignment (x[...] = v)",
+                    "build the result instead (np.where(mask, v, x), np.concatenate, ...)")
 
 
 def getitem(t: Tensor, key):
     x = t.node
+    index = key
     key = key if isinstance(key, tuple) else (key,)
     # an element (every axis taken by an integer) is a NumPy scalar; with an ellipsis, a 0-d array
     element = not any(k is Ellipsis for k in key if not isinstance(k, (np.ndarray, Tensor)))
@@ -2791,10 +2795,22 @@ def getitem(t: Tensor, key):
     for d, idx in gathers:
         y = P.gather(y, idx, d)
     if not advanced:
-        return view(P.reshape(y, tuple(1 if kind == "new" else y.shape[axis]
-                                         for axis, (kind, _) in _axes(out_shape) if kind != "drop")), t,
-                    scalar=element)
-    return Tensor(_advanced_index(y, out_shape, advanced), scalar=element)
+        y = P.reshape(y, tuple(1 if kind == "new" else y.shape[axis]
+                               for axis, (kind, _) in _axes(out_shape) if kind != "drop"))
+        if element and y.ndim == 0:
+            return Tensor(y, scalar=True)  # an element is a NumPy scalar, a copy
+        return view(y, t, positions=lambda p: p[index])
+    result = Tensor(_advanced_index(y, out_shape, advanced), scalar=element)
+    if all(isinstance(k, Tensor) and k.scalar and k.ndim == 0 for k in key if _is_advanced(k)) and \
+            not (element and result.ndim == 0):
+        # NumPy indexes by a NumPy integer (a traced one here) as by an int: the result is a view, at
+        # positions only the kernel knows, so it keeps the array from being updated while it lives
+        return view(result.node, t)
+    return result
+
+
+def _is_advanced(k) -> bool:
+    return not (k is None or k is Ellipsis or k is _NO_AXIS or isinstance(k, (int, np.integer, slice)))
 
 
 _NO_AXIS = object()  # an ellipsis that expands to no axis: "gap" in the index entries

@@ -6,6 +6,8 @@ traces; the NumPy functions it understands live in ``numpy_api``."""
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from . import dtypes as dt
@@ -17,15 +19,21 @@ class Tensor:
     """A traced value of static shape and dtype."""
 
     __array_priority__ = 1000
-    __slots__ = ("node", "aliases", "scalar", "bases")
+    __slots__ = ("node", "aliases", "scalar", "bases", "positions", "views", "__weakref__")
 
     def __init__(self, node: Node, aliases: str | None = None, scalar: bool = False, bases: tuple = ()):
         self.node = node
         # what NumPy's array here would share memory with ("the argument x", "a view"), or None
-        # for a fresh array: only a fresh one may be updated in place (see _inplace)
+        # for a fresh array (see update_in_place for what may be updated in place)
         self.aliases = aliases
-        # for a view, the Tensors whose memory it looks at (its base, that one's base...)
+        # for a view, the Tensors whose memory it looks at (its base, that one's base...); the last is
+        # the root, the array that owns the memory
         self.bases = bases
+        # for a view NumPy makes whatever the memory's layout (basic indexing, transposes, squeezes,
+        # splits): the root's flat position of each element, so updates can be written through; else None
+        self.positions = None
+        # on a root: weak references to the views taken of it, which an update must refresh
+        self.views = None
         # NumPy returns this value as a NumPy scalar when it is 0-d (a ufunc's or reduction's
         # result, an element taken by integer indices), not as a 0-d array; so does the compiled function
         self.scalar = scalar
@@ -107,17 +115,14 @@ class Tensor:
 
     # -- in-place operators: NumPy's ``ufunc(x, y, out=x)``. The result is cast back to x's dtype
     # under 'same_kind' and must keep x's shape. The Tensor object itself is updated, so every
-    # name bound to it sees the change, as in NumPy; but an update NumPy would make through
-    # shared memory (into the caller's argument, or into the array a view looks at) cannot be
-    # traced, so those are refused rather than silently not made.
-    def _inplace(name, symbol):
+    # name bound to it sees the change, as in NumPy, and so does every view of the same memory
+    # (update_in_place). A NumPy scalar is immutable: there ``x += y`` is ``x = x + y``.
+    def _inplace(name, symbol, binary):
         def op(self, other):
+            if self.scalar and self.ndim == 0:
+                return getattr(self, binary)(other)
             if self.aliases == READ_ONLY:
                 raise ValueError("output array is read-only")
-            if self.aliases is not None:
-                raise NotImplementedError(
-                    f"in-place '{symbol}' on {self.aliases}: NumPy would also change the memory it shares, which a "
-                    f"compiled function cannot do; write `x = x {symbol[:-1]} y` (a new array) instead")
             if name == "matmul":
                 result = self.__matmul__(other)
             else:
@@ -131,16 +136,18 @@ class Tensor:
             if not np.can_cast(result.dtype, self.dtype, casting="same_kind"):
                 raise TypeError(f"Cannot cast ufunc '{name}' output from {result.dtype} to {self.dtype} with casting "
                                 f"rule 'same_kind' (in-place '{symbol}')")
-            self.node = P.cast(result.node, self.dtype)
+            update_in_place(self, P.cast(result.node, self.dtype), f"in-place '{symbol}'",
+                            f"write `x = x {symbol[:-1]} y` (a new array) instead")
             return self
         op.__name__ = f"__i{name}__"
         return op
 
-    __iadd__, __isub__ = _inplace("add", "+="), _inplace("subtract", "-=")
-    __imul__, __itruediv__ = _inplace("multiply", "*="), _inplace("divide", "/=")
-    __ifloordiv__, __imod__ = _inplace("floor_divide", "//="), _inplace("remainder", "%=")
-    __ipow__, __imatmul__ = _inplace("power", "**="), _inplace("matmul", "@=")
-    __iand__, __ior__, __ixor__ = _inplace("bitwise_and", "&="), _inplace("bitwise_or", "|="), _inplace("bitwise_xor", "^=")
+    __iadd__, __isub__ = _inplace("add", "+=", "__add__"), _inplace("subtract", "-=", "__sub__")
+    __imul__, __itruediv__ = _inplace("multiply", "*=", "__mul__"), _inplace("divide", "/=", "__truediv__")
+    __ifloordiv__, __imod__ = _inplace("floor_divide", "//=", "__floordiv__"), _inplace("remainder", "%=", "__mod__")
+    __ipow__, __imatmul__ = _inplace("power", "**=", "__pow__"), _inplace("matmul", "@=", "__matmul__")
+    __iand__, __ior__ = _inplace("bitwise_and", "&=", "__and__"), _inplace("bitwise_or", "|=", "__or__")
+    __ixor__ = _inplace("bitwise_xor", "^=", "__xor__")
     del _inplace
 
     def __divmod__(self, other):
@@ -187,7 +194,8 @@ class Tensor:
     def transpose(self, *axes):
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
             axes = axes[0]
-        return view(P.transpose(self.node, axes or None), self, scalar=self.scalar and self.ndim == 0)
+        return view(P.transpose(self.node, axes or None), self, scalar=self.scalar and self.ndim == 0,
+                    positions=lambda p: np.transpose(p, axes or None))
 
     def copy(self, order="C"):
         """A fresh array of the same values (so it may be updated in place)."""
@@ -240,13 +248,11 @@ class Tensor:
         return Tensor(P.reshape(self.node, (self.size,)))
 
     def sort(self, axis=-1, kind=None, order=None, *, stable=None):
-        """In place, as NumPy's: the Tensor itself is updated (refused where NumPy would write through
-        shared memory, like the in-place operators)."""
-        if self.aliases is not None:
-            raise NotImplementedError(f"x.sort() on {self.aliases}: NumPy sorts the memory it shares in place, which "
-                                      "a compiled function cannot do; use np.sort(x) (a sorted copy) instead")
+        """In place, as NumPy's: the Tensor itself is updated, and the views of its memory with it (as for
+        the in-place operators)."""
         from .numpy_api import sort
-        self.node = call_library_function(sort, self, axis, kind, order, stable=stable).node
+        update_in_place(self, call_library_function(sort, self, axis, kind, order, stable=stable).node, "x.sort()",
+                        "use np.sort(x) (a sorted copy) instead")
 
     def clip(self, min=None, max=None, out=None):
         from .numpy_api import _clip, _no_extras
@@ -308,18 +314,77 @@ _INTO_NUMPY = ("; if a traced value was assigned into a NumPy array (out = np.ze
                "from a traced one -- np.zeros_like(x, shape=n) -- and the assignment is traced")
 VIEWED = "an array a view was taken of (NumPy's view would see the update)"
 A_VIEW = "a view (NumPy's slicing, reshape, transpose, squeeze, split and broadcast_to share memory)"
-READ_ONLY = "a read-only array (np.imag of a real array)"
+READ_ONLY = "a read-only array (np.imag of a real array, np.broadcast_to, np.diagonal)"
+# the views an update cannot be written through: a reshape's sharing depends on the memory's layout,
+# which a trace does not know; np.broadcast_arrays' views repeat elements
+UNFOLLOWED = "a reshape, ravel or np.broadcast_arrays, whose sharing the trace does not follow"
 
 
-def view(node: Node, of, scalar: bool = False) -> Tensor:
+def view(node: Node, of, scalar: bool = False, positions=None, read_only: bool = False) -> Tensor:
     """A Tensor standing for what NumPy returns as a view of ``of`` (basic indexing, reshape,
-    transpose...). In NumPy the two share memory, so neither may be updated in place from now on:
-    the other would see the update, which separate graph nodes cannot show."""
+    transpose...). In NumPy the two share memory, so an update of either shows in the other.
+    ``positions`` is given where NumPy makes a view whatever the memory's layout (basic indexing,
+    transposes, squeezes, splits): the same NumPy operation, applied to the array of ``of``'s
+    positions in its root, gives the view's, and update_in_place writes through them. A view
+    without them (a reshape, whose sharing depends on the layout) keeps every array of that memory
+    from being updated. A ``read_only`` view (NumPy's broadcast_to, diagonal), or any view of a
+    read-only array, refuses updates itself, as NumPy does, but still sees its root's."""
     if not isinstance(of, Tensor):
-        return Tensor(node, aliases=A_VIEW, scalar=scalar)
+        return Tensor(node, aliases=READ_ONLY if read_only else A_VIEW, scalar=scalar)
     if of.aliases is None:
         of.aliases = VIEWED
-    return Tensor(node, aliases=A_VIEW, scalar=scalar, bases=(of, *of.bases))
+    read_only = read_only or of.aliases == READ_ONLY
+    v = Tensor(node, aliases=READ_ONLY if read_only else A_VIEW, scalar=scalar, bases=(of, *of.bases))
+    origin = of.positions if of.bases else np.arange(of.size, dtype=np.intp).reshape(of.shape)
+    if positions is not None and origin is not None:
+        v.positions = np.asarray(positions(origin))
+        assert v.positions.shape == v.shape, (v.positions.shape, v.shape)
+    root = v.bases[-1]
+    root.views = [r for r in root.views or () if r() is not None] + [weakref.ref(v)]
+    return v
+
+
+def gathered(source: Node, positions: np.ndarray) -> Tensor:
+    """The elements of ``source`` at the given flat positions (a constant array, of the result's shape)."""
+    if positions.size == 0:
+        return Tensor(const_node(np.zeros(positions.shape, source.dtype)))
+    flat = P.reshape(source, (source.size,))
+    return Tensor(P.gather_in_range(flat, const_node(positions.astype(np.intp)), 0))
+
+
+def update_in_place(t: Tensor, node: Node, what: str, instead: str) -> None:
+    """Give ``t`` the value ``node`` (its shape and dtype) as NumPy's update of its memory would: the
+    root that owns the memory gets the new elements at ``t``'s positions, and every live view of it is
+    gathered afresh. Refused, naming ``what`` was tried and what to write ``instead``, where the trace
+    cannot follow NumPy's write: into a caller's argument, or a memory with a view whose positions are
+    not known."""
+    if t.aliases is None:
+        t.node = node
+        return
+    root = t.bases[-1] if t.bases else t
+    if root.aliases == READ_ONLY:
+        raise ValueError(f"{what}: the destination is read-only ({READ_ONLY})")
+    views = [v for v in (r() for r in root.views or ()) if v is not None]
+    if root.aliases not in (None, VIEWED) or not t.bases and t.aliases != VIEWED:
+        shared = t.aliases if t is root or not t.bases else f"a view of {root.aliases}"
+    elif t is not root and t.positions is None:
+        shared = f"a view made by {UNFOLLOWED}"
+    elif any(v.positions is None for v in views):
+        shared = (f"{'an array' if t is root else 'a view of an array'} a view was taken of by {UNFOLLOWED} "
+                  "(NumPy's view may see the update)")
+    else:
+        if t is root:
+            root.node = node
+        else:
+            codes = np.arange(root.size, dtype=np.intp)
+            codes[t.positions.ravel()] = root.size + np.arange(t.size, dtype=np.intp)
+            joined = P.concat([P.reshape(root.node, (root.size,)), P.reshape(node, (t.size,))], 0)
+            root.node = gathered(joined, codes.reshape(root.shape)).node
+        for v in views:
+            v.node = node if v is t else gathered(root.node, v.positions).node
+        return
+    raise NotImplementedError(f"{what} on {shared}: NumPy writes into the memory it shares, which a compiled "
+                              f"function cannot do here; {instead}")
 
 
 def _tensors(value):
@@ -355,5 +420,5 @@ def call_library_function(impl, *args, **kwargs):
         others = [o for o in results if o is not r]
         # identity only: == on Tensors traces a comparison
         if r.bases and not any(b is o or any(b is c for c in o.bases) for o in others for b in r.bases):
-            r.aliases, r.bases = None, ()
+            r.aliases, r.bases, r.positions = None, (), None
     return result

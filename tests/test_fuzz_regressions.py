@@ -166,3 +166,18 @@ def test_scan_of_one_step_fused_into_a_broadcast_does_not_accumulate_across_it(f
     got, expected = jit(fn)(x), fn(x)
     assert got.dtype == expected.dtype
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("base", [2.0**-23, 2.0**-149, 2.0**3, 2.0**-6, 10.0, 0.1])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_constant_power_of_two_base_keeps_the_c_librarys_pow(base, dtype):
+    """Fuzzer finding (seed 1123): LLVM rewrote pow(2**n, y) with a constant base as exp2(n * y), whose
+    rounded product put float_power(2**-23, 3.94) 31 ulps from NumPy's (the C library's pow). Both
+    a Python float base and a NumPy array base compiled to a constant, checked to within 2 ulps."""
+    y = np.array([3.9402017211914062, -1.2345678901234567, 0.3333333333333333, 5.9], dtype)
+    with np.errstate(all="ignore"):
+        want = [np.float_power(base, y), np.power(dtype(base), y)]
+    got = jit(lambda e: [np.float_power(base, e), np.power(np.full(4, base, dtype), e)])(y)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_max_ulp(g, w, maxulp=2)

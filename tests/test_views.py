@@ -1,0 +1,331 @@
+"""Shared memory, as NumPy has it: an update in place (``+=``, ``x[k] = v``, ``x[k] += v``,
+``x.sort()``) shows in every view of the same memory, and an update of the memory shows in
+every view; each compiled result is held to NumPy running the same function. Views whose
+sharing the trace cannot know (a reshape's, which depends on the layout) and writes into an
+argument are refused by name; read-only views raise NumPy's error. The registry's ops are held
+to NumPy's sharing: a result is a view of an operand exactly where NumPy's is."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler import jit
+from compiler import opinfo as oi
+from compiler.jit import trace
+from compiler.tracer import READ_ONLY, Tensor
+from harness.fuzzing.cases import decode_operand, sample_op_case
+
+X = np.arange(12.0).reshape(3, 4) - 4.5
+
+
+def _leaves(value):
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _leaves(v)
+    else:
+        yield value
+
+
+def assert_same_as_numpy(fn, *args):
+    want = fn(*[np.copy(a) for a in args])
+    got = jit(fn)(*args)
+    want, got = list(_leaves(want)), list(_leaves(got))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert type(g) is type(w), (type(g), type(w))
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, g.shape, w.dtype, w.shape)
+        np.testing.assert_array_equal(g, w)
+
+
+def augmented_item_assignment(x):
+    y = x * 1
+    y[1:] += x[:-1]       # a view, updated, then assigned back
+    y[0] *= 3
+    y[[0, 2], 1] -= 100   # a copy (advanced index), updated, then assigned back
+    return y
+
+
+def into_a_row_then_its_array(x):
+    y = np.zeros_like(x)
+    row = y[1]
+    row[:] = x[0]
+    y[1, ::-2] = 5.0      # the row sees it
+    return y, row
+
+
+def through_a_transpose(x):
+    y = x + 0
+    t = y.T
+    t[0] -= 100
+    return y, t
+
+
+def in_a_loop(x):
+    y = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        y[i] += x[i] * i
+    return y
+
+
+def split_parts_share_their_array(x):
+    y = x * 2
+    a, b = np.split(y, 2, axis=1)
+    a += b
+    return y, a, b
+
+
+def a_view_of_a_view(x):
+    y = x * 1
+    v = y[:, 1:]
+    w = v.T[::-1]
+    w[0] = -1.0
+    y[0] += 10
+    return y, v, w
+
+
+def sorting_a_row_in_place(x):
+    y = x * -1
+    y[1].sort()
+    return y
+
+
+def an_element_is_a_copy(x):
+    y = x * 1
+    s = y[0, 1]
+    y[0, 1] = 99.0
+    return s, y
+
+
+def squeezed_and_expanded(x):
+    y = x * 1
+    e = np.expand_dims(y, 0)
+    q = np.squeeze(e)
+    e[0, 0] += 1
+    q[1] *= 2
+    return y, e, q
+
+
+def read_only_views_see_updates(x):
+    y = x * 1
+    d = np.diagonal(y)
+    b = np.broadcast_to(y[0], (2, 4))
+    e = np.einsum("ij->ji", y)
+    y[0] += 100
+    e[1] -= 7
+    return d, b, e, y
+
+
+def an_einsum_diagonal_is_writeable(x):
+    y = x[:, :3] * 1
+    d = np.einsum("ii->i", y)
+    d += 1
+    return y, d
+
+
+def a_numpy_scalar_is_rebound(x):
+    s = np.sum(x)
+    t = s
+    s += 1                # NumPy scalars are immutable: s is a new one, t the old
+    e = x[0, 0]
+    e += 2.5
+    i = np.argmax(x)
+    i += 0.5              # x = x + y for a scalar: int64 + float is float64, no same_kind cast
+    return s, t, e, i
+
+
+def a_flip_and_a_stride(x):
+    y = np.ones_like(x)
+    f = np.flip(y, 1)
+    f[0, :2] = x[0, :2]
+    y[2, ::2] = -3.0
+    return y, f, f[::2, 1::2]
+
+
+def a_computed_row_of_a_fresh_array(x):
+    y = x * 1
+    y[1:3] += y[0:2]      # NumPy reads the value before it writes: no chain of sums
+    return y
+
+
+WRITE_THROUGH = [augmented_item_assignment, into_a_row_then_its_array, through_a_transpose, in_a_loop,
+                 split_parts_share_their_array, a_view_of_a_view, sorting_a_row_in_place, an_element_is_a_copy,
+                 squeezed_and_expanded, read_only_views_see_updates, an_einsum_diagonal_is_writeable,
+                 a_numpy_scalar_is_rebound, a_flip_and_a_stride, a_computed_row_of_a_fresh_array]
+
+
+@pytest.mark.parametrize("fn", WRITE_THROUGH, ids=lambda f: f.__name__)
+def test_updates_show_in_every_view_of_the_memory_as_in_numpy(fn):
+    assert_same_as_numpy(fn, X)
+
+
+def test_an_int8_array_updated_through_a_view_wraps_as_numpy():
+    def fn(x):
+        y = x.astype(np.int8)
+        y[:, 1] += np.int8(100)
+        y.T[2] *= 3
+        return y
+    assert_same_as_numpy(fn, np.arange(12).reshape(4, 3) * 20)
+
+
+def _reshape_then_update(x):
+    y = x * 1
+    flat = y.reshape(12)
+    y[0] += 1
+    return flat
+
+
+def _update_a_reshape(x):
+    y = x * 1
+    y.reshape(12)[0] = 1.0
+    return y
+
+
+def _a_row_of_an_argument(x):
+    row = x[0]
+    row += 1
+    return x
+
+
+def _into_a_numpy_scalar(x):
+    s = np.sum(x)
+    s[()] = 1.0
+    return s
+
+
+@pytest.mark.parametrize("fn, error, match", [
+    (_reshape_then_update, NotImplementedError, "in-place '\\+=' on a view of an array a view was taken of by a reshape"),
+    (_update_a_reshape, NotImplementedError, r"item assignment \(x\[...\] = v\) on a view made by a reshape"),
+    (_a_row_of_an_argument, NotImplementedError, "in-place '\\+=' on a view of the argument x"),
+    (lambda x: np.broadcast_to(x[0] * 1, (3, 4)).__iadd__(1), ValueError, "output array is read-only"),
+    (lambda x: (lambda d: d.__setitem__(0, 1.0))(np.diagonal(x * 1)), ValueError, "assignment destination is read-only"),
+    (_into_a_numpy_scalar, TypeError, "'numpy.float64' object does not support item assignment"),
+    (lambda x: np.broadcast_arrays(x * 1, x[:1])[1].__iadd__(1), NotImplementedError, "on a view"),
+])
+def test_updates_the_trace_cannot_follow_are_refused_by_name(fn, error, match):
+    if error is not NotImplementedError:
+        with pytest.raises(error, match=match):
+            fn(X.copy())
+    with pytest.raises(error, match=match):
+        jit(fn)(X)
+
+
+# -- the registry's ops against NumPy's sharing
+
+def _relation(result, operands) -> str:
+    """How a result stands to the fresh operands it was computed from: the operand itself, a view of
+    one (NumPy: shares memory; the compiler: a Tensor whose bases include it), or fresh."""
+    for k, operand in enumerate(operands):
+        if result is operand:
+            return f"operand {k} itself"
+    for k, operand in enumerate(operands):
+        shares = (any(b is operand for b in result.bases) if isinstance(result, Tensor)
+                  else isinstance(result, np.ndarray) and np.shares_memory(result, operand))
+        if shares:
+            return f"a view of operand {k}"
+    return "fresh"
+
+
+def _cases(seeds):
+    for name, info in oi.REGISTRY.items():
+        for seed in seeds:
+            case = sample_op_case(oi.RandomChooser(31 * seed + 7 + sum(map(ord, name))), info)
+            operands = [decode_operand(o) for o in case["operands"]]
+            if all(isinstance(o, np.ndarray) for o in operands):
+                yield name, info, case["params"], operands
+
+
+def _numpy_relations(info, params, operands):
+    fresh = [o.copy() for o in operands]
+    with np.errstate(all="ignore"):
+        results = list(_leaves(info(fresh, params)))
+    return [_relation(r, fresh) if np.size(r) else None for r in results]  # an empty result shares nothing
+
+
+def _traced_relations(info, params, operands):
+    relations = []
+
+    def fn(*xs):
+        fresh = [x.copy() for x in xs]
+        out = info(fresh, params)
+        relations.extend(_relation(r, fresh) for r in _leaves(out))
+        return out
+    trace(fn, tuple(operands), {})
+    return relations
+
+
+def test_every_registry_op_shares_memory_exactly_where_numpy_does():
+    """Tracing only (no kernel is built), three sampled calls of every op."""
+    checked, disagreements = 0, []
+    for name, info, params, operands in _cases(range(3)):
+        try:
+            want = _numpy_relations(info, params, operands)
+        except Exception:  # noqa: BLE001  NumPy refuses the call: nothing to compare
+            continue
+        got = _traced_relations(info, params, operands)
+        checked += 1
+        for w, g in zip(want, got):
+            if w is not None and w != g:
+                disagreements.append(f"{name}{params} on {[o.shape for o in operands]}: NumPy {w}, compiler {g}")
+    assert checked > 400
+    assert not disagreements, "\n".join(disagreements)
+
+
+def _views_of_operands():
+    """The registry's calls whose NumPy result is a writeable view of an operand (one sampled call an op)."""
+    found = {}
+    for name, info, params, operands in _cases(range(2)):
+        try:
+            fresh = [o.copy() for o in operands]
+            results = list(_leaves(info(fresh, params)))
+        except Exception:  # noqa: BLE001
+            continue
+        if name not in found and any(isinstance(r, np.ndarray) and r.size and r.flags.writeable
+                                     and any(np.shares_memory(r, f) for f in fresh) for r in results):
+            found[name] = (info, params, operands)
+    return found
+
+
+VIEW_OPS = _views_of_operands()
+
+
+def test_the_view_ops_are_found():
+    assert {"transpose", "getitem", "split", "squeeze", "flip", "moveaxis", "unstack"} <= set(VIEW_OPS)
+
+
+def _bump(a):
+    if a.dtype == np.bool_:
+        a ^= True
+    else:
+        a += 1
+
+
+@pytest.mark.parametrize("name", sorted(VIEW_OPS))
+def test_a_view_op_writes_through_as_numpy(name):
+    """Each result that NumPy lets one write is updated, then each operand: the compiled function's
+    results and operands afterwards are NumPy's, or the update is refused by name (a reshape's view)."""
+    info, params, operands = VIEW_OPS[name]
+
+    def fn(*xs):
+        fresh = [x.copy() for x in xs]
+        out = info(fresh, params)
+        for r in _leaves(out):
+            if isinstance(r, np.ndarray) and r.flags.writeable or isinstance(r, Tensor) and r.aliases != READ_ONLY:
+                _bump(r)
+        for f in fresh:
+            _bump(f)
+        return out, fresh
+
+    try:
+        got = jit(fn)(*operands)
+    except NotImplementedError as refused:
+        assert "a reshape, ravel or np.broadcast_arrays" in str(refused)
+        assert name in ("reshape", "method.reshape", "ravel", "method.ravel", "meshgrid", "broadcast_arrays")
+        return
+    want = fn(*operands)
+    for g, w in zip(_leaves(got), _leaves(want)):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+
