@@ -2121,6 +2121,34 @@ register(OpInfo("setitem", _setitem, 2, NUMERIC, "index", _setitem_sample, numpy
                 mixed_dtypes=False, notes="operand 1 the value (one dtype: a float NaN or one out of an integer "
                                           "type's range converts to what the machine gives)"))
 
+def _update_sample(c: Chooser) -> Call:
+    """``setitem``'s index and value, an in-place operator, and whether the update goes through a view
+    kept in a name (basic indices only) or is an augmented assignment ``y[key] op= v``."""
+    call = _setitem_sample(c)
+    basic = not any(isinstance(k, dict) for k in call.params["key"])
+    through = c.pick(("view", "augmented")) if basic else "augmented"
+    return Call(call.shapes, {**call.params, "op": c.pick(("iadd", "isub", "imul")), "through": through})
+
+
+def _update_through_views(xs, p):
+    """A fresh array updated in place through a view (or by ``y[key] op= v``) while a transposed view of
+    it lives: every result must show the update as NumPy's shared memory does."""
+    y = xs[0] * 1
+    key, update = decode_index(p["key"]), getattr(operator, p["op"])
+    seen = y.T
+    if p["through"] == "view":
+        part = y[key]
+        part = update(part, xs[1])  # an element is a NumPy scalar: rebound, y unchanged, as in NumPy
+        return y, seen, part
+    y[key] = update(y[key], xs[1])
+    return y, seen
+
+
+register(OpInfo("update_through_views", _update_through_views, 2, NUMERIC, "index", _update_sample,
+                numpy_name="v = x[...]; v += u  /  x[...] += u", mixed_dtypes=False,
+                notes="write-through of views: the array, a transposed view of it and the updated part"))
+
+
 def _gather_params(c, shape):
     if not shape:
         return None
