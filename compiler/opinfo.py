@@ -299,6 +299,7 @@ _UNARY = {
     "arctanh": (np.arctanh, Domain(lo=-1.0, hi=1.0), TRANSCENDENTAL, False),
     "cbrt": (np.cbrt, ANY, TRANSCENDENTAL, False),
     "rint": (np.rint, ANY, EXACT, True),   # ties to even
+    "spacing": (np.spacing, ANY, EXACT, True),
     # a product with NumPy's own constant for the loop's precision: bit for bit
     "deg2rad": (np.deg2rad, ANY, EXACT, True),
     "rad2deg": (np.rad2deg, ANY, EXACT, True),
@@ -382,6 +383,8 @@ _BINARY = {
     "logaddexp2": (np.logaddexp2, None, ALL, (ANY,), TRANSCENDENTAL, False),
     "heaviside": (np.heaviside, None, ALL, (ANY,), EXACT, True),
     "float_power": (np.float_power, None, ALL, (ANY, EXPONENT), TRANSCENDENTAL, False),
+    "nextafter": (np.nextafter, None, ALL, (ANY,), EXACT, True),
+    "hypot": (np.hypot, None, ALL, (ANY,), TRANSCENDENTAL, False),
 }
 
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**", "gt": ">", "ge": ">=", "lt": "<",

@@ -298,6 +298,149 @@ _ANGLE_FACTORS = {"deg2rad": lambda pi, d: pi / d(180), "rad2deg": lambda pi, d:
 _ANGLE_FACTORS.update(radians=_ANGLE_FACTORS["deg2rad"], degrees=_ANGLE_FACTORS["rad2deg"])
 
 
+def _in_own_bits(rb, fn, args: list[str], compute, half: bool) -> str:
+    """``fn(rb, args, float type, same-width integer type, own)`` on the loop's own type: a float16
+    loop computes in float32 here, but nextafter and spacing step float16's own bits."""
+    own = np.dtype(np.float16) if half else np.dtype(compute)
+    t, wide = dt.mlir_type(own), dt.mlir_type(compute)
+    if half:
+        args = [rb.op(f"arith.truncf {a} : {wide} to {t}") for a in args]  # exact: they were float16
+    result = fn(rb, args, own)
+    return rb.op(f"arith.extf {result} : {t} to {wide}") if half else result
+
+
+def _bits(own) -> tuple[np.dtype, str]:
+    same_width = np.dtype(f"int{own.itemsize * 8}")
+    return same_width, dt.mlir_type(same_width)
+
+
+def _nextafter(rb, args: list[str], own) -> str:
+    """C's nextafter (float16: NumPy's npy_half_nextafter, which returns x, not y, where they are
+    equal): a NaN operand gives NaN; from zero, the smallest subnormal with y's sign; otherwise x's
+    bits one step up or down, by which side y is on and x's sign."""
+    x, y = args
+    t = dt.mlir_type(own)
+    it, ti = _bits(own)
+    xb, yb = (rb.op(f"arith.bitcast {v} : {t} to {ti}") for v in (x, y))
+    one = scalar_const(rb, 1, it)
+    up, down = rb.op(f"arith.addi {xb}, {one} : {ti}"), rb.op(f"arith.subi {xb}, {one} : {ti}")
+    zero = scalar_const(rb, 0.0, own)
+    away = rb.op(f"arith.xori {rb.op(f'arith.cmpf olt, {x}, {y} : {t}')}, "
+                 f"{rb.op(f'arith.cmpf olt, {x}, {zero} : {t}')} : i1")  # the bits grow toward y
+    stepped = rb.op(f"arith.select {away}, {up}, {down} : {ti}")
+    sign = scalar_const(rb, np.iinfo(it).min, it)
+    tiniest = rb.op(f"arith.ori {rb.op(f'arith.andi {yb}, {sign} : {ti}')}, {one} : {ti}")
+    from_zero = rb.op(f"arith.cmpf oeq, {x}, {zero} : {t}")
+    result = rb.op(f"arith.bitcast {rb.op(f'arith.select {from_zero}, {tiniest}, {stepped} : {ti}')} : {ti} to {t}")
+    equal = rb.op(f"arith.cmpf oeq, {x}, {y} : {t}")
+    result = rb.op(f"arith.select {equal}, {x if own == np.float16 else y}, {result} : {t}")
+    nan = rb.op(f"arith.cmpf uno, {x}, {y} : {t}")
+    return rb.op(f"arith.select {nan}, {scalar_const(rb, np.nan, own)}, {result} : {t}")
+
+
+def _spacing(rb, args: list[str], own) -> str:
+    """NumPy's npy_spacing: the next float away from zero (from either zero, the smallest positive
+    subnormal) less x; NaN for an infinity or a NaN."""
+    x, = args
+    t = dt.mlir_type(own)
+    it, ti = _bits(own)
+    xb = rb.op(f"arith.bitcast {x} : {t} to {ti}")
+    one = scalar_const(rb, 1, it)
+    magnitude = rb.op(f"arith.andi {xb}, {scalar_const(rb, np.iinfo(it).max, it)} : {ti}")
+    zero = rb.op(f"arith.cmpi eq, {magnitude}, {scalar_const(rb, 0, it)} : {ti}")
+    nxt = rb.op(f"arith.select {zero}, {one}, {rb.op(f'arith.addi {xb}, {one} : {ti}')} : {ti}")
+    gap = rb.op(f"arith.subf {rb.op(f'arith.bitcast {nxt} : {ti} to {t}')}, {x} : {t}")
+    infinite = rb.op(f"arith.cmpf oeq, {rb.op(f'math.absf {x} : {t}')}, {scalar_const(rb, np.inf, own)} : {t}")
+    return rb.op(f"arith.select {infinite}, {scalar_const(rb, np.nan, own)}, {gap} : {t}")
+
+
+def _half_spacing(rb, args: list[str], own) -> str:
+    """NumPy's npy_half_spacing, step by step on the bits: positive always, and for a negative power of
+    two the gap toward zero (the smaller one); +inf from the largest finite value, NaN from inf and NaN."""
+    x, = args
+    t = dt.mlir_type(own)
+    ti = "i16"
+
+    def c(v):
+        return scalar_const(rb, v, np.dtype(np.int16))
+
+    def op(name, a, b):
+        return rb.op(f"arith.{name} {a}, {b} : {ti}")
+
+    def cmp(pred, a, b):
+        return rb.op(f"arith.cmpi {pred}, {a}, {b} : {ti}")
+
+    def select(cond, a, b):
+        return rb.op(f"arith.select {cond}, {a}, {b} : {ti}")
+
+    h = rb.op(f"arith.bitcast {x} : {t} to {ti}")
+    exp, sig = op("andi", h, c(0x7C00)), op("andi", h, c(0x03FF))
+    biased = op("shrui", exp, c(10))
+    # the subnormal steps: 1 << (biased - 2) for the negative boundary case, 1 << (biased - 1) otherwise;
+    # every lane computes both, so the shift is kept within the type where its result is not chosen
+    def step(less):
+        return op("shli", c(1), op("minsi", op("maxsi", op("subi", biased, c(less)), c(0)), c(15)))
+
+    boundary = select(cmp("ugt", exp, c(0x2C00)), op("subi", exp, c(0x2C00)),
+                      select(cmp("ugt", exp, c(0x0400)), step(2), c(1)))
+    regular = select(cmp("ugt", exp, c(0x2800)), op("subi", exp, c(0x2800)),
+                     select(cmp("ugt", exp, c(0x0400)), step(1), c(1)))
+    negative_boundary = rb.op(f"arith.andi {cmp('slt', h, c(0))}, {cmp('eq', sig, c(0))} : i1")
+    bits = select(negative_boundary, boundary, regular)
+    bits = select(cmp("eq", h, c(0x7BFF)), c(0x7C00), bits)   # the largest finite value: +inf
+    bits = select(cmp("eq", exp, c(0x7C00)), c(0x7E00), bits)  # inf and NaN: NaN
+    return rb.op(f"arith.bitcast {bits} : {ti} to {t}")
+
+
+def _hypot(rb, x: str, y: str, compute) -> str:
+    """C's hypot: an infinite operand gives +inf even beside a NaN; otherwise NaN propagates. float16
+    and float32 loops (float16's computes in float32 here) square and add in float64, exactly but for
+    one rounding, then round once more; float64 as ``_hypot_f64``."""
+    t = dt.mlir_type(compute)
+    ax, ay = rb.op(f"math.absf {x} : {t}"), rb.op(f"math.absf {y} : {t}")
+    if np.dtype(compute).itemsize < 8:
+        wx, wy = (rb.op(f"arith.extf {v} : {t} to f64") for v in (ax, ay))
+        squares = rb.op(f"arith.addf {rb.op(f'arith.mulf {wx}, {wx} : f64')}, {rb.op(f'arith.mulf {wy}, {wy} : f64')} : f64")
+        result = rb.op(f"arith.truncf {rb.op(f'math.sqrt {squares} : f64')} : f64 to {t}")
+    else:
+        result = _hypot_f64(rb, ax, ay)
+    inf = scalar_const(rb, np.inf, compute)
+    nan = rb.op(f"arith.cmpf uno, {x}, {y} : {t}")
+    result = rb.op(f"arith.select {nan}, {scalar_const(rb, np.nan, compute)}, {result} : {t}")
+    infinite = rb.op(f"arith.ori {rb.op(f'arith.cmpf oeq, {ax}, {inf} : {t}')}, "
+                     f"{rb.op(f'arith.cmpf oeq, {ay}, {inf} : {t}')} : i1")
+    return rb.op(f"arith.select {infinite}, {inf}, {result} : {t}")
+
+
+def _hypot_f64(rb, ax: str, ay: str) -> str:
+    """sqrt(ax**2 + ay**2) of float64 magnitudes, corrected once with the fused products' exact errors
+    (Borges, "An improved algorithm for hypot(a, b)", 2019: within an ulp, mostly the C library's
+    correctly rounded value). Far from 1 both are first scaled by a power of two, exactly, so the
+    squares neither overflow nor underflow."""
+    def op(name, *xs):
+        return rb.op(f"{name} {', '.join(xs)} : f64")
+
+    def c(v):
+        return scalar_const(rb, v, np.dtype(np.float64))
+
+    def select(cond, a, b):
+        return rb.op(f"arith.select {cond}, {a}, {b} : f64")
+
+    larger, smaller = op("arith.maximumf", ax, ay), op("arith.minimumf", ax, ay)
+    big, small = op("arith.cmpf ogt,", larger, c(2.0 ** 500)), op("arith.cmpf olt,", larger, c(2.0 ** -500))
+    scale = select(big, c(2.0 ** -600), select(small, c(2.0 ** 600), c(1.0)))
+    unscale = select(big, c(2.0 ** 600), select(small, c(2.0 ** -600), c(1.0)))
+    a, b = op("arith.mulf", larger, scale), op("arith.mulf", smaller, scale)
+    h = op("math.sqrt", op("math.fma", a, a, op("arith.mulf", b, b)))
+    h_sq, a_sq = op("arith.mulf", h, h), op("arith.mulf", a, a)
+    delta = op("math.fma", op("arith.negf", b), b, op("arith.subf", h_sq, a_sq))
+    delta = op("arith.addf", delta, op("math.fma", h, h, op("arith.negf", h_sq)))
+    delta = op("arith.subf", delta, op("math.fma", a, a, op("arith.negf", a_sq)))
+    corrected = op("arith.subf", h, op("arith.divf", delta, op("arith.addf", h, h)))
+    zero = c(0.0)
+    return op("arith.mulf", select(op("arith.cmpf oeq,", h, zero), zero, corrected), unscale)
+
+
 def _angle_factor(name: str, compute) -> float:
     d = np.dtype(compute).type
     return _ANGLE_FACTORS[name](d(np.pi), d)
@@ -373,6 +516,12 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
         return _logaddexp(rb, name, args[0], args[1], compute)
     if name == "heaviside":
         return _heaviside(rb, args[0], args[1], compute)
+    if name == "nextafter":
+        return _in_own_bits(rb, _nextafter, args, compute, half)
+    if name == "spacing":
+        return _in_own_bits(rb, _half_spacing if half else _spacing, args, compute, half)
+    if name == "hypot":
+        return _hypot(rb, args[0], args[1], compute)
     if name in _ANGLE_FACTORS:
         return rb.op(f"arith.mulf {args[0]}, {scalar_const(rb, _angle_factor(name, compute), compute)} : {t}")
     if name in _DIVISION:
@@ -466,7 +615,7 @@ UFUNCS = {
     "arccosh": np.arccosh, "arctanh": np.arctanh, "cbrt": np.cbrt, "rint": np.rint, "arctan2": np.arctan2,
     "copysign": np.copysign, "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2, "heaviside": np.heaviside,
     "deg2rad": np.deg2rad, "rad2deg": np.rad2deg, "radians": np.radians, "degrees": np.degrees,
-    "float_power": np.float_power,
+    "float_power": np.float_power, "nextafter": np.nextafter, "spacing": np.spacing, "hypot": np.hypot,
     "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "clip": np._core.umath.clip,
     "absolute": np.absolute, "fabs": np.fabs, "signbit": np.signbit, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
     "floor_divide": np.floor_divide, "remainder": np.remainder, "fmod": np.fmod,
@@ -495,7 +644,7 @@ def _lower_elementwise(em, node: Node, operands: list[str]) -> str:
 
 _LIBM = ("exp", "tanh", "log", "power", "sin", "cos", "exp2", "expm1", "log2", "log10", "log1p", "tan", "arcsin",
          "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "cbrt", "arctan2", "logaddexp",
-         "logaddexp2")
+         "logaddexp2", "hypot")
 
 for _name in list(UFUNCS) + ["where", "cast"]:
     primitive(_name, _eval_elementwise, _lower_elementwise, "libm" if _name in _LIBM else "exact")

@@ -951,3 +951,34 @@ def test_item_assignment_errors_are_numpys_or_name_what_cannot_be_traced():
     with pytest.raises(ValueError, match="setting an array element with a sequence") as met:  # NumPy's own
         jit(into_numpy_array)(X)
     assert "np.zeros_like(x, shape=n)" in str(met.value.__cause__ or met.value.__context__)  # the hint it chains
+
+
+EDGES = np.array([0.0, -0.0, 1.0, -1.0, 3.0, -3.0, np.inf, -np.inf, np.nan, 0.1, 1e-300, 5e-324, -5e-324,
+                  1.7976931348623157e308, -1.7976931348623157e308, 2.0**-1022, -(2.0**-1022), 65504.0, -65504.0,
+                  6e-8, -6e-8, 2.0**-14, -(2.0**-14), 1e-45, 3.4028235e38, 2.0**-24, 1e10])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_nextafter_spacing_and_hypot_at_every_edge_of_the_type(dtype):
+    """Every pair of the type's edge values (zeros of both signs, subnormals, the largest finite, inf,
+    NaN, powers of two of both signs): np.nextafter and np.spacing bit for bit (float16's are NumPy's
+    own npy_half_* rules: x where x == y; a positive spacing, the gap toward zero for a negative power
+    of two), np.hypot within an ulp of the C library's."""
+    with np.errstate(all="ignore"):
+        a = EDGES.astype(dtype)
+        x, y = (v.ravel().copy() for v in np.meshgrid(a, a))
+        want = [np.nextafter(x, y), np.spacing(x), np.hypot(x, y)]
+    got = jit(lambda p, q: [np.nextafter(p, q), np.spacing(p), np.hypot(p, q)])(x, y)
+    for g, w in zip(got[:2], want[:2]):
+        assert_like_numpy(g, w)
+    assert got[2].dtype == want[2].dtype
+    np.testing.assert_array_max_ulp(got[2], want[2], maxulp=1)
+
+
+def test_nextafter_spacing_and_hypot_of_integers_compute_in_numpys_float_types():
+    for dtype in (np.bool_, np.int8, np.uint16, np.int64):
+        a = np.array([0, 1, 3, 100], dtype) if dtype != np.bool_ else np.array([False, True, True, False])
+        b = a[::-1].copy()
+        got = jit(lambda p, q: [np.nextafter(p, q), np.spacing(p), np.hypot(p, q)])(a, b)
+        for g, w in zip(got, [np.nextafter(a, b), np.spacing(a), np.hypot(a, b)]):
+            assert_like_numpy(g, w)

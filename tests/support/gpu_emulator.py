@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 
 import numpy as np
 
@@ -186,6 +187,19 @@ def _float_binary(name):
     return ops.get(name)
 
 
+def _fma(a, b, c, t):
+    """a * b + c rounded once (exact rationals; only a tie between two floats could round twice)."""
+    values = [float(v) for v in (a, b, c)]
+    if not all(math.isfinite(v) for v in values):
+        with np.errstate(all="ignore"):
+            return t(np.float64(values[0]) * values[1] + values[2])
+    exact = Fraction(values[0]) * Fraction(values[1]) + Fraction(values[2])
+    try:
+        return t(float(exact))
+    except OverflowError:
+        return t(math.copysign(math.inf, exact))
+
+
 _FLOAT_UNARY = {
     "arith.negf": np.negative, "math.absf": np.abs, "math.exp": np.exp, "math.exp2": np.exp2, "math.expm1": np.expm1,
     "math.log": np.log, "math.log2": np.log2, "math.log10": np.log10, "math.log1p": np.log1p, "math.sqrt": np.sqrt,
@@ -327,6 +341,10 @@ class Compiler:
                 with np.errstate(all="ignore"):
                     env[o] = t(f(env[a]))
             return plain(unary)
+        if name == "math.fma":
+            a, b, c, o = ins[0], ins[1], ins[2], outs[0]
+            t = _DTYPES[str(op.results[0].type)]
+            return plain(lambda env, ctx: env.__setitem__(o, _fma(env[a], env[b], env[c], t)))
         if name == "math.absi":
             w, a, o = _INT_WIDTH[str(op.results[0].type)], ins[0], outs[0]
             return plain(lambda env, ctx: env.__setitem__(o, _wrap(abs(int(env[a])), w)))  # |MIN| wraps to MIN
