@@ -56,6 +56,10 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
     if ufunc is np.divmod:
         x, y = (_operand(v) for v in inputs)
         return Tensor(P.elementwise("floor_divide", [x, y]), scalar=True), Tensor(P.elementwise("remainder", [x, y]), scalar=True)
+    if ufunc is np.frexp:
+        return tuple(Tensor(n, scalar=True) for n in P.frexp(_node(inputs[0])))
+    if ufunc is np.modf:
+        return _modf(_node(inputs[0]))
     if ufunc is np.conjugate:  # of a real array: its values, in the loop's type (bool's is int8)
         x = _node(inputs[0])
         _, out = dt.resolve_ufunc(np.conjugate, [x.dtype])
@@ -68,6 +72,17 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
     if name is None:
         raise NotImplementedError(f"np.{ufunc.__name__} is not supported by the compiler")
     return Tensor(P.elementwise(name, [_operand(x) for x in inputs]), scalar=True)
+
+
+def _modf(x: P.Node) -> tuple[Tensor, Tensor]:
+    """C's modf in the loop's float type: the integral part trunc(x); the fractional part x - trunc(x)
+    (exact), 0 for an infinity, with x's sign either way (-3.0 gives -0.0; NaN gives NaN twice)."""
+    compute, _ = dt.resolve_ufunc(np.modf, [x.dtype])
+    x = P.cast(x, compute[0])
+    integral = P.elementwise("trunc", [x])
+    zero = const_node(np.zeros((), compute[0]))
+    fraction = P.where(P.elementwise("isinf", [x]), zero, P.elementwise("subtract", [x, integral]))
+    return Tensor(P.elementwise("copysign", [fraction, x]), scalar=True), Tensor(integral, scalar=True)
 
 
 # ufunc methods: the ones NumPy's own functions are (np.sum is np.add.reduce, np.cumsum

@@ -300,6 +300,8 @@ _UNARY = {
     "cbrt": (np.cbrt, ANY, TRANSCENDENTAL, False),
     "rint": (np.rint, ANY, EXACT, True),   # ties to even
     "spacing": (np.spacing, ANY, EXACT, True),
+    "frexp": (np.frexp, ANY, EXACT, True),   # (mantissa, int32 exponent)
+    "modf": (np.modf, ANY, EXACT, True),     # (fraction, integral part)
     # a product with NumPy's own constant for the loop's precision: bit for bit
     "deg2rad": (np.deg2rad, ANY, EXACT, True),
     "rad2deg": (np.rad2deg, ANY, EXACT, True),
@@ -399,6 +401,12 @@ for _name, (_fn, _op, _dtypes, _domains, _tol, _exact) in _BINARY.items():
             f"operator.{_op.__name__}", (lambda o: lambda xs, p: o(xs[0], xs[1]))(_op), 2, _dtypes, "elementwise",
             _binary_sample, domains=_domains, tolerance=_tol, exact=_exact, scalar_operands=True,
             numpy_name=f"x {_SYMBOLS[_op.__name__]} y"))
+
+# operand 1 an integer power of two (EXPONENT_OPERAND_OPS), reaching past both ends of float64's range
+register(OpInfo("ldexp", _call_ufunc(np.ldexp), 2, ALL, "elementwise", _binary_sample,
+                domains=(ANY, Domain(lo=-1100, hi=1100)), scalar_operands=True, numpy_name="np.ldexp",
+                notes="x * 2**n rounded once: overflow to inf, subnormal results ties to even"))
+
 
 def _isclose_sample(c: Chooser) -> Call:
     call = _binary_sample(c)
@@ -2233,7 +2241,13 @@ INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.uint8), np.d
 MASK_OPERAND_OPS = ("reduce_where", "nan_reduction", "nan_arg_reduction")  # operand 1: a boolean mask
 
 
+EXPONENT_OPERAND_OPS = ("ldexp",)  # operand 1: an integer exponent (NumPy's loops take int32 and int64)
+EXPONENT_DTYPES = SIGNED + tuple(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32))
+
+
 def operand_dtypes(info: OpInfo, i: int) -> tuple:
+    if info.name in EXPONENT_OPERAND_OPS and i == 1:
+        return EXPONENT_DTYPES
     if info.name in INDEX_OPERAND_OPS and i == 1:
         return INDEX_DTYPES
     if info.name in MASK_OPERAND_OPS and i == 1:

@@ -441,6 +441,91 @@ def _hypot_f64(rb, ax: str, ay: str) -> str:
     return op("arith.mulf", select(op("arith.cmpf oeq,", h, zero), zero, corrected), unscale)
 
 
+class _FloatBits:
+    """Integer arithmetic on the fields of a float32/float64 value (i64 for exponents, so no sum of an
+    exponent and a clamped shift can wrap)."""
+
+    def __init__(self, rb, ftype):
+        self.rb, self.f = rb, np.dtype(ftype)
+        self.int = np.dtype(f"int{self.f.itemsize * 8}")
+        self.t, self.ti = dt.mlir_type(self.f), dt.mlir_type(self.int)
+        info = np.finfo(self.f)
+        self.mant, self.bias, self.emin, self.emax = info.nmant, info.maxexp - 1, info.minexp, info.maxexp - 1
+
+    def c(self, v, dtype=None):
+        return scalar_const(self.rb, v, dtype or self.int)
+
+    def op(self, name, a, b, t=None):
+        return self.rb.op(f"arith.{name} {a}, {b} : {t or self.ti}")
+
+    def normalized(self, x: str) -> tuple[str, str]:
+        """(x scaled into the normal range, exactly, by 2**64 where it is subnormal; i64 -64 or 0)."""
+        rb, t = self.rb, self.t
+        tiny = rb.op(f"arith.cmpf olt, {rb.op(f'math.absf {x} : {t}')}, {self.c(np.finfo(self.f).tiny, self.f)} : {t}")
+        scaled = rb.op(f"arith.select {tiny}, {rb.op(f'arith.mulf {x}, {self.c(2.0 ** 64, self.f)} : {t}')}, {x} : {t}")
+        return scaled, rb.op(f"arith.select {tiny}, {self.c(-64, np.int64)}, {self.c(0, np.int64)} : i64")
+
+    def fields(self, x: str) -> tuple[str, str]:
+        """(sign and mantissa bits, unbiased exponent as i64) of a normal x."""
+        bits = self.rb.op(f"arith.bitcast {x} : {self.t} to {self.ti}")
+        field_mask = ((1 << (self.f.itemsize * 8 - 1 - self.mant)) - 1) << self.mant
+        rest = self.op("andi", bits, self.c(~field_mask))
+        field = self.op("shrui", self.op("andi", bits, self.c(field_mask)), self.c(self.mant))
+        if self.ti != "i64":
+            field = self.rb.op(f"arith.extui {field} : {self.ti} to i64")
+        return rest, self.op("subi", field, self.c(self.bias, np.int64), "i64")
+
+    def with_exponent(self, rest: str, exponent: str) -> str:
+        """The float of these sign and mantissa bits and this (i64, in range) unbiased exponent."""
+        field = self.op("addi", exponent, self.c(self.bias, np.int64), "i64")
+        if self.ti != "i64":
+            field = self.rb.op(f"arith.trunci {field} : i64 to {self.ti}")
+        bits = self.op("ori", rest, self.op("shli", field, self.c(self.mant)))
+        return self.rb.op(f"arith.bitcast {bits} : {self.ti} to {self.t}")
+
+    def special(self, x: str) -> str:
+        """x is zero, infinite or NaN: frexp and ldexp return it as it is."""
+        rb, t = self.rb, self.t
+        zero = rb.op(f"arith.cmpf oeq, {x}, {self.c(0.0, self.f)} : {t}")
+        finite = rb.op(f"arith.cmpf olt, {rb.op(f'math.absf {x} : {t}')}, {self.c(np.inf, self.f)} : {t}")
+        return rb.op(f"arith.ori {zero}, {rb.op(f'arith.xori {finite}, {scalar_const(rb, True, np.dtype(bool))} : i1')} : i1")
+
+
+def _ldexp(rb, x: str, n: str, ftype, itype) -> str:
+    """C's ldexp, x * 2**n rounded once: a normal result is built from x's fields, an overflow is
+    +-inf, and a result below the normal range is x's mantissa at the least normal exponent times
+    one power of two (a single rounding, ties to even). float16's loop computes in float32."""
+    fb = _FloatBits(rb, ftype)
+    n = cast_scalar(rb, n, itype, np.int64)
+    n = fb.op("minsi", fb.op("maxsi", n, fb.c(-4000, np.int64), "i64"), fb.c(4000, np.int64), "i64")
+    scaled, adjust = fb.normalized(x)
+    rest, exponent = fb.fields(scaled)
+    exponent = fb.op("addi", fb.op("addi", exponent, adjust, "i64"), n, "i64")
+    emin, emax = fb.c(fb.emin, np.int64), fb.c(fb.emax, np.int64)
+    normal = fb.with_exponent(rest, fb.op("minsi", fb.op("maxsi", exponent, emin, "i64"), emax, "i64"))
+    # below the normal range: at the least normal exponent, then scaled by 2**(exponent - emin) >= 2**-60
+    shift = fb.op("maxsi", fb.op("subi", exponent, emin, "i64"), fb.c(-60, np.int64), "i64")
+    power = fb.with_exponent(fb.c(0), fb.op("minsi", shift, fb.c(0, np.int64), "i64"))
+    below = rb.op(f"arith.mulf {fb.with_exponent(rest, emin)}, {power} : {fb.t}")
+    infinity = rb.op(f"math.copysign {fb.c(np.inf, fb.f)}, {x} : {fb.t}")
+    result = rb.op(f"arith.select {fb.op('cmpi slt,', exponent, emin, 'i64')}, {below}, {normal} : {fb.t}")
+    result = rb.op(f"arith.select {fb.op('cmpi sgt,', exponent, emax, 'i64')}, {infinity}, {result} : {fb.t}")
+    return rb.op(f"arith.select {fb.special(x)}, {x}, {result} : {fb.t}")
+
+
+def _frexp(rb, x: str, ftype, part: str) -> str:
+    """C's frexp: x = m * 2**e with 0.5 <= |m| < 1 (m keeps x's sign); zero, inf and NaN are (x, 0).
+    ``part`` is "mantissa" (in x's type) or "exponent" (int32)."""
+    fb = _FloatBits(rb, ftype)
+    scaled, adjust = fb.normalized(x)
+    rest, exponent = fb.fields(scaled)
+    special = fb.special(x)
+    if part == "mantissa":
+        return rb.op(f"arith.select {special}, {x}, {fb.with_exponent(rest, fb.c(-1, np.int64))} : {fb.t}")
+    e = rb.op(f"arith.trunci {fb.op('addi', fb.op('addi', exponent, adjust, 'i64'), fb.c(1, np.int64), 'i64')} : i64 to i32")
+    return rb.op(f"arith.select {special}, {scalar_const(rb, 0, np.int32)}, {e} : i32")
+
+
 def _angle_factor(name: str, compute) -> float:
     d = np.dtype(compute).type
     return _ANGLE_FACTORS[name](d(np.pi), d)
@@ -522,6 +607,10 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
         return _in_own_bits(rb, _half_spacing if half else _spacing, args, compute, half)
     if name == "hypot":
         return _hypot(rb, args[0], args[1], compute)
+    if name == "ldexp":  # the loop's types: (float, integer exponent)
+        return _ldexp(rb, args[0], args[1], operand_dtypes[0], operand_dtypes[1])
+    if name in ("frexp_mantissa", "frexp_exponent"):
+        return _frexp(rb, args[0], compute, name[len("frexp_"):])
     if name in _ANGLE_FACTORS:
         return rb.op(f"arith.mulf {args[0]}, {scalar_const(rb, _angle_factor(name, compute), compute)} : {t}")
     if name in _DIVISION:
@@ -616,6 +705,7 @@ UFUNCS = {
     "copysign": np.copysign, "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2, "heaviside": np.heaviside,
     "deg2rad": np.deg2rad, "rad2deg": np.rad2deg, "radians": np.radians, "degrees": np.degrees,
     "float_power": np.float_power, "nextafter": np.nextafter, "spacing": np.spacing, "hypot": np.hypot,
+    "ldexp": np.ldexp,
     "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "clip": np._core.umath.clip,
     "absolute": np.absolute, "fabs": np.fabs, "signbit": np.signbit, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
     "floor_divide": np.floor_divide, "remainder": np.remainder, "fmod": np.fmod,
@@ -648,6 +738,23 @@ _LIBM = ("exp", "tanh", "log", "power", "sin", "cos", "exp2", "expm1", "log2", "
 
 for _name in list(UFUNCS) + ["where", "cast"]:
     primitive(_name, _eval_elementwise, _lower_elementwise, "libm" if _name in _LIBM else "exact")
+
+
+def _eval_frexp(node: Node, values):
+    mantissa, exponent = np.frexp(np.asarray(values[0]).astype(node.attrs["compute"][0], copy=False))
+    return mantissa if node.op == "frexp_mantissa" else exponent
+
+
+primitive("frexp_mantissa", _eval_frexp, _lower_elementwise)
+primitive("frexp_exponent", _eval_frexp, _lower_elementwise)
+
+
+def frexp(x: Node) -> tuple[Node, Node]:
+    """np.frexp's two results, each an elementwise op of x in the loop's float type."""
+    compute, mantissa_type = dt.resolve_ufunc(np.frexp, [x.dtype])
+    x = cast(x, compute[0])
+    return (_make("frexp_mantissa", [x], x.shape, mantissa_type, compute=tuple(compute)),
+            _make("frexp_exponent", [x], x.shape, np.dtype(np.int32), compute=tuple(compute)))
 
 
 # the NumPy reduction each reduce_* primitive is (any/all take bool operands: NumPy's x != 0)

@@ -982,3 +982,32 @@ def test_nextafter_spacing_and_hypot_of_integers_compute_in_numpys_float_types()
         got = jit(lambda p, q: [np.nextafter(p, q), np.spacing(p), np.hypot(p, q)])(a, b)
         for g, w in zip(got, [np.nextafter(a, b), np.spacing(a), np.hypot(a, b)]):
             assert_like_numpy(g, w)
+
+
+EXPONENTS = np.array([0, 1, -1, 24, -24, 25, -25, 60, -60, 126, -126, 127, -149, -150, 1023, -1022, -1074, -1075,
+                      -1076, 1024, 2000, -2000, 2**31 - 1, -2**31], np.int64)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_frexp_modf_and_ldexp_at_every_edge_of_the_type(dtype):
+    """Bit for bit, both results of np.frexp and np.modf (zeros keep their sign, inf gives (+-0, inf),
+    subnormals normalized) and np.ldexp by int32 and int64 exponents past both ends of the range (one
+    rounding into the subnormals, ties to even; float16's loop computes in float32, as NumPy's)."""
+    with np.errstate(all="ignore"):
+        a = EDGES.astype(dtype)
+        x, n = (v.ravel().copy() for v in np.meshgrid(a, EXPONENTS))
+        n32 = np.clip(n, -2**31, 2**31 - 1).astype(np.int32)
+        want = [*np.frexp(a), *np.modf(a), np.ldexp(x, n), np.ldexp(x, n32)]
+    got = jit(lambda p, q, e, e32: [*np.frexp(p), *np.modf(p), np.ldexp(q, e), np.ldexp(q, e32)])(a, x, n, n32)
+    for g, w in zip(got, want):
+        assert_like_numpy(g, w)
+
+
+def test_frexp_modf_and_ldexp_of_integers_and_scalars_are_numpys():
+    for dtype in (np.bool_, np.int8, np.uint16, np.int64):
+        a = np.array([0, 1, 3, 100], dtype) if dtype != np.bool_ else np.array([False, True, True, False])
+        got = jit(lambda p: [*np.frexp(p), *np.modf(p), np.ldexp(p, 3)])(a)
+        for g, w in zip(got, [*np.frexp(a), *np.modf(a), np.ldexp(a, 3)]):
+            assert_like_numpy(g, w)
+    assert_like_numpy(jit(lambda e: np.ldexp(np.float32(3), e))(np.array([1, 2])), np.ldexp(np.float32(3), np.array([1, 2])))
+    assert_like_numpy(jit(lambda p: np.frexp(p[0]))(np.array([12.0])), np.frexp(np.array([12.0])[0]))
