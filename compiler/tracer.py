@@ -362,7 +362,7 @@ def update_in_place(t: Tensor, node: Node, what: str, instead: str) -> None:
         t.node = node
         return
     root = t.bases[-1] if t.bases else t
-    if root.aliases == READ_ONLY:
+    if READ_ONLY in (t.aliases, root.aliases):
         raise ValueError(f"{what}: the destination is read-only ({READ_ONLY})")
     views = [v for v in (r() for r in root.views or ()) if v is not None]
     if root.aliases not in (None, VIEWED) or not t.bases and t.aliases != VIEWED:

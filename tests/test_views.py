@@ -201,6 +201,7 @@ def _into_a_numpy_scalar(x):
     (lambda x: np.broadcast_to(x[0] * 1, (3, 4)).__iadd__(1), ValueError, "output array is read-only"),
     (lambda x: (lambda d: d.__setitem__(0, 1.0))(np.diagonal(x * 1)), ValueError, "assignment destination is read-only"),
     (_into_a_numpy_scalar, TypeError, "'numpy.float64' object does not support item assignment"),
+    (lambda x: np.diagonal(x * 1).sort(), ValueError, "read-only"),
     (lambda x: np.broadcast_arrays(x * 1, x[:1])[1].__iadd__(1), NotImplementedError, "on a view"),
 ])
 def test_updates_the_trace_cannot_follow_are_refused_by_name(fn, error, match):
