@@ -38,11 +38,58 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
         return _UFUNC_METHODS[method](ufunc, *inputs, **kwargs)
     if method != "__call__":
         raise NotImplementedError(f"np.{ufunc.__name__}.{method} is not supported by the compiler")
-    unsupported = {k: v for k, v in kwargs.items() if not (k in ("out", "where", "dtype", "casting", "order", "subok") and v is None)}
-    if "where" in kwargs and kwargs["where"] is True:
-        unsupported.pop("where", None)
+    kwargs = dict(kwargs)
+    out, where = kwargs.pop("out", None), kwargs.pop("where", True)
+    unsupported = {k: v for k, v in kwargs.items() if not (k in ("dtype", "casting", "order", "subok") and v is None)}
     if unsupported:
         raise NotImplementedError(f"np.{ufunc.__name__}: keyword arguments {sorted(unsupported)} are not supported by the compiler")
+    if where is not True and out is None:
+        raise NotImplementedError(f"np.{ufunc.__name__}: where= without out= leaves NumPy's uninitialized memory where "
+                                  "the mask is False; pass out= too")
+    results = _ufunc_results(ufunc, inputs)
+    return results if out is None else _into_out(ufunc, results, out, where)
+
+
+def _into_out(ufunc, results, out: tuple, where):
+    """NumPy's ``out=``: each result broadcast to its out array's shape, converted to its dtype under
+    'same_kind', and written where ``where`` holds into the array's memory (update_in_place: every view
+    of it sees the write); the out arrays are returned, NumPy's results where an entry is None."""
+    several = isinstance(results, tuple)
+    results = results if several else (results,)
+    if len(out) != len(results):
+        raise ValueError("The 'out' tuple must have exactly one entry per ufunc output")
+    returned = []
+    for result, target in zip(results, out):
+        if target is None:
+            returned.append(result)
+            continue
+        if not isinstance(target, Tensor):
+            raise NotImplementedError(
+                f"np.{ufunc.__name__}(..., out=...): out is a NumPy array, whose memory a compiled function cannot "
+                "write; make it from a traced array (np.zeros_like(x, shape=n)) or use the returned array")
+        try:
+            shape = np.broadcast_shapes(result.shape, target.shape)
+        except ValueError:
+            shape = None
+        if shape != target.shape:
+            raise ValueError(f"operands could not be broadcast together with shapes {result.shape} and the output's "
+                             f"{target.shape} (np.{ufunc.__name__}, out=)")
+        if not np.can_cast(result.dtype, target.dtype, casting="same_kind"):
+            raise TypeError(f"Cannot cast ufunc '{ufunc.__name__}' output from {result.dtype!r} to {target.dtype!r} "
+                            "with casting rule 'same_kind'")
+        value = P.cast(P.broadcast_to(result.node, target.shape), target.dtype)
+        if where is not True:
+            mask = _tensor(where if isinstance(where, Tensor) else np.asarray(where))
+            if not np.can_cast(mask.dtype, np.bool_, casting="safe"):
+                raise TypeError(f"Cannot cast array data from {mask.dtype!r} to dtype('bool') according to the rule 'safe'")
+            value = P.where(P.broadcast_to(mask.node, target.shape), value, target.node)
+        update_in_place(target, value, f"np.{ufunc.__name__}(..., out=...)", "use the returned array instead")
+        returned.append(target)
+    return tuple(returned) if several else returned[0]
+
+
+def _ufunc_results(ufunc, inputs):
+    """The result (a tuple of them for np.divmod, np.frexp, np.modf) of calling ``ufunc`` on traced inputs."""
     if ufunc is np.matmul:
         return Tensor(P.matmul(_node(inputs[0]), _node(inputs[1])), scalar=True)
     if ufunc.__name__ in _GUFUNC_CORES and ufunc is getattr(np, ufunc.__name__):

@@ -1,5 +1,5 @@
 """Shared memory, as NumPy has it: an update in place (``+=``, ``x[k] = v``, ``x[k] += v``,
-``x.sort()``) shows in every view of the same memory, and an update of the memory shows in
+``x.sort()``, a ufunc's ``out=``) shows in every view of the same memory, and an update of the memory shows in
 every view; each compiled result is held to NumPy running the same function. Views whose
 sharing the trace cannot know (a reshape's, which depends on the layout) and writes into an
 argument are refused by name; read-only views raise NumPy's error. The registry's ops are held
@@ -209,6 +209,94 @@ def test_updates_the_trace_cannot_follow_are_refused_by_name(fn, error, match):
         with pytest.raises(error, match=match):
             fn(X.copy())
     with pytest.raises(error, match=match):
+        jit(fn)(X)
+
+
+# -- ufuncs' out= and where=: a write into the out array's memory
+
+def out_is_returned(x):
+    o = np.zeros_like(x)
+    r = np.add(x, 1, out=o)
+    return r, o
+
+
+def out_is_the_input(x):
+    y = x * 1
+    np.exp(y, out=y)
+    return y
+
+
+def inputs_broadcast_to_out(x):
+    o = np.zeros_like(x, shape=(4, 3, 4))
+    np.multiply(x, 2, out=o)
+    return o
+
+
+def out_masked_by_where(x):
+    o = np.full_like(x, -7.0)
+    np.sqrt(x, out=o, where=x > 0)
+    mask = np.zeros_like(x[0])
+    np.add(x[0], 1, out=mask, where=[True, False, True, False])
+    return o, mask
+
+
+def out_converted_same_kind(x):
+    o = np.zeros_like(x, dtype=np.int16)
+    np.floor_divide(x.astype(np.int64), 2, out=o)
+    return o
+
+
+def out_through_views(x):
+    y = np.zeros_like(x)
+    np.add(x[0], 1, out=y[0])
+    np.negative(x[1], out=y.T[:, 1])
+    return y
+
+
+def out_of_several_results(x):
+    q = np.zeros_like(x)
+    m, e = np.zeros_like(x), np.zeros_like(x, dtype=np.int32)
+    r = np.divmod(x, 1.5, out=(q, None))
+    np.frexp(x, out=(m, e))
+    return r[0], r[1], q, m, e
+
+
+def out_of_python_numbers_and_0d(x):
+    o = np.zeros_like(x)
+    np.add(1.5, 2, out=o)
+    z = np.zeros_like(x, shape=())
+    return o, np.sin(x[0, 0], out=z)
+
+
+OUT = [out_is_returned, out_is_the_input, inputs_broadcast_to_out, out_masked_by_where, out_converted_same_kind,
+       out_through_views, out_of_several_results, out_of_python_numbers_and_0d]
+
+
+@pytest.mark.parametrize("fn", OUT, ids=lambda f: f.__name__)
+def test_ufunc_out_and_where_write_as_numpy(fn):
+    assert_same_as_numpy(fn, X)
+
+
+@pytest.mark.parametrize("fn, error, match", [
+    (lambda x: np.add(x, 1.5, out=np.zeros_like(x, dtype=np.int64)), TypeError, "rule 'same_kind'"),
+    (lambda x: np.add(x, 1, out=np.zeros_like(x, shape=(4,))), ValueError, "broadcast"),
+    (lambda x: np.add(x, 1, out=(np.zeros_like(x), np.zeros_like(x))), ValueError, "one entry per ufunc output"),
+    (lambda x: np.add(x, 1, out=np.zeros_like(x), where=(x > 0).astype(int)), TypeError, "rule 'safe'"),
+])
+def test_ufunc_out_errors_are_numpys(fn, error, match):
+    with pytest.raises(error):
+        fn(X.copy())
+    with pytest.raises(error, match=match):
+        jit(fn)(X)
+
+
+@pytest.mark.parametrize("fn, match", [
+    (lambda x: np.add(x, 1, out=x), "out=...\) on the argument x"),
+    (lambda x: np.add(x, 1, out=np.zeros(x.shape)), "out is a NumPy array"),
+    (lambda x: np.add(x, 1, where=x > 0), "where= without out="),
+])
+def test_ufunc_out_the_trace_cannot_write_is_refused_by_name(fn, match):
+    with pytest.raises(NotImplementedError, match=match):
         jit(fn)(X)
 
 
