@@ -1828,6 +1828,80 @@ def _positions(x: Tensor) -> np.ndarray:
     return np.arange(x.size, dtype=np.intp).reshape(x.shape)
 
 
+# --------------------------------------------------------------------------- NumPy's in-place functions
+
+
+def _writable_target(a, name: str) -> Tensor:
+    if not isinstance(a, Tensor):
+        raise NotImplementedError(f"np.{name} into a NumPy array: NumPy writes that array's memory, which a compiled "
+                                  "function cannot; make it from a traced array (np.zeros_like(x, shape=n))")
+    if a.aliases == READ_ONLY:
+        raise ValueError("assignment destination is read-only")
+    return a
+
+
+def copyto(dst, src, casting="same_kind", where=True):
+    """NumPy's own np.copyto on stand-ins of the operands' shapes and dtypes checks the casting,
+    broadcasting and mask (its errors; a Python number is converted as it converts one); the kernel
+    takes ``src`` where the mask holds, written into dst's memory (update_in_place)."""
+    dst = _writable_target(dst, "copyto")
+
+    def stand_in(v):
+        return np.zeros(v.shape, v.dtype) if isinstance(v, Tensor) else v
+
+    np.copyto(np.zeros(dst.shape, dst.dtype), stand_in(src), casting=casting, where=stand_in(where))
+    if isinstance(src, Tensor):
+        value = src.node
+    elif dt.is_python_scalar(src):
+        converted = np.zeros((), dst.dtype)
+        np.copyto(converted, src, casting=casting)
+        value = const_node(converted)
+    else:
+        value = const_node(np.asarray(src))
+    value = P.cast(P.broadcast_to(value, dst.shape), dst.dtype)
+    if where is not True:
+        mask = where.node if isinstance(where, Tensor) else const_node(np.asarray(where))
+        value = P.where(P.broadcast_to(P.cast(mask, np.bool_), dst.shape), value, dst.node)
+    update_in_place(dst, value, "np.copyto", "use np.where(mask, src, dst) instead")
+
+
+def _written_by_numpy(a, values, name: str, write, constants) -> None:
+    """An in-place NumPy function run by NumPy itself on stand-ins: it writes the value's positions
+    (offset past a's, in the value's shape) into the array of a's flat positions, so its rules (which
+    positions, a short value repeated, modes, broadcasting, errors) decide which element lands where;
+    the kernel gathers the updated array, written into a's memory (update_in_place). ``constants`` are
+    the arguments that choose positions: traced ones are refused by name."""
+    a = _writable_target(a, name)
+    if any(isinstance(c, Tensor) for c in constants):
+        raise NotImplementedError(f"np.{name}: traced positions (write np.where(...) instead)")
+    if isinstance(values, Tensor):
+        v = P.cast(values.node, a.dtype)
+    else:
+        v = const_node(np.asarray(values, dtype=a.dtype))  # NumPy's conversion (its OverflowError included)
+    codes = _positions(a).copy()
+    write(codes, a.size + np.arange(v.size, dtype=np.intp).reshape(v.shape))
+    parts = [P.reshape(a.node, (a.size,))] + ([P.reshape(v, (v.size,))] if v.size else [])
+    source = P.concat(parts, 0) if len(parts) > 1 else parts[0]
+    update_in_place(a, gathered(source, codes).node, f"np.{name}", "build the result instead (np.where, ...)")
+
+
+def put(a, ind, v, mode="raise"):
+    _written_by_numpy(a, v, "put", lambda codes, values: np.put(codes, ind, values, mode), [ind])
+
+
+def place(arr, mask, vals):
+    _written_by_numpy(arr, vals, "place", lambda codes, values: np.place(codes, mask, values), [mask])
+
+
+def put_along_axis(arr, indices, values, axis):
+    _written_by_numpy(arr, values, "put_along_axis",
+                      lambda codes, v: np.put_along_axis(codes, indices, v, axis), [indices])
+
+
+def fill_diagonal(a, val, wrap=False):
+    _written_by_numpy(a, val, "fill_diagonal", lambda codes, values: np.fill_diagonal(codes, values, wrap), [])
+
+
 def block(arrays):
     """NumPy's np.block: its own checks of the nesting (``_block_setup``: depths, empty lists, tuples),
     each leaf given the result's number of axes by leading ones, then the innermost lists joined along
@@ -2721,6 +2795,7 @@ FUNCTIONS = {
     np.ones_like: _like(1), np.zeros_like: _like(0), np.empty_like: _like(0), np.full_like: full_like, np.take: take,
     np.dot: dot, np.tensordot: tensordot, np.inner: inner, np.outer: outer, np.vdot: vdot, np.einsum: einsum,
     np.shape: shape, np.ndim: ndim, np.size: size, np.copy: lambda a, order="K", subok=False: Tensor(_node(a)),
+    np.copyto: copyto, np.put: put, np.place: place, np.put_along_axis: put_along_axis, np.fill_diagonal: fill_diagonal,
 }
 
 

@@ -300,6 +300,83 @@ def test_ufunc_out_the_trace_cannot_write_is_refused_by_name(fn, match):
         jit(fn)(X)
 
 
+# -- NumPy's in-place functions
+
+def copyto_with_a_mask_and_into_a_row(x):
+    y = np.zeros_like(x)
+    np.copyto(y, x * 2, where=x > 0)
+    np.copyto(y[0], -1)
+    return y
+
+
+def copyto_converts_and_a_view_sees_it(x):
+    y = np.ones_like(x, dtype=np.int32)
+    seen = y.T
+    np.copyto(y, x.astype(np.int16))
+    return y, seen
+
+
+def put_in_every_mode(x):
+    y, z = x * 1, x * 1
+    np.put(y, [0, 5, -1, 30], x[0, :2], mode="wrap")  # a short value repeats
+    np.put(z, [1, 100], 7.5, mode="clip")
+    return y, z
+
+
+def place_repeats_its_values(x):
+    y = x * 1
+    np.place(y, np.arange(12).reshape(3, 4) % 3 == 1, [10.0, 20.0, 30.0])
+    return y
+
+
+def put_along_an_axis(x):
+    y = x * 1
+    np.put_along_axis(y, np.array([[1], [0], [3]]), x[:, :1] * 100, axis=1)
+    return y
+
+
+def fill_the_diagonal(x):
+    y = x * 1
+    np.fill_diagonal(y, [7.0, 8.0])
+    z = np.zeros_like(x, shape=(7, 3))
+    np.fill_diagonal(z, x[0, 0], wrap=True)
+    return y, z
+
+
+IN_PLACE_FUNCTIONS = [copyto_with_a_mask_and_into_a_row, copyto_converts_and_a_view_sees_it, put_in_every_mode,
+                      place_repeats_its_values, put_along_an_axis, fill_the_diagonal]
+
+
+@pytest.mark.parametrize("fn", IN_PLACE_FUNCTIONS, ids=lambda f: f.__name__)
+def test_numpys_in_place_functions_write_as_numpy(fn):
+    assert_same_as_numpy(fn, X)
+
+
+@pytest.mark.parametrize("fn, error, match", [
+    (lambda x: np.copyto(np.zeros_like(x, dtype=np.int8), 300), OverflowError, "300 out of bounds for int8"),
+    (lambda x: np.copyto(np.zeros_like(x, dtype=np.int8), 1.5), TypeError, "Cannot cast scalar"),
+    (lambda x: np.copyto(np.zeros_like(x, dtype=np.int8), x), TypeError, "Cannot cast array data"),
+    (lambda x: np.put(x * 1, [100], 1.0), IndexError, "index 100 is out of bounds"),
+    (lambda x: np.put(np.zeros_like(x, dtype=np.int8), [0], 300), OverflowError, "300 out of bounds for int8"),
+])
+def test_numpys_in_place_functions_raise_numpys_errors(fn, error, match):
+    with pytest.raises(error):
+        fn(X.copy())
+    with pytest.raises(error, match=match):
+        jit(fn)(X)
+
+
+@pytest.mark.parametrize("fn, match", [
+    (lambda x: np.copyto(x, 1.0), "np.copyto on the argument x"),
+    (lambda x: np.put(x * 1, np.argmax(x), 1.0), "np.put: traced positions"),
+    (lambda x: np.place(x * 1, x > 0, [1.0]), "np.place: traced positions"),
+    (lambda x: np.copyto(np.zeros((3, 4)), x), "np.copyto into a NumPy array"),
+])
+def test_numpys_in_place_functions_the_trace_cannot_follow_are_refused(fn, match):
+    with pytest.raises(NotImplementedError, match=match):
+        jit(fn)(X)
+
+
 # -- the registry's ops against NumPy's sharing
 
 def _relation(result, operands) -> str:
