@@ -299,8 +299,8 @@ _ANGLE_FACTORS.update(radians=_ANGLE_FACTORS["deg2rad"], degrees=_ANGLE_FACTORS[
 
 
 def _in_own_bits(rb, fn, args: list[str], compute, half: bool) -> str:
-    """``fn(rb, args, float type, same-width integer type, own)`` on the loop's own type: a float16
-    loop computes in float32 here, but nextafter and spacing step float16's own bits."""
+    """``fn(rb, args, own)`` in the loop's own float type ``own``: a float16 loop computes in float32
+    here, but nextafter and spacing step float16's own bits."""
     own = np.dtype(np.float16) if half else np.dtype(compute)
     t, wide = dt.mlir_type(own), dt.mlir_type(compute)
     if half:
@@ -447,8 +447,8 @@ class _FloatBits:
 
     def __init__(self, rb, ftype):
         self.rb, self.f = rb, np.dtype(ftype)
-        self.int = np.dtype(f"int{self.f.itemsize * 8}")
-        self.t, self.ti = dt.mlir_type(self.f), dt.mlir_type(self.int)
+        self.int, self.ti = _bits(self.f)
+        self.t = dt.mlir_type(self.f)
         info = np.finfo(self.f)
         self.mant, self.bias, self.emin, self.emax = info.nmant, info.maxexp - 1, info.minexp, info.maxexp - 1
 
