@@ -63,6 +63,8 @@ def _into_out(ufunc, results, out: tuple, where):
         if target is None:
             returned.append(result)
             continue
+        if isinstance(target, Tensor) and target.scalar and target.ndim == 0:
+            raise TypeError("return arrays must be of ArrayType")  # a NumPy scalar cannot be written
         if not isinstance(target, Tensor):
             raise NotImplementedError(
                 f"np.{ufunc.__name__}(..., out=...): out is a NumPy array, whose memory a compiled function cannot "
@@ -1832,6 +1834,8 @@ def _positions(x: Tensor) -> np.ndarray:
 
 
 def _writable_target(a, name: str) -> Tensor:
+    if isinstance(a, Tensor) and a.scalar and a.ndim == 0:
+        raise TypeError(f"np.{name}: the array to write must be a numpy.ndarray, not numpy.{a.dtype} (a NumPy scalar)")
     if not isinstance(a, Tensor):
         raise NotImplementedError(f"np.{name} into a NumPy array: NumPy writes that array's memory, which a compiled "
                                   "function cannot; make it from a traced array (np.zeros_like(x, shape=n))")

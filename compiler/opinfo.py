@@ -1513,6 +1513,19 @@ def _along_argmax_params(c, shape):
 _single("take_along_axis", lambda xs, p: np.take_along_axis(
             xs[0], np.asarray(p["indices"], dtype=np.int64).reshape(p["shape"]), axis=p["axis"]),
         _take_along_axis_params, "np.take_along_axis", min_rank=1, max_rank=3, family="index")
+
+
+def _put_along_axis(xs, p):
+    """A fresh array updated by np.put_along_axis with the operand's negated values gathered at the same
+    indices (a repeated index: NumPy's last write wins)."""
+    indices = np.asarray(p["indices"], dtype=np.int64).reshape(p["shape"])
+    y = xs[0] * 1
+    np.put_along_axis(y, indices, -np.take_along_axis(xs[0], indices, axis=p["axis"]), axis=p["axis"])
+    return y
+
+
+_single("put_along_axis", _put_along_axis, _take_along_axis_params, "np.put_along_axis", dtypes=NUMERIC,
+        min_rank=1, max_rank=3, family="index")
 # indices computed in the kernel: each row's own extremum, gathered back (NumPy's usual pairing)
 _single("take_along_axis.computed", lambda xs, p: np.take_along_axis(
             xs[0], getattr(np, p["arg"])(xs[0], axis=p["axis"], keepdims=True), axis=p["axis"]),
@@ -2158,6 +2171,61 @@ def _update_through_views(xs, p):
 register(OpInfo("update_through_views", _update_through_views, 2, NUMERIC, "index", _update_sample,
                 numpy_name="v = x[...]; v += u  /  x[...] += u", mixed_dtypes=False,
                 notes="write-through of views: the array, a transposed view of it and the updated part"))
+
+
+def _copyto_sample(c: Chooser) -> Call:
+    """A destination's shape and a source broadcast to it; the mask none, a constant one or one computed
+    from the destination's values; the casting rule NumPy checks."""
+    shape = random_shape(c, 0, 3)
+    src = shape[c.integer(0, len(shape)):] if shape else ()
+    src = tuple(1 if c.pick((0, 0, 1)) else d for d in src)
+    mask = c.pick(("none", "constant", "computed"))
+    params = {"where": mask, "casting": c.pick(("same_kind", "same_kind", "unsafe", "safe"))}
+    if mask == "constant":
+        params["mask"] = [bool(c.integer(0, 1)) for _ in range(int(np.prod(shape, dtype=np.int64)))]
+    return Call((shape, src), params)
+
+
+def _copyto(xs, p):
+    y = xs[0] * 1
+    where = (True if p["where"] == "none" else xs[0] > 0 if p["where"] == "computed"
+             else np.asarray(p["mask"], dtype=bool).reshape(np.shape(xs[0])))
+    np.copyto(y, xs[1], casting=p["casting"], where=where)
+    return y
+
+
+register(OpInfo("copyto", _copyto, 2, NUMERIC, "index", _copyto_sample, numpy_name="np.copyto(dst, src, casting, where)",
+                notes="into a fresh copy of operand 0; NumPy's casting check on the two dtypes"))
+
+
+def _ufunc_out_sample(c: Chooser) -> Call:
+    """Two operands broadcast together, and how the out array relates to a fresh array of their shape:
+    the array itself, a transposed view of it, or every other element of a larger one."""
+    shapes = broadcast_shapes_for(c, 2, max_rank=3, empty=False)
+    return Call(tuple(shapes), {"ufunc": c.pick(("add", "multiply", "maximum", "arctan2", "hypot", "subtract")),
+                                "out": c.pick(("fresh", "transposed", "strided")), "masked": c.pick((False, True))})
+
+
+def _ufunc_out(xs, p):
+    """np.<ufunc>(a, b, out=..., where=a > 0?) into a float64 array's memory; the whole array returned."""
+    shape = np.broadcast_shapes(np.shape(xs[0]), np.shape(xs[1]))
+    if p["out"] == "fresh":
+        whole = np.zeros_like(xs[0], dtype=np.float64, shape=shape)
+        out = whole
+    elif p["out"] == "transposed":
+        whole = np.zeros_like(xs[0], dtype=np.float64, shape=shape[::-1])
+        out = whole.T
+    else:
+        whole = np.zeros_like(xs[0], dtype=np.float64, shape=tuple(2 * d for d in shape))
+        out = whole[tuple(slice(None, None, 2) for _ in shape)]
+    where = np.broadcast_to(xs[0] > 0, shape) if p["masked"] else True
+    getattr(np, p["ufunc"])(xs[0], xs[1], out=out, where=where)
+    return whole
+
+
+register(OpInfo("ufunc_out", _ufunc_out, 2, NUMERIC, "index", _ufunc_out_sample, tolerance=TRANSCENDENTAL,
+                exact=False, numpy_name="np.<ufunc>(a, b, out=view, where=mask)",
+                notes="written through a view of a float64 array; the whole array is the result"))
 
 
 def _gather_params(c, shape):

@@ -282,6 +282,7 @@ def test_ufunc_out_and_where_write_as_numpy(fn):
     (lambda x: np.add(x, 1, out=np.zeros_like(x, shape=(4,))), ValueError, "broadcast"),
     (lambda x: np.add(x, 1, out=(np.zeros_like(x), np.zeros_like(x))), ValueError, "one entry per ufunc output"),
     (lambda x: np.add(x, 1, out=np.zeros_like(x), where=(x > 0).astype(int)), TypeError, "rule 'safe'"),
+    (lambda x: np.add(x[0, 0], 1, out=np.sum(x)), TypeError, "ArrayType"),
 ])
 def test_ufunc_out_errors_are_numpys(fn, error, match):
     with pytest.raises(error):
@@ -358,6 +359,7 @@ def test_numpys_in_place_functions_write_as_numpy(fn):
     (lambda x: np.copyto(np.zeros_like(x, dtype=np.int8), x), TypeError, "Cannot cast array data"),
     (lambda x: np.put(x * 1, [100], 1.0), IndexError, "index 100 is out of bounds"),
     (lambda x: np.put(np.zeros_like(x, dtype=np.int8), [0], 300), OverflowError, "300 out of bounds for int8"),
+    (lambda x: np.copyto(np.sum(x), 1.0), TypeError, "numpy.float64"),  # a NumPy scalar is no array
 ])
 def test_numpys_in_place_functions_raise_numpys_errors(fn, error, match):
     with pytest.raises(error):
