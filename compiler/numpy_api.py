@@ -79,13 +79,10 @@ def _into_out(ufunc, results, out: tuple, where):
         if not np.can_cast(result.dtype, target.dtype, casting="same_kind"):
             raise TypeError(f"Cannot cast ufunc '{ufunc.__name__}' output from {result.dtype!r} to {target.dtype!r} "
                             "with casting rule 'same_kind'")
-        value = P.cast(P.broadcast_to(result.node, target.shape), target.dtype)
-        if where is not True:
-            mask = _tensor(where if isinstance(where, Tensor) else np.asarray(where))
-            if not np.can_cast(mask.dtype, np.bool_, casting="safe"):
-                raise TypeError(f"Cannot cast array data from {mask.dtype!r} to dtype('bool') according to the rule 'safe'")
-            value = P.where(P.broadcast_to(mask.node, target.shape), value, target.node)
-        update_in_place(target, value, f"np.{ufunc.__name__}(..., out=...)", "use the returned array instead")
+        mask_dtype = where.dtype if isinstance(where, Tensor) else np.asarray(where).dtype
+        if not np.can_cast(mask_dtype, np.bool_, casting="safe"):
+            raise TypeError(f"Cannot cast array data from {mask_dtype!r} to dtype('bool') according to the rule 'safe'")
+        _write_where(target, result.node, where, f"np.{ufunc.__name__}(..., out=...)", "use the returned array instead")
         returned.append(target)
     return tuple(returned) if several else returned[0]
 
@@ -1862,11 +1859,17 @@ def copyto(dst, src, casting="same_kind", where=True):
         value = const_node(converted)
     else:
         value = const_node(np.asarray(src))
-    value = P.cast(P.broadcast_to(value, dst.shape), dst.dtype)
+    _write_where(dst, value, where, "np.copyto", "use np.where(mask, src, dst) instead")
+
+
+def _write_where(target: Tensor, value: P.Node, where, what: str, instead: str) -> None:
+    """``value`` broadcast to the target's shape and converted to its dtype, written into its memory
+    where the mask ``where`` (True: everywhere) holds, as a ufunc's out= and np.copyto write."""
+    value = P.cast(P.broadcast_to(value, target.shape), target.dtype)
     if where is not True:
         mask = where.node if isinstance(where, Tensor) else const_node(np.asarray(where))
-        value = P.where(P.broadcast_to(P.cast(mask, np.bool_), dst.shape), value, dst.node)
-    update_in_place(dst, value, "np.copyto", "use np.where(mask, src, dst) instead")
+        value = P.where(P.broadcast_to(P.cast(mask, np.bool_), target.shape), value, target.node)
+    update_in_place(target, value, what, instead)
 
 
 def _written_by_numpy(a, values, name: str, write, constants) -> None:
