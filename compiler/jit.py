@@ -154,7 +154,7 @@ def map_arrays(fn, tree):
 def _flatten_outputs(out, path="result"):
     if isinstance(out, Tensor):
         # a 0-d result NumPy gives as a scalar (np.sum(x), x[0] of a vector) comes back as one
-        return [out.node], ("scalar",) if out.scalar and out.ndim == 0 else ("array",)
+        return [out.node], ("scalar",) if out.numpy_scalar else ("array",)
     if isinstance(out, (tuple, list)):
         nodes, trees = [], []
         for i, o in enumerate(out):

@@ -63,7 +63,7 @@ def _into_out(ufunc, results, out: tuple, where):
         if target is None:
             returned.append(result)
             continue
-        if isinstance(target, Tensor) and target.scalar and target.ndim == 0:
+        if isinstance(target, Tensor) and target.numpy_scalar:
             raise TypeError("return arrays must be of ArrayType")  # a NumPy scalar cannot be written
         if not isinstance(target, Tensor):
             raise NotImplementedError(
@@ -1831,7 +1831,7 @@ def _positions(x: Tensor) -> np.ndarray:
 
 
 def _writable_target(a, name: str) -> Tensor:
-    if isinstance(a, Tensor) and a.scalar and a.ndim == 0:
+    if isinstance(a, Tensor) and a.numpy_scalar:
         raise TypeError(f"np.{name}: the array to write must be a numpy.ndarray, not numpy.{a.dtype} (a NumPy scalar)")
     if not isinstance(a, Tensor):
         raise NotImplementedError(f"np.{name} into a NumPy array: NumPy writes that array's memory, which a compiled "
@@ -2650,7 +2650,7 @@ def _stand_in(v):
     NumPy scalar where it is one), anything else as it is."""
     if not isinstance(v, Tensor):
         return v
-    return v.dtype.type(0) if v.scalar and v.ndim == 0 else np.zeros(v.shape, v.dtype)
+    return v.dtype.type(0) if v.numpy_scalar else np.zeros(v.shape, v.dtype)
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
@@ -2851,7 +2851,7 @@ def setitem(t: Tensor, key, value) -> None:
     the indexed shape (its broadcasting, conversions and errors); x's new value is then gathered from
     its elements and the value's, and written into its memory as NumPy would (update_in_place: the
     views of that memory see it; refused into a caller's argument)."""
-    if t.scalar and t.ndim == 0:
+    if t.numpy_scalar:
         raise TypeError(f"'numpy.{t.dtype}' object does not support item assignment")
     if t.aliases == READ_ONLY:
         raise ValueError("assignment destination is read-only")
@@ -2945,7 +2945,7 @@ def getitem(t: Tensor, key):
             return Tensor(y, scalar=True)  # an element is a NumPy scalar, a copy
         return view(y, t, positions=lambda p: p[index])
     result = Tensor(_advanced_index(y, out_shape, advanced), scalar=element)
-    if all(isinstance(k, Tensor) and k.scalar and k.ndim == 0 for k in key if _is_advanced(k)) and \
+    if all(isinstance(k, Tensor) and k.numpy_scalar for k in key if _is_advanced(k)) and \
             not (element and result.ndim == 0):
         # NumPy indexes by a NumPy integer (a traced one here) as by an int: the result is a view, at
         # positions only the kernel knows, so it keeps the array from being updated while it lives

@@ -44,6 +44,8 @@ class Tensor:
     ndim = property(lambda self: self.node.ndim)
     size = property(lambda self: self.node.size)
     T = property(lambda self: self.transpose())
+    # what NumPy returns here is a NumPy scalar (immutable, no memory to share), not a 0-d array
+    numpy_scalar = property(lambda self: self.scalar and self.ndim == 0)
     real = property(lambda self: self)  # NumPy's real part of a real array: the array itself
 
     @property
@@ -119,7 +121,7 @@ class Tensor:
     # (update_in_place). A NumPy scalar is immutable: there ``x += y`` is ``x = x + y``.
     def _inplace(name, symbol, binary):
         def op(self, other):
-            if self.scalar and self.ndim == 0:
+            if self.numpy_scalar:
                 return getattr(self, binary)(other)
             if self.aliases == READ_ONLY:
                 raise ValueError("output array is read-only")
@@ -189,12 +191,12 @@ class Tensor:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
         # a NumPy scalar stays one (np.float64(1).reshape(())); an array of one element becomes a 0-d array
-        return view(P.reshape(self.node, shape), self, scalar=self.scalar and self.ndim == 0)
+        return view(P.reshape(self.node, shape), self, scalar=self.numpy_scalar)
 
     def transpose(self, *axes):
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
             axes = axes[0]
-        return view(P.transpose(self.node, axes or None), self, scalar=self.scalar and self.ndim == 0,
+        return view(P.transpose(self.node, axes or None), self, scalar=self.numpy_scalar,
                     positions=lambda p: np.transpose(p, axes or None))
 
     def copy(self, order="C"):
