@@ -136,6 +136,11 @@ def _modf(x: P.Node) -> tuple[Tensor, Tensor]:
 
 
 def _ufunc_reduce(ufunc, a, axis=0, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True):
+    if ufunc in (np.fmax, np.fmin):
+        if dtype is not None:
+            raise NotImplementedError(f"np.{ufunc.__name__}.reduce: argument dtype is not supported by the compiler")
+        return _nan_extremum(ufunc.__name__[1:], a, axis, out, keepdims, initial,
+                             np._NoValue if where is True else where, what=f"np.{ufunc.__name__}.reduce")
     same = {np.add: sum_, np.multiply: prod, np.maximum: amax, np.minimum: amin, np.logical_and: all_,
             np.logical_or: any_}.get(ufunc)
     if same is None:
@@ -2278,15 +2283,20 @@ def nancumprod(a, axis=None, dtype=None, out=None):
     return cumprod(_nan_replaced(a, 1)[0], axis, dtype, out)
 
 
-def _nan_extremum(kind: str, a, axis, out, keepdims, initial, where) -> Tensor:
+def _nan_extremum(kind: str, a, axis, out, keepdims, initial, where, what: str | None = None) -> Tensor:
     """What np.fmax.reduce (fmin) computes for an ndarray: NaNs skipped, a slice of nothing but NaNs
-    NaN -- or ``initial``, where fmax starts."""
-    _no_extras(f"nan{kind}", out=out)
+    NaN -- or ``initial``, where fmax starts. np.nanmax (``what`` None) warns of an all-NaN slice as
+    well; the ufunc's own reduce does not."""
+    _no_extras(what or f"nan{kind}", out=out)
     x = _tensor(a)
     given = _given(keepdims=keepdims, initial=initial, where=where)
     if where is not np._NoValue and initial is np._NoValue:
         raise ValueError(f"reduction operation 'f{kind}' does not have an identity, so to use a where mask one has "
                          "to specify 'initial'")
+    axes = P.normalize_axes(axis, x.ndim, what or f"np.nan{kind}", zero_d=True)
+    if initial is np._NoValue and any(x.shape[i] == 0 for i in axes):
+        raise ValueError(f"{what or f'np.nan{kind}'}: zero-size array to reduction operation f{kind} which has no "
+                         "identity")
     reduce = amax if kind == "max" else amin
     if x.dtype.kind != "f":
         return reduce(x, axis, **given)
@@ -2304,7 +2314,8 @@ def _nan_extremum(kind: str, a, axis, out, keepdims, initial, where) -> Tensor:
         result = Tensor(P.where(nothing.node, const_node(np.asarray(np.nan, x.dtype)), result.node), scalar=True)
     else:
         result = reduce(numbers, axis, **given)
-    P.warn_at_run_time(np.isnan(result).node, RuntimeWarning, "All-NaN slice encountered")  # NumPy's, after fmax
+    if what is None:
+        P.warn_at_run_time(np.isnan(result).node, RuntimeWarning, "All-NaN slice encountered")  # NumPy's, after fmax
     return result
 
 

@@ -225,6 +225,8 @@ class OpInfo:
     # reductions and contractions: an array (broadcastable to the result) that scales atol,
     # the magnitude of what was summed (see ``error_scale``)
     scale: Callable[[Sequence, Mapping], Any] | None = None
+    # False where the sign of a zero result is the C library's choice (fmax of +0.0 and -0.0), not NumPy's
+    zero_sign: bool = True
 
     def domain(self, i: int) -> Domain:
         return self.domains[min(i, len(self.domains) - 1)]
@@ -367,6 +369,8 @@ _BINARY = {
     "power": (np.power, operator.pow, FLOATS, (ANY, EXPONENT), TRANSCENDENTAL, False),
     "maximum": (np.maximum, None, ALL, (ANY,), EXACT, True),
     "minimum": (np.minimum, None, ALL, (ANY,), EXACT, True),
+    "fmax": (np.fmax, None, ALL, (ANY,), EXACT, True),
+    "fmin": (np.fmin, None, ALL, (ANY,), EXACT, True),
     "greater": (np.greater, operator.gt, ALL, (ANY,), EXACT, True),
     "greater_equal": (np.greater_equal, operator.ge, ALL, (ANY,), EXACT, True),
     "less": (np.less, operator.lt, ALL, (ANY,), EXACT, True),
@@ -392,10 +396,13 @@ _BINARY = {
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**", "gt": ">", "ge": ">=", "lt": "<",
             "le": "<=", "eq": "==", "ne": "!=", "and_": "&", "or_": "|", "xor": "^"}
 
+# C's fmax and fmin return either zero of +0.0 and -0.0 (NumPy's float32 loop one, its float64 loop the other)
+_C_ZERO_SIGN = ("fmax", "fmin")
+
 for _name, (_fn, _op, _dtypes, _domains, _tol, _exact) in _BINARY.items():
     register(OpInfo(
         _name, _call_ufunc(_fn), 2, _dtypes, "elementwise", _binary_sample, domains=_domains, tolerance=_tol,
-        exact=_exact, scalar_operands=True, numpy_name=f"np.{_fn.__name__}"))
+        exact=_exact, scalar_operands=True, numpy_name=f"np.{_fn.__name__}", zero_sign=_name not in _C_ZERO_SIGN))
     if _op is not None:
         register(OpInfo(
             f"operator.{_op.__name__}", (lambda o: lambda xs, p: o(xs[0], xs[1]))(_op), 2, _dtypes, "elementwise",
@@ -1218,7 +1225,8 @@ _single("pad", lambda xs, p: np.pad(xs[0], p["pad_width"], p["mode"],
 
 
 # ufunc methods: the reductions and accumulations NumPy's own functions are, and outer products
-_REDUCING_UFUNCS = {"add": ALL, "multiply": ALL, "maximum": ALL, "minimum": ALL, "logical_and": ALL, "logical_or": ALL}
+_REDUCING_UFUNCS = {"add": ALL, "multiply": ALL, "maximum": ALL, "minimum": ALL, "fmax": ALL, "fmin": ALL,
+                    "logical_and": ALL, "logical_or": ALL}
 
 
 def _ufunc_reduce_params(c, shape):
@@ -1244,7 +1252,7 @@ for _name, _dtypes in _REDUCING_UFUNCS.items():
     _single(f"{_name}.reduce", _ufunc_reduce_call(_name), _ufunc_reduce_params, f"np.{_name}.reduce", dtypes=_dtypes,
             family="reduction" if _summing else "ufunc_method",
             domains=((MODERATE if _name == "add" else PROD_DOMAIN),) if _summing else (ANY,),
-            tolerance=REDUCTION if _summing else EXACT, exact=not _summing,
+            tolerance=REDUCTION if _summing else EXACT, exact=not _summing, zero_sign=_name not in _C_ZERO_SIGN,
             scale=(lambda xs, p, n=_name: _ufunc_reduce_scale(n, xs, p)) if _summing else None)
 
 

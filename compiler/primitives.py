@@ -30,6 +30,8 @@ _BINARY = {
     "bitwise_xor": {"i": "arith.xori", "u": "arith.xori", "b": "arith.xori"},
     "maximum": {"f": None, "i": "arith.maxsi", "u": "arith.maxui", "b": "arith.ori"},  # floats: _float_extremum
     "minimum": {"f": None, "i": "arith.minsi", "u": "arith.minui", "b": "arith.andi"},
+    "fmax": {"f": None, "i": "arith.maxsi", "u": "arith.maxui", "b": "arith.ori"},  # floats: _float_nan_ignoring_extremum
+    "fmin": {"f": None, "i": "arith.minsi", "u": "arith.minui", "b": "arith.andi"},
     "arctan2": {"f": "math.atan2"},
     "copysign": {"f": "math.copysign"},
 }
@@ -176,6 +178,16 @@ def _float_extremum(rb, name: str, a: str, b: str, t: str, half: bool = False) -
     beyond = rb.op(f"arith.cmpf {pred[name, half]}, {a}, {b} : {t}")
     a_is_nan = rb.op(f"arith.cmpf uno, {a}, {a} : {t}")
     take_a = rb.op(f"arith.ori {beyond}, {a_is_nan} : i1")
+    return rb.op(f"arith.select {take_a}, {a}, {b} : {t}")
+
+
+def _float_nan_ignoring_extremum(rb, name: str, a: str, b: str, t: str) -> str:
+    """NumPy's fmax/fmin (C's): the larger (smaller) of two numbers, a NaN only where both are NaN.
+    ``a`` when it is at least as far out as ``b`` or ``b`` is NaN; which zero of +0.0 and -0.0 C's
+    fmax returns is the library's choice (NumPy's float32 and float64 loops differ), not compared."""
+    beyond = rb.op(f"arith.cmpf {'oge' if name == 'fmax' else 'ole'}, {a}, {b} : {t}")
+    b_is_nan = rb.op(f"arith.cmpf uno, {b}, {b} : {t}")
+    take_a = rb.op(f"arith.ori {beyond}, {b_is_nan} : i1")
     return rb.op(f"arith.select {take_a}, {a}, {b} : {t}")
 
 
@@ -584,6 +596,8 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
         return rb.op(f"arith.xori {args[0]}, {ones} : {t}")
     if name in ("maximum", "minimum") and kind == "f":
         return _float_extremum(rb, name, args[0], args[1], t, half)
+    if name in ("fmax", "fmin") and kind == "f":
+        return _float_nan_ignoring_extremum(rb, name, args[0], args[1], t)
     if name == "clip":  # NumPy's loop: min(max(x, lo), hi), its own maximum and minimum
         low = elementwise_scalar(rb, "maximum", args[:2], compute, out, half=half)
         return elementwise_scalar(rb, "minimum", [low, args[2]], compute, out, half=half)
@@ -696,7 +710,7 @@ def primitive(name: str, evaluate: Callable, lower: Callable, rounding: str = "e
 
 UFUNCS = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
-    "power": np.power, "maximum": np.maximum, "minimum": np.minimum,
+    "power": np.power, "maximum": np.maximum, "minimum": np.minimum, "fmax": np.fmax, "fmin": np.fmin,
     "negative": np.negative, "exp": np.exp, "tanh": np.tanh, "sqrt": np.sqrt, "log": np.log,
     "sin": np.sin, "cos": np.cos, "exp2": np.exp2, "expm1": np.expm1, "log2": np.log2, "log10": np.log10,
     "log1p": np.log1p, "reciprocal": np.reciprocal, "sign": np.sign, "tan": np.tan, "arcsin": np.arcsin,

@@ -4,6 +4,8 @@ arguments NumPy accepts or refuses, and a few functions' less common inputs."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -982,6 +984,54 @@ def test_nextafter_spacing_and_hypot_of_integers_compute_in_numpys_float_types()
         got = jit(lambda p, q: [np.nextafter(p, q), np.spacing(p), np.hypot(p, q)])(a, b)
         for g, w in zip(got, [np.nextafter(a, b), np.spacing(a), np.hypot(a, b)]):
             assert_like_numpy(g, w)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_fmax_and_fmin_skip_nans_at_every_edge_of_the_type(dtype):
+    """np.fmax and np.fmin of every pair of edge values, bit for bit but for which zero of +0.0 and
+    -0.0 they pick (C's fmax leaves that open: NumPy's float32 and float64 loops differ); a NaN only
+    where both are NaN. Their reduce skips NaNs too (a slice of nothing but NaNs is NaN, with no
+    warning: that is np.nanmax's), over each axis and over everything."""
+    with np.errstate(over="ignore"):
+        a = EDGES.astype(dtype)
+    x, y = (v.ravel().copy() for v in np.meshgrid(a, a))
+    got = jit(lambda p, q: [np.fmax(p, q), np.fmin(p, q)])(x, y)
+    for g, w in zip(got, [np.fmax(x, y), np.fmin(x, y)]):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)  # NaN where NaN, -0.0 == +0.0
+    assert not np.isnan(got[0][~(np.isnan(x) & np.isnan(y))]).any()
+    grid = np.where(np.eye(len(a), dtype=bool), np.asarray(np.nan, dtype), np.add.outer(a, np.zeros_like(a)))
+    grid[3] = np.nan  # a row of nothing but NaNs
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = jit(lambda g: [np.fmax.reduce(g), np.fmin.reduce(g, axis=1), np.fmax.reduce(g, axis=None),
+                             np.fmin.reduce(g, axis=1, keepdims=True, initial=np.nan)])(grid)
+    want = [np.fmax.reduce(grid), np.fmin.reduce(grid, axis=1), np.fmax.reduce(grid, axis=None),
+            np.fmin.reduce(grid, axis=1, keepdims=True, initial=np.nan)]
+    for g, w in zip(got, want):
+        assert type(g) is type(w) and g.dtype == w.dtype and g.shape == np.shape(w)
+        np.testing.assert_array_equal(g, w)
+    assert np.isnan(got[1][3]) and not np.isnan(got[1][:3]).any()
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint16, np.int64, np.uint64])
+def test_fmax_and_fmin_of_integers_are_maximum_and_minimum(dtype):
+    info = np.iinfo(dtype) if dtype != np.bool_ else None
+    values = [False, True] if info is None else [info.min, info.min + 1, 0, 1, info.max - 1, info.max]
+    a = np.array(values, dtype)
+    x, y = (v.ravel().copy() for v in np.meshgrid(a, a))
+    got = jit(lambda p, q: [np.fmax(p, q), np.fmin(p, q), np.fmax.reduce(p), np.fmin.reduce(q)])(x, y)
+    assert_like_numpy(got, [np.fmax(x, y), np.fmin(x, y), np.fmax.reduce(x), np.fmin.reduce(y)])
+
+
+def test_fmax_reduce_of_nothing_and_with_a_mask_refuse_as_numpy():
+    f32 = np.ones(3, np.float32)
+    for fn, message in ((lambda v: np.fmax.reduce(v[:0]), "zero-size array to reduction operation fmax"),
+                        (lambda v: np.fmin.reduce(v, where=v > 0), "'fmin' does not have an identity")):
+        with pytest.raises(ValueError, match=message):
+            fn(f32)  # NumPy's own refusal, which the compiler's repeats
+        with pytest.raises(ValueError, match=message):
+            jit(fn)(f32)
 
 
 EXPONENTS = np.array([0, 1, -1, 24, -24, 25, -25, 60, -60, 126, -126, 127, -149, -150, 1023, -1022, -1074, -1075,

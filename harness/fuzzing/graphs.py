@@ -83,7 +83,8 @@ def exact_node(info: oi.OpInfo, value, inputs_exact: bool) -> bool:
     """Bit for bit NumPy's: a correctly rounded op of exact inputs whose float result also has a defined
     zero sign (signbit, copysign or 1/x of a max of +0.0 and -0.0 would otherwise see NumPy's SIMD order)."""
     float_result = np.asarray(value).dtype.kind == "f"
-    return info.exact and inputs_exact and not (float_result and info.family in ZERO_SIGN_UNDEFINED)
+    return info.exact and inputs_exact and not (float_result and (info.family in ZERO_SIGN_UNDEFINED
+                                                                     or not info.zero_sign))
 
 
 def exactness(program: dict, values: list) -> list[bool]:
