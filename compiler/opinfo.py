@@ -371,6 +371,8 @@ _BINARY = {
     "minimum": (np.minimum, None, ALL, (ANY,), EXACT, True),
     "fmax": (np.fmax, None, ALL, (ANY,), EXACT, True),
     "fmin": (np.fmin, None, ALL, (ANY,), EXACT, True),
+    "gcd": (np.gcd, None, INTS, (ANY,), EXACT, True),
+    "lcm": (np.lcm, None, INTS, (ANY,), EXACT, True),
     "greater": (np.greater, operator.gt, ALL, (ANY,), EXACT, True),
     "greater_equal": (np.greater_equal, operator.ge, ALL, (ANY,), EXACT, True),
     "less": (np.less, operator.lt, ALL, (ANY,), EXACT, True),

@@ -169,6 +169,47 @@ def _integer_power(rb, x: str, y: str, dtype) -> str:
     return f"{loop}#0"
 
 
+def _euclid_steps(bits: int) -> int:
+    """An upper bound on the remainder steps of Euclid's algorithm for two ``bits``-wide unsigned numbers
+    (plus one that swaps them into order): by Lame's theorem consecutive Fibonacci numbers take the most
+    steps, so the index of the largest below 2**bits."""
+    a, b, index = 1, 1, 2
+    while b < 2**bits:
+        a, b, index = b, a + b, index + 1
+    return index + 1
+
+
+def _gcd_lcm(rb, name: str, x: str, y: str, dtype) -> str:
+    """NumPy's npy_gcd/npy_lcm: Euclid on the operands' magnitudes as unsigned numbers of the type's
+    width (|INT_MIN| is 2**(bits-1) there), the result's bits read back in the type, so gcd(-128, 0)
+    of int8 is -128 as in NumPy; lcm is |x| / gcd * |y| modulo 2**bits, 0 where both are 0. The loop is
+    an ``scf.for`` of Lame's bound of steps (a step once the remainder is 0 does nothing), so it needs no
+    ``scf.while`` and divides only under an ``scf.if`` of a nonzero divisor."""
+    t = dt.mlir_type(dtype)
+    if np.dtype(dtype).kind == "i":
+        x, y = rb.op(f"math.absi {x} : {t}"), rb.op(f"math.absi {y} : {t}")
+    zero = scalar_const(rb, 0, dtype)
+    first, count, step = (rb.op(f"arith.constant {v} : index") for v in (0, _euclid_steps(np.dtype(dtype).itemsize * 8), 1))
+    em = rb.em
+    k, a, b, nonzero, rem, loop, branch = (em.fresh(p) for p in ("k", "a", "b", "nz", "rem", "gcd", "step"))
+    # the loop carries (a, b) -> (b % a, a) while a != 0; b is the gcd when a reaches 0
+    rb.lines.append(
+        f"{loop}:2 = scf.for {k} = {first} to {count} step {step} "
+        f"iter_args({a} = {x}, {b} = {y}) -> ({t}, {t}) {{ "
+        f"{nonzero} = arith.cmpi ne, {a}, {zero} : {t} "
+        f"{branch}:2 = scf.if {nonzero} -> ({t}, {t}) {{ "
+        f"{rem} = arith.remui {b}, {a} : {t} "
+        f"scf.yield {rem}, {a} : {t}, {t} }} else {{ scf.yield {a}, {b} : {t}, {t} }} "
+        f"scf.yield {branch}#0, {branch}#1 : {t}, {t} }}")
+    gcd = f"{loop}#1"
+    if name == "gcd":
+        return gcd
+    both_zero = rb.op(f"arith.cmpi eq, {gcd}, {zero} : {t}")
+    divisor = rb.op(f"arith.select {both_zero}, {scalar_const(rb, 1, dtype)}, {gcd} : {t}")  # 0 / 1 * 0 is 0
+    quotient = rb.op(f"arith.divui {x}, {divisor} : {t}")
+    return rb.op(f"arith.muli {quotient}, {y} : {t}")
+
+
 def _float_extremum(rb, name: str, a: str, b: str, t: str, half: bool = False) -> str:
     """NumPy's float maximum/minimum: ``a`` if it is strictly beyond ``b`` or NaN, else ``b`` -- so a
     NaN on either side propagates and of two equal values (+0.0 and -0.0) the second is returned,
@@ -596,6 +637,10 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
         return rb.op(f"arith.xori {args[0]}, {ones} : {t}")
     if name in ("maximum", "minimum") and kind == "f":
         return _float_extremum(rb, name, args[0], args[1], t, half)
+    if name in ("gcd", "lcm"):
+        if kind not in "iu":
+            raise TypeError(f"np.{name} is not supported for {compute}")
+        return _gcd_lcm(rb, name, args[0], args[1], compute)
     if name in ("fmax", "fmin") and kind == "f":
         return _float_nan_ignoring_extremum(rb, name, args[0], args[1], t)
     if name == "clip":  # NumPy's loop: min(max(x, lo), hi), its own maximum and minimum
@@ -711,6 +756,7 @@ def primitive(name: str, evaluate: Callable, lower: Callable, rounding: str = "e
 UFUNCS = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
     "power": np.power, "maximum": np.maximum, "minimum": np.minimum, "fmax": np.fmax, "fmin": np.fmin,
+    "gcd": np.gcd, "lcm": np.lcm,
     "negative": np.negative, "exp": np.exp, "tanh": np.tanh, "sqrt": np.sqrt, "log": np.log,
     "sin": np.sin, "cos": np.cos, "exp2": np.exp2, "expm1": np.expm1, "log2": np.log2, "log10": np.log10,
     "log1p": np.log1p, "reciprocal": np.reciprocal, "sign": np.sign, "tan": np.tan, "arcsin": np.arcsin,

@@ -140,6 +140,16 @@ def test_elementwise_math_compiles_and_assembles(name, dtype, tmp_path):
     check_host_memory(stages, n_inputs=1, n_outputs=1)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint32, np.int64])
+def test_integer_loops_compile_and_assemble(dtype, tmp_path):
+    """gcd/lcm's bounded Euclid loop (an scf.for around an scf.if that divides) and integer power's
+    square-and-multiply are loops inside the elementwise kernel: they must survive NVVM and ptxas."""
+    x = np.arange(-7, 26).astype(dtype).reshape(3, 11)
+    stages = gpu_stages(lambda a, b: np.gcd(a, b) + np.lcm(a, b) + a ** b, x, x[::-1].copy())
+    assert assemble_all(stages["ptx"], tmp_path) >= 1
+    check_host_memory(stages, n_inputs=2, n_outputs=1)
+
+
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_reductions_over_last_axis(dtype, tmp_path):
     def f(x):

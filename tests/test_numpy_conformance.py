@@ -1034,6 +1034,41 @@ def test_fmax_reduce_of_nothing_and_with_a_mask_refuse_as_numpy():
             jit(fn)(f32)
 
 
+def _fibonacci_up_to(limit: int) -> list[int]:
+    out = [1, 2]
+    while out[-1] + out[-2] <= limit:
+        out.append(out[-1] + out[-2])
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64])
+def test_gcd_and_lcm_at_every_edge_of_the_type(dtype):
+    """np.gcd and np.lcm of every pair of edge values, bit for bit: the type's extremes (|INT_MIN| wraps
+    back to INT_MIN, as in NumPy: gcd(INT_MIN, 0) is INT_MIN), zeros, and the largest consecutive
+    Fibonacci numbers of the type, which take Euclid's algorithm the most steps (Lame's theorem)."""
+    info = np.iinfo(dtype)
+    fib = _fibonacci_up_to(info.max)[-3:]
+    values = {info.min, info.min + 1, -1 if info.min else 5, 0, 1, 6, 12, 18, info.max - 1, info.max, *fib}
+    values |= {-f for f in fib} if info.min else set()
+    a = np.array(sorted(values), dtype)
+    x, y = (v.ravel().copy() for v in np.meshgrid(a, a))
+    got = jit(lambda p, q: [np.gcd(p, q), np.lcm(p, q)])(x, y)
+    assert_like_numpy(got, [np.gcd(x, y), np.lcm(x, y)])
+
+
+def test_gcd_and_lcm_take_numpys_integer_loops_and_refuse_the_others():
+    small = np.array([4, 6, -9], np.int8)
+    got = jit(lambda p: [np.gcd(p, 12), np.lcm(p, np.uint8(10)), np.gcd(p > 0, 6), np.gcd.outer(p, p),
+                         np.lcm.accumulate(p)])(small)
+    assert_like_numpy(got, [np.gcd(small, 12), np.lcm(small, np.uint8(10)), np.gcd(small > 0, 6),
+                            np.gcd.outer(small, small), np.lcm.accumulate(small)])
+    for operands in ((np.ones(3, np.float32), np.ones(3, np.float32)), (np.ones(3, bool), np.ones(3, bool))):
+        with pytest.raises(TypeError, match="did not contain a loop"):
+            np.gcd(*operands)  # NumPy's refusal, which the compiler's names
+        with pytest.raises(TypeError, match="np.gcd is not defined for operand types.*did not contain a loop"):
+            jit(np.gcd)(*operands)
+
+
 EXPONENTS = np.array([0, 1, -1, 24, -24, 25, -25, 60, -60, 126, -126, 127, -149, -150, 1023, -1022, -1074, -1075,
                       -1076, 1024, 2000, -2000, 2**31 - 1, -2**31], np.int64)
 
