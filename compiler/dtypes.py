@@ -88,13 +88,17 @@ def is_python_scalar(x) -> bool:
     return isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
 
 
-def resolve_ufunc(ufunc: np.ufunc, operand_types: list) -> tuple[list[np.dtype], np.dtype]:
-    """(loop input dtypes, output dtype) NumPy would use; operands are dtypes or Weak scalars."""
+def resolve_ufunc(ufunc: np.ufunc, operand_types: list, signature=None, casting=None) -> tuple[list[np.dtype], np.dtype]:
+    """(loop input dtypes, output dtype) NumPy would use; operands are dtypes or Weak scalars. ``signature``
+    and ``casting`` are the ufunc call's (``dtype=D`` is the signature ``(None, ..., D)``): NumPy checks
+    the operands' conversions to the loop's types under ``casting`` (default 'same_kind')."""
     spec = tuple(t.pytype if isinstance(t, Weak) else np.dtype(t) for t in operand_types)
+    given = {k: v for k, v in (("signature", signature), ("casting", casting)) if v is not None}
     try:
-        resolved = ufunc.resolve_dtypes(spec + (None,) * ufunc.nout)
+        resolved = ufunc.resolve_dtypes(spec + (None,) * ufunc.nout, **given)
     except Exception as exc:  # numpy raises UFuncTypeError / TypeError subclasses
-        raise TypeError(f"np.{ufunc.__name__} is not defined for operand types {spec}: {exc}") from None
+        asked = "".join(f" and {k}={v!r}" for k, v in given.items())
+        raise TypeError(f"np.{ufunc.__name__} is not defined for operand types {spec}{asked}: {exc}") from None
     ins, outs = resolved[: ufunc.nin], resolved[ufunc.nin:]
     return [np.dtype(d) for d in ins], np.dtype(outs[0])
 

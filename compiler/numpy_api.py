@@ -40,19 +40,41 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
         raise NotImplementedError(f"np.{ufunc.__name__}.{method} is not supported by the compiler")
     kwargs = dict(kwargs)
     out, where = kwargs.pop("out", None), kwargs.pop("where", True)
-    unsupported = {k: v for k, v in kwargs.items() if not (k in ("dtype", "casting", "order", "subok") and v is None)}
+    loop = _loop_arguments(ufunc, kwargs)
+    # the memory layout of the result (order=) and whether a subclass survives (subok=) change no value
+    unsupported = {k: v for k, v in kwargs.items()
+                   if not (k == "order" and v in (None, "K", "A", "C") or k == "subok" and isinstance(v, bool))}
     if unsupported:
         raise NotImplementedError(f"np.{ufunc.__name__}: keyword arguments {sorted(unsupported)} are not supported by the compiler")
     if where is not True and out is None:
         raise NotImplementedError(f"np.{ufunc.__name__}: where= without out= leaves NumPy's uninitialized memory where "
                                   "the mask is False; pass out= too")
-    results = _ufunc_results(ufunc, inputs)
-    return results if out is None else _into_out(ufunc, results, out, where)
+    results = _ufunc_results(ufunc, inputs, **loop)
+    return results if out is None else _into_out(ufunc, results, out, where, loop["casting"] or "same_kind")
 
 
-def _into_out(ufunc, results, out: tuple, where):
+_CASTING_RULES = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+def _loop_arguments(ufunc, kwargs: dict) -> dict:
+    """A ufunc call's ``dtype=``, ``signature=`` and ``casting=`` (popped from ``kwargs``) as the
+    ``signature`` and ``casting`` that resolve its loop; NumPy's errors for conflicting or bad ones."""
+    dtype, signature = kwargs.pop("dtype", None), kwargs.pop("signature", None)
+    casting = kwargs.pop("casting", None)
+    if dtype is not None and signature is not None:
+        raise TypeError("cannot specify both 'signature' and 'dtype'")
+    if casting is not None and casting not in _CASTING_RULES:
+        raise ValueError(f"casting must be one of {', '.join(map(repr, _CASTING_RULES))} (got {casting!r})")
+    if dtype is not None:  # NumPy 2: the dtype of the outputs, the inputs' left to the loop
+        signature = (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout
+    elif isinstance(signature, (tuple, list)):
+        signature = tuple(None if d is None else np.dtype(d) for d in signature)
+    return {"signature": signature, "casting": casting}
+
+
+def _into_out(ufunc, results, out: tuple, where, casting: str = "same_kind"):
     """NumPy's ``out=``: each result broadcast to its out array's shape, converted to its dtype under
-    'same_kind', and written where ``where`` holds into the array's memory (update_in_place: every view
+    ``casting``, and written where ``where`` holds into the array's memory (update_in_place: every view
     of it sees the write); the out arrays are returned, NumPy's results where an entry is None."""
     several = isinstance(results, tuple)
     results = results if several else (results,)
@@ -76,9 +98,9 @@ def _into_out(ufunc, results, out: tuple, where):
         if shape != target.shape:
             raise ValueError(f"operands could not be broadcast together with shapes {result.shape} and the output's "
                              f"{target.shape} (np.{ufunc.__name__}, out=)")
-        if not np.can_cast(result.dtype, target.dtype, casting="same_kind"):
+        if not np.can_cast(result.dtype, target.dtype, casting=casting):
             raise TypeError(f"Cannot cast ufunc '{ufunc.__name__}' output from {result.dtype!r} to {target.dtype!r} "
-                            "with casting rule 'same_kind'")
+                            f"with casting rule {casting!r}")
         mask_dtype = where.dtype if isinstance(where, Tensor) else np.asarray(where).dtype
         if not np.can_cast(mask_dtype, np.bool_, casting="safe"):
             raise TypeError(f"Cannot cast array data from {mask_dtype!r} to dtype('bool') according to the rule 'safe'")
@@ -87,8 +109,19 @@ def _into_out(ufunc, results, out: tuple, where):
     return tuple(returned) if several else returned[0]
 
 
-def _ufunc_results(ufunc, inputs):
-    """The result (a tuple of them for np.divmod, np.frexp, np.modf) of calling ``ufunc`` on traced inputs."""
+def _ufunc_results(ufunc, inputs, signature=None, casting=None):
+    """The result (a tuple of them for np.divmod, np.frexp, np.modf) of calling ``ufunc`` on traced inputs;
+    ``signature`` and ``casting`` choose the loop (see ``_loop_arguments``)."""
+    name = UFUNC_PRIMITIVES.get(ufunc)
+    if name is not None:
+        return Tensor(P.elementwise(name, [_operand(x) for x in inputs], signature, casting), scalar=True)
+    if signature is not None:
+        raise NotImplementedError(f"np.{ufunc.__name__}: dtype= and signature= are not supported by the compiler "
+                                  "for this ufunc; convert its operands or its result with astype")
+    if casting is not None and ufunc.__name__ not in _GUFUNC_CORES and ufunc is not np.matmul:
+        # the loop is NumPy's default one: only whether the operands may be converted to it is in question
+        operands = [_operand(x) for x in inputs]
+        dt.resolve_ufunc(ufunc, [o if isinstance(o, dt.Weak) else o.dtype for o in operands], casting=casting)
     if ufunc is np.matmul:
         return Tensor(P.matmul(_node(inputs[0]), _node(inputs[1])), scalar=True)
     if ufunc.__name__ in _GUFUNC_CORES and ufunc is getattr(np, ufunc.__name__):
@@ -114,10 +147,7 @@ def _ufunc_results(ufunc, inputs):
         x = _node(inputs[0])
         dt.resolve_ufunc(np.positive, [x.dtype])
         return Tensor(x, scalar=True)
-    name = UFUNC_PRIMITIVES.get(ufunc)
-    if name is None:
-        raise NotImplementedError(f"np.{ufunc.__name__} is not supported by the compiler")
-    return Tensor(P.elementwise(name, [_operand(x) for x in inputs]), scalar=True)
+    raise NotImplementedError(f"np.{ufunc.__name__} is not supported by the compiler")
 
 
 def _modf(x: P.Node) -> tuple[Tensor, Tensor]:

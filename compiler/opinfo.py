@@ -2208,6 +2208,20 @@ register(OpInfo("copyto", _copyto, 2, NUMERIC, "index", _copyto_sample, numpy_na
                 notes="into a fresh copy of operand 0; NumPy's casting check on the two dtypes"))
 
 
+def _ufunc_dtype_sample(c: Chooser) -> Call:
+    """A binary ufunc called with ``dtype=`` (its output's type: NumPy picks the loop that gives it and
+    converts the operands to the loop's types) and ``casting=`` (which of those conversions are allowed)."""
+    call = _binary_sample(c)
+    return Call(call.shapes, {"ufunc": c.pick(("add", "subtract", "multiply", "divide", "maximum", "arctan2", "less",
+                                               "floor_divide", "power")),
+                              "dtype": str(c.pick(ALL)), "casting": c.pick(("same_kind", "same_kind", "unsafe", "safe"))},
+                call.scalars)
+
+
+def _ufunc_dtype(xs, p):
+    return getattr(np, p["ufunc"])(xs[0], xs[1], dtype=p["dtype"], casting=p["casting"])
+
+
 def _ufunc_out_sample(c: Chooser) -> Call:
     """Two operands broadcast together, and how the out array relates to a fresh array of their shape:
     the array itself, a transposed view of it, or every other element of a larger one."""
@@ -2233,6 +2247,11 @@ def _ufunc_out(xs, p):
     return whole
 
 
+# the operands within CASTABLE: an unsafe float -> int conversion of them is the same on every x86 loop
+register(OpInfo("ufunc_dtype", _ufunc_dtype, 2, ALL, "elementwise", _ufunc_dtype_sample, domains=(CASTABLE,),
+                tolerance=TRANSCENDENTAL, exact=False, scalar_operands=True,
+                numpy_name="np.<ufunc>(a, b, dtype=, casting=)",
+                notes="NumPy's refusals (a conversion the casting rule forbids, no loop for the dtype) are compared too"))
 register(OpInfo("ufunc_out", _ufunc_out, 2, NUMERIC, "index", _ufunc_out_sample, tolerance=TRANSCENDENTAL,
                 exact=False, numpy_name="np.<ufunc>(a, b, out=view, where=mask)",
                 notes="written through a view of a float64 array; the whole array is the result"))

@@ -883,11 +883,12 @@ def broadcast_shapes(*shapes, what="operands") -> tuple:
         raise ValueError(f"{what}: shapes {' and '.join(str(tuple(s)) for s in shapes)} cannot be broadcast together") from None
 
 
-def elementwise(name: str, operands: list) -> Node:
-    """Apply a ufunc-like primitive; operands are Nodes or ``Weak`` Python scalars."""
+def elementwise(name: str, operands: list, signature=None, casting=None) -> Node:
+    """Apply a ufunc-like primitive; operands are Nodes or ``Weak`` Python scalars; ``signature`` and
+    ``casting`` choose the loop as the ufunc's own arguments do (see ``dt.resolve_ufunc``)."""
     ufunc = UFUNCS[name]
     types = [o if isinstance(o, dt.Weak) else o.dtype for o in operands]
-    compute, out = dt.resolve_ufunc(ufunc, types)
+    compute, out = dt.resolve_ufunc(ufunc, types, signature, casting)
     what = f"np.{name}"
     for c in compute:
         dt.check_supported(c, what)

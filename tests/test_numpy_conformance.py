@@ -332,6 +332,21 @@ AGREES = {
     "np.block of a row of a vector and a Python number": (lambda a: np.block([a[0], 1]), X),
     "np.block of a lone array (a copy)": (lambda a: np.block(a), X),
     "bool np.dot": (lambda a: np.dot(a, a), B), "int8 np.dot uint8": (lambda a: np.dot(a, np.ones(2, np.uint8)), B.astype(np.int8)),
+    # a ufunc's dtype= is its output's type: NumPy picks the loop that gives it and converts the operands to it
+    "np.add into float32 (float64 operands rounded first)": (lambda a: np.add(a / 3, a / 7, dtype=np.float32), X),
+    "np.add of int8 into float64 (no wrap)": (lambda a: np.add(a.astype(np.int8) * 50, 100, dtype=np.float64), X),
+    "np.add of int8 and a large Python int into int64": (lambda a: np.add(a.astype(np.int8), 1000, dtype=np.int64), X),
+    "np.exp of int8 in float16": (lambda a: np.exp(a.astype(np.int8), dtype=np.float16), X),
+    "np.multiply into int64 under casting='unsafe' (operands truncated)": (
+        lambda a: np.multiply(a * 1.7, a - 0.6, dtype=np.int64, casting="unsafe"), X),
+    "np.less with dtype=bool": (lambda a: np.less(a, 0.5, dtype=bool), X),
+    "np.add with signature=": (lambda a: np.add(a, a / 3, signature=(None, None, np.float32)), X),
+    "np.add with a signature string": (lambda a: np.add(a, a / 3, signature="ff->f"), X),
+    "np.add of int8 and int16 under casting='safe'": (lambda a: np.add(a.astype(np.int8), a.astype(np.int16), casting="safe"), X),
+    "np.divide into float32 with order='C'": (lambda a: np.divide(a, 3.0, dtype=np.float32, order="C", subok=True), X),
+    "np.square of int8 under casting='no'": (lambda a: np.square(a.astype(np.int8), casting="no"), X),
+    "np.add into an int8 out= under casting='unsafe'": (
+        lambda a: np.add(a, 0.5, out=np.zeros_like(a, dtype=np.int8), casting="unsafe"), X),
 }
 
 
@@ -507,6 +522,39 @@ def test_what_numpy_refuses_is_refused_with_its_exception(name):
         fn(arg)
     with pytest.raises(type(numpy_error.value)):
         jit(fn)(arg)
+
+
+UFUNC_LOOPS_REFUSED = {
+    "dtype=int64 of floats under same_kind": lambda a: np.add(a, a, dtype=np.int64),
+    "dtype=float32 of float64 under safe": lambda a: np.add(a, a, dtype=np.float32, casting="safe"),
+    "int8 beside int16 under casting='no'": lambda a: np.add(a.astype(np.int8), a.astype(np.int16), casting="no"),
+    "a comparison into float32": lambda a: np.less(a, a, dtype=np.float32),
+    "an out= the casting rule forbids": lambda a: np.add(a, a, out=np.zeros_like(a, dtype=np.int8)),
+    "np.gcd with dtype=float64": lambda a: np.gcd(a.astype(np.int64), 2, dtype=np.float64),
+}
+
+
+@pytest.mark.parametrize("name", list(UFUNC_LOOPS_REFUSED))
+def test_a_ufunc_loop_numpy_refuses_is_a_type_error_with_numpys_reason(name):
+    """NumPy's UFuncTypeError (a TypeError) with its message, which the compiler's TypeError repeats."""
+    fn = UFUNC_LOOPS_REFUSED[name]
+    with pytest.raises(TypeError) as numpy_error:
+        fn(X)
+    with pytest.raises(TypeError) as compiled_error:
+        jit(fn)(X)
+    assert str(numpy_error.value) in str(compiled_error.value)
+
+
+def test_a_ufunc_call_with_bad_loop_arguments_is_refused_as_numpy_refuses_it():
+    for fn, error, message in ((lambda a: np.add(a, a, casting="bogus"), ValueError, "casting must be one of"),
+                               (lambda a: np.add(a, a, dtype=np.float32, signature=(None, None, np.float32)),
+                                TypeError, "cannot specify both 'signature' and 'dtype'")):
+        with pytest.raises(error, match=message):
+            fn(X)
+        with pytest.raises(error, match=message):
+            jit(fn)(X)
+    with pytest.raises(NotImplementedError, match="np.square: dtype= and signature= are not supported"):
+        jit(lambda a: np.square(a, dtype=np.float32))(X)  # NumPy computes it; the compiler refuses it by name
 
 
 def test_einsum_permutations_are_views_as_in_numpy():
