@@ -84,6 +84,7 @@ SMALL = Domain(lo=-8.0, hi=8.0, special=False)  # products of several values (ma
 EXPONENT = Domain(lo=-6.0, hi=6.0)
 INT_EXPONENT = Domain(lo=0)                     # integer powers: NumPy rejects negative exponents, and so does the
                                                 # compiler (tests/test_compiler_errors.py), so they would only draw errors
+SHIFT_COUNT = Domain(lo=-3, hi=70)             # both sides of every integer width, and negative counts
 CASTABLE = Domain(lo=-(2.0 ** 31 - 256), hi=2.0 ** 31 - 256, special=False)  # casts: where NumPy's float -> int
                                                 # conversion is the same on every x86 loop (truncate, then wrap)
 
@@ -317,6 +318,7 @@ _UNARY = {
     "isfinite": (np.isfinite, ANY, EXACT, True),
     "fabs": (np.fabs, ANY, EXACT, True),
     "signbit": (np.signbit, ANY, EXACT, True),
+    "bitwise_count": (np.bitwise_count, ANY, EXACT, True),  # the one bits of |x|, as uint8
 }
 
 for _name, (_fn, _domain, _tol, _exact) in _UNARY.items():
@@ -373,6 +375,9 @@ _BINARY = {
     "fmin": (np.fmin, None, ALL, (ANY,), EXACT, True),
     "gcd": (np.gcd, None, INTS, (ANY,), EXACT, True),
     "lcm": (np.lcm, None, INTS, (ANY,), EXACT, True),
+    # counts of the type's width or more (negative ones too: NumPy reads them as unsigned) shift every bit out
+    "left_shift": (np.left_shift, operator.lshift, INTS + BOOL, (ANY, SHIFT_COUNT), EXACT, True),
+    "right_shift": (np.right_shift, operator.rshift, INTS + BOOL, (ANY, SHIFT_COUNT), EXACT, True),
     "greater": (np.greater, operator.gt, ALL, (ANY,), EXACT, True),
     "greater_equal": (np.greater_equal, operator.ge, ALL, (ANY,), EXACT, True),
     "less": (np.less, operator.lt, ALL, (ANY,), EXACT, True),
@@ -396,7 +401,7 @@ _BINARY = {
 }
 
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**", "gt": ">", "ge": ">=", "lt": "<",
-            "le": "<=", "eq": "==", "ne": "!=", "and_": "&", "or_": "|", "xor": "^"}
+            "le": "<=", "eq": "==", "ne": "!=", "and_": "&", "or_": "|", "xor": "^", "lshift": "<<", "rshift": ">>"}
 
 # C's fmax and fmin return either zero of +0.0 and -0.0 (NumPy's float32 loop one, its float64 loop the other)
 _C_ZERO_SIGN = ("fmax", "fmin")

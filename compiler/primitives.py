@@ -210,6 +210,32 @@ def _gcd_lcm(rb, name: str, x: str, y: str, dtype) -> str:
     return rb.op(f"arith.muli {quotient}, {y} : {t}")
 
 
+def _shift(rb, name: str, x: str, count: str, dtype) -> str:
+    """NumPy's npy_lshift/npy_rshift: the count read as unsigned, a shift by the type's width or more
+    (so a negative count too) all bits out -- 0, or a signed right shift's sign fill (-1 for a negative
+    x) -- where LLVM's shift by that much would be poison."""
+    t, bits = dt.mlir_type(dtype), np.dtype(dtype).itemsize * 8
+    in_range = rb.op(f"arith.cmpi ult, {count}, {scalar_const(rb, bits, dtype)} : {t}")
+    zero = scalar_const(rb, 0, dtype)
+    safe = rb.op(f"arith.select {in_range}, {count}, {zero} : {t}")
+    if name == "left_shift":
+        op, beyond = "arith.shli", zero
+    elif np.dtype(dtype).kind == "i":
+        op, beyond = "arith.shrsi", rb.op(f"arith.shrsi {x}, {scalar_const(rb, bits - 1, dtype)} : {t}")
+    else:
+        op, beyond = "arith.shrui", zero
+    shifted = rb.op(f"{op} {x}, {safe} : {t}")
+    return rb.op(f"arith.select {in_range}, {shifted}, {beyond} : {t}")
+
+
+def _bitwise_count(rb, x: str, compute, out) -> str:
+    """NumPy's bitwise_count: the one bits of |x| (so -1 has one, |INT_MIN| = 2**(bits-1) one too), as uint8."""
+    t = dt.mlir_type(compute)
+    if np.dtype(compute).kind == "i":
+        x = rb.op(f"math.absi {x} : {t}")
+    return cast_scalar(rb, rb.op(f"math.ctpop {x} : {t}"), compute, out)
+
+
 def _float_extremum(rb, name: str, a: str, b: str, t: str, half: bool = False) -> str:
     """NumPy's float maximum/minimum: ``a`` if it is strictly beyond ``b`` or NaN, else ``b`` -- so a
     NaN on either side propagates and of two equal values (+0.0 and -0.0) the second is returned,
@@ -637,6 +663,12 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
         return rb.op(f"arith.xori {args[0]}, {ones} : {t}")
     if name in ("maximum", "minimum") and kind == "f":
         return _float_extremum(rb, name, args[0], args[1], t, half)
+    if name in ("left_shift", "right_shift", "bitwise_count"):
+        if kind not in "iu":
+            raise TypeError(f"np.{name} is not supported for {compute}")
+        if name == "bitwise_count":
+            return _bitwise_count(rb, args[0], compute, out)
+        return _shift(rb, name, args[0], args[1], compute)
     if name in ("gcd", "lcm"):
         if kind not in "iu":
             raise TypeError(f"np.{name} is not supported for {compute}")
@@ -756,7 +788,8 @@ def primitive(name: str, evaluate: Callable, lower: Callable, rounding: str = "e
 UFUNCS = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
     "power": np.power, "maximum": np.maximum, "minimum": np.minimum, "fmax": np.fmax, "fmin": np.fmin,
-    "gcd": np.gcd, "lcm": np.lcm,
+    "gcd": np.gcd, "lcm": np.lcm, "left_shift": np.left_shift, "right_shift": np.right_shift,
+    "bitwise_count": np.bitwise_count,
     "negative": np.negative, "exp": np.exp, "tanh": np.tanh, "sqrt": np.sqrt, "log": np.log,
     "sin": np.sin, "cos": np.cos, "exp2": np.exp2, "expm1": np.expm1, "log2": np.log2, "log10": np.log10,
     "log1p": np.log1p, "reciprocal": np.reciprocal, "sign": np.sign, "tan": np.tan, "arcsin": np.arcsin,

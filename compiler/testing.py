@@ -17,6 +17,7 @@ NEVER_FLOAT = frozenset({
     "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
     "signbit", "iota", "sort_permutation",
     "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "argmax", "argmin", "reduce_any", "reduce_all",
+    "left_shift", "right_shift", "bitwise_count", "gcd", "lcm",
 })
 
 

@@ -112,6 +112,8 @@ class Tensor:
     __and__, __rand__ = _bin("bitwise_and"), _bin("bitwise_and", True)
     __or__, __ror__ = _bin("bitwise_or"), _bin("bitwise_or", True)
     __xor__, __rxor__ = _bin("bitwise_xor"), _bin("bitwise_xor", True)
+    __lshift__, __rlshift__ = _bin("left_shift"), _bin("left_shift", True)
+    __rshift__, __rrshift__ = _bin("right_shift"), _bin("right_shift", True)
     __hash__ = object.__hash__
     del _bin
 
@@ -150,6 +152,7 @@ class Tensor:
     __ipow__, __imatmul__ = _inplace("power", "**=", "__pow__"), _inplace("matmul", "@=", "__matmul__")
     __iand__, __ior__ = _inplace("bitwise_and", "&=", "__and__"), _inplace("bitwise_or", "|=", "__or__")
     __ixor__ = _inplace("bitwise_xor", "^=", "__xor__")
+    __ilshift__, __irshift__ = _inplace("left_shift", "<<=", "__lshift__"), _inplace("right_shift", ">>=", "__rshift__")
     del _inplace
 
     def __divmod__(self, other):
@@ -168,11 +171,6 @@ class Tensor:
     def __invert__(self):
         return Tensor(P.elementwise("invert", [self.node]), scalar=True)
 
-    def _shift(self, other):
-        raise NotImplementedError("np.left_shift/np.right_shift (<<, >>) are not supported by the compiler")
-
-    __lshift__ = __rlshift__ = __rshift__ = __rrshift__ = _shift
-    del _shift
 
     def __abs__(self):
         return Tensor(P.elementwise("absolute", [self.node]), scalar=True)

@@ -1104,6 +1104,26 @@ def test_gcd_and_lcm_at_every_edge_of_the_type(dtype):
     assert_like_numpy(got, [np.gcd(x, y), np.lcm(x, y)])
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint32, np.int64, np.uint64])
+def test_shifts_and_bitwise_count_at_every_edge_of_the_type(dtype):
+    """np.left_shift/np.right_shift (and << >>, <<= >>=) bit for bit for counts on both sides of the width:
+    NumPy reads a count as unsigned, so a negative one or one of the width or more shifts every bit out (a
+    signed right shift fills with the sign). np.bitwise_count counts the one bits of |x| (uint8)."""
+    info = np.iinfo(dtype)
+    values = np.array(sorted({info.min, info.min + 1, 0, 1, 5, info.max - 1, info.max}
+                             | ({-1, -5} if info.min else set())), dtype)
+    counts = np.array(sorted({0, 1, info.bits - 1, info.bits, info.bits + 1, info.max}
+                             | ({-1, info.min} if info.min else set())), dtype)
+    x, n = (v.ravel().copy() for v in np.meshgrid(values, counts))
+
+    def shifts(p, q):
+        left, right = p.copy(), p.copy()
+        left <<= q
+        right >>= q
+        return [np.left_shift(p, q), np.right_shift(p, q), p << 3, 1 << q[:4], left, right, np.bitwise_count(p)]
+    assert_like_numpy(jit(shifts)(x, n), shifts(x, n))
+
+
 def test_gcd_and_lcm_take_numpys_integer_loops_and_refuse_the_others():
     small = np.array([4, 6, -9], np.int8)
     got = jit(lambda p: [np.gcd(p, 12), np.lcm(p, np.uint8(10)), np.gcd(p > 0, 6), np.gcd.outer(p, p),

@@ -299,6 +299,12 @@ class Compiler:
             }[name]
             if w == 1:
                 return plain(lambda env, ctx: env.__setitem__(o, bool(f(int(env[a]), int(env[b])) & 1)))
+            if name in ("arith.shli", "arith.shrui", "arith.shrsi"):
+                def shift(env, ctx):
+                    if _unsigned(env[b], w) >= w:
+                        raise EmulationError(f"{name} by {_unsigned(env[b], w)} of an i{w}: poison in LLVM")
+                    env[o] = _wrap(f(int(env[a]), _unsigned(env[b], w)), w)
+                return plain(shift)
             g = f
             f = lambda x, y: g(int(x), int(y))  # noqa: E731  (Python ints: wrap explicitly, never overflow)
             if name in ("arith.divui", "arith.remui", "arith.divsi", "arith.remsi", "arith.ceildivui", "arith.ceildivsi"):
@@ -345,6 +351,9 @@ class Compiler:
             a, b, c, o = ins[0], ins[1], ins[2], outs[0]
             t = _DTYPES[str(op.results[0].type)]
             return plain(lambda env, ctx: env.__setitem__(o, _fma(env[a], env[b], env[c], t)))
+        if name == "math.ctpop":
+            w, a, o = _INT_WIDTH[str(op.results[0].type)], ins[0], outs[0]
+            return plain(lambda env, ctx: env.__setitem__(o, _wrap(bin(_unsigned(env[a], w)).count("1"), w)))
         if name == "math.absi":
             w, a, o = _INT_WIDTH[str(op.results[0].type)], ins[0], outs[0]
             return plain(lambda env, ctx: env.__setitem__(o, _wrap(abs(int(env[a])), w)))  # |MIN| wraps to MIN
