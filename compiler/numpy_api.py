@@ -176,14 +176,14 @@ def _ufunc_reduce(ufunc, a, axis=0, dtype=None, out=None, keepdims=False, initia
     if same is None:
         raise NotImplementedError(f"np.{ufunc.__name__}.reduce is not supported by the compiler")
     logical = ufunc in (np.logical_and, np.logical_or)
-    extras = [k for k, v in (("dtype", dtype if ufunc not in (np.add, np.multiply) else None), ("out", out),
+    extras = [k for k, v in (("dtype", dtype if ufunc not in (np.add, np.multiply) else None),
                              ("initial", None if initial is np._NoValue or not logical else initial)) if v is not None]
     if extras:
         raise NotImplementedError(f"np.{ufunc.__name__}.reduce: arguments {extras} are not supported by the compiler")
     kwargs = {"dtype": dtype} if ufunc in (np.add, np.multiply) else {}
     if not logical:
         kwargs["initial"] = initial
-    return same(a, axis=axis, keepdims=keepdims, where=where, **kwargs)
+    return same(a, axis=axis, keepdims=keepdims, where=where, out=out, **kwargs)
 
 
 def _ufunc_accumulate(ufunc, a, axis=0, dtype=None, out=None):
@@ -218,28 +218,23 @@ _UFUNC_METHODS = {"reduce": _ufunc_reduce, "accumulate": _ufunc_accumulate, "out
 
 
 def sum_(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True):
-    _no_extras("sum", out=out)
-    return _reduction("sum", a, axis, keepdims, dtype, initial, where)
+    return _reduction_maybe_into("sum", a, axis, keepdims, dtype, initial, where, out)
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True):
-    _no_extras("prod", out=out)
-    return _reduction("prod", a, axis, keepdims, dtype, initial, where)
+    return _reduction_maybe_into("prod", a, axis, keepdims, dtype, initial, where, out)
 
 
 def any_(a, axis=None, out=None, keepdims=False, *, where=True):
-    _no_extras("any", out=out)
-    return _reduction("any", a, axis, keepdims, None, np._NoValue, where)
+    return _reduction_maybe_into("any", a, axis, keepdims, None, np._NoValue, where, out)
 
 
 def all_(a, axis=None, out=None, keepdims=False, *, where=True):
-    _no_extras("all", out=out)
-    return _reduction("all", a, axis, keepdims, None, np._NoValue, where)
+    return _reduction_maybe_into("all", a, axis, keepdims, None, np._NoValue, where, out)
 
 
 def amax(a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=True):
-    _no_extras("max", out=out)
-    return _reduction("max", a, axis, keepdims, None, initial, where)
+    return _reduction_maybe_into("max", a, axis, keepdims, None, initial, where, out)
 
 
 # what each reduction's ``initial=`` joins the reduced values with, and the value a ``where=`` mask
@@ -289,23 +284,79 @@ def _reduction(kind: str, a, axis, keepdims: bool, dtype, initial, where) -> Ten
     return Tensor(result, scalar=True)
 
 
+def _reduction_target(out, what: str) -> Tensor:
+    """A reduction's ``out=``: a traced array (or a tuple of one), writable, not a NumPy scalar."""
+    if isinstance(out, tuple):
+        if len(out) != 1:
+            raise ValueError(f"{what}: 'out' must be a tuple of exactly one array")
+        out = out[0]
+    return _writable_target(out, f"{what[3:]}(..., out=...)")
+
+
+def _stand_in(v):
+    """A NumPy array of a traced value's shape and dtype (zeros; a mask all True), for NumPy's own checks."""
+    if not isinstance(v, Tensor):
+        return v
+    return np.ones(v.shape, v.dtype) if v.dtype == np.bool_ else np.zeros(v.shape, v.dtype)
+
+
+def _into_reduction_out(name: str, out, check, result: Tensor) -> Tensor:
+    """NumPy's ``out=`` of a reduction: ``check`` runs NumPy's own reduction on stand-ins with a stand-in
+    of ``out`` (its errors: the out array's number of dimensions and shape for these axes and keepdims);
+    the result is converted to out's dtype ('unsafe', as NumPy's reductions convert) and written into
+    its memory (update_in_place); the out array is returned, as NumPy returns it."""
+    target = _reduction_target(out, f"np.{name}")
+    with np.errstate(all="ignore"):
+        check(np.zeros(target.shape, target.dtype))
+    _write_where(target, result.node, True, f"np.{name}(..., out=...)", "use the returned array instead")
+    return target
+
+
+def _reduction_maybe_into(kind: str, a, axis, keepdims: bool, dtype, initial, where, out) -> Tensor:
+    """np.sum and its kin, into ``out=`` when given. NumPy's reduction with an out array and no dtype runs
+    the loop the ufunc's promotion picks for (out's dtype, the array's): np.sum of int8 into int16 adds in
+    int16 (no wrap at 127), of float64 into int64 adds in float64 and truncates the sum."""
+    if out is None:
+        return _reduction(kind, a, axis, keepdims, dtype, initial, where)
+    x = _tensor(a)
+    target = _reduction_target(out, f"np.{kind}")
+    given = _given(initial=initial)
+
+    def check(stand_in_out):
+        getattr(np, kind)(np.zeros(x.shape, x.dtype), axis=axis, out=stand_in_out, keepdims=keepdims,
+                          where=_stand_in(where), **({"dtype": dtype} if kind in ("sum", "prod") else {}), **given)
+    if dtype is None and kind in _WITH_INITIAL:
+        ufunc = getattr(np, _UFUNC_OF[kind])
+        loop = np.dtype(ufunc.resolve_dtypes((target.dtype, x.dtype, None))[0])
+        if kind in ("sum", "prod"):
+            dtype = loop
+        else:
+            x = Tensor(P.cast(x.node, loop))
+    return _into_reduction_out(kind, target, check, _reduction(kind, x, axis, keepdims, dtype, initial, where))
+
+
 def _count(x, axes) -> int:
     return int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
 
 
 def amin(a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=True):
-    _no_extras("min", out=out)
-    return _reduction("min", a, axis, keepdims, None, initial, where)
+    return _reduction_maybe_into("min", a, axis, keepdims, None, initial, where, out)
 
 
 def argmax(a, axis=None, out=None, *, keepdims=False):
-    _no_extras("argmax", out=out)
-    return Tensor(P.arg_reduce("argmax", _node(a), axis, keepdims, "np.argmax"), scalar=True)
+    x = _tensor(a)
+    result = Tensor(P.arg_reduce("argmax", x.node, axis, keepdims, "np.argmax"), scalar=True)
+    if out is None:
+        return result
+    return _into_reduction_out("argmax", out, lambda o: np.argmax(_stand_in(x), axis, o, keepdims=keepdims), result)
 
 
 def argmin(a, axis=None, out=None, *, keepdims=False):
-    _no_extras("argmin", out=out)
-    return Tensor(P.arg_reduce("argmin", _node(a), axis, keepdims, "np.argmin"), scalar=True)
+    x = _tensor(a)
+    result = Tensor(P.arg_reduce("argmin", x.node, axis, keepdims, "np.argmin"), scalar=True)
+    if out is None:
+        return result
+    return _into_reduction_out("argmin", out, lambda o: np.argmin(_stand_in(x), axis, o, keepdims=keepdims), result)
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
@@ -2296,13 +2347,11 @@ def _inexact_dtype(dtype):
 
 
 def nansum(a, axis=None, dtype=None, out=None, keepdims=np._NoValue, initial=np._NoValue, where=np._NoValue):
-    _no_extras("nansum", out=out)
-    return sum_(_nan_replaced(a, 0)[0], axis, dtype, **_given(keepdims=keepdims, initial=initial, where=where))
+    return sum_(_nan_replaced(a, 0)[0], axis, dtype, out, **_given(keepdims=keepdims, initial=initial, where=where))
 
 
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=np._NoValue, initial=np._NoValue, where=np._NoValue):
-    _no_extras("nanprod", out=out)
-    return prod(_nan_replaced(a, 1)[0], axis, dtype, **_given(keepdims=keepdims, initial=initial, where=where))
+    return prod(_nan_replaced(a, 1)[0], axis, dtype, out, **_given(keepdims=keepdims, initial=initial, where=where))
 
 
 def nancumsum(a, axis=None, dtype=None, out=None):
@@ -2317,7 +2366,6 @@ def _nan_extremum(kind: str, a, axis, out, keepdims, initial, where, what: str |
     """What np.fmax.reduce (fmin) computes for an ndarray: NaNs skipped, a slice of nothing but NaNs
     NaN -- or ``initial``, where fmax starts. np.nanmax (``what`` None) warns of an all-NaN slice as
     well; the ufunc's own reduce does not."""
-    _no_extras(what or f"nan{kind}", out=out)
     x = _tensor(a)
     given = _given(keepdims=keepdims, initial=initial, where=where)
     if where is not np._NoValue and initial is np._NoValue:
@@ -2328,8 +2376,8 @@ def _nan_extremum(kind: str, a, axis, out, keepdims, initial, where, what: str |
         raise ValueError(f"{what or f'np.nan{kind}'}: zero-size array to reduction operation f{kind} which has no "
                          "identity")
     reduce = amax if kind == "max" else amin
-    if x.dtype.kind != "f":
-        return reduce(x, axis, **given)
+    if x.dtype.kind != "f":  # fmax's loop and maximum's are one for integers, into out= too
+        return reduce(x, axis, out, **given)
     mask = np.isnan(x)
     identity = np.asarray(-np.inf if kind == "max" else np.inf, x.dtype)
     numbers = np.where(mask, identity, x)
@@ -2346,7 +2394,12 @@ def _nan_extremum(kind: str, a, axis, out, keepdims, initial, where, what: str |
         result = reduce(numbers, axis, **given)
     if what is None:
         P.warn_at_run_time(np.isnan(result).node, RuntimeWarning, "All-NaN slice encountered")  # NumPy's, after fmax
-    return result
+    if out is None:
+        return result
+    ufunc = np.fmax if kind == "max" else np.fmin
+    stand_in_given = {k: _stand_in(v) for k, v in given.items()}
+    return _into_reduction_out(what[3:] if what else f"nan{kind}", out, lambda o: ufunc.reduce(
+        _stand_in(x), axis=axis, out=o, **stand_in_given), result)
 
 
 def nanmax(a, axis=None, out=None, keepdims=np._NoValue, initial=np._NoValue, where=np._NoValue):

@@ -211,7 +211,7 @@ class OpInfo:
     call: Callable[[Sequence, Mapping], Any]          # (operands, params) -> result; arrays or tensors
     arity: int                                         # array operands
     dtypes: tuple                                      # dtypes each operand may take
-    family: str                                        # elementwise | reduction | scan | norm | matmul | contraction | sort | shape | join | split | index | select | creation | polynomial | choice | membership
+    family: str                                        # elementwise | elementwise_loop | reduction | reduction_out | scan | norm | matmul | contraction | sort | shape | join | split | index | select | creation | polynomial | choice | membership
     sample: Callable[[Chooser], Call]                  # shapes + parameters of one valid call
     domains: tuple = (ANY,)                            # per operand (the last one repeats)
     tolerance: Tolerance = EXACT
@@ -2227,6 +2227,48 @@ def _ufunc_dtype(xs, p):
     return getattr(np, p["ufunc"])(xs[0], xs[1], dtype=p["dtype"], casting=p["casting"])
 
 
+_OUT_REDUCTIONS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum, "any": None, "all": None,
+                   "argmax": None, "argmin": None, "nansum": np.add, "nanmax": np.maximum}
+
+
+def _reduction_out_params(c: Chooser, shape) -> dict:
+    return {"fn": c.pick(tuple(_OUT_REDUCTIONS)), "axis": c.pick((None, *range(-len(shape), len(shape)))),
+            "keepdims": c.pick((False, True)), "out_dtype": str(c.pick(ALL)), "strided": c.pick((False, True))}
+
+
+def _reduction_out(xs, p):
+    """np.<reduction>(x, axis, out=...) into a fresh array or every other element of a larger one; the whole
+    array is the result. The out dtype is the one asked for where the loop's values convert to it exactly
+    ('safe'), else the loop's own: where they do not, NumPy's iterator may round its running value into
+    out's dtype at each step, by its buffering, which the compiler does not reproduce (it converts once)."""
+    x, fn = xs[0], p["fn"]
+    ufunc = _OUT_REDUCTIONS[fn]
+    want = np.dtype(p["out_dtype"])
+    if fn in ("argmax", "argmin"):
+        dtype = np.dtype(np.intp)
+    elif ufunc is None:
+        dtype = want
+    else:
+        loop = np.dtype(ufunc.resolve_dtypes((want, x.dtype, None))[2])
+        dtype = want if np.can_cast(loop, want, "safe") else loop
+    # the result's shape, by NumPy's own reduction of zeros of x's shape
+    shape = np.shape(getattr(np, "argmax" if fn.startswith("arg") else "sum")(
+        np.zeros(x.shape, np.int8), axis=p["axis"], keepdims=p["keepdims"]))
+    whole = np.zeros_like(x, dtype=dtype, shape=tuple(2 * d for d in shape) if p["strided"] else shape)
+    out = whole[tuple(slice(None, None, 2) for _ in shape)] if p["strided"] and shape else whole  # x[()]: a scalar
+    result = getattr(np, fn)(x, axis=p["axis"], out=out, keepdims=p["keepdims"])
+    assert result is out, "a reduction returns its out array"
+    return whole
+
+
+def _reduction_out_scale(xs, p):
+    """One bound for every element (the out array may be larger than the result): the magnitude summed or
+    multiplied over the whole array."""
+    a = np.abs(_as_float(xs[0]))
+    scale = {"sum": np.nansum, "nansum": np.nansum, "prod": lambda v: np.nanprod(np.maximum(v, 1))}.get(p["fn"])
+    return 0.0 if scale is None else float(scale(a)) * math.sqrt(max(a.size, 1))
+
+
 def _ufunc_out_sample(c: Chooser) -> Call:
     """Two operands broadcast together, and how the out array relates to a fresh array of their shape:
     the array itself, a transposed view of it, or every other element of a larger one."""
@@ -2252,8 +2294,11 @@ def _ufunc_out(xs, p):
     return whole
 
 
+_single("reduction_out", _reduction_out, _reduction_out_params, "np.<reduction>(x, axis, out=...)",
+        family="reduction_out", max_rank=3, domains=(PROD_DOMAIN,), tolerance=REDUCTION, exact=False,
+        scale=_reduction_out_scale)
 # the operands within CASTABLE: an unsafe float -> int conversion of them is the same on every x86 loop
-register(OpInfo("ufunc_dtype", _ufunc_dtype, 2, ALL, "elementwise", _ufunc_dtype_sample, domains=(CASTABLE,),
+register(OpInfo("ufunc_dtype", _ufunc_dtype, 2, ALL, "elementwise_loop", _ufunc_dtype_sample, domains=(CASTABLE,),
                 tolerance=TRANSCENDENTAL, exact=False, scalar_operands=True,
                 numpy_name="np.<ufunc>(a, b, dtype=, casting=)",
                 notes="NumPy's refusals (a conversion the casting rule forbids, no loop for the dtype) are compared too"))

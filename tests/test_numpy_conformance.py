@@ -524,6 +524,67 @@ def test_what_numpy_refuses_is_refused_with_its_exception(name):
         jit(fn)(arg)
 
 
+def _into(fn, dtype, shape, strided=False):
+    """fn(x, out=o) for a fresh out array (every other element of a larger one when strided); the result must
+    be the out array itself, and the whole array is returned."""
+    def call(a):
+        whole = np.zeros_like(a, dtype=dtype, shape=tuple(2 * d for d in shape) if strided else shape)
+        out = whole[tuple(slice(None, None, 2) for _ in shape)] if strided else whole
+        assert fn(a, out) is out
+        return whole
+    return call
+
+
+RX = np.array([[3.5, -1.25, 2.0, 0.5], [np.nan, 7.0, -0.0, 1.0], [120.0, 100.0, 30.0, -2.0]])
+REDUCTIONS_INTO_OUT = {
+    "np.sum over an axis into float64": _into(lambda a, o: np.sum(a, axis=1, out=o), np.float64, (3,)),
+    "np.sum of int8 into int16 (the loop is int16: no wrap at 127)":
+        _into(lambda a, o: np.sum(a.astype(np.int8), axis=1, out=o), np.int16, (3,)),
+    "np.sum of int8 into int8 (wraps: no int64 accumulator with out=)":
+        _into(lambda a, o: np.sum(a.astype(np.int8), axis=1, out=o), np.int8, (3,)),
+    "np.sum of float32 into float64 (the loop is float64)":
+        _into(lambda a, o: np.sum(a.astype(np.float32) / 3, axis=0, out=o), np.float64, (4,)),
+    "x.sum into a strided view, keepdims": _into(lambda a, o: a.sum(axis=0, keepdims=True, out=o), np.float64, (1, 4), True),
+    "np.prod into float64 with where= and initial=":
+        _into(lambda a, o: np.prod(a, axis=1, out=o, where=a > 0, initial=2.0), np.float64, (3,)),
+    "np.max of int16 into int64": _into(lambda a, o: np.max(a.astype(np.int16), axis=0, out=o), np.int64, (4,)),
+    "np.min into a 0-d array (returned as the array, not a scalar)": _into(lambda a, o: np.min(a, out=o), np.float64, ()),
+    "np.any into float64 (truth values converted)": _into(lambda a, o: np.any(a > 50, axis=1, out=o), np.float64, (3,)),
+    "np.all into int8, strided": _into(lambda a, o: np.all(a, axis=0, out=o), np.int8, (4,), True),
+    "np.argmax into int64": _into(lambda a, o: np.argmax(a, axis=1, out=o), np.int64, (3,)),
+    "np.argmin into a strided int64 view, keepdims":
+        _into(lambda a, o: np.argmin(a, axis=0, out=o, keepdims=True), np.int64, (1, 4), True),
+    "np.nansum into float64": _into(lambda a, o: np.nansum(a, axis=0, out=o), np.float64, (4,)),
+    "np.nanmax into float64": _into(lambda a, o: np.nanmax(a, axis=0, out=o), np.float64, (4,)),
+    "np.nanmin of int16 into int32": _into(lambda a, o: np.nanmin(a.astype(np.int16), axis=1, out=o), np.int32, (3,)),
+    "np.add.reduce into out=(o,)": _into(lambda a, o: np.add.reduce(a, out=(o,)), np.float64, (4,)),
+    "np.fmax.reduce into float64": _into(lambda a, o: np.fmax.reduce(a, axis=1, out=o), np.float64, (3,)),
+    "np.logical_or.reduce into bool": _into(lambda a, o: np.logical_or.reduce(a, axis=1, out=o), np.bool_, (3,)),
+}
+
+
+@pytest.mark.parametrize("name", list(REDUCTIONS_INTO_OUT))
+def test_reductions_write_into_out_as_numpy(name):
+    """A reduction's out= computes in the loop NumPy's promotion picks for (out's dtype, the array's), is
+    converted into the out array's memory and returns that array (a view's whole base shows the write)."""
+    fn = REDUCTIONS_INTO_OUT[name]
+    with np.errstate(invalid="ignore"):
+        assert_like_numpy(jit(fn)(RX), fn(RX))
+
+
+def test_reductions_into_out_refuse_what_numpy_refuses_and_what_cannot_be_written():
+    with pytest.raises(ValueError, match="wrong number of dimensions") as numpy_error:
+        np.sum(RX, axis=1, out=np.zeros((1, 3)))
+    with pytest.raises(ValueError, match=str(numpy_error.value)):
+        jit(lambda a: np.sum(a, axis=1, out=np.zeros_like(a, shape=(1, 3))))(RX)
+    with pytest.raises(NotImplementedError, match=r"np.sum\(..., out=...\) into a NumPy array"):
+        jit(lambda a: np.sum(a, axis=1, out=np.zeros(3)))(RX)
+    with pytest.raises(ValueError, match="read-only"):
+        jit(lambda a: np.max(a, axis=0, out=np.broadcast_to(np.zeros_like(a, shape=(1,)), (4,))))(RX)
+    with pytest.raises(NotImplementedError, match="argument"):
+        jit(lambda a, o: np.sum(a, axis=1, out=o))(RX, np.zeros(3))
+
+
 UFUNC_LOOPS_REFUSED = {
     "dtype=int64 of floats under same_kind": lambda a: np.add(a, a, dtype=np.int64),
     "dtype=float32 of float64 under safe": lambda a: np.add(a, a, dtype=np.float32, casting="safe"),
