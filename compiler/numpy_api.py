@@ -359,8 +359,38 @@ def argmin(a, axis=None, out=None, *, keepdims=False):
     return _into_reduction_out("argmin", out, lambda o: np.argmin(_stand_in(x), axis, o, keepdims=keepdims), result)
 
 
+def _count_reduce_items(x: P.Node, axis, axes, keepdims: bool, where):
+    """NumPy's _count_reduce_items: an np.intp (a strong operand) of the elements each result reduces, or
+    with ``where=`` the mask's own sums (intp, keepdims as asked)."""
+    if where is True:
+        return np.intp(_count(x, axes))
+    return sum_(Tensor(_where_mask(where, x, "np.mean")), axis, np.intp, None, keepdims)
+
+
+def _divided_into_out(name: str, a, axis, dtype, out, keepdims: bool, where, squares=None, ddof=0):
+    """np.mean/np.var with ``out=``, in NumPy's own order (numpy/_core/_methods.py): the sum (of ``squares``
+    for var) into out under the reduction's loop rule, then ``true_divide(out, count, out=out, casting=
+    'unsafe')`` with the count an intp (so a float32 out divides in float64 and rounds once more)."""
+    x = _node(a)
+    axes = P.normalize_axes(axis, x.ndim, f"np.{name}")
+    count = _count_reduce_items(x, axis, axes, keepdims, where)
+    if name == "mean" and where is True and count == 0:
+        warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
+    elif name == "mean" and where is not True:
+        P.warn_at_run_time(P.elementwise("equal", [count.node, dt.Weak(0)]), RuntimeWarning, "Mean of empty slice")
+    if dtype is None and x.dtype.kind in "iub":
+        dtype = np.dtype(np.float64)
+    elif dtype is None and name == "mean" and x.dtype == np.float16:
+        dtype = np.dtype(np.float32)
+    target = sum_(squares if squares is not None else Tensor(x), axis, dtype, out, keepdims, where=where)
+    if name == "var":
+        count = np.maximum(count - ddof, 0)
+    return np.true_divide(target, count, out=target, casting="unsafe")
+
+
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
-    _no_extras("mean", out=out)
+    if out is not None:
+        return _divided_into_out("mean", a, axis, dtype, out, keepdims, where)
     x = _node(a)
     axes = P.normalize_axes(axis, x.ndim, "np.mean")
     acc = np.dtype(dtype) if dtype is not None else np.mean(np.zeros((1,) * x.ndim, x.dtype), axis=axes).dtype
@@ -393,7 +423,6 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
     by multiplication, their sum in acc divided by the count less ddof into acc. With ``where=`` both
     sums are masked and each count is the mask's own (NumPy's _count_reduce_items), the divisor
     ``maximum(count - ddof, 0)``; ``mean=`` is a precomputed mean used in place of the first sum."""
-    _no_extras("var", out=out)
     if correction is not np._NoValue:
         if ddof != 0:
             raise ValueError("ddof and correction can't be provided simultaneously.")
@@ -425,6 +454,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
         P.warn_at_run_time(P.elementwise("greater_equal", [_operand(ddof), count(keepdims)]), RuntimeWarning,
                            "Degrees of freedom <= 0 for slice")
     d = P.elementwise("subtract", [x, centre])
+    if out is not None:
+        return _divided_into_out("var", a, axis, dtype, out, keepdims, where,
+                                 squares=Tensor(P.elementwise("multiply", [d, d])), ddof=ddof)
     squares = total(P.elementwise("multiply", [d, d]), keepdims)
     if not masked:
         return Tensor(_divide_into(squares, max(_count(x, axes) - ddof, 0)), scalar=True)
@@ -531,7 +563,10 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
         correction=np._NoValue):
     """NumPy's _std: the square root of its _var, in var's dtype -- in place on an array (so an integer
     ``dtype`` is refused as NumPy refuses it), converted into that type for a scalar."""
-    v = var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean, correction=correction).node
+    v = var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean, correction=correction)
+    if out is not None:
+        return np.sqrt(v, out=v)  # _std's um.sqrt(ret, out=ret)
+    v = v.node
     root = P.elementwise("sqrt", [v])
     if v.ndim > 0 and root.dtype != v.dtype:
         one = np.zeros(1, v.dtype)

@@ -560,6 +560,16 @@ REDUCTIONS_INTO_OUT = {
     "np.add.reduce into out=(o,)": _into(lambda a, o: np.add.reduce(a, out=(o,)), np.float64, (4,)),
     "np.fmax.reduce into float64": _into(lambda a, o: np.fmax.reduce(a, axis=1, out=o), np.float64, (3,)),
     "np.logical_or.reduce into bool": _into(lambda a, o: np.logical_or.reduce(a, axis=1, out=o), np.bool_, (3,)),
+    # np.mean, np.var, np.std in NumPy's order: the sum into out, then true_divide(out, intp count, out=out)
+    "np.mean into float32 (divided in float64, rounded again)":
+        _into(lambda a, o: np.mean(a[[0, 2]] / 3, axis=1, out=o), np.float32, (2,)),
+    "np.mean of int8 into int64 (the quotient truncated)":
+        _into(lambda a, o: np.mean(a[[0, 2]].astype(np.int8), axis=1, out=o), np.int64, (2,)),
+    "np.mean where a mask, keepdims": _into(lambda a, o: np.mean(a, axis=0, out=o, where=a > 0, keepdims=True),
+                                            np.float64, (1, 4)),
+    "np.var with ddof into float64 (dyadic values: exact)":
+        _into(lambda a, o: np.var(a[[0, 2]], axis=1, ddof=1, out=o), np.float64, (2,)),
+    "np.std into a strided float64 view": _into(lambda a, o: np.std(a[[0, 2]] * 4, axis=0, out=o), np.float64, (4,), True),
 }
 
 
