@@ -464,14 +464,27 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
     return Tensor(P.cast(P.elementwise("divide", [squares, dof]), squares.dtype), scalar=True)
 
 
+def _scan_maybe_into(kind: str, a, axis, dtype, out) -> Tensor:
+    """np.cumsum/np.cumprod, into ``out=`` when given: with no dtype the running value is kept in the loop
+    NumPy's promotion picks for (out's dtype, the array's) -- int8 into int16 does not wrap, a float64 sum
+    into float32 is rounded once per element, not carried in float32 -- as NumPy's buffered accumulate does."""
+    x = _tensor(a)
+    if out is None:
+        return Tensor(P.scan(kind, x.node, axis, dtype, f"np.{kind}"))
+    target = _reduction_target(out, f"np.{kind}")
+    if dtype is None:
+        ufunc = np.add if kind == "cumsum" else np.multiply
+        dtype = np.dtype(ufunc.resolve_dtypes((target.dtype, x.dtype, None))[0])
+    result = Tensor(P.scan(kind, x.node, axis, dtype, f"np.{kind}"))
+    return _into_reduction_out(kind, target, lambda o: getattr(np, kind)(_stand_in(x), axis, dtype, out=o), result)
+
+
 def cumsum(a, axis=None, dtype=None, out=None):
-    _no_extras("cumsum", out=out)
-    return Tensor(P.scan("cumsum", _node(a), axis, dtype, "np.cumsum"))
+    return _scan_maybe_into("cumsum", a, axis, dtype, out)
 
 
 def cumprod(a, axis=None, dtype=None, out=None):
-    _no_extras("cumprod", out=out)
-    return Tensor(P.scan("cumprod", _node(a), axis, dtype, "np.cumprod"))
+    return _scan_maybe_into("cumprod", a, axis, dtype, out)
 
 
 def linalg_norm(x, ord=None, axis=None, keepdims=False):

@@ -570,6 +570,13 @@ REDUCTIONS_INTO_OUT = {
     "np.var with ddof into float64 (dyadic values: exact)":
         _into(lambda a, o: np.var(a[[0, 2]], axis=1, ddof=1, out=o), np.float64, (2,)),
     "np.std into a strided float64 view": _into(lambda a, o: np.std(a[[0, 2]] * 4, axis=0, out=o), np.float64, (4,), True),
+    # the running value in the loop (out, array) promote to, converted into out element by element
+    "np.cumsum of int8 into int16 (no wrap)": _into(lambda a, o: np.cumsum(a[2].astype(np.int8), out=o), np.int16, (4,)),
+    "np.cumsum of int8 into int8 (wraps)": _into(lambda a, o: np.cumsum(a[2].astype(np.int8), out=o), np.int8, (4,)),
+    "np.cumsum of float64 into float32 (carried in float64)":
+        _into(lambda a, o: np.cumsum(a[[0, 2]] / 3, axis=1, out=o), np.float32, (2, 4)),
+    "np.cumprod flattened into a strided view": _into(lambda a, o: np.cumprod(a[[0]] / 2, out=o), np.float64, (4,), True),
+    "np.nancumsum into float64": _into(lambda a, o: np.nancumsum(a, axis=0, out=o), np.float64, (3, 4)),
 }
 
 
