@@ -1356,6 +1356,40 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     return result if result.ndim else result[()]
 
 
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """np.isclose of everything. NumPy returns a Python bool; a traced one is only known as the kernel
+    runs, so here it is a NumPy bool scalar (``if np.allclose(...)`` cannot branch on it in a trace)."""
+    return all_(isclose(a, b, rtol, atol, equal_nan))
+
+
+def _equal_everywhere(x: Tensor, y: Tensor, equal_nan: bool):
+    same = x == y
+    if equal_nan and x.dtype.kind == "f" or equal_nan and y.dtype.kind == "f":
+        same = same | (np.isnan(x) & np.isnan(y))
+    return all_(same)
+
+
+def array_equal(a1, a2, equal_nan=False):
+    """NumPy's: False (a Python bool, known when tracing) for arrays of different shapes, else whether every
+    pair of elements is equal (NaNs equal to each other with ``equal_nan``) -- a NumPy bool scalar, known as
+    the kernel runs, where NumPy gives a Python bool."""
+    x, y = _tensor(a1), _tensor(a2)
+    if x.shape != y.shape:
+        return False
+    return _equal_everywhere(x, y, equal_nan)
+
+
+def array_equiv(a1, a2):
+    """NumPy's: False (a Python bool) where the shapes do not broadcast together, else whether every pair of
+    broadcast elements is equal -- a NumPy bool scalar where NumPy gives a Python bool."""
+    x, y = _tensor(a1), _tensor(a2)
+    try:
+        np.broadcast_shapes(x.shape, y.shape)
+    except ValueError:
+        return False
+    return _equal_everywhere(x, y, False)
+
+
 def sinc(x):
     """NumPy's: pi * x, its zeros replaced by the float type's eps, then sin(y) / y."""
     x = np.pi * _tensor(x)
@@ -2928,7 +2962,8 @@ FUNCTIONS = {
     np.pad: pad, np.nan_to_num: nan_to_num, np.moveaxis: moveaxis, np.atleast_1d: atleast_1d,
     np.atleast_2d: atleast_2d, np.atleast_3d: atleast_3d, np.column_stack: column_stack, np.dstack: dstack,
     np.diagonal: diagonal, np.trace: trace, np.diag: diag, np.take_along_axis: take_along_axis, np.ptp: ptp,
-    np.count_nonzero: count_nonzero, np.isclose: isclose, np.sinc: sinc, np.nansum: nansum, np.nanprod: nanprod,
+    np.count_nonzero: count_nonzero, np.isclose: isclose, np.allclose: allclose, np.array_equal: array_equal,
+    np.array_equiv: array_equiv, np.sinc: sinc, np.nansum: nansum, np.nanprod: nanprod,
     np.nancumsum: nancumsum, np.nancumprod: nancumprod, np.nanmax: nanmax, np.nanmin: nanmin, np.nanmean: nanmean,
     np.nanvar: nanvar, np.nanstd: nanstd, np.matrix_transpose: matrix_transpose, np.astype: astype,
     np.unstack: unstack, np.correlate: correlate, np.convolve: convolve, np.cross: cross, np.kron: kron, np.trapezoid: trapezoid, np.cumulative_sum: cumulative_sum, np.cumulative_prod: cumulative_prod,

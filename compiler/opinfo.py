@@ -433,6 +433,27 @@ def _isclose_sample(c: Chooser) -> Call:
 register(OpInfo("isclose", lambda xs, p: np.isclose(xs[0], xs[1], p.get("rtol", 1e-5), p.get("atol", 1e-8),
                                                      p.get("equal_nan", False)), 2, ALL,
                 "elementwise", _isclose_sample, scalar_operands=True, numpy_name="np.isclose"))
+# NumPy's Python bools, a NumPy bool scalar when traced (the family keeps them out of elementwise graphs)
+register(OpInfo("allclose", lambda xs, p: np.allclose(xs[0], xs[1], p.get("rtol", 1e-5), p.get("atol", 1e-8),
+                                                       p.get("equal_nan", False)), 2, ALL,
+                "all_of", _isclose_sample, numpy_name="np.allclose"))
+
+
+def _array_equal_sample(c: Chooser) -> Call:
+    """Operands of one shape (array_equiv: broadcast together); the second the first itself, half the time,
+    so that equal arrays (and with ``equal_nan`` equal NaNs) are drawn."""
+    shapes = broadcast_shapes_for(c, 2) if c.pick((0, 1)) else [random_shape(c, 0, 3)] * 2
+    return Call(tuple(shapes), {"same": c.pick((False, True)), "equal_nan": c.pick((False, True)),
+                                "equiv": shapes[0] != shapes[1] or c.pick((False, True))})
+
+
+def _array_equal(xs, p):
+    y = xs[0] if p["same"] and np.shape(xs[0]) == np.shape(xs[1]) else xs[1]
+    return np.array_equiv(xs[0], y) if p["equiv"] else np.array_equal(xs[0], y, equal_nan=p["equal_nan"])
+
+
+register(OpInfo("array_equal", _array_equal, 2, ALL, "all_of", _array_equal_sample,
+                numpy_name="np.array_equal / np.array_equiv"))
 register(OpInfo("sinc", lambda xs, p: np.sinc(xs[0]), 1, ALL, "elementwise", _elementwise_sample(1),
                 tolerance=TRANSCENDENTAL, exact=False, numpy_name="np.sinc"))
 

@@ -602,6 +602,27 @@ def test_reductions_into_out_refuse_what_numpy_refuses_and_what_cannot_be_writte
         jit(lambda a, o: np.sum(a, axis=1, out=o))(RX, np.zeros(3))
 
 
+def test_allclose_array_equal_and_array_equiv_as_numpy_bool_scalars():
+    """NumPy's answers; where NumPy returns a Python bool computed from the data the compiled function
+    returns a NumPy bool scalar (known only as the kernel runs); a shape mismatch is known when tracing,
+    and stays NumPy's Python False there."""
+    a = np.array([1.0, np.nan, 3.0, -0.0])
+    b = np.array([1.0, np.nan, 3.0000001, 0.0])
+    cases = [lambda x, y: np.allclose(x, y), lambda x, y: np.allclose(x, y, equal_nan=True),
+             lambda x, y: np.allclose(x, y, rtol=0, atol=0, equal_nan=True), lambda x, y: np.array_equal(x, y),
+             lambda x, y: np.array_equal(x, x, equal_nan=True), lambda x, y: np.array_equal(x, x),
+             lambda x, y: np.array_equal(np.nan_to_num(x), np.nan_to_num(y.round(3))),
+             lambda x, y: np.array_equiv(x, x[None, :]), lambda x, y: np.array_equiv(x[:1], np.ones((2, 1)))]
+    for fn in cases:
+        want = fn(a, b)
+        got = jit(fn)(a, b)
+        assert type(want) is bool and type(got) is np.bool_ and bool(got) == want, (got, want)
+    assert {bool(jit(fn)(a, b)) for fn in cases} == {True, False}  # both answers drawn
+    shapes_differ = []
+    jit(lambda x: shapes_differ.append((np.array_equal(x, x[:2]), np.array_equiv(x, x[:2]))) or x)(a)
+    assert shapes_differ == [(False, False)] and all(type(v) is bool for v in shapes_differ[0])
+
+
 UFUNC_LOOPS_REFUSED = {
     "dtype=int64 of floats under same_kind": lambda a: np.add(a, a, dtype=np.int64),
     "dtype=float32 of float64 under safe": lambda a: np.add(a, a, dtype=np.float32, casting="safe"),
