@@ -1356,6 +1356,100 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     return result if result.ndim else result[()]
 
 
+def _gradient_spacings(varargs, x: Tensor, axes: tuple) -> list:
+    """np.gradient's spacing per axis, as NumPy reads its arguments: none (1.0), one scalar for every axis,
+    or one scalar or coordinate array per axis -- coordinates become their differences, a scalar when they
+    are all equal. Constants only: NumPy chooses the formula by the coordinates' values."""
+    if any(isinstance(v, Tensor) for v in varargs):
+        raise NotImplementedError("np.gradient: traced spacings or coordinates (NumPy picks its formula by "
+                                  "their values); pass them as NumPy arrays or numbers")
+    if not varargs:
+        return [1.0] * len(axes)
+    if len(varargs) == 1 and np.ndim(varargs[0]) == 0:
+        return list(varargs) * len(axes)
+    if len(varargs) != len(axes):
+        raise TypeError("invalid number of arguments")
+    spacings = []
+    for ax, given in zip(axes, varargs):
+        distances = np.asanyarray(given)
+        if distances.ndim == 0:
+            spacings.append(given)
+            continue
+        if distances.ndim != 1:
+            raise ValueError("distances must be either scalars or 1d")
+        if len(distances) != x.shape[ax]:
+            raise ValueError("when 1d, distances must match the length of the corresponding dimension")
+        if distances.dtype.kind in "iu":
+            distances = distances.astype(np.float64)
+        steps = np.diff(distances)
+        spacings.append(steps[0] if (steps == steps[0]).all() else steps)
+    return spacings
+
+
+def _gradient_coefficients(dx, at: str, ndim: int, axis: int):
+    """NumPy's weights (a, b, c) of three neighbours: the interior's central difference or a second-order
+    edge ("first"/"last"), for a uniform step or, per point, from the steps' array; computed by NumPy."""
+    uniform = np.ndim(dx) == 0
+    if at == "interior":
+        d1, d2 = dx[:-1], dx[1:]
+        coefficients = (-d2 / (d1 * (d1 + d2)), (d2 - d1) / (d1 * d2), d1 / (d2 * (d1 + d2)))
+        shape = [1] * ndim
+        shape[axis] = -1
+        return tuple(np.reshape(w, shape) for w in coefficients)
+    if at == "first":
+        if uniform:
+            return -1.5 / dx, 2. / dx, -0.5 / dx
+        d1, d2 = dx[0], dx[1]
+        return -(2. * d1 + d2) / (d1 * (d1 + d2)), (d1 + d2) / (d1 * d2), -d1 / (d2 * (d1 + d2))
+    if uniform:
+        return 0.5 / dx, -2. / dx, 1.5 / dx
+    d1, d2 = dx[-2], dx[-1]
+    return d2 / (d1 * (d1 + d2)), -(d2 + d1) / (d1 * d2), (2. * d2 + d1) / (d2 * (d1 + d2))
+
+
+def gradient(f, *varargs, axis=None, edge_order=1):
+    """NumPy's np.gradient on a traced array, each part computed as NumPy computes it (second-order central
+    differences inside; first- or second-order one-sided ones at the ends; the same Python and NumPy
+    scalars, so the same dtypes) and stored in the result's type (float64 for integers), the parts joined
+    along the axis where NumPy assigns them into an empty array."""
+    x = _tensor(f)
+    axes = np.lib.array_utils.normalize_axis_tuple(tuple(range(x.ndim)) if axis is None else axis, x.ndim)
+    spacings = _gradient_spacings(varargs, x, axes)
+    if edge_order > 2:
+        raise ValueError("'edge_order' greater than 2 not supported")
+    otype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+    if x.dtype.kind in "iu":
+        x = x.astype(np.float64)
+    results = []
+    for ax, dx in zip(axes, spacings):
+        if x.shape[ax] < edge_order + 1:
+            raise ValueError("Shape of array too small to calculate a numerical gradient, at least (edge_order + 1) "
+                             "elements are required.")
+
+        def part(s):
+            return x[tuple(s if i == ax else slice(None) for i in range(x.ndim))]
+
+        def weighted(weights, s1, s2, s3):
+            a, b, c = weights
+            return a * part(s1) + b * part(s2) + c * part(s3)
+        uniform = np.ndim(dx) == 0
+        if uniform:
+            interior = (part(slice(2, None)) - part(slice(None, -2))) / (2. * dx)
+        else:
+            interior = weighted(_gradient_coefficients(dx, "interior", x.ndim, ax),
+                                slice(None, -2), slice(1, -1), slice(2, None))
+        if edge_order == 1:
+            first = (part(slice(1, 2)) - part(slice(0, 1))) / (dx if uniform else dx[0])
+            last = (part(slice(-1, None)) - part(slice(-2, -1))) / (dx if uniform else dx[-1])
+        else:
+            first = weighted(_gradient_coefficients(dx, "first", x.ndim, ax), slice(0, 1), slice(1, 2), slice(2, 3))
+            last = weighted(_gradient_coefficients(dx, "last", x.ndim, ax), slice(-3, -2), slice(-2, -1), slice(-1, None))
+        pieces = [np.asarray(p).astype(otype) if not isinstance(p, Tensor) else p.astype(otype)
+                  for p in (first, interior, last)]
+        results.append(concatenate(pieces, ax))
+    return results[0] if len(axes) == 1 else tuple(results)
+
+
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """np.isclose of everything. NumPy returns a Python bool; a traced one is only known as the kernel
     runs, so here it is a NumPy bool scalar (``if np.allclose(...)`` cannot branch on it in a trace)."""
@@ -2963,7 +3057,7 @@ FUNCTIONS = {
     np.atleast_2d: atleast_2d, np.atleast_3d: atleast_3d, np.column_stack: column_stack, np.dstack: dstack,
     np.diagonal: diagonal, np.trace: trace, np.diag: diag, np.take_along_axis: take_along_axis, np.ptp: ptp,
     np.count_nonzero: count_nonzero, np.isclose: isclose, np.allclose: allclose, np.array_equal: array_equal,
-    np.array_equiv: array_equiv, np.sinc: sinc, np.nansum: nansum, np.nanprod: nanprod,
+    np.array_equiv: array_equiv, np.gradient: gradient, np.sinc: sinc, np.nansum: nansum, np.nanprod: nanprod,
     np.nancumsum: nancumsum, np.nancumprod: nancumprod, np.nanmax: nanmax, np.nanmin: nanmin, np.nanmean: nanmean,
     np.nanvar: nanvar, np.nanstd: nanstd, np.matrix_transpose: matrix_transpose, np.astype: astype,
     np.unstack: unstack, np.correlate: correlate, np.convolve: convolve, np.cross: cross, np.kron: kron, np.trapezoid: trapezoid, np.cumulative_sum: cumulative_sum, np.cumulative_prod: cumulative_prod,

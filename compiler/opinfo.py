@@ -2234,6 +2234,35 @@ register(OpInfo("copyto", _copyto, 2, NUMERIC, "index", _copyto_sample, numpy_na
                 notes="into a fresh copy of operand 0; NumPy's casting check on the two dtypes"))
 
 
+def _gradient_params(c: Chooser, shape) -> dict | None:
+    """np.gradient along some axes (all of them by default), with no spacing, one scalar, or per axis a
+    scalar or coordinates (uneven, even, or integer), at either edge order."""
+    if not shape:
+        return None
+    axes = c.pick((None, c.integer(-len(shape), len(shape) - 1), tuple(range(len(shape)))[::-1]))
+    count = len(shape) if axes is None else 1 if isinstance(axes, int) else len(axes)
+    chosen = list(range(len(shape))) if axes is None else [axes] if isinstance(axes, int) else list(axes)
+    kind = c.pick(("none", "scalar", "each"))
+    spacing = [] if kind == "none" else [c.pick((2.0, 0.5, 3))] if kind == "scalar" else [
+        c.pick((0.25, 2, "uneven", "even", "integer")) for _ in range(count)]
+    spacing = [{"coords": s, "n": shape[chosen[i]]} if isinstance(s, str) else s for i, s in enumerate(spacing)]
+    return {"axis": list(axes) if isinstance(axes, tuple) else axes, "edge_order": c.pick((1, 2)), "spacing": spacing}
+
+
+def _gradient_spacing(s):
+    if not isinstance(s, dict):
+        return s
+    n = s["n"]
+    if s["coords"] == "uneven":
+        return np.cumsum(np.arange(1.0, n + 1) ** 1.5) / 4
+    return np.arange(n) * 3 if s["coords"] == "integer" else np.arange(n) * 0.5
+
+
+def _gradient(xs, p):
+    axis = tuple(p["axis"]) if isinstance(p["axis"], list) else p["axis"]
+    return np.gradient(xs[0], *[_gradient_spacing(s) for s in p["spacing"]], axis=axis, edge_order=p["edge_order"])
+
+
 def _ufunc_dtype_sample(c: Chooser) -> Call:
     """A binary ufunc called with ``dtype=`` (its output's type: NumPy picks the loop that gives it and
     converts the operands to the loop's types) and ``casting=`` (which of those conversions are allowed)."""
@@ -2318,6 +2347,9 @@ def _ufunc_out(xs, p):
 _single("reduction_out", _reduction_out, _reduction_out_params, "np.<reduction>(x, axis, out=...)",
         family="reduction_out", max_rank=3, domains=(PROD_DOMAIN,), tolerance=REDUCTION, exact=False,
         scale=_reduction_out_scale)
+# NumPy's formulas with NumPy's scalars and coefficient arrays (computed by NumPy), so its dtypes: bit for bit
+_single("gradient", _gradient, _gradient_params, "np.gradient", dtypes=NUMERIC, min_rank=1, max_rank=3,
+        family="difference")
 # the operands within CASTABLE: an unsafe float -> int conversion of them is the same on every x86 loop
 register(OpInfo("ufunc_dtype", _ufunc_dtype, 2, ALL, "elementwise_loop", _ufunc_dtype_sample, domains=(CASTABLE,),
                 tolerance=TRANSCENDENTAL, exact=False, scalar_operands=True,

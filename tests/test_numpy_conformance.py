@@ -345,6 +345,12 @@ AGREES = {
     "np.add of int8 and int16 under casting='safe'": (lambda a: np.add(a.astype(np.int8), a.astype(np.int16), casting="safe"), X),
     "np.divide into float32 with order='C'": (lambda a: np.divide(a, 3.0, dtype=np.float32, order="C", subok=True), X),
     "np.square of int8 under casting='no'": (lambda a: np.square(a.astype(np.int8), casting="no"), X),
+    "np.gradient of every axis": (lambda a: np.gradient(a * a), X),
+    "np.gradient at edge order 2, a scalar step": (lambda a: np.gradient(a ** 3, 0.5, axis=1, edge_order=2), X),
+    "np.gradient over uneven coordinates and a NumPy-scalar step": (
+        lambda a: np.gradient(a * a, np.array([0.0, 0.5, 2.0]), np.float32(2.0)), X),
+    "np.gradient of int16 (in float64), axes reversed": (lambda a: np.gradient((a * 7).astype(np.int16), axis=(1, 0)), X),
+    "np.gradient of float32 with a Python step (stays float32)": (lambda a: np.gradient(a.astype(np.float32) / 3, 3, axis=-1), X),
     "np.add into an int8 out= under casting='unsafe'": (
         lambda a: np.add(a, 0.5, out=np.zeros_like(a, dtype=np.int8), casting="unsafe"), X),
 }
