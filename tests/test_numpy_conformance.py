@@ -348,7 +348,7 @@ AGREES = {
     "np.gradient of every axis": (lambda a: np.gradient(a * a), X),
     "np.gradient at edge order 2, a scalar step": (lambda a: np.gradient(a ** 3, 0.5, axis=1, edge_order=2), X),
     "np.gradient over uneven coordinates and a NumPy-scalar step": (
-        lambda a: np.gradient(a * a, np.array([0.0, 0.5, 2.0]), np.float32(2.0)), X),
+        lambda a: np.gradient(a * a, np.float32(2.0), np.array([0.0, 0.5, 2.0])), X),
     "np.gradient of int16 (in float64), axes reversed": (lambda a: np.gradient((a * 7).astype(np.int16), axis=(1, 0)), X),
     "np.gradient of float32 with a Python step (stays float32)": (lambda a: np.gradient(a.astype(np.float32) / 3, 3, axis=-1), X),
     "np.add into an int8 out= under casting='unsafe'": (
