@@ -1450,6 +1450,55 @@ def gradient(f, *varargs, axis=None, edge_order=1):
     return results[0] if len(axes) == 1 else tuple(results)
 
 
+def _chebyshev_series(x: Tensor, coefficients) -> Tensor:
+    """Clenshaw's recurrence as NumPy's _chbevl runs it (its coefficients Python floats, so weak)."""
+    b0, b1, b2 = coefficients[0], 0.0, 0.0
+    for c in coefficients[1:]:
+        b2, b1 = b1, b0
+        b0 = x * b1 - b2 + c
+    return 0.5 * (b0 - b2)
+
+
+def i0(x):
+    """NumPy's np.i0 (Cephes' Chebyshev series, NumPy's own coefficients): exp(x) times the series in
+    x / 2 - 2 up to 8, else in 32 / x - 2 divided by sqrt(x), of |x| in a float type; both are computed
+    and one is chosen (np.piecewise applies each to its elements only). A 0-d input gives a 0-d array."""
+    from numpy.lib import _function_base_impl as numpy_definitions
+    t = _tensor(x)
+    if t.dtype.kind != "f":
+        t = t.astype(float)
+    t = np.abs(t)
+    near = np.exp(t) * _chebyshev_series(t / 2.0 - 2, numpy_definitions._i0A)
+    far = np.exp(t) * _chebyshev_series(32.0 / t - 2.0, numpy_definitions._i0B) / np.sqrt(t)
+    return Tensor(P.cast(np.where(t <= 8.0, near, far).node, t.dtype))
+
+
+def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
+    """NumPy's np.unwrap: each step's difference brought into [-period/2, period/2) (its upper end where a
+    positive step lands on the lower one), the corrections where a step is at least ``discont``, summed
+    along the axis onto every element after the first, in NumPy's result_type of the steps and period."""
+    x = _tensor(p)
+    steps = diff(x, axis=axis)
+    axis = P.normalize_axes(axis, x.ndim, "np.unwrap")[0]
+    if discont is None:
+        discont = period / 2
+    dtype = np.result_type(steps.dtype, period)
+    if dtype.kind in "iu":
+        high, rem = divmod(period, 2)
+        ambiguous = rem == 0
+    else:
+        high, ambiguous = period / 2, True
+    low = -high
+    wrapped = np.mod(steps - low, period) + low
+    if ambiguous:
+        wrapped = np.where((wrapped == low) & (steps > 0), np.asarray(high).astype(wrapped.dtype), wrapped)
+    correction = wrapped - steps
+    correction = np.where(abs(steps) < discont, np.zeros((), correction.dtype), correction)
+    later = tuple(slice(1, None) if i == axis else slice(None) for i in range(x.ndim))
+    first = tuple(slice(0, 1) if i == axis else slice(None) for i in range(x.ndim))
+    return concatenate([x[first].astype(dtype), (x[later] + np.cumsum(correction, axis)).astype(dtype)], axis)
+
+
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """np.isclose of everything. NumPy returns a Python bool; a traced one is only known as the kernel
     runs, so here it is a NumPy bool scalar (``if np.allclose(...)`` cannot branch on it in a trace)."""
@@ -3057,7 +3106,8 @@ FUNCTIONS = {
     np.atleast_2d: atleast_2d, np.atleast_3d: atleast_3d, np.column_stack: column_stack, np.dstack: dstack,
     np.diagonal: diagonal, np.trace: trace, np.diag: diag, np.take_along_axis: take_along_axis, np.ptp: ptp,
     np.count_nonzero: count_nonzero, np.isclose: isclose, np.allclose: allclose, np.array_equal: array_equal,
-    np.array_equiv: array_equiv, np.gradient: gradient, np.sinc: sinc, np.nansum: nansum, np.nanprod: nanprod,
+    np.array_equiv: array_equiv, np.gradient: gradient, np.i0: i0, np.unwrap: unwrap,
+    np.sinc: sinc, np.nansum: nansum, np.nanprod: nanprod,
     np.nancumsum: nancumsum, np.nancumprod: nancumprod, np.nanmax: nanmax, np.nanmin: nanmin, np.nanmean: nanmean,
     np.nanvar: nanvar, np.nanstd: nanstd, np.matrix_transpose: matrix_transpose, np.astype: astype,
     np.unstack: unstack, np.correlate: correlate, np.convolve: convolve, np.cross: cross, np.kron: kron, np.trapezoid: trapezoid, np.cumulative_sum: cumulative_sum, np.cumulative_prod: cumulative_prod,

@@ -2347,6 +2347,19 @@ def _ufunc_out(xs, p):
 _single("reduction_out", _reduction_out, _reduction_out_params, "np.<reduction>(x, axis, out=...)",
         family="reduction_out", max_rank=3, domains=(PROD_DOMAIN,), tolerance=REDUCTION, exact=False,
         scale=_reduction_out_scale)
+def _unwrap_params(c: Chooser, shape) -> dict | None:
+    if not shape:
+        return None  # NumPy's diff needs an axis
+    return {"axis": c.integer(-len(shape), len(shape) - 1), "discont": c.pick((None, 1.0, 4.0)),
+            "period": c.pick((2 * math.pi, 2 * math.pi, 360.0, 1.0, 6, 7))}
+
+
+# exp's few ulps, then Clenshaw's recurrence over NumPy's own Chebyshev coefficients
+_single("i0", lambda xs, p: np.i0(xs[0]), lambda c, s: {}, "np.i0", family="elementwise_library",
+        domains=(Domain(lo=-700.0, hi=700.0),), tolerance=Tolerance(ulps=32), exact=False)
+# integer steps and periods stay integers (NumPy's result_type); the corrections summed in order: bit for bit
+_single("unwrap", lambda xs, p: np.unwrap(xs[0], p["discont"], p["axis"], period=p["period"]), _unwrap_params,
+        "np.unwrap", dtypes=NUMERIC, min_rank=1, max_rank=3, family="difference", domains=(MODERATE,))
 # NumPy's formulas with NumPy's scalars and coefficient arrays (computed by NumPy), so its dtypes: bit for bit
 _single("gradient", _gradient, _gradient_params, "np.gradient", dtypes=NUMERIC, min_rank=1, max_rank=3,
         family="difference")

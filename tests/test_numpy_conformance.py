@@ -351,6 +351,11 @@ AGREES = {
         lambda a: np.gradient(a * a, np.float32(2.0), np.array([0.0, 0.5, 2.0])), X),
     "np.gradient of int16 (in float64), axes reversed": (lambda a: np.gradient((a * 7).astype(np.int16), axis=(1, 0)), X),
     "np.gradient of float32 with a Python step (stays float32)": (lambda a: np.gradient(a.astype(np.float32) / 3, 3, axis=-1), X),
+    "np.unwrap of a phase": (lambda a: np.unwrap(np.cumsum(a * 2.5, axis=1)), X),
+    "np.unwrap along axis 0 with a discont": (lambda a: np.unwrap(a * 3, discont=4.0, axis=0), X),
+    "np.unwrap of int64 with an even integer period (integer arithmetic)": (
+        lambda a: np.unwrap((a * 13).astype(np.int64), period=6), X),
+    "np.unwrap of float32 in degrees": (lambda a: np.unwrap((a * 170).astype(np.float32), period=360), X),
     "np.add into an int8 out= under casting='unsafe'": (
         lambda a: np.add(a, 0.5, out=np.zeros_like(a, dtype=np.int8), casting="unsafe"), X),
 }
@@ -627,6 +632,21 @@ def test_allclose_array_equal_and_array_equiv_as_numpy_bool_scalars():
     shapes_differ = []
     jit(lambda x: shapes_differ.append((np.array_equal(x, x[:2]), np.array_equiv(x, x[:2]))) or x)(a)
     assert shapes_differ == [(False, False)] and all(type(v) is bool for v in shapes_differ[0])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.bool_])
+def test_i0_is_numpys_chebyshev_series_within_an_ulp_or_two(dtype):
+    """np.i0 on both sides of 8 (where NumPy switches series), at 0, NaN, +-inf and near exp's overflow;
+    in the input's float type (float64 for integers and bools), a 0-d input giving a 0-d array."""
+    with np.errstate(all="ignore"):
+        x = np.array([0.0, 1e-3, 0.5, 2.0, 7.99, 8.0, 8.01, -8.0, 30.0, -85.0, 700.0, np.nan, np.inf, -np.inf])
+        a = x.astype(dtype) if dtype != np.int32 else np.nan_to_num(x).astype(dtype)
+        want = np.i0(a)
+    got = jit(np.i0)(a)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_max_ulp(got, want, maxulp=4, dtype=want.dtype)
+    zero_d = jit(np.i0)(a[3])
+    assert type(zero_d) is np.ndarray and zero_d.shape == () and zero_d.dtype == want.dtype
 
 
 UFUNC_LOOPS_REFUSED = {
