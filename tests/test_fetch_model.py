@@ -24,8 +24,10 @@ FILES = ("config.json", "model.safetensors", "vocab.json", "merges.txt")
 class FakeHub:
     """Serves ``files`` at the hub's resolve URLs for one repository and revision, with the headers
     huggingface_hub requires (X-Repo-Commit, ETag, Content-Length) and its error codes. ``faults`` maps a
-    file name to "500" (every request for it is an internal server error) or "truncate" (its body stops
-    after 1000 bytes and the connection closes, as when a download is cut short)."""
+    file name to "500" (every request for it is an internal server error), "truncate" (its body stops
+    after 1000 bytes and the connection closes, as when a download is cut short), "corrupt" (a byte of
+    the body flipped, its length and stated hash unchanged) or "git-etag" (the ETag a git blob id, as the
+    hub gives for a file not kept in git-lfs)."""
 
     def __init__(self, files: dict[str, bytes], revision: str = PINNED_REVISION, faults: dict[str, str] | None = None):
         self.files, self.revision, self.requests, self.faults = files, revision, [], faults or {}
@@ -55,9 +57,12 @@ class FakeHub:
                 if fault == "500":
                     return self._error(500, "InternalError")
                 data = hub.files[filename]
+                etag = hashlib.sha256(data).hexdigest() if fault != "git-etag" else hashlib.sha1(data).hexdigest()
+                if fault == "corrupt":
+                    data = data[:-1] + bytes([data[-1] ^ 0xFF])
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(data)))
-                self.send_header("ETag", f'"{hashlib.sha256(data).hexdigest()}"')
+                self.send_header("ETag", f'"{etag}"')
                 self.send_header("X-Repo-Commit", hub.revision)
                 self.send_header("Accept-Ranges", "bytes")
                 self.end_headers()
@@ -167,6 +172,22 @@ def test_invalid_download_never_lands(tmp_path, served_files):
         with pytest.raises(CheckpointError, match="corrupt or truncated safetensors"):
             fetch_model(tmp_path / "gpt2", endpoint=hub.url)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_download_that_does_not_hash_to_the_hubs_sha256_never_lands(tmp_path, served_files):
+    with FakeHub(served_files, faults={"model.safetensors": "corrupt"}) as hub:
+        with pytest.raises(FetchError, match="model.safetensors of openai-community/gpt2@[0-9a-f]{40} downloaded "
+                                             "with sha256 [0-9a-f]{64}, but the hub states "
+                                             + hashlib.sha256(served_files["model.safetensors"]).hexdigest()):
+            fetch_model(tmp_path / "gpt2", endpoint=hub.url)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_whose_etag_is_a_git_blob_id_is_not_hash_checked(tmp_path, served_files):
+    """The hub's ETag of a small file kept in git is its blob id, not a sha256 of the bytes: no check."""
+    with FakeHub(served_files, faults={"config.json": "git-etag"}) as hub:
+        fetch_model(tmp_path / "gpt2", endpoint=hub.url)
+    assert (tmp_path / "gpt2" / "config.json").read_bytes() == served_files["config.json"]
 
 
 def test_existing_destination_is_not_overwritten(tmp_path, served_files):

@@ -1,6 +1,6 @@
 """Download the real GPT-2 (``openai-community/gpt2`` at a pinned revision) from the
 Hugging Face hub with huggingface_hub, into a checkpoint directory with a manifest of
-sha256s. The download is staged in a temporary directory, validated by ``load_model``
+sha256s, each checked against the sha256 the hub states for a git-lfs file. The download is staged in a temporary directory, validated by ``load_model``
 and only then renamed into place, so a failed or invalid download leaves nothing behind
 (the staging directory of a fetch killed midway is swept by a later fetch once an hour old).
 ``HF_ENDPOINT`` (or the ``endpoint`` argument) points it at a mirror or a test server."""
@@ -8,8 +8,10 @@ and only then renamed into place, so a failed or invalid download leaves nothing
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
+import re
 import socket
 import tempfile
 from pathlib import Path
@@ -139,6 +141,35 @@ def _download(filename: str, local_dir: Path, cache_dir: Path, revision: str, en
     return Path(path)
 
 
+def _hub_sha256(filename: str, revision: str, endpoint: str) -> str | None:
+    """The sha256 the hub states for a file (its ETag for a file kept in git-lfs, as the weights are),
+    or None where the ETag is not one (a small file's git blob id, which hashes differently)."""
+    import huggingface_hub
+
+    url = huggingface_hub.hf_hub_url(REPO_ID, filename, revision=revision, endpoint=endpoint)
+    try:
+        with _hub_warnings_silenced():
+            etag = huggingface_hub.get_hf_file_metadata(url, token=False).etag
+    except Exception as err:  # noqa: BLE001 -- any failure here is the hub's, reported in one line
+        raise FetchError(f"{endpoint}: asking the hub for {filename}'s hash failed: {_one_line(err)}") from None
+    etag = (etag or "").strip('"').lower()
+    return etag if re.fullmatch(r"[0-9a-f]{64}", etag) else None
+
+
+def _verify_download(path: Path, filename: str, revision: str, endpoint: str) -> None:
+    """A download whose bytes do not hash to what the hub states is refused: huggingface_hub checks only the
+    length, so a mirror serving other bytes of the same size, or a transfer corrupted on the way, would
+    otherwise land as the pinned checkpoint."""
+    stated = _hub_sha256(filename, revision, endpoint)
+    if stated is None:
+        return
+    with path.open("rb") as f:
+        got = hashlib.file_digest(f, "sha256").hexdigest()
+    if got != stated:
+        raise FetchError(f"{endpoint}: {filename} of {REPO_ID}@{revision} downloaded with sha256 {got}, but the hub "
+                         f"states {stated}: the download is corrupt or the mirror serves other bytes")
+
+
 def _validate_download(staging: Path, dest: Path) -> None:
     """``load_model`` on the staged download, its errors naming the files as they would be in ``dest``: the staging
     directory is deleted by the time the user reads the message."""
@@ -169,6 +200,7 @@ def fetch_model(
         staging.mkdir()
         for filename in CHECKPOINT_FILES:
             path = _download(filename, download_dir, Path(tmp) / "hf-cache", revision, endpoint, progress)
+            _verify_download(path, filename, revision, endpoint)
             os.replace(path, staging / filename)
         manifest = build_manifest(staging, name=f"gpt2@{revision[:12]}", source="huggingface",
                                   repo_id=REPO_ID, revision=revision, endpoint=endpoint)  # fmt: skip
