@@ -3036,14 +3036,16 @@ def _divided_by_count(total: Tensor, count: Tensor) -> P.Node:
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=np._NoValue, *, where=np._NoValue):
     """The sum of the non-NaN elements (in ``dtype``) over their count (an empty count gives NaN)."""
-    _no_extras("nanmean", out=out)
     x, mask = _nan_replaced(a, 0)
     given = _given(keepdims=keepdims, where=where)
     if mask is None:
-        return mean(x, axis, dtype, **given)
+        return mean(x, axis, dtype, out, **given)
     _inexact_dtype(dtype)
     count = sum_(~mask, axis, np.intp, **given)
     P.warn_at_run_time((count == 0).node, RuntimeWarning, "Mean of empty slice")
+    if out is not None:  # NumPy's order: the sum into out, then divide(out, count, out=out, casting='unsafe')
+        total = sum_(x, axis, dtype, out, **given)
+        return np.divide(total, count, out=total, casting="unsafe")
     return Tensor(_divided_by_count(sum_(x, axis, dtype, **given), count), scalar=True)
 
 
@@ -3052,10 +3054,9 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *, 
     """NumPy's nanvar: the mean of the non-NaN elements (keepdims), the deviations stored in the array's
     own dtype (its ``subtract(out=arr, casting='unsafe')``) with NaNs' set to 0, squared, summed, divided
     by count - ddof; NaN where that is <= 0 (np.var gives inf or NaN there)."""
-    _no_extras("nanvar", out=out)
     x, mask = _nan_replaced(a, 0)
     if mask is None:
-        return var(x, axis, dtype, None, ddof, **_given(keepdims=keepdims, where=where, mean=mean, correction=correction))
+        return var(x, axis, dtype, out, ddof, **_given(keepdims=keepdims, where=where, mean=mean, correction=correction))
     _inexact_dtype(dtype)
     if correction is not np._NoValue:
         if ddof != 0:
@@ -3070,10 +3071,14 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *, 
     deviation = P.cast(P.elementwise("subtract", [x.node, centre]), x.dtype)
     deviation = Tensor(P.where(mask.node, const_node(np.zeros((), x.dtype)), deviation))
     keep = _given(keepdims=keepdims)
-    total = sum_(deviation * deviation, axis, dtype, **keep, **masked)
+    total = sum_(deviation * deviation, axis, dtype, out, **keep, **masked)
     dof = sum_(~mask, axis, np.intp, **keep, **masked) - ddof
-    quotient = _divided_by_count(total, dof)
     P.warn_at_run_time((dof <= 0).node, RuntimeWarning, "Degrees of freedom <= 0 for slice.")
+    if out is not None:  # NumPy's: divide in place into out, then _copyto(out, nan, dof <= 0) 'unsafe'
+        np.divide(total, dof, out=total, casting="unsafe")
+        np.copyto(total, np.nan, where=dof <= 0, casting="unsafe")
+        return total
+    quotient = _divided_by_count(total, dof)
     return Tensor(P.where((dof <= 0).node, const_node(np.asarray(np.nan, total.dtype)), quotient), scalar=True)
 
 
@@ -3083,6 +3088,8 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *, 
     if _tensor(a).dtype.kind != "f":  # np.var of an array without NaNs, then sqrt as np.std takes it
         return std(a, axis, dtype, out, ddof, **given)
     v = nanvar(a, axis, dtype, out, ddof, **given)
+    if out is not None:
+        return np.sqrt(v, out=v)  # NumPy's sqrt(var, out=var)
     return Tensor(P.cast(P.elementwise("sqrt", [v.node]), v.dtype), scalar=True)
 
 

@@ -588,6 +588,13 @@ REDUCTIONS_INTO_OUT = {
         _into(lambda a, o: np.cumsum(a[[0, 2]] / 3, axis=1, out=o), np.float32, (2, 4)),
     "np.cumprod flattened into a strided view": _into(lambda a, o: np.cumprod(a[[0]] / 2, out=o), np.float64, (4,), True),
     "np.nancumsum into float64": _into(lambda a, o: np.nancumsum(a, axis=0, out=o), np.float64, (3, 4)),
+    "np.nanmean into float32 (NaNs skipped; divided in place)":
+        _into(lambda a, o: np.nanmean(a / 3, axis=0, out=o), np.float32, (4,)),
+    "np.nanvar into float64 with ddof (a slice past its degrees of freedom is NaN)":
+        _into(lambda a, o: np.nanvar(np.where(a > 50, np.nan, a), axis=0, ddof=2, out=o), np.float64, (4,)),
+    "np.nanstd into a strided view": _into(lambda a, o: np.nanstd(a * 4, axis=1, out=o), np.float64, (3,), True),
+    "np.nanmean of int16 (np.mean's path) into float32":
+        _into(lambda a, o: np.nanmean(a[[0, 2]].astype(np.int16), axis=1, out=o), np.float32, (2,)),
 }
 
 
