@@ -1499,6 +1499,48 @@ def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
     return concatenate([x[first].astype(dtype), (x[later] + np.cumsum(correction, axis)).astype(dtype)], axis)
 
 
+def apply_along_axis(func1d, axis, arr, *args, **kwargs):
+    """NumPy's np.apply_along_axis, unrolled in the trace: ``func1d`` is traced once per 1-d slice (views of
+    the array along ``axis``, in NumPy's order), the first result fixing the dtype and shape every later one
+    is converted and broadcast to (NumPy's buffer), the result's own axes put where ``axis`` was."""
+    x = _tensor(arr)
+    axis = np.lib.array_utils.normalize_axis_index(axis, x.ndim)
+    order = [d for d in range(x.ndim) if d != axis] + [axis]
+    along = transpose(x, order)
+    outer = along.shape[:-1]
+    indices = [index + (Ellipsis,) for index in np.ndindex(outer)]
+    if not indices:
+        raise ValueError("Cannot apply_along_axis when any iteration dimensions are 0")
+    results = []
+    for index in indices:
+        r = _tensor(func1d(along[index], *args, **kwargs))
+        if results:  # buff[ind] = r: NumPy's assignment into the first result's dtype and shape
+            r = Tensor(P.cast(P.broadcast_to(r.node, results[0].shape), results[0].dtype))
+        results.append(r)
+    first = results[0]
+    buffer = Tensor(P.reshape(P.concat([P.reshape(r.node, (1,) + first.shape) for r in results], 0),
+                              outer + first.shape))
+    dims = list(range(buffer.ndim))
+    permutation = dims[:axis] + dims[buffer.ndim - first.ndim:] + dims[axis:buffer.ndim - first.ndim]
+    return Tensor(P.transpose(buffer.node, permutation))
+
+
+def apply_over_axes(func, a, axes):
+    """NumPy's np.apply_over_axes: ``func(a, axis)`` for each axis in turn, a result one dimension short
+    given its axis back; any other shape is NumPy's ValueError."""
+    value = _tensor(a)
+    n = value.ndim
+    for axis in (axes,) if np.ndim(axes) == 0 else axes:
+        axis = n + axis if axis < 0 else axis
+        result = _tensor(func(value, axis))
+        if result.ndim != value.ndim:
+            result = expand_dims(result, axis)
+            if result.ndim != value.ndim:
+                raise ValueError("function is not returning an array of the correct shape")
+        value = result
+    return value
+
+
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """np.isclose of everything. NumPy returns a Python bool; a traced one is only known as the kernel
     runs, so here it is a NumPy bool scalar (``if np.allclose(...)`` cannot branch on it in a trace)."""
@@ -3114,6 +3156,7 @@ FUNCTIONS = {
     np.diagonal: diagonal, np.trace: trace, np.diag: diag, np.take_along_axis: take_along_axis, np.ptp: ptp,
     np.count_nonzero: count_nonzero, np.isclose: isclose, np.allclose: allclose, np.array_equal: array_equal,
     np.array_equiv: array_equiv, np.gradient: gradient, np.i0: i0, np.unwrap: unwrap,
+    np.apply_along_axis: apply_along_axis, np.apply_over_axes: apply_over_axes,
     np.sinc: sinc, np.nansum: nansum, np.nanprod: nanprod,
     np.nancumsum: nancumsum, np.nancumprod: nancumprod, np.nanmax: nanmax, np.nanmin: nanmin, np.nanmean: nanmean,
     np.nanvar: nanvar, np.nanstd: nanstd, np.matrix_transpose: matrix_transpose, np.astype: astype,

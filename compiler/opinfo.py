@@ -2360,6 +2360,28 @@ _single("i0", lambda xs, p: np.i0(xs[0]), lambda c, s: {}, "np.i0", family="elem
 # integer steps and periods stay integers (NumPy's result_type); the corrections summed in order: bit for bit
 _single("unwrap", lambda xs, p: np.unwrap(xs[0], p["discont"], p["axis"], period=p["period"]), _unwrap_params,
         "np.unwrap", dtypes=NUMERIC, min_rank=1, max_rank=3, family="difference", domains=(MODERATE,))
+_SLICE_FUNCTIONS = {"sum": np.sum, "cumsum": np.cumsum, "sort": np.sort, "outer": lambda v: np.outer(v, v),
+                    "first_above_last": lambda v: v[0] > v[-1] if len(v) else np.False_, "max_plus_half": lambda v: np.max(v) + 0.5 if len(v) else 0.5}
+
+
+def _apply_along_axis_params(c: Chooser, shape) -> dict | None:
+    if not shape:
+        return None
+    return {"func": c.pick(tuple(_SLICE_FUNCTIONS)), "axis": c.integer(-len(shape), len(shape) - 1),
+            "over": c.pick((False, True))}
+
+
+def _apply_along_axis(xs, p):
+    """np.apply_along_axis of one of a few slice functions, or np.apply_over_axes of np.sum over that axis."""
+    if p["over"]:
+        return np.apply_over_axes(np.sum, xs[0], [p["axis"]])
+    return np.apply_along_axis(_SLICE_FUNCTIONS[p["func"]], p["axis"], xs[0])
+
+
+# each slice's function traced in turn: sums and cumulative sums in NumPy's order of each slice
+_single("apply_along_axis", _apply_along_axis, _apply_along_axis_params, "np.apply_along_axis / np.apply_over_axes",
+        dtypes=NUMERIC, min_rank=1, max_rank=3, family="per_slice", domains=(MODERATE,), tolerance=REDUCTION,
+        exact=False, scale=lambda xs, p: float(np.nansum(np.abs(_as_float(xs[0])))) * math.sqrt(max(np.size(xs[0]), 1)))
 # NumPy's formulas with NumPy's scalars and coefficient arrays (computed by NumPy), so its dtypes: bit for bit
 _single("gradient", _gradient, _gradient_params, "np.gradient", dtypes=NUMERIC, min_rank=1, max_rank=3,
         family="difference")

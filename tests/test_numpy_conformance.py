@@ -356,6 +356,14 @@ AGREES = {
     "np.unwrap of int64 with an even integer period (integer arithmetic)": (
         lambda a: np.unwrap((a * 13).astype(np.int64), period=6), X),
     "np.unwrap of float32 in degrees": (lambda a: np.unwrap((a * 170).astype(np.float32), period=360), X),
+    "np.apply_along_axis of a reduction (its result 1-d)": (lambda a: np.apply_along_axis(np.sum, 1, a), X),
+    "np.apply_along_axis of a comparison (bool, from the first result)":
+        (lambda a: np.apply_along_axis(lambda v: v[0] > v[-1], 0, a), X),
+    "np.apply_along_axis returning matrices (axes put where the axis was)":
+        (lambda a: np.apply_along_axis(lambda v: np.outer(v, v[:2]), 0, a), X),
+    "np.apply_along_axis with extra arguments, a Python number per slice":
+        (lambda a: np.apply_along_axis(lambda v, k: 3 * k, 1, a, 2), X),
+    "np.apply_over_axes of np.sum over both axes": (lambda a: np.apply_over_axes(np.sum, a, [0, 1]), X),
     "np.add into an int8 out= under casting='unsafe'": (
         lambda a: np.add(a, 0.5, out=np.zeros_like(a, dtype=np.int8), casting="unsafe"), X),
 }
@@ -523,6 +531,8 @@ REFUSED = {
     "np.interp with a string right": (lambda a: np.interp(a, [0, 1], [0, 1], right="x"), X),
     "np.var where an int mask": (lambda a: np.var(a, where=np.array([1, 0, 1])), X),
     "np.column_stack of unequal rows": (lambda a: np.column_stack((a, V)), X),
+    "np.apply_along_axis over an empty iteration": (lambda a: np.apply_along_axis(np.sum, 1, a[:0]), X),
+    "np.apply_over_axes of a function losing two axes": (lambda a: np.apply_over_axes(lambda v, ax: v.sum(), a, 0), X),
 }
 
 
