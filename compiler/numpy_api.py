@@ -1541,6 +1541,144 @@ def apply_over_axes(func, a, axes):
     return value
 
 
+# --------------------------------------------------------------------------- linalg by LU
+
+
+def _square_stack(a, what: str) -> Tensor:
+    """NumPy's checks of a linalg operand (at least 2-d, square last two dimensions), converted to the type
+    its LAPACK loop takes: float32 and float64 as they are, integers and bools to float64; float16 refused."""
+    x = _tensor(a)
+    if x.ndim < 2:
+        raise np.linalg.LinAlgError(f"{x.ndim}-dimensional array given. Array must be at least two-dimensional")
+    if x.shape[-1] != x.shape[-2]:
+        raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+    if x.dtype == np.float16:
+        raise TypeError("array type float16 is unsupported in linalg")
+    return x if x.dtype.kind == "f" else x.astype(np.float64)
+
+
+def _lu(x: Tensor):
+    """LAPACK getrf's LU with partial pivoting, unrolled over the columns on a stack of n x n matrices: at
+    step k the row with the largest |value| in column k (the first of equals, as idamax) is swapped up and
+    the rows below lose their multiples of it; a zero pivot (a column of zeros below the diagonal) skips the
+    elimination, as LAPACK does. Returns the packed factors (L's multipliers below the diagonal, U on and
+    above it), each row's original index, and the permutation's sign (+-1). Rounding follows this order,
+    not LAPACK's blocked one: results agree to within the matrix's conditioning, not bit for bit."""
+    n = x.shape[-1]
+    lu = x * 1  # a fresh array, updated in place below
+    rows = np.arange(n)
+    order = np.broadcast_to(rows, x.shape[:-1]) * 1
+    sign = np.ones(x.shape[:-2], x.dtype)
+    for k in range(n):
+        pivot_row = np.argmax(abs(lu[..., k:, k]), axis=-1) + k
+        chosen = pivot_row[..., None]
+        source = np.where(rows == k, chosen, np.where(rows == chosen, k, rows))
+        lu = np.take_along_axis(lu, source[..., :, None], axis=-2)
+        order = np.take_along_axis(order, source, axis=-1)
+        sign = np.where(pivot_row != k, -sign, sign)
+        if k + 1 < n:
+            pivot = lu[..., k, k][..., None]
+            multipliers = np.where(pivot == 0, np.zeros((), x.dtype), lu[..., k + 1:, k] / pivot)
+            lu[..., k + 1:, k + 1:] -= multipliers[..., :, None] * lu[..., k, None, k + 1:]
+            lu[..., k + 1:, k] = multipliers
+    return lu, order, sign
+
+
+def _diagonal_of(lu: Tensor) -> Tensor:
+    return np.diagonal(lu, axis1=-2, axis2=-1)
+
+
+def linalg_slogdet(a):
+    """NumPy's slogdet from LU: the sign of the permutation times the signs of U's diagonal (0 with a zero
+    on it), and the sum of the logs of its magnitudes (-inf then)."""
+    x = _square_stack(a, "slogdet")
+    if x.shape[-1] == 0:  # the empty product and sum
+        result = tuple(Tensor(const_node(np.full(x.shape[:-2], v, x.dtype)), scalar=True) for v in (1, 0))
+    else:
+        lu, _, sign = _lu(x)
+        diagonal = _diagonal_of(lu)
+        zero = np.zeros((), x.dtype)  # +0.0 for a singular matrix, whatever the permutation's sign
+        signs = np.where(np.any(diagonal == 0, axis=-1), zero, sign * np.prod(np.sign(diagonal), axis=-1))
+        result = (Tensor(_node(signs), scalar=True), np.sum(np.log(abs(diagonal)), axis=-1))  # a scalar for one
+    return np.linalg._linalg.SlogdetResult(*result)
+
+
+def linalg_det(a):
+    """NumPy's det as its umath_linalg computes it: sign * exp(logabsdet) of slogdet."""
+    sign, logdet = linalg_slogdet(a)
+    return sign * np.exp(logdet)
+
+
+def _singular_is_an_error(lu: Tensor, values: Tensor) -> Tensor:
+    """LAPACK gesv's failure on an exact zero pivot, NumPy's LinAlgError("Singular matrix"), checked as the
+    kernel runs; ``values`` stand in where nothing is reported (outside a trace)."""
+    singular = _tensor(np.any(_diagonal_of(lu) == 0, axis=-1))
+    which = np.arange(singular.size, dtype=np.intp).reshape(singular.shape)  # the witness: the matrix's place
+    checked = P.check_at_run_time(_node(which), singular.node, "first", np.linalg.LinAlgError,
+                                  lambda _: "Singular matrix")
+    if checked is None:
+        raise NotImplementedError("np.linalg.solve/inv outside a trace: a singular matrix is only known as the "
+                                  "kernel runs")
+    return values
+
+
+def _lu_solve(lu: Tensor, order: Tensor, b: Tensor) -> Tensor:
+    """Forward substitution with L's unit diagonal on b's rows in the pivots' order, then back substitution
+    with U, one row at a time (unrolled); b is a stack of n x k matrices."""
+    n = lu.shape[-1]
+    permuted = np.take_along_axis(b, order[..., :, None], axis=-2)
+    forward = []
+    for i in range(n):
+        row = permuted[..., i, :]
+        for j in range(i):
+            row = row - lu[..., i, j, None] * forward[j]
+        forward.append(row)
+    backward = [None] * n
+    for i in reversed(range(n)):
+        row = forward[i]
+        for j in range(i + 1, n):
+            row = row - lu[..., i, j, None] * backward[j]
+        backward[i] = row / lu[..., i, i, None]
+    return np.stack(backward, axis=-2)
+
+
+def linalg_solve(a, b):
+    """NumPy 2's solve: b a vector when 1-d, else a stack of matrices, the stacks broadcast together; LU with
+    partial pivoting, then the two triangular solves. A singular matrix is NumPy's LinAlgError, raised as
+    the kernel runs."""
+    x = _square_stack(a, "solve")
+    y = _tensor(b)
+    if y.dtype == np.float16:
+        raise TypeError("array type float16 is unsupported in linalg")
+    dtype = np.result_type(x.dtype, y.dtype if y.dtype.kind == "f" else np.float64)
+    x, vector = x.astype(dtype), y.ndim == 1
+    y = y.astype(dtype)
+    n = x.shape[-1]
+    if vector:
+        if y.shape[0] != n:
+            raise ValueError(f"solve1: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
+                             f"(m,m),(m)->(m) (size {y.shape[0]} is different from {n})")
+        y = y[:, None]
+    elif y.shape[-2] != n:
+        raise ValueError(f"solve: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
+                         f"(m,m),(m,n)->(m,n) (size {y.shape[-2]} is different from {n})")
+    batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+    x = np.broadcast_to(x, batch + x.shape[-2:])
+    y = np.broadcast_to(y, batch + y.shape[-2:])
+    if n == 0:
+        result = y * 1
+    else:
+        lu, order, _ = _lu(x)
+        result = _singular_is_an_error(lu, _lu_solve(lu, order, y))
+    return result[..., 0] if vector else result
+
+
+def linalg_inv(a):
+    """NumPy's inv: the solve of the matrix against the identity (LinAlgError for a singular one)."""
+    x = _square_stack(a, "inv")
+    return linalg_solve(x, np.broadcast_to(np.eye(x.shape[-1], dtype=x.dtype), x.shape))
+
+
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """np.isclose of everything. NumPy returns a Python bool; a traced one is only known as the kernel
     runs, so here it is a NumPy bool scalar (``if np.allclose(...)`` cannot branch on it in a trace)."""
@@ -3157,6 +3295,8 @@ FUNCTIONS = {
     np.count_nonzero: count_nonzero, np.isclose: isclose, np.allclose: allclose, np.array_equal: array_equal,
     np.array_equiv: array_equiv, np.gradient: gradient, np.i0: i0, np.unwrap: unwrap,
     np.apply_along_axis: apply_along_axis, np.apply_over_axes: apply_over_axes,
+    np.linalg.det: linalg_det, np.linalg.slogdet: linalg_slogdet, np.linalg.solve: linalg_solve,
+    np.linalg.inv: linalg_inv,
     np.sinc: sinc, np.nansum: nansum, np.nanprod: nanprod,
     np.nancumsum: nancumsum, np.nancumprod: nancumprod, np.nanmax: nanmax, np.nanmin: nanmin, np.nanmean: nanmean,
     np.nanvar: nanvar, np.nanstd: nanstd, np.matrix_transpose: matrix_transpose, np.astype: astype,

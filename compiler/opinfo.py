@@ -2382,6 +2382,35 @@ def _apply_along_axis(xs, p):
 _single("apply_along_axis", _apply_along_axis, _apply_along_axis_params, "np.apply_along_axis / np.apply_over_axes",
         dtypes=NUMERIC, min_rank=1, max_rank=3, family="per_slice", domains=(MODERATE,), tolerance=REDUCTION,
         exact=False, scale=lambda xs, p: float(np.nansum(np.abs(_as_float(xs[0])))) * math.sqrt(max(np.size(xs[0]), 1)))
+def _linalg_sample(c: Chooser) -> Call:
+    """A stack of n x n matrices (made diagonally dominant in the call, so far from singular) and a right-hand
+    side: a vector, or a stack of n x k matrices broadcast against the first stack."""
+    n, batch = c.pick((1, 2, 3, 4, 6)), c.pick(((), (2,), (3, 1)))
+    rhs = (n,) if c.pick((False, True)) else c.pick(((), (1,), (3, 2))) + (n, c.pick((1, 3)))
+    return Call((batch + (n, n), rhs), {"fn": c.pick(("solve", "inv", "det", "slogdet"))})
+
+
+def _linalg_call(xs, p):
+    n = np.shape(xs[0])[-1]
+    a = xs[0] + 8.0 * n * np.eye(n)
+    if p["fn"] == "solve":
+        return np.linalg.solve(a, xs[1])
+    return getattr(np.linalg, p["fn"])(a)
+
+
+def _linalg_scale(xs, p):
+    """The largest magnitude of the float64 answer: LU's rounding errors are relative to it, not to each element."""
+    n = np.shape(xs[0])[-1]
+    a = np.asarray(xs[0], np.float64) + 8.0 * n * np.eye(n)
+    got = np.linalg.solve(a, np.asarray(xs[1], np.float64)) if p["fn"] == "solve" else getattr(np.linalg, p["fn"])(a)
+    return max(1.0, max(float(np.max(np.abs(v), initial=0.0)) for v in (got if isinstance(got, tuple) else (got,))))
+
+
+# LU with partial pivoting in its own order of operations (LAPACK's is blocked): within a few hundred ulps
+# of the answer's largest magnitude, for the diagonally dominant matrices drawn
+register(OpInfo("linalg", _linalg_call, 2, NUMERIC, "linalg", _linalg_sample, domains=(SMALL,),
+                tolerance=Tolerance(ulps=64, scale_ulps=256), exact=False, scale=_linalg_scale,
+                numpy_name="np.linalg.solve / inv / det / slogdet"))
 # NumPy's formulas with NumPy's scalars and coefficient arrays (computed by NumPy), so its dtypes: bit for bit
 _single("gradient", _gradient, _gradient_params, "np.gradient", dtypes=NUMERIC, min_rank=1, max_rank=3,
         family="difference")

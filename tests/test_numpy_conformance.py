@@ -666,6 +666,41 @@ def test_i0_is_numpys_chebyshev_series_within_an_ulp_or_two(dtype):
     assert type(zero_d) is np.ndarray and zero_d.shape == () and zero_d.dtype == want.dtype
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_linalg_solve_inv_det_slogdet_agree_with_lapack(dtype):
+    """LU with partial pivoting (pivots needed: the largest entries sit off the diagonal), against LAPACK's
+    through NumPy: the same dtypes and NumPy scalars, values within a few ulps of the answer's magnitude
+    (the matrices are well conditioned), stacks and a vector right-hand side included."""
+    rng = np.random.default_rng(11)
+    base = rng.integers(-4, 5, size=(3, 5, 5)) + 10 * np.eye(5)[[4, 0, 3, 1, 2]]  # dominant off the diagonal
+    a = base.astype(dtype)
+    b = rng.integers(-3, 4, size=(3, 5, 2)).astype(dtype)
+    fns = {"solve": lambda m, r: np.linalg.solve(m, r), "solve a vector": lambda m, r: np.linalg.solve(m[0], r[0, :, 0]),
+           "inv": lambda m, r: np.linalg.inv(m), "det": lambda m, r: np.linalg.det(m),
+           "det of one": lambda m, r: np.linalg.det(m[1]), "slogdet": lambda m, r: np.linalg.slogdet(m)}
+    for name, fn in fns.items():
+        want, got = fn(a, b), jit(fn)(a, b)
+        assert type(got) is type(want), name
+        for g, w in zip(got if name == "slogdet" else [got], want if name == "slogdet" else [want]):
+            assert type(g) is type(w) and g.dtype == w.dtype and np.shape(g) == np.shape(w), name
+            tol = 64 * np.finfo(w.dtype).eps * max(1.0, float(np.max(np.abs(w))))
+            np.testing.assert_allclose(g, w, rtol=0, atol=tol, err_msg=name)
+
+
+def test_a_singular_matrix_is_numpys_linalg_error_as_the_kernel_runs():
+    """A zero pivot is only known from the values: the kernel reports it, and the call raises NumPy's
+    LinAlgError; det and slogdet of a singular matrix are 0 and (0, -inf), as NumPy's."""
+    singular = np.array([[[1.0, 2.0], [2.0, 4.0]], [[2.0, 0.0], [0.0, 1.0]]])
+    for fn in (np.linalg.inv, lambda m: np.linalg.solve(m, np.ones(2))):
+        with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+            fn(singular)
+        with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+            jit(fn)(singular)
+        np.testing.assert_allclose(jit(fn)(singular[1:]), fn(singular[1:]))  # the same kernel, a regular matrix
+    assert_like_numpy(jit(np.linalg.det)(singular[:1]), np.linalg.det(singular[:1]))
+    assert_like_numpy(list(jit(np.linalg.slogdet)(singular[0])), list(np.linalg.slogdet(singular[0])))
+
+
 UFUNC_LOOPS_REFUSED = {
     "dtype=int64 of floats under same_kind": lambda a: np.add(a, a, dtype=np.int64),
     "dtype=float32 of float64 under safe": lambda a: np.add(a, a, dtype=np.float32, casting="safe"),
