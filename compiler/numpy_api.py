@@ -183,6 +183,7 @@ def _ufunc_reduce(ufunc, a, axis=0, dtype=None, out=None, keepdims=False, initia
     kwargs = {"dtype": dtype} if ufunc in (np.add, np.multiply) else {}
     if not logical:
         kwargs["initial"] = initial
+    a = a if out is None or not _is_numpy_scalar(a) else Tensor(_node(a))  # ufunc.reduce returns out itself
     return same(a, axis=axis, keepdims=keepdims, where=where, out=out, **kwargs)
 
 
@@ -300,6 +301,16 @@ def _stand_in(v):
     return np.ones(v.shape, v.dtype) if v.dtype == np.bool_ else np.zeros(v.shape, v.dtype)
 
 
+def _is_numpy_scalar(a) -> bool:
+    return isinstance(a, np.generic) or isinstance(a, Tensor) and a.numpy_scalar
+
+
+def _as_returned_for(a, target: Tensor) -> Tensor:
+    """What np.sum(a, out=o) and its kin return: ``o`` itself, but for a NumPy scalar ``a`` its own method's
+    answer, o's value as a NumPy scalar (o is written all the same)."""
+    return Tensor(target.node, scalar=True) if _is_numpy_scalar(a) else target
+
+
 def _into_reduction_out(name: str, out, check, result: Tensor) -> Tensor:
     """NumPy's ``out=`` of a reduction: ``check`` runs NumPy's own reduction on stand-ins with a stand-in
     of ``out`` (its errors: the out array's number of dimensions and shape for these axes and keepdims);
@@ -318,7 +329,7 @@ def _reduction_maybe_into(kind: str, a, axis, keepdims: bool, dtype, initial, wh
     int16 (no wrap at 127), of float64 into int64 adds in float64 and truncates the sum."""
     if out is None:
         return _reduction(kind, a, axis, keepdims, dtype, initial, where)
-    x = _tensor(a)
+    x = Tensor(_node(a))  # an array even for a NumPy scalar (whose answer is its own: _as_returned_for)
     target = _reduction_target(out, f"np.{kind}")
     given = _given(initial=initial)
 
@@ -332,7 +343,8 @@ def _reduction_maybe_into(kind: str, a, axis, keepdims: bool, dtype, initial, wh
             dtype = loop
         else:
             x = Tensor(P.cast(x.node, loop))
-    return _into_reduction_out(kind, target, check, _reduction(kind, x, axis, keepdims, dtype, initial, where))
+    return _as_returned_for(a, _into_reduction_out(kind, target, check,
+                                                   _reduction(kind, x, axis, keepdims, dtype, initial, where)))
 
 
 def _count(x, axes) -> int:
@@ -348,7 +360,8 @@ def argmax(a, axis=None, out=None, *, keepdims=False):
     result = Tensor(P.arg_reduce("argmax", x.node, axis, keepdims, "np.argmax"), scalar=True)
     if out is None:
         return result
-    return _into_reduction_out("argmax", out, lambda o: np.argmax(_stand_in(x), axis, o, keepdims=keepdims), result)
+    return _as_returned_for(a, _into_reduction_out(
+        "argmax", out, lambda o: np.argmax(_stand_in(x), axis, o, keepdims=keepdims), result))
 
 
 def argmin(a, axis=None, out=None, *, keepdims=False):
@@ -356,7 +369,8 @@ def argmin(a, axis=None, out=None, *, keepdims=False):
     result = Tensor(P.arg_reduce("argmin", x.node, axis, keepdims, "np.argmin"), scalar=True)
     if out is None:
         return result
-    return _into_reduction_out("argmin", out, lambda o: np.argmin(_stand_in(x), axis, o, keepdims=keepdims), result)
+    return _as_returned_for(a, _into_reduction_out(
+        "argmin", out, lambda o: np.argmin(_stand_in(x), axis, o, keepdims=keepdims), result))
 
 
 def _count_reduce_items(x: P.Node, axis, axes, keepdims: bool, where):
@@ -390,7 +404,7 @@ def _divided_into_out(name: str, a, axis, dtype, out, keepdims: bool, where, squ
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
     if out is not None:
-        return _divided_into_out("mean", a, axis, dtype, out, keepdims, where)
+        return _as_returned_for(a, _divided_into_out("mean", a, axis, dtype, out, keepdims, where))
     x = _node(a)
     axes = P.normalize_axes(axis, x.ndim, "np.mean")
     acc = np.dtype(dtype) if dtype is not None else np.mean(np.zeros((1,) * x.ndim, x.dtype), axis=axes).dtype
@@ -455,8 +469,8 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
                            "Degrees of freedom <= 0 for slice")
     d = P.elementwise("subtract", [x, centre])
     if out is not None:
-        return _divided_into_out("var", a, axis, dtype, out, keepdims, where,
-                                 squares=Tensor(P.elementwise("multiply", [d, d])), ddof=ddof)
+        return _as_returned_for(a, _divided_into_out("var", a, axis, dtype, out, keepdims, where,
+                                                     squares=Tensor(P.elementwise("multiply", [d, d])), ddof=ddof))
     squares = total(P.elementwise("multiply", [d, d]), keepdims)
     if not masked:
         return Tensor(_divide_into(squares, max(_count(x, axes) - ddof, 0)), scalar=True)
@@ -576,10 +590,10 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
         correction=np._NoValue):
     """NumPy's _std: the square root of its _var, in var's dtype -- in place on an array (so an integer
     ``dtype`` is refused as NumPy refuses it), converted into that type for a scalar."""
-    v = var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean, correction=correction)
-    if out is not None:
-        return np.sqrt(v, out=v)  # _std's um.sqrt(ret, out=ret)
-    v = v.node
+    if out is not None:  # var into out (an array, even of a NumPy scalar), then _std's um.sqrt(ret, out=ret)
+        v = var(Tensor(_node(a)), axis, dtype, out, ddof, keepdims, where=where, mean=mean, correction=correction)
+        return _as_returned_for(a, np.sqrt(v, out=v))
+    v = var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean, correction=correction).node
     root = P.elementwise("sqrt", [v])
     if v.ndim > 0 and root.dtype != v.dtype:
         one = np.zeros(1, v.dtype)
@@ -2741,7 +2755,7 @@ def _given(**kwargs) -> dict:
 def _nan_replaced(a, value):
     x = _tensor(a)
     if x.dtype.kind != "f":
-        return x, None
+        return (Tensor(x.node) if x.numpy_scalar else x), None  # NumPy's asanyarray: a 0-d array
     mask = np.isnan(x)
     return np.where(mask, np.asarray(value, x.dtype), x), mask
 
@@ -3251,7 +3265,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *, 
     deviation = P.cast(P.elementwise("subtract", [x.node, centre]), x.dtype)
     deviation = Tensor(P.where(mask.node, const_node(np.zeros((), x.dtype)), deviation))
     keep = _given(keepdims=keepdims)
-    total = sum_(deviation * deviation, axis, dtype, out, **keep, **masked)
+    total = sum_(Tensor((deviation * deviation).node), axis, dtype, out, **keep, **masked)  # an array, as NumPy's
     dof = sum_(~mask, axis, np.intp, **keep, **masked) - ddof
     P.warn_at_run_time((dof <= 0).node, RuntimeWarning, "Degrees of freedom <= 0 for slice.")
     if out is not None:  # NumPy's: divide in place into out, then _copyto(out, nan, dof <= 0) 'unsafe'

@@ -2287,8 +2287,8 @@ def _reduction_out_params(c: Chooser, shape) -> dict:
 
 
 def _reduction_out(xs, p):
-    """np.<reduction>(x, axis, out=...) into a fresh array or every other element of a larger one; the whole
-    array is the result. The out dtype is the one asked for where the loop's values convert to it exactly
+    """np.<reduction>(x, axis, out=...) into a fresh array or every other element of a larger one; what it
+    returns and the whole array are the results. The out dtype is the one asked for where the loop's values convert to it exactly
     ('safe'), else the loop's own: where they do not, NumPy's iterator may round its running value into
     out's dtype at each step, by its buffering, which the compiler does not reproduce (it converts once)."""
     x, fn = xs[0], p["fn"]
@@ -2307,8 +2307,7 @@ def _reduction_out(xs, p):
     whole = np.zeros_like(x, dtype=dtype, shape=tuple(2 * d for d in shape) if p["strided"] else shape)
     out = whole[tuple(slice(None, None, 2) for _ in shape)] if p["strided"] and shape else whole  # x[()]: a scalar
     result = getattr(np, fn)(x, axis=p["axis"], out=out, keepdims=p["keepdims"])
-    assert result is out, "a reduction returns its out array"
-    return whole
+    return result, whole  # out itself, or for a NumPy scalar x its own method's scalar answer
 
 
 def _reduction_out_scale(xs, p):
