@@ -617,6 +617,24 @@ def test_reductions_write_into_out_as_numpy(name):
         assert_like_numpy(jit(fn)(RX), fn(RX))
 
 
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "any", "all", "argmax", "argmin", "mean", "var", "std",
+                                  "nansum", "nanmax", "nanmean", "nanvar", "nanstd", "add.reduce", "fmax.reduce"])
+def test_a_reduction_of_a_numpy_scalar_into_out_returns_what_numpy_returns(name):
+    """np.sum(s, out=o) of a NumPy scalar s calls s.sum(out=o): o is written and its value returned as a NumPy
+    scalar; np.nansum and friends (an array by asanyarray) and ufunc.reduce return o itself."""
+    fn = {"add.reduce": lambda v, o: np.add.reduce(v, axis=None, out=o),
+          "fmax.reduce": lambda v, o: np.fmax.reduce(v, axis=None, out=o)}.get(name) or \
+        (lambda v, o: getattr(np, name)(v, out=o))
+
+    def call(x):
+        out = np.zeros_like(x, dtype=np.int64 if name.startswith("arg") else np.float32, shape=())
+        result = fn(np.sum(x), out)
+        return [result, out]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert_like_numpy(jit(call)(X), call(X))
+
+
 def test_reductions_into_out_refuse_what_numpy_refuses_and_what_cannot_be_written():
     with pytest.raises(ValueError, match="wrong number of dimensions") as numpy_error:
         np.sum(RX, axis=1, out=np.zeros((1, 3)))
