@@ -1458,9 +1458,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
         else:
             first = weighted(_gradient_coefficients(dx, "first", x.ndim, ax), slice(0, 1), slice(1, 2), slice(2, 3))
             last = weighted(_gradient_coefficients(dx, "last", x.ndim, ax), slice(-3, -2), slice(-2, -1), slice(-1, None))
-        pieces = [np.asarray(p).astype(otype) if not isinstance(p, Tensor) else p.astype(otype)
-                  for p in (first, interior, last)]
-        results.append(concatenate(pieces, ax))
+        results.append(concatenate([piece.astype(otype) for piece in (first, interior, last)], ax))
     return results[0] if len(axes) == 1 else tuple(results)
 
 
