@@ -143,9 +143,11 @@ def test_elementwise_math_compiles_and_assembles(name, dtype, tmp_path):
 @pytest.mark.parametrize("dtype", [np.int8, np.uint32, np.int64])
 def test_integer_loops_compile_and_assemble(dtype, tmp_path):
     """gcd/lcm's bounded Euclid loop (an scf.for around an scf.if that divides) and integer power's
-    square-and-multiply are loops inside the elementwise kernel: they must survive NVVM and ptxas."""
+    square-and-multiply are loops inside the elementwise kernel, beside guarded shifts and a population
+    count (math.ctpop): all must survive NVVM and ptxas."""
     x = np.arange(-7, 26).astype(dtype).reshape(3, 11)
-    stages = gpu_stages(lambda a, b: np.gcd(a, b) + np.lcm(a, b) + a ** b, x, x[::-1].copy())
+    stages = gpu_stages(lambda a, b: np.gcd(a, b) + np.lcm(a, b) + a ** b + (a << b) + (a >> b) + np.bitwise_count(a),
+                        x, x[::-1].copy())
     assert assemble_all(stages["ptx"], tmp_path) >= 1
     check_host_memory(stages, n_inputs=2, n_outputs=1)
 
