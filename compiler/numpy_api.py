@@ -5,6 +5,7 @@ not listed raises ``NotImplementedError`` naming the function at trace time."""
 
 from __future__ import annotations
 
+import math
 import operator
 import string
 import warnings
@@ -1556,14 +1557,20 @@ def apply_over_axes(func, a, axes):
 # --------------------------------------------------------------------------- linalg by LU
 
 
-def _square_stack(a, what: str) -> Tensor:
-    """NumPy's checks of a linalg operand (at least 2-d, square last two dimensions), converted to the type
-    its LAPACK loop takes: float32 and float64 as they are, integers and bools to float64; float16 refused."""
+def _stacked_square(a) -> Tensor:
+    """NumPy's _assert_stacked_square: at least 2-d, the last two dimensions equal."""
     x = _tensor(a)
     if x.ndim < 2:
         raise np.linalg.LinAlgError(f"{x.ndim}-dimensional array given. Array must be at least two-dimensional")
     if x.shape[-1] != x.shape[-2]:
         raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+    return x
+
+
+def _square_stack(a, what: str) -> Tensor:
+    """NumPy's checks of a linalg operand (at least 2-d, square last two dimensions), converted to the type
+    its LAPACK loop takes: float32 and float64 as they are, integers and bools to float64; float16 refused."""
+    x = _stacked_square(a)
     if x.dtype == np.float16:
         raise TypeError("array type float16 is unsupported in linalg")
     return x if x.dtype.kind == "f" else x.astype(np.float64)
@@ -1689,6 +1696,114 @@ def linalg_inv(a):
     """NumPy's inv: the solve of the matrix against the identity (LinAlgError for a singular one)."""
     x = _square_stack(a, "inv")
     return linalg_solve(x, np.broadcast_to(np.eye(x.shape[-1], dtype=x.dtype), x.shape))
+
+
+def linalg_cholesky(a, /, *, upper=False):
+    """LAPACK potrf's Cholesky factor, unrolled (Cholesky-Crout, column by column) on a stack of matrices:
+    L from the lower triangle (U = L.T from the upper one with ``upper``), the other triangle zero. A
+    pivot that is not positive (or NaN) is NumPy's LinAlgError, checked as the kernel runs."""
+    x = _square_stack(a, "cholesky")
+    if upper:
+        x = np.swapaxes(x, -1, -2)
+    n = x.shape[-1]
+    columns = []  # columns[j]: L[..., :, j]
+    pivots = []
+    for j in range(n):
+        diagonal = x[..., j, j]
+        for k in range(j):
+            diagonal = diagonal - columns[k][..., j] * columns[k][..., j]
+        pivots.append(diagonal)
+        root = np.sqrt(diagonal)
+        below = x[..., j + 1:, j]
+        for k in range(j):
+            below = below - columns[k][..., j + 1:] * columns[k][..., j, None]
+        column = np.concatenate([np.zeros_like(x[..., :j, j]), root[..., None], below / root[..., None]], axis=-1)
+        columns.append(column)
+    factor = np.stack(columns, axis=-1) if n else x * 0
+    if n:
+        bad = _tensor(np.any(~(np.stack(pivots, axis=-1) > 0), axis=-1))
+        which = np.arange(bad.size, dtype=np.intp).reshape(bad.shape)
+        if P.check_at_run_time(_node(which), bad.node, "first", np.linalg.LinAlgError,
+                               lambda _: "Matrix is not positive definite") is None:
+            raise NotImplementedError("np.linalg.cholesky outside a trace")
+    return np.swapaxes(factor, -1, -2) if upper else factor
+
+
+def linalg_matrix_power(a, n):
+    """NumPy's matrix_power: the identity for 0, the inverse's power for a negative n, a itself for 1, then
+    NumPy's own sequence of matmuls (a @ a, (a @ a) @ a, then squaring by the bits of n)."""
+    x = _stacked_square(a)
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError("exponent must be an integer") from None
+    if n == 0:
+        return Tensor(const_node(np.broadcast_to(np.eye(x.shape[-2], dtype=x.dtype), x.shape).copy()))
+    if n < 0:
+        x, n = linalg_inv(x), -n
+    if n == 1:
+        return x  # NumPy returns the array itself
+    if n == 2:
+        return np.matmul(x, x)
+    if n == 3:
+        return np.matmul(np.matmul(x, x), x)
+    z = result = None
+    while n > 0:
+        z = x if z is None else np.matmul(z, z)
+        n, bit = divmod(n, 2)
+        if bit:
+            result = z if result is None else np.matmul(result, z)
+    return result
+
+
+def _chain_order(shapes: list) -> dict:
+    """Cormen's matrix-chain order, as NumPy's multi_dot finds it (the first split of least cost wins)."""
+    p = [s[0] for s in shapes] + [shapes[-1][1]]
+    n = len(shapes)
+    cost, split = {(i, i): 0 for i in range(n)}, {}
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i, j] = math.inf
+            for k in range(i, j):
+                q = cost[i, k] + cost[k + 1, j] + p[i] * p[k + 1] * p[j + 1]
+                if q < cost[i, j]:
+                    cost[i, j], split[i, j] = q, k
+    return split
+
+
+def linalg_multi_dot(arrays, *, out=None):
+    """NumPy's multi_dot: a 1-d first (last) operand as a row (column), the products in the cheapest order
+    NumPy picks from the shapes (its own comparison for three), the result raveled or a scalar again."""
+    _no_extras("linalg.multi_dot", out=out)
+    arrays = [_tensor(v) for v in arrays]
+    if len(arrays) < 2:
+        raise ValueError("Expecting at least two arrays.")
+    if len(arrays) == 2:
+        return dot(arrays[0], arrays[1])
+    first, last = arrays[0].ndim, arrays[-1].ndim
+    if first == 1:
+        arrays[0] = arrays[0][None, :]
+    if last == 1:
+        arrays[-1] = arrays[-1][:, None]
+    for v in arrays:
+        if v.ndim != 2:
+            raise np.linalg.LinAlgError(f"{v.ndim}-dimensional array given. Array must be two-dimensional")
+    if len(arrays) == 3:
+        (a0, a1b0), (b1c0, c1) = arrays[0].shape, arrays[2].shape
+        if a0 * b1c0 * (a1b0 + c1) < a1b0 * c1 * (a0 + b1c0):
+            result = dot(dot(arrays[0], arrays[1]), arrays[2])
+        else:
+            result = dot(arrays[0], dot(arrays[1], arrays[2]))
+    else:
+        split = _chain_order([v.shape for v in arrays])
+
+        def product(i, j):
+            return arrays[i] if i == j else dot(product(i, split[i, j]), product(split[i, j] + 1, j))
+        result = product(0, len(arrays) - 1)
+    if first == 1 and last == 1:
+        return result[0, 0]
+    return np.ravel(result) if first == 1 or last == 1 else result
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
@@ -3308,7 +3423,8 @@ FUNCTIONS = {
     np.array_equiv: array_equiv, np.gradient: gradient, np.i0: i0, np.unwrap: unwrap,
     np.apply_along_axis: apply_along_axis, np.apply_over_axes: apply_over_axes,
     np.linalg.det: linalg_det, np.linalg.slogdet: linalg_slogdet, np.linalg.solve: linalg_solve,
-    np.linalg.inv: linalg_inv,
+    np.linalg.inv: linalg_inv, np.linalg.cholesky: linalg_cholesky, np.linalg.matrix_power: linalg_matrix_power,
+    np.linalg.multi_dot: linalg_multi_dot,
     np.sinc: sinc, np.nansum: nansum, np.nanprod: nanprod,
     np.nancumsum: nancumsum, np.nancumprod: nancumprod, np.nanmax: nanmax, np.nanmin: nanmin, np.nanmean: nanmean,
     np.nanvar: nanvar, np.nanstd: nanstd, np.matrix_transpose: matrix_transpose, np.astype: astype,

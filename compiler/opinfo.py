@@ -2386,30 +2386,63 @@ def _linalg_sample(c: Chooser) -> Call:
     side: a vector, or a stack of n x k matrices broadcast against the first stack."""
     n, batch = c.pick((1, 2, 3, 4, 6)), c.pick(((), (2,), (3, 1)))
     rhs = (n,) if c.pick((False, True)) else c.pick(((), (1,), (3, 2))) + (n, c.pick((1, 3)))
-    return Call((batch + (n, n), rhs), {"fn": c.pick(("solve", "inv", "det", "slogdet"))})
+    return Call((batch + (n, n), rhs), {"fn": c.pick(("solve", "inv", "det", "slogdet", "cholesky", "cholesky_upper",
+                                                      "matrix_power")), "power": c.pick((0, 1, 2, 3, 5, 6, -1, -2))})
+
+
+def _linalg_of(a, b, p):
+    fn = p["fn"]
+    if fn == "solve":
+        return np.linalg.solve(a, b)
+    if fn.startswith("cholesky"):  # the triangle read: strictly diagonally dominant, so positive definite
+        return np.linalg.cholesky(a, upper=fn == "cholesky_upper")
+    if fn == "matrix_power":
+        return np.linalg.matrix_power(a, p.get("power", 2))
+    return getattr(np.linalg, fn)(a)
 
 
 def _linalg_call(xs, p):
     n = np.shape(xs[0])[-1]
-    a = xs[0] + 8.0 * n * np.eye(n)
-    if p["fn"] == "solve":
-        return np.linalg.solve(a, xs[1])
-    return getattr(np.linalg, p["fn"])(a)
+    return _linalg_of(xs[0] + 8.0 * (n + 1) * np.eye(n), xs[1], p)
 
 
 def _linalg_scale(xs, p):
     """The largest magnitude of the float64 answer: LU's rounding errors are relative to it, not to each element."""
     n = np.shape(xs[0])[-1]
-    a = np.asarray(xs[0], np.float64) + 8.0 * n * np.eye(n)
-    got = np.linalg.solve(a, np.asarray(xs[1], np.float64)) if p["fn"] == "solve" else getattr(np.linalg, p["fn"])(a)
+    got = _linalg_of(np.asarray(xs[0], np.float64) + 8.0 * (n + 1) * np.eye(n), np.asarray(xs[1], np.float64), p)
     return max(1.0, max(float(np.max(np.abs(v), initial=0.0)) for v in (got if isinstance(got, tuple) else (got,))))
+
+
+def _multi_dot_sample(c: Chooser) -> Call:
+    """A chain of four matrices of assorted sizes (so NumPy's cost-based order varies), the first and last
+    possibly vectors."""
+    dims = [c.pick((1, 2, 3, 5, 8)) for _ in range(5)]
+    shapes = [(dims[i], dims[i + 1]) for i in range(4)]
+    if c.pick((False, True)):
+        shapes[0] = (dims[1],)
+    if c.pick((False, True)):
+        shapes[3] = (dims[3],)
+    return Call(tuple(shapes), {"count": c.pick((2, 3, 4))})
+
+
+def _multi_dot(xs, p):
+    return np.linalg.multi_dot(list(xs[:p["count"]]))  # a prefix of the chain ends in a matrix, or is all of it
+
+
+def _multi_dot_scale(xs, p):
+    """Each product's magnitudes: the chain of absolute values, times the summed lengths."""
+    arrays = [np.abs(_as_float(v)) for v in xs[:p["count"]]]
+    return float(np.max(np.linalg.multi_dot(arrays), initial=0.0)) * math.sqrt(sum(np.shape(v)[-1] for v in arrays))
 
 
 # LU with partial pivoting in its own order of operations (LAPACK's is blocked): within a few hundred ulps
 # of the answer's largest magnitude, for the diagonally dominant matrices drawn
 register(OpInfo("linalg", _linalg_call, 2, NUMERIC, "linalg", _linalg_sample, domains=(SMALL,),
                 tolerance=Tolerance(ulps=64, scale_ulps=256), exact=False, scale=_linalg_scale,
-                numpy_name="np.linalg.solve / inv / det / slogdet"))
+                numpy_name="np.linalg.solve / inv / det / slogdet / cholesky / matrix_power"))
+# matmuls in the order NumPy's multi_dot picks from the shapes
+register(OpInfo("multi_dot", _multi_dot, 4, ALL, "linalg", _multi_dot_sample, domains=(SMALL,),
+                tolerance=_MATMUL_TOL, exact=False, scale=_multi_dot_scale, numpy_name="np.linalg.multi_dot"))
 # NumPy's formulas with NumPy's scalars and coefficient arrays (computed by NumPy), so its dtypes: bit for bit
 _single("gradient", _gradient, _gradient_params, "np.gradient", dtypes=NUMERIC, min_rank=1, max_rank=3,
         family="difference")

@@ -705,6 +705,36 @@ def test_linalg_solve_inv_det_slogdet_agree_with_lapack(dtype):
             np.testing.assert_allclose(g, w, rtol=0, atol=tol, err_msg=name)
 
 
+def test_cholesky_matrix_power_and_multi_dot_agree_with_numpy():
+    """Cholesky from the triangle it reads (lower, or upper with ``upper=True``), matrix powers by NumPy's own
+    sequence of matmuls (exact for integers; the inverse's for a negative power), multi_dot's products in the
+    order NumPy picks from the shapes (vectors at either end giving a vector or a scalar)."""
+    rng = np.random.default_rng(5)
+    m = rng.normal(size=(2, 4, 4))
+    spd = m @ np.swapaxes(m, -1, -2) + 4 * np.eye(4)
+    lopsided = np.tril(spd) + np.triu(np.full((4, 4), 99.0), 1)  # the upper triangle is never read
+    for fn in (np.linalg.cholesky, lambda a: np.linalg.cholesky(np.swapaxes(a, -1, -2), upper=True),
+               lambda a: np.linalg.cholesky(a.astype(np.float32))):
+        want, got = fn(lopsided), jit(fn)(lopsided)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=0, atol=32 * np.finfo(want.dtype).eps * np.max(np.abs(want)))
+    ints = np.array([[1, 2], [3, 4]], np.int64)
+    for n in (0, 1, 2, 3, 5, 13):
+        assert_like_numpy(jit(lambda a, n=n: np.linalg.matrix_power(a, n))(ints), np.linalg.matrix_power(ints, n))
+    np.testing.assert_allclose(jit(lambda a: np.linalg.matrix_power(a, -3))(ints * 1.0),
+                               np.linalg.matrix_power(ints * 1.0, -3), rtol=1e-12)
+    chains = [[(3,), (3, 5), (5, 2), (2, 7), (7,)], [(10, 3), (3, 20), (20, 2)], [(4, 5), (5, 6), (6, 2), (2, 8), (8, 3)],
+              [(2, 30), (30, 2), (2, 30)], [(6,), (6, 2)]]
+    for shapes in chains:
+        arrays = [rng.integers(-3, 4, size=s).astype(np.float64) for s in shapes]  # small integers: exact sums
+        want = np.linalg.multi_dot(arrays)
+        assert_like_numpy(jit(lambda *xs: np.linalg.multi_dot(list(xs)))(*arrays), want)
+    with pytest.raises(np.linalg.LinAlgError, match="Matrix is not positive definite"):
+        jit(np.linalg.cholesky)(-spd)
+    with pytest.raises(TypeError, match="exponent must be an integer"):
+        jit(lambda a: np.linalg.matrix_power(a, 2.0))(ints)
+
+
 def test_a_singular_matrix_is_numpys_linalg_error_as_the_kernel_runs():
     """A zero pivot is only known from the values: the kernel reports it, and the call raises NumPy's
     LinAlgError; det and slogdet of a singular matrix are 0 and (0, -inf), as NumPy's."""
