@@ -116,6 +116,18 @@ def _ufunc_results(ufunc, inputs, signature=None, casting=None):
     name = UFUNC_PRIMITIVES.get(ufunc)
     if name is not None:
         return Tensor(P.elementwise(name, [_operand(x) for x in inputs], signature, casting), scalar=True)
+    if ufunc is np.square:  # x * x in the loop NumPy picks for square (bool's is int8), under the same arguments
+        x = _node(inputs[0])
+        compute, out = dt.resolve_ufunc(np.square, [x.dtype], signature, casting)
+        x = P.cast(x, compute[0])
+        return Tensor(P.cast(P.elementwise("multiply", [x, x]), out), scalar=True)
+    if ufunc is np.divmod:  # floor_divide and remainder in divmod's own loop
+        x, y = (_operand(v) for v in inputs)
+        compute, out = dt.resolve_ufunc(np.divmod, [o if isinstance(o, dt.Weak) else o.dtype for o in (x, y)],
+                                        signature, casting)
+        both = (compute[0], compute[1], out)
+        return tuple(Tensor(P.elementwise(name, [x, y], both, "unsafe"), scalar=True)
+                     for name in ("floor_divide", "remainder"))
     if signature is not None:
         raise NotImplementedError(f"np.{ufunc.__name__}: dtype= and signature= are not supported by the compiler "
                                   "for this ufunc; convert its operands or its result with astype")
@@ -127,15 +139,6 @@ def _ufunc_results(ufunc, inputs, signature=None, casting=None):
         return Tensor(P.matmul(_node(inputs[0]), _node(inputs[1])), scalar=True)
     if ufunc.__name__ in _GUFUNC_CORES and ufunc is getattr(np, ufunc.__name__):
         return _vector_gufunc(ufunc.__name__, *inputs)
-    if ufunc is np.square:
-        x = _node(inputs[0])
-        # NumPy squares bool as int8 (there is no bool loop): cast to the loop's dtype first
-        compute, _ = dt.resolve_ufunc(np.square, [x.dtype])
-        x = P.cast(x, compute[0])
-        return Tensor(P.elementwise("multiply", [x, x]), scalar=True)
-    if ufunc is np.divmod:
-        x, y = (_operand(v) for v in inputs)
-        return Tensor(P.elementwise("floor_divide", [x, y]), scalar=True), Tensor(P.elementwise("remainder", [x, y]), scalar=True)
     if ufunc is np.frexp:
         return tuple(Tensor(n, scalar=True) for n in P.frexp(_node(inputs[0])))
     if ufunc is np.modf:

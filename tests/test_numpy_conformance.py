@@ -345,6 +345,11 @@ AGREES = {
     "np.add of int8 and int16 under casting='safe'": (lambda a: np.add(a.astype(np.int8), a.astype(np.int16), casting="safe"), X),
     "np.divide into float32 with order='C'": (lambda a: np.divide(a, 3.0, dtype=np.float32, order="C", subok=True), X),
     "np.square of int8 under casting='no'": (lambda a: np.square(a.astype(np.int8), casting="no"), X),
+    "np.square of int8 into float64 (no wrap)": (lambda a: np.square((a * 40).astype(np.int8), dtype=np.float64), X),
+    "np.square of bools with dtype=int16": (lambda a: np.square(a > 0, dtype=np.int16), X),
+    "np.divmod of int8 into float32": (lambda a: np.divmod((a * 7).astype(np.int8), 3, dtype=np.float32), X),
+    "np.divmod with signature= (float64 operands truncated to int16, unsafe)": (
+        lambda a: np.divmod(a * 3.7, 2.5, signature=(np.int16, np.int16, None, None), casting="unsafe"), X),
     "np.gradient of every axis": (lambda a: np.gradient(a * a), X),
     "np.gradient at edge order 2, a scalar step": (lambda a: np.gradient(a ** 3, 0.5, axis=1, edge_order=2), X),
     "np.gradient over uneven coordinates and a NumPy-scalar step": (
@@ -778,8 +783,8 @@ def test_a_ufunc_call_with_bad_loop_arguments_is_refused_as_numpy_refuses_it():
             fn(X)
         with pytest.raises(error, match=message):
             jit(fn)(X)
-    with pytest.raises(NotImplementedError, match="np.square: dtype= and signature= are not supported"):
-        jit(lambda a: np.square(a, dtype=np.float32))(X)  # NumPy computes it; the compiler refuses it by name
+    with pytest.raises(NotImplementedError, match="np.modf: dtype= and signature= are not supported"):
+        jit(lambda a: np.modf(a, dtype=np.float32))(X)  # NumPy computes it; the compiler refuses it by name
 
 
 def test_einsum_permutations_are_views_as_in_numpy():
