@@ -2430,9 +2430,16 @@ def _multi_dot(xs, p):
 
 
 def _multi_dot_scale(xs, p):
-    """Each product's magnitudes: the chain of absolute values, times the summed lengths."""
+    """Each product's magnitudes: the chain of absolute values, times the summed lengths -- in units of the
+    coarsest float among the operands, since an intermediate product may be rounded there (a float32 one
+    feeding a float64 result)."""
     arrays = [np.abs(_as_float(v)) for v in xs[:p["count"]]]
-    return float(np.max(np.linalg.multi_dot(arrays), initial=0.0)) * math.sqrt(sum(np.shape(v)[-1] for v in arrays))
+    result = np.result_type(*xs[:p["count"]])
+    coarsest = max((EPS[np.dtype(np.asarray(v).dtype)] for v in xs[:p["count"]] if np.asarray(v).dtype.kind == "f"),
+                   default=EPS.get(result, 0.0))
+    widening = coarsest / EPS[result] if result in EPS else 1.0
+    return widening * float(np.max(np.linalg.multi_dot(arrays), initial=0.0)) * \
+        math.sqrt(sum(np.shape(v)[-1] for v in arrays))
 
 
 # LU with partial pivoting in its own order of operations (LAPACK's is blocked): within a few hundred ulps
