@@ -1732,6 +1732,62 @@ def linalg_cholesky(a, /, *, upper=False):
     return np.swapaxes(factor, -1, -2) if upper else factor
 
 
+def _householder(alpha: Tensor, below: Tensor):
+    """LAPACK dlarfg on a stack of columns: the reflector I - tau v v^T (v[0] = 1) taking [alpha, below] to
+    [beta, 0], beta = -sign(alpha) * hypot(alpha, |below|); tau = 0 (no reflection) where below is all zero.
+    Returns (beta, tau, the rest of v)."""
+    norm = np.sqrt(np.sum(below * below, axis=-1)) if below.shape[-1] else np.zeros_like(alpha)
+    none = norm == 0
+    beta = -np.copysign(np.hypot(alpha, norm), alpha)
+    safe_beta = np.where(none, np.ones_like(alpha), beta)
+    tau = np.where(none, np.zeros_like(alpha), (beta - alpha) / safe_beta)
+    scale = np.where(none, np.zeros_like(alpha), 1 / np.where(none, np.ones_like(alpha), alpha - beta))
+    return np.where(none, alpha, beta), tau, below * scale[..., None]
+
+
+def linalg_qr(a, mode="reduced"):
+    """LAPACK geqrf's Householder QR, unrolled over the columns (dlarfg's reflectors, so LAPACK's signs: R's
+    diagonal may be negative), Q accumulated as orgqr does, from the last reflector back; modes 'reduced'
+    (Q m x k, R k x n), 'complete' (Q m x m, R m x n) and 'r' (R alone). Rounding follows this unblocked
+    order: within the matrix's conditioning of NumPy's, not bit for bit."""
+    if mode not in ("reduced", "complete", "r", "raw"):
+        raise ValueError(f"Unrecognized mode '{mode}'")
+    if mode == "raw":
+        raise NotImplementedError("np.linalg.qr: mode='raw' (LAPACK's Fortran-ordered reflectors) is not supported by "
+                                  "the compiler")
+    x = _tensor(a)
+    if x.ndim < 2:
+        raise np.linalg.LinAlgError(f"{x.ndim}-dimensional array given. Array must be at least two-dimensional")
+    if x.dtype == np.float16:
+        raise TypeError("array type float16 is unsupported in linalg")
+    x = x if x.dtype.kind == "f" else x.astype(np.float64)
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    work = x * 1  # R takes shape in place, column by column
+    reflectors = []
+    for j in range(k):
+        beta, tau, v_rest = _householder(work[..., j, j], work[..., j + 1:, j])
+        v = np.concatenate([np.ones_like(beta)[..., None], v_rest], axis=-1)  # (..., m - j)
+        if j + 1 < n:
+            block = work[..., j:, j + 1:]
+            w = np.sum(v[..., :, None] * block, axis=-2)  # v^T block
+            work[..., j:, j + 1:] = block - (tau[..., None, None] * v[..., :, None]) * w[..., None, :]
+        work[..., j, j] = beta
+        work[..., j + 1:, j] = np.zeros_like(v_rest)
+        reflectors.append((v, tau))
+    rows = k if mode in ("reduced", "r") else m
+    r = work[..., :rows, :] * 1
+    if mode == "r":
+        return r
+    q = Tensor(const_node(np.broadcast_to(np.eye(m, rows, dtype=x.dtype), x.shape[:-2] + (m, rows)).copy()))
+    for j in reversed(range(k)):
+        v, tau = reflectors[j]
+        block = q[..., j:, j:]
+        w = np.sum(v[..., :, None] * block, axis=-2)
+        q[..., j:, j:] = block - (tau[..., None, None] * v[..., :, None]) * w[..., None, :]
+    return np.linalg._linalg.QRResult(q, r)
+
+
 def linalg_matrix_power(a, n):
     """NumPy's matrix_power: the identity for 0, the inverse's power for a negative n, a itself for 1, then
     NumPy's own sequence of matmuls (a @ a, (a @ a) @ a, then squaring by the bits of n)."""
@@ -3427,7 +3483,7 @@ FUNCTIONS = {
     np.apply_along_axis: apply_along_axis, np.apply_over_axes: apply_over_axes,
     np.linalg.det: linalg_det, np.linalg.slogdet: linalg_slogdet, np.linalg.solve: linalg_solve,
     np.linalg.inv: linalg_inv, np.linalg.cholesky: linalg_cholesky, np.linalg.matrix_power: linalg_matrix_power,
-    np.linalg.multi_dot: linalg_multi_dot,
+    np.linalg.multi_dot: linalg_multi_dot, np.linalg.qr: linalg_qr,
     np.sinc: sinc, np.nansum: nansum, np.nanprod: nanprod,
     np.nancumsum: nancumsum, np.nancumprod: nancumprod, np.nanmax: nanmax, np.nanmin: nanmin, np.nanmean: nanmean,
     np.nanvar: nanvar, np.nanstd: nanstd, np.matrix_transpose: matrix_transpose, np.astype: astype,

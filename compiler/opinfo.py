@@ -2387,7 +2387,8 @@ def _linalg_sample(c: Chooser) -> Call:
     n, batch = c.pick((1, 2, 3, 4, 6)), c.pick(((), (2,), (3, 1)))
     rhs = (n,) if c.pick((False, True)) else c.pick(((), (1,), (3, 2))) + (n, c.pick((1, 3)))
     return Call((batch + (n, n), rhs), {"fn": c.pick(("solve", "inv", "det", "slogdet", "cholesky", "cholesky_upper",
-                                                      "matrix_power")), "power": c.pick((0, 1, 2, 3, 5, 6, -1, -2))})
+                                                      "matrix_power", "qr")), "power": c.pick((0, 1, 2, 3, 5, 6, -1, -2)),
+                                        "mode": c.pick(("reduced", "complete", "r")), "rows": c.pick((0, 0, 1, 3))})
 
 
 def _linalg_of(a, b, p):
@@ -2398,6 +2399,12 @@ def _linalg_of(a, b, p):
         return np.linalg.cholesky(a, upper=fn == "cholesky_upper")
     if fn == "matrix_power":
         return np.linalg.matrix_power(a, p.get("power", 2))
+    if fn == "qr":  # tall or wide: rows of b's dtype appended, or the matrix cut down
+        rows = p.get("rows", 0)
+        tall = np.concatenate([a, np.broadcast_to(np.ones_like(a[..., :1, :]), a.shape[:-2] + (rows, a.shape[-1]))],
+                              axis=-2) if rows < 3 else a[..., :, :max(1, a.shape[-1] - 1)]
+        result = np.linalg.qr(tall, mode=p.get("mode", "reduced"))
+        return result if p.get("mode") == "r" else tuple(result)
     return getattr(np.linalg, fn)(a)
 
 
@@ -2446,7 +2453,7 @@ def _multi_dot_scale(xs, p):
 # of the answer's largest magnitude, for the diagonally dominant matrices drawn
 register(OpInfo("linalg", _linalg_call, 2, NUMERIC, "linalg", _linalg_sample, domains=(SMALL,),
                 tolerance=Tolerance(ulps=64, scale_ulps=256), exact=False, scale=_linalg_scale,
-                numpy_name="np.linalg.solve / inv / det / slogdet / cholesky / matrix_power"))
+                numpy_name="np.linalg.solve / inv / det / slogdet / cholesky / matrix_power / qr"))
 # matmuls in the order NumPy's multi_dot picks from the shapes
 register(OpInfo("multi_dot", _multi_dot, 4, ALL, "linalg", _multi_dot_sample, domains=(SMALL,),
                 tolerance=_MATMUL_TOL, exact=False, scale=_multi_dot_scale, numpy_name="np.linalg.multi_dot"))

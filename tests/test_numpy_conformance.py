@@ -740,6 +740,21 @@ def test_cholesky_matrix_power_and_multi_dot_agree_with_numpy():
         jit(lambda a: np.linalg.matrix_power(a, 2.0))(ints)
 
 
+@pytest.mark.parametrize("shape", [(3, 2), (2, 3), (4, 4), (2, 5, 3), (3, 1)])
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+def test_qr_has_lapacks_signs_and_shapes(shape, mode):
+    """Householder reflectors as LAPACK's dlarfg makes them, so R's diagonal has LAPACK's signs (a column
+    already zero below the diagonal keeps its own); Q and R of NumPy's shapes per mode, within rounding."""
+    a = np.random.default_rng(4).normal(size=shape)
+    a[..., 1:, 0] = 0.0 if shape == (4, 4) else a[..., 1:, 0]  # no reflection needed for the first column
+    want = np.linalg.qr(a, mode=mode)
+    got = jit(lambda v: np.linalg.qr(v, mode=mode))(a)
+    assert type(got) is type(want)
+    for g, w in zip(*((got, want) if mode != "r" else ([got], [want]))):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=0, atol=64 * np.finfo(np.float64).eps * max(1.0, np.max(np.abs(a))))
+
+
 def test_a_singular_matrix_is_numpys_linalg_error_as_the_kernel_runs():
     """A zero pivot is only known from the values: the kernel reports it, and the call raises NumPy's
     LinAlgError; det and slogdet of a singular matrix are 0 and (0, -inf), as NumPy's."""
