@@ -167,6 +167,19 @@ def test_emulator_catches_an_unguarded_float_to_int(monkeypatch):
         emulate(lambda a: a.astype(np.int32) + 1, np.array([1.5, np.nan]))
 
 
+def test_a_column_slice_read_by_two_kernels_keeps_its_stride():
+    """A matrix column sliced once and read by two kernels is passed to both as a strided view of the
+    matrix (a 2x1 subview collapsed to stride 2); the emulator once took the collapsed stride from the
+    trailing unit dimension and read the wrong elements (found through np.linalg.qr's Householder step)."""
+    a = np.random.default_rng(0).normal(size=(3, 2))
+    fn = lambda v: [np.sqrt(np.sum(v[1:, 0] * v[1:, 0])), v[1:, 0] * 2, v[None, 1:, 0] + v[None, :2, 1]]  # noqa: E731
+    got, _ = emulate(fn, a)
+    for g, w in zip(got, fn(a)):
+        np.testing.assert_allclose(g, w, rtol=1e-15)
+    q, r = emulate(lambda v: tuple(np.linalg.qr(v)), a)[0]
+    np.testing.assert_allclose(q @ r, a, rtol=0, atol=1e-14)
+
+
 def test_small_constants_are_copied_to_the_device_after_they_exist():
     """Constants small enough to inline become memref.global; their copy to the device used to be
     placed before the global was read (an IR that failed verification on the GPU target only)."""

@@ -655,11 +655,14 @@ class Emulator:
             groups = [[ir.IntegerAttr(d).value for d in ir.ArrayAttr(g)] for g in ir.ArrayAttr(op.attributes["reassociation"])]
             sizes, strides = [], []
             for group in groups:
-                for a, b in zip(group, group[1:]):
-                    if v.strides[a] != v.strides[b] * v.sizes[b] and v.sizes[b] != 1:
+                moving = [d for d in group if v.sizes[d] != 1]  # unit dimensions' strides are never used
+                for a, b in zip(moving, moving[1:]):
+                    if v.strides[a] != v.strides[b] * v.sizes[b]:
                         raise EmulationError("collapse_shape of a non-contiguous group")
                 sizes.append(int(np.prod([v.sizes[d] for d in group], dtype=np.int64)))
-                strides.append(v.strides[group[-1]] if group else 1)
+                # the innermost dimension that moves: a trailing unit dimension's stride says nothing (a column
+                # of a matrix, [2, 1] viewed as 2x1 with strides [2, 1], collapses to stride 2, not 1)
+                strides.append(v.strides[moving[-1]] if moving else v.strides[group[-1]] if group else 1)
             self._set(env, op.results[0], View(v.buf, v.offset, sizes, strides))
         elif name == "scf.for":  # a sequential loop of launches (a reduction over an outer axis)
             lb, ub, step = (get(v) for v in list(op.operands)[:3])
