@@ -1570,10 +1570,24 @@ def _stacked_square(a) -> Tensor:
     return x
 
 
+# The factorizations are unrolled into the kernel, so its size (and LLVM's time on it) grows as n**3: a 32 x 32
+# solve compiles in about a minute on 2 cores; larger matrices are refused by name rather than left to hang.
+UNROLLED_LINALG_LIMIT = 32
+
+
+def _check_unrolled_size(n: int, what: str) -> None:
+    if n > UNROLLED_LINALG_LIMIT:
+        raise NotImplementedError(
+            f"np.linalg.{what} of {n} x {n} matrices: the compiler unrolls the factorization into the kernel, whose "
+            f"size grows as n**3, so matrices up to {UNROLLED_LINALG_LIMIT} x {UNROLLED_LINALG_LIMIT} are supported")
+
+
 def _square_stack(a, what: str) -> Tensor:
     """NumPy's checks of a linalg operand (at least 2-d, square last two dimensions), converted to the type
-    its LAPACK loop takes: float32 and float64 as they are, integers and bools to float64; float16 refused."""
+    its LAPACK loop takes: float32 and float64 as they are, integers and bools to float64; float16 refused;
+    larger than UNROLLED_LINALG_LIMIT refused by name."""
     x = _stacked_square(a)
+    _check_unrolled_size(x.shape[-1], what)
     if x.dtype == np.float16:
         raise TypeError("array type float16 is unsupported in linalg")
     return x if x.dtype.kind == "f" else x.astype(np.float64)
@@ -1763,6 +1777,7 @@ def linalg_qr(a, mode="reduced"):
     x = x if x.dtype.kind == "f" else x.astype(np.float64)
     m, n = x.shape[-2:]
     k = min(m, n)
+    _check_unrolled_size(max(m, n), "qr")
     work = x * 1  # R takes shape in place, column by column
     reflectors = []
     for j in range(k):

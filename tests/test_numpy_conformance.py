@@ -755,6 +755,14 @@ def test_qr_has_lapacks_signs_and_shapes(shape, mode):
         np.testing.assert_allclose(g, w, rtol=0, atol=64 * np.finfo(np.float64).eps * max(1.0, np.max(np.abs(a))))
 
 
+def test_linalg_factorizations_beyond_the_unrolled_size_are_refused_by_name():
+    big = np.eye(33)
+    for fn in (np.linalg.solve, lambda m, _: np.linalg.inv(m), lambda m, _: np.linalg.qr(m[:, :3]),
+               lambda m, _: np.linalg.cholesky(m)):
+        with pytest.raises(NotImplementedError, match="33 x 33 matrices: the compiler unrolls the factorization"):
+            jit(fn)(big, np.ones(33))
+
+
 def test_a_singular_matrix_is_numpys_linalg_error_as_the_kernel_runs():
     """A zero pivot is only known from the values: the kernel reports it, and the call raises NumPy's
     LinAlgError; det and slogdet of a singular matrix are 0 and (0, -inf), as NumPy's."""
