@@ -2360,7 +2360,8 @@ _single("i0", lambda xs, p: np.i0(xs[0]), lambda c, s: {}, "np.i0", family="elem
 _single("unwrap", lambda xs, p: np.unwrap(xs[0], p["discont"], p["axis"], period=p["period"]), _unwrap_params,
         "np.unwrap", dtypes=NUMERIC, min_rank=1, max_rank=3, family="difference", domains=(MODERATE,))
 _SLICE_FUNCTIONS = {"sum": np.sum, "cumsum": np.cumsum, "sort": np.sort, "outer": lambda v: np.outer(v, v),
-                    "first_above_last": lambda v: v[0] > v[-1] if len(v) else np.False_, "max_plus_half": lambda v: np.max(v) + 0.5 if len(v) else 0.5}
+                    "first_above_last": lambda v: v[0] > v[-1] if len(v) else np.False_,
+                    "max_plus_half": lambda v: np.max(v) + 0.5 if len(v) else 0.5}
 
 
 def _apply_along_axis_params(c: Chooser, shape) -> dict | None:
@@ -2399,7 +2400,7 @@ def _linalg_of(a, b, p):
         return np.linalg.cholesky(a, upper=fn == "cholesky_upper")
     if fn == "matrix_power":
         return np.linalg.matrix_power(a, p.get("power", 2))
-    if fn == "qr":  # tall or wide: rows of b's dtype appended, or the matrix cut down
+    if fn == "qr":  # square, tall (rows of ones appended) or wide (the last column cut)
         rows = p.get("rows", 0)
         tall = np.concatenate([a, np.broadcast_to(np.ones_like(a[..., :1, :]), a.shape[:-2] + (rows, a.shape[-1]))],
                               axis=-2) if rows < 3 else a[..., :, :max(1, a.shape[-1] - 1)]
