@@ -315,12 +315,11 @@ def _as_returned_for(a, target: Tensor) -> Tensor:
     return Tensor(target.node, scalar=True) if _is_numpy_scalar(a) else target
 
 
-def _into_reduction_out(name: str, out, check, result: Tensor) -> Tensor:
-    """NumPy's ``out=`` of a reduction: ``check`` runs NumPy's own reduction on stand-ins with a stand-in
-    of ``out`` (its errors: the out array's number of dimensions and shape for these axes and keepdims);
-    the result is converted to out's dtype ('unsafe', as NumPy's reductions convert) and written into
-    its memory (update_in_place); the out array is returned, as NumPy returns it."""
-    target = _reduction_target(out, f"np.{name}")
+def _into_reduction_out(name: str, target: Tensor, check, result: Tensor) -> Tensor:
+    """NumPy's ``out=`` of a reduction (``target``, from _reduction_target): ``check`` runs NumPy's own
+    reduction on stand-ins with a stand-in of it (its errors: the out array's number of dimensions and shape
+    for these axes and keepdims); the result is converted to out's dtype ('unsafe', as NumPy's reductions
+    convert) and written into its memory (update_in_place); the out array is returned, as NumPy returns it."""
     with np.errstate(all="ignore"):
         check(np.zeros(target.shape, target.dtype))
     _write_where(target, result.node, True, f"np.{name}(..., out=...)", "use the returned array instead")
@@ -359,22 +358,23 @@ def amin(a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=True
     return _reduction_maybe_into("min", a, axis, keepdims, None, initial, where, out)
 
 
-def argmax(a, axis=None, out=None, *, keepdims=False):
+def _arg_reduction(kind: str, a, axis, out, keepdims: bool) -> Tensor:
+    """np.argmax/np.argmin, into ``out=`` when given (NumPy's own call on stand-ins checks it)."""
     x = _tensor(a)
-    result = Tensor(P.arg_reduce("argmax", x.node, axis, keepdims, "np.argmax"), scalar=True)
+    result = Tensor(P.arg_reduce(kind, x.node, axis, keepdims, f"np.{kind}"), scalar=True)
     if out is None:
         return result
-    return _as_returned_for(a, _into_reduction_out(
-        "argmax", out, lambda o: np.argmax(_stand_in(x), axis, o, keepdims=keepdims), result))
+    target = _reduction_target(out, f"np.{kind}")
+    check = lambda o: getattr(np, kind)(_stand_in(x), axis, o, keepdims=keepdims)  # noqa: E731
+    return _as_returned_for(a, _into_reduction_out(kind, target, check, result))
+
+
+def argmax(a, axis=None, out=None, *, keepdims=False):
+    return _arg_reduction("argmax", a, axis, out, keepdims)
 
 
 def argmin(a, axis=None, out=None, *, keepdims=False):
-    x = _tensor(a)
-    result = Tensor(P.arg_reduce("argmin", x.node, axis, keepdims, "np.argmin"), scalar=True)
-    if out is None:
-        return result
-    return _as_returned_for(a, _into_reduction_out(
-        "argmin", out, lambda o: np.argmin(_stand_in(x), axis, o, keepdims=keepdims), result))
+    return _arg_reduction("argmin", a, axis, out, keepdims)
 
 
 def _count_reduce_items(x: P.Node, axis, axes, keepdims: bool, where):
@@ -1560,12 +1560,13 @@ def apply_over_axes(func, a, axes):
 # --------------------------------------------------------------------------- linalg by LU
 
 
-def _stacked_square(a) -> Tensor:
-    """NumPy's _assert_stacked_square: at least 2-d, the last two dimensions equal."""
+def _stacked_matrices(a, square: bool = True) -> Tensor:
+    """NumPy's _assert_stacked_2d (and with ``square`` _assert_stacked_square): at least 2-d, the last two
+    dimensions equal."""
     x = _tensor(a)
     if x.ndim < 2:
         raise np.linalg.LinAlgError(f"{x.ndim}-dimensional array given. Array must be at least two-dimensional")
-    if x.shape[-1] != x.shape[-2]:
+    if square and x.shape[-1] != x.shape[-2]:
         raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
     return x
 
@@ -1582,12 +1583,12 @@ def _check_unrolled_size(n: int, what: str) -> None:
             f"size grows as n**3, so matrices up to {UNROLLED_LINALG_LIMIT} x {UNROLLED_LINALG_LIMIT} are supported")
 
 
-def _square_stack(a, what: str) -> Tensor:
-    """NumPy's checks of a linalg operand (at least 2-d, square last two dimensions), converted to the type
-    its LAPACK loop takes: float32 and float64 as they are, integers and bools to float64; float16 refused;
-    larger than UNROLLED_LINALG_LIMIT refused by name."""
-    x = _stacked_square(a)
-    _check_unrolled_size(x.shape[-1], what)
+def _lapack_operand(a, what: str, square: bool = True) -> Tensor:
+    """NumPy's checks of a linalg operand (at least 2-d, square last two dimensions unless ``square`` is
+    False), converted to the type its LAPACK loop takes: float32 and float64 as they are, integers and bools
+    to float64; float16 refused; larger than UNROLLED_LINALG_LIMIT refused by name."""
+    x = _stacked_matrices(a, square)
+    _check_unrolled_size(max(x.shape[-2:]), what)
     if x.dtype == np.float16:
         raise TypeError("array type float16 is unsupported in linalg")
     return x if x.dtype.kind == "f" else x.astype(np.float64)
@@ -1627,7 +1628,7 @@ def _diagonal_of(lu: Tensor) -> Tensor:
 def linalg_slogdet(a):
     """NumPy's slogdet from LU: the sign of the permutation times the signs of U's diagonal (0 with a zero
     on it), and the sum of the logs of its magnitudes (-inf then)."""
-    x = _square_stack(a, "slogdet")
+    x = _lapack_operand(a, "slogdet")
     if x.shape[-1] == 0:  # the empty product and sum
         result = tuple(Tensor(const_node(np.full(x.shape[:-2], v, x.dtype)), scalar=True) for v in (1, 0))
     else:
@@ -1645,17 +1646,13 @@ def linalg_det(a):
     return sign * np.exp(logdet)
 
 
-def _singular_is_an_error(lu: Tensor, values: Tensor) -> Tensor:
-    """LAPACK gesv's failure on an exact zero pivot, NumPy's LinAlgError("Singular matrix"), checked as the
-    kernel runs; ``values`` stand in where nothing is reported (outside a trace)."""
-    singular = _tensor(np.any(_diagonal_of(lu) == 0, axis=-1))
-    which = np.arange(singular.size, dtype=np.intp).reshape(singular.shape)  # the witness: the matrix's place
-    checked = P.check_at_run_time(_node(which), singular.node, "first", np.linalg.LinAlgError,
-                                  lambda _: "Singular matrix")
-    if checked is None:
-        raise NotImplementedError("np.linalg.solve/inv outside a trace: a singular matrix is only known as the "
-                                  "kernel runs")
-    return values
+def _linalg_error_at_run_time(bad, message: str) -> None:
+    """NumPy's LinAlgError(``message``) where ``bad`` (a bool per matrix of the stack) holds, which only the
+    values tell: the kernel reports it as it runs, the matrix's place in the stack as the witness."""
+    bad = _tensor(bad)
+    which = np.arange(bad.size, dtype=np.intp).reshape(bad.shape)
+    if P.check_at_run_time(_node(which), bad.node, "first", np.linalg.LinAlgError, lambda _: message) is None:
+        raise NotImplementedError(f"np.linalg outside a trace: '{message}' is only known as the kernel runs")
 
 
 def _lu_solve(lu: Tensor, order: Tensor, b: Tensor) -> Tensor:
@@ -1682,7 +1679,7 @@ def linalg_solve(a, b):
     """NumPy 2's solve: b a vector when 1-d, else a stack of matrices, the stacks broadcast together; LU with
     partial pivoting, then the two triangular solves. A singular matrix is NumPy's LinAlgError, raised as
     the kernel runs."""
-    x = _square_stack(a, "solve")
+    x = _lapack_operand(a, "solve")
     y = _tensor(b)
     if y.dtype == np.float16:
         raise TypeError("array type float16 is unsupported in linalg")
@@ -1705,13 +1702,14 @@ def linalg_solve(a, b):
         result = y * 1
     else:
         lu, order, _ = _lu(x)
-        result = _singular_is_an_error(lu, _lu_solve(lu, order, y))
+        _linalg_error_at_run_time(np.any(_diagonal_of(lu) == 0, axis=-1), "Singular matrix")  # gesv's zero pivot
+        result = _lu_solve(lu, order, y)
     return result[..., 0] if vector else result
 
 
 def linalg_inv(a):
     """NumPy's inv: the solve of the matrix against the identity (LinAlgError for a singular one)."""
-    x = _square_stack(a, "inv")
+    x = _lapack_operand(a, "inv")
     return linalg_solve(x, np.broadcast_to(np.eye(x.shape[-1], dtype=x.dtype), x.shape))
 
 
@@ -1719,7 +1717,7 @@ def linalg_cholesky(a, /, *, upper=False):
     """LAPACK potrf's Cholesky factor, unrolled (Cholesky-Crout, column by column) on a stack of matrices:
     L from the lower triangle (U = L.T from the upper one with ``upper``), the other triangle zero. A
     pivot that is not positive (or NaN) is NumPy's LinAlgError, checked as the kernel runs."""
-    x = _square_stack(a, "cholesky")
+    x = _lapack_operand(a, "cholesky")
     if upper:
         x = np.swapaxes(x, -1, -2)
     n = x.shape[-1]
@@ -1738,11 +1736,7 @@ def linalg_cholesky(a, /, *, upper=False):
         columns.append(column)
     factor = np.stack(columns, axis=-1) if n else x * 0
     if n:
-        bad = _tensor(np.any(~(np.stack(pivots, axis=-1) > 0), axis=-1))
-        which = np.arange(bad.size, dtype=np.intp).reshape(bad.shape)
-        if P.check_at_run_time(_node(which), bad.node, "first", np.linalg.LinAlgError,
-                               lambda _: "Matrix is not positive definite") is None:
-            raise NotImplementedError("np.linalg.cholesky outside a trace")
+        _linalg_error_at_run_time(np.any(~(np.stack(pivots, axis=-1) > 0), axis=-1), "Matrix is not positive definite")
     return np.swapaxes(factor, -1, -2) if upper else factor
 
 
@@ -1759,6 +1753,12 @@ def _householder(alpha: Tensor, below: Tensor):
     return np.where(none, alpha, beta), tau, below * scale[..., None]
 
 
+def _reflected(block: Tensor, v: Tensor, tau: Tensor) -> Tensor:
+    """(I - tau v v^T) block for a stack of reflectors (dlarf), v^T block first."""
+    w = np.sum(v[..., :, None] * block, axis=-2)
+    return block - (tau[..., None, None] * v[..., :, None]) * w[..., None, :]
+
+
 def linalg_qr(a, mode="reduced"):
     """LAPACK geqrf's Householder QR, unrolled over the columns (dlarfg's reflectors, so LAPACK's signs: R's
     diagonal may be negative), Q accumulated as orgqr does, from the last reflector back; modes 'reduced'
@@ -1769,24 +1769,16 @@ def linalg_qr(a, mode="reduced"):
     if mode == "raw":
         raise NotImplementedError("np.linalg.qr: mode='raw' (LAPACK's Fortran-ordered reflectors) is not supported by "
                                   "the compiler")
-    x = _tensor(a)
-    if x.ndim < 2:
-        raise np.linalg.LinAlgError(f"{x.ndim}-dimensional array given. Array must be at least two-dimensional")
-    if x.dtype == np.float16:
-        raise TypeError("array type float16 is unsupported in linalg")
-    x = x if x.dtype.kind == "f" else x.astype(np.float64)
+    x = _lapack_operand(a, "qr", square=False)
     m, n = x.shape[-2:]
     k = min(m, n)
-    _check_unrolled_size(max(m, n), "qr")
     work = x * 1  # R takes shape in place, column by column
     reflectors = []
     for j in range(k):
         beta, tau, v_rest = _householder(work[..., j, j], work[..., j + 1:, j])
         v = np.concatenate([np.ones_like(beta)[..., None], v_rest], axis=-1)  # (..., m - j)
         if j + 1 < n:
-            block = work[..., j:, j + 1:]
-            w = np.sum(v[..., :, None] * block, axis=-2)  # v^T block
-            work[..., j:, j + 1:] = block - (tau[..., None, None] * v[..., :, None]) * w[..., None, :]
+            work[..., j:, j + 1:] = _reflected(work[..., j:, j + 1:], v, tau)
         work[..., j, j] = beta
         work[..., j + 1:, j] = np.zeros_like(v_rest)
         reflectors.append((v, tau))
@@ -1797,16 +1789,14 @@ def linalg_qr(a, mode="reduced"):
     q = Tensor(const_node(np.broadcast_to(np.eye(m, rows, dtype=x.dtype), x.shape[:-2] + (m, rows)).copy()))
     for j in reversed(range(k)):
         v, tau = reflectors[j]
-        block = q[..., j:, j:]
-        w = np.sum(v[..., :, None] * block, axis=-2)
-        q[..., j:, j:] = block - (tau[..., None, None] * v[..., :, None]) * w[..., None, :]
+        q[..., j:, j:] = _reflected(q[..., j:, j:], v, tau)
     return np.linalg._linalg.QRResult(q, r)
 
 
 def linalg_matrix_power(a, n):
     """NumPy's matrix_power: the identity for 0, the inverse's power for a negative n, a itself for 1, then
     NumPy's own sequence of matmuls (a @ a, (a @ a) @ a, then squaring by the bits of n)."""
-    x = _stacked_square(a)
+    x = _stacked_matrices(a)
     try:
         n = operator.index(n)
     except TypeError:
@@ -3004,7 +2994,8 @@ def _nan_extremum(kind: str, a, axis, out, keepdims, initial, where, what: str |
         return result
     ufunc = np.fmax if kind == "max" else np.fmin
     stand_in_given = {k: _stand_in(v) for k, v in given.items()}
-    return _into_reduction_out(what[3:] if what else f"nan{kind}", out, lambda o: ufunc.reduce(
+    name = what[3:] if what else f"nan{kind}"
+    return _into_reduction_out(name, _reduction_target(out, f"np.{name}"), lambda o: ufunc.reduce(
         _stand_in(x), axis=axis, out=o, **stand_in_given), result)
 
 

@@ -2409,15 +2409,20 @@ def _linalg_of(a, b, p):
     return getattr(np.linalg, fn)(a)
 
 
+def _dominant(a):
+    """``a`` (entries within SMALL) made strictly diagonally dominant: far from singular, positive definite
+    in either triangle."""
+    n = np.shape(a)[-1]
+    return a + 8.0 * (n + 1) * np.eye(n)
+
+
 def _linalg_call(xs, p):
-    n = np.shape(xs[0])[-1]
-    return _linalg_of(xs[0] + 8.0 * (n + 1) * np.eye(n), xs[1], p)
+    return _linalg_of(_dominant(xs[0]), xs[1], p)
 
 
 def _linalg_scale(xs, p):
     """The largest magnitude of the float64 answer: LU's rounding errors are relative to it, not to each element."""
-    n = np.shape(xs[0])[-1]
-    got = _linalg_of(np.asarray(xs[0], np.float64) + 8.0 * (n + 1) * np.eye(n), np.asarray(xs[1], np.float64), p)
+    got = _linalg_of(_dominant(np.asarray(xs[0], np.float64)), np.asarray(xs[1], np.float64), p)
     return max(1.0, max(float(np.max(np.abs(v), initial=0.0)) for v in (got if isinstance(got, tuple) else (got,))))
 
 
