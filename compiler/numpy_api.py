@@ -299,10 +299,12 @@ def _reduction_target(out, what: str) -> Tensor:
 
 
 def _stand_in(v):
-    """A NumPy array of a traced value's shape and dtype (zeros; a mask all True), for NumPy's own checks."""
+    """A NumPy value of ``v``'s kind for asking NumPy about a call (its checks, its result's type): zeros of a
+    Tensor's shape and dtype (a mask all True; a NumPy scalar where it is one), anything else as it is."""
     if not isinstance(v, Tensor):
         return v
-    return np.ones(v.shape, v.dtype) if v.dtype == np.bool_ else np.zeros(v.shape, v.dtype)
+    fill = np.ones if v.dtype == np.bool_ else np.zeros
+    return fill((), v.dtype)[()] if v.numpy_scalar else fill(v.shape, v.dtype)
 
 
 def _is_numpy_scalar(a) -> bool:
@@ -946,7 +948,7 @@ def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe
     if order not in ("K", "C", "A"):
         raise NotImplementedError("np.einsum: only the default order is supported")
     if not isinstance(subscripts, str):
-        raise NotImplementedError("np.einsum: only the subscripts-string form is supported")
+        subscripts, operands = _einsum_from_sublists((subscripts,) + operands)
     nodes = [_node(o) for o in operands]
     labels, output = _einsum_labels(subscripts, nodes)
     for k, lab in enumerate(labels):
@@ -968,6 +970,34 @@ def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe
     if result_dtype.kind == "b":
         result = P.elementwise("not_equal", [result, const_node(np.zeros((), np.int64))])
     return Tensor(result, scalar=True)
+
+
+def _einsum_sublist_subscripts(sublist) -> str:
+    """One sublist of np.einsum's interleaved form as subscript letters, by NumPy's mapping: 0-25 are
+    'A'-'Z' and 26-51 are 'a'-'z' (so the implicit output's sorted order is the integers' order)."""
+    letters = []
+    for s in sublist:
+        if s is Ellipsis:
+            letters.append("...")
+            continue
+        try:
+            s = operator.index(s)
+        except TypeError:
+            raise TypeError("each subscript must be either an integer or an ellipsis") from None
+        if not 0 <= s < 52:
+            raise ValueError("subscript is not within the valid range [0, 52)")
+        letters.append(chr(ord("A") + s) if s < 26 else chr(ord("a") + s - 26))
+    return "".join(letters)
+
+
+def _einsum_from_sublists(args: tuple) -> tuple[str, tuple]:
+    """np.einsum(op0, sublist0, op1, sublist1, ..., [sublist_out]) as the subscripts string and the operands."""
+    operands, sublists = args[0::2], args[1::2]
+    spec = ",".join(_einsum_sublist_subscripts(s) for s in sublists)
+    if len(args) % 2:  # an odd count: the last argument is the output's sublist
+        spec += "->" + _einsum_sublist_subscripts(operands[-1])
+        operands = operands[:-1]
+    return spec, operands
 
 
 def _einsum_labels(subscripts: str, nodes) -> tuple[list[list[str]], list[str]]:
@@ -1194,40 +1224,139 @@ def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
     return x
 
 
-_PAD_BY_INDEX = ("edge", "wrap", "reflect", "symmetric")
+# np.pad's modes and the keyword arguments each takes (NumPy's table)
+_PAD_KEYWORDS = {"constant": ("constant_values",), "empty": (), "edge": (), "wrap": (), "reflect": ("reflect_type",),
+                 "symmetric": ("reflect_type",), "linear_ramp": ("end_values",), "maximum": ("stat_length",),
+                 "minimum": ("stat_length",), "mean": ("stat_length",), "median": ("stat_length",)}
+_PAD_STATISTICS = ("maximum", "minimum", "mean", "median")
+
+
+def _pad_pairs(x, ndim: int, as_index: bool = False) -> list:
+    """A (before, after) pair per axis from np.pad's broadcastable argument, as NumPy's pad reads it: one value
+    or one pair (of NumPy scalars) for every axis, otherwise a pair per axis (of Python scalars); an index
+    argument is rounded to intp and may not be negative."""
+    if x is None:
+        return [(None, None)] * ndim
+    x = np.array(x)
+    if as_index:
+        x = np.round(x).astype(np.intp, copy=False)
+    if x.ndim < 3 and (x.size == 1 or (x.size == 2 and x.shape != (2, 1))):
+        pair = x.ravel()
+        pair = (pair[0], pair[0]) if pair.size == 1 else (pair[0], pair[1])
+        if as_index and min(pair) < 0:
+            raise ValueError("index can't contain negative values")
+        return [pair] * ndim
+    if as_index and x.size and x.min() < 0:
+        raise ValueError("index can't contain negative values")
+    return np.broadcast_to(x, (ndim, 2)).tolist()
+
+
+def _along(axis: int, index) -> tuple:
+    return (slice(None),) * axis + (index,)
 
 
 def pad(array, pad_width, mode="constant", **kwargs):
-    """np.pad's constant mode by concatenation, and the modes that only copy elements (edge, wrap,
-    reflect, symmetric) as a gather whose indices are np.pad of np.arange in that mode."""
+    """np.pad, axis by axis as NumPy pads (each axis's padding sees the earlier axes' padding). The modes
+    that copy elements (edge, wrap, reflect, symmetric) are one gather whose indices are np.pad of
+    np.arange; the others concatenate computed bands: constant values, linear ramps (np.linspace), a
+    statistic of the edge (rounded for integer arrays, as NumPy rounds), reflections of type 'odd'."""
     x = _node(array)
     if isinstance(pad_width, Tensor):
         raise NotImplementedError("np.pad: pad widths computed in the traced function decide the result's shape")
-    widths = np.asarray(pad_width)
-    if widths.dtype.kind != "i":
+    if np.asarray(pad_width).dtype.kind != "i":
         raise TypeError("`pad_width` must be of integral type.")
-    widths = np.broadcast_to(widths, (x.ndim, 2))  # one width, (before, after), or a pair per axis
-    if (widths < 0).any():
-        raise ValueError("index can't contain negative values")
+    widths = [(int(before), int(after)) for before, after in _pad_pairs(pad_width, x.ndim, as_index=True)]
+    if callable(mode):
+        raise NotImplementedError("np.pad: a function as mode (NumPy calls it to write slices of its buffer in place)")
+    if mode not in _PAD_KEYWORDS:
+        raise ValueError(f"mode '{mode}' is not supported")
+    unsupported = set(kwargs) - set(_PAD_KEYWORDS[mode])
+    if unsupported:
+        raise ValueError(f"unsupported keyword arguments for mode '{mode}': {unsupported}")
+    if mode == "empty":
+        raise NotImplementedError("np.pad: mode 'empty' leaves the padding as uninitialized memory")
     if mode == "constant":
-        unknown = set(kwargs) - {"constant_values"}
-        if unknown:
-            raise ValueError(f"unsupported keyword arguments for mode 'constant': {unknown}")
-        values = np.broadcast_to(np.asarray(kwargs.get("constant_values", 0)), (x.ndim, 2))
-        for axis, ((before, after), (v_before, v_after)) in enumerate(zip(widths.tolist(), values.tolist())):
+        values = _pad_pairs(kwargs.get("constant_values", 0), x.ndim)
+        for axis, ((before, after), (v_before, v_after)) in enumerate(zip(widths, values)):
             def band(width, v, axis=axis):  # the padding on one side: the value, in the array's dtype
                 return const_node(np.full(x.shape[:axis] + (width,) + x.shape[axis + 1:], np.asarray(v).astype(x.dtype)))
             parts = ([band(before, v_before)] if before else []) + [x] + ([band(after, v_after)] if after else [])
             x = P.concat(parts, axis) if len(parts) > 1 else x
         return Tensor(x)
-    if mode in _PAD_BY_INDEX and kwargs.get("reflect_type", "even") == "even":  # "odd" computes new values
-        for axis, (before, after) in enumerate(widths.tolist()):
-            if before or after:
-                index = np.pad(np.arange(x.shape[axis]), (before, after), mode=mode, **kwargs)
-                x = P.gather(x, const_node(index), axis)
-        return Tensor(x)
-    raise NotImplementedError(f"np.pad: mode {mode!r}{' with ' + repr(kwargs) if kwargs else ''} is not supported "
-                              f"by the compiler (constant, and {', '.join(_PAD_BY_INDEX)} with reflect_type 'even', are)")
+    if x.size == 0:  # NumPy returns before any mode reads the array: padding an empty axis is all it refuses
+        for axis, (before, after) in enumerate(widths):
+            if x.shape[axis] == 0 and (before or after):
+                raise ValueError(f"can't extend empty axis {axis} using modes other than 'constant' or 'empty'")
+        shape = tuple(n + before + after for n, (before, after) in zip(x.shape, widths))
+        return Tensor(const_node(np.zeros(shape, x.dtype)))
+    t = Tensor(x)
+    arguments = _pad_pairs(kwargs.get("end_values", 0), x.ndim) if mode == "linear_ramp" else \
+        _pad_pairs(kwargs.get("stat_length"), x.ndim, as_index=True) if mode in _PAD_STATISTICS else [None] * x.ndim
+    odd = mode in ("reflect", "symmetric") and kwargs.get("reflect_type", "even") == "odd"
+    for axis, ((before, after), argument) in enumerate(zip(widths, arguments)):
+        if mode == "linear_ramp":
+            t = _pad_linear_ramps(t, axis, before, after, argument)
+        elif mode in _PAD_STATISTICS:
+            t = _pad_statistics(t, axis, before, after, argument, mode)
+        elif odd and t.shape[axis] > 1:  # a length-1 axis takes its edge, as NumPy's legacy behaviour
+            t = _pad_odd_reflection(t, axis, before, after, include_edge=mode == "symmetric")
+        elif before or after:
+            index = np.pad(np.arange(t.shape[axis]), (before, after), mode="edge" if odd else mode)
+            t = Tensor(P.gather(t.node, const_node(index), axis))
+    return t
+
+
+def _pad_linear_ramps(t: Tensor, axis: int, before: int, after: int, end_values) -> Tensor:
+    """NumPy's ramps: np.linspace from each end value to the edge (not included), in the array's dtype."""
+    n = t.shape[axis]
+    ramps = [linspace(end, t[_along(axis, k)], width, endpoint=False, dtype=t.dtype, axis=axis)
+             for end, k, width in zip(end_values, (0, n - 1), (before, after))]
+    right = ramps[1][_along(axis, slice(None, None, -1))]
+    return concatenate([ramps[0], t, right], axis)
+
+
+def _pad_statistics(t: Tensor, axis: int, before: int, after: int, lengths, mode: str) -> Tensor:
+    """NumPy's statistic of the first and last ``lengths`` (all, where None or longer) along the axis, taken
+    whatever the widths, rounded when the array is of integers, and converted to its dtype."""
+    n = t.shape[axis]
+    lengths = [n if length is None or length > n else int(length) for length in lengths]
+    if 0 in lengths and mode in ("maximum", "minimum"):
+        raise ValueError("stat_length of 0 yields no value for padding")
+    statistic = {"maximum": amax, "minimum": amin, "mean": mean, "median": median}[mode]
+    bands = []
+    for (lo, hi), width in zip(((0, lengths[0]), (n - lengths[1], n)), (before, after)):
+        value = statistic(t[_along(axis, slice(lo, hi))], axis=axis, keepdims=True)
+        if np.issubdtype(t.dtype, np.integer) and not np.issubdtype(value.dtype, np.integer):
+            value = round_(value)
+        shape = t.shape[:axis] + (width,) + t.shape[axis + 1:]
+        bands.append(broadcast_to(value.astype(t.dtype), shape))
+    return concatenate([bands[0], t, bands[1]], axis)
+
+
+def _pad_odd_reflection(t: Tensor, axis: int, before: int, after: int, include_edge: bool) -> Tensor:
+    """NumPy's reflection of type 'odd' (2 * edge - mirrored value, in NumPy's types for that expression,
+    converted to the array's dtype), in its passes: each mirrors at most the whole period so far about the
+    current outermost element, so a pad wider than the array reflects the reflections."""
+    period, offset = t.shape[axis], int(include_edge)
+    line = t
+    while before or after:
+        filled = line.shape[axis]
+        # the whole periods filled so far (less the edge itself where the edge is not repeated)
+        chunk = filled // period * period if include_edge else (filled - 1) // (period - 1) * (period - 1)
+        if before:
+            k = min(chunk, before)
+            mirrored = take(line, np.arange(k - offset, -offset, -1), axis)
+            edge = line[_along(axis, slice(0, 1))]
+            line = concatenate([(2 * edge - mirrored).astype(t.dtype), line], axis)
+            before -= k
+        if after:
+            k = min(chunk, after)
+            end = line.shape[axis] - 2 + offset
+            mirrored = take(line, np.arange(end, end - k, -1), axis)
+            edge = line[_along(axis, slice(-1, None))]
+            line = concatenate([line, (2 * edge - mirrored).astype(t.dtype)], axis)
+            after -= k
+    return line
 
 
 # --------------------------------------------------------------------------- more of NumPy's functions
@@ -3334,14 +3463,6 @@ def lexsort(keys, axis=-1):
     for key in keys[1:]:
         order = take_along_axis(order, argsort(take_along_axis(key, order, axis), axis, kind="stable"), axis)
     return order
-
-
-def _stand_in(v):
-    """A NumPy value of ``v``'s kind for asking NumPy about a call: zeros of a Tensor's shape and dtype (a
-    NumPy scalar where it is one), anything else as it is."""
-    if not isinstance(v, Tensor):
-        return v
-    return v.dtype.type(0) if v.numpy_scalar else np.zeros(v.shape, v.dtype)
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):

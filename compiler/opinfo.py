@@ -939,11 +939,28 @@ def _einsum_sample(c: Chooser) -> Call:
             j = c.integer(0, i)
             out[i], out[j] = out[j], out[i]
         spec += "->" + ("..." if ellipsis else "") + "".join(out)
-    params = {"subscripts": spec}
+    params = {"subscripts": spec, "sublists": bool(c.pick((0, 0, 1)))}
     if c.pick((0, 0, 0, 1)):  # computed in another dtype, the operands converted under a casting rule
         params["dtype"] = c.pick(("float16", "float32", "float64", "int8", "int32", "uint16", "bool"))
         params["casting"] = c.pick(("unsafe", "same_kind", "safe"))
     return Call(tuple(shapes), params=params)
+
+
+def _sublist(subscripts: str) -> list:
+    """Subscript letters as einsum's interleaved form writes them (NumPy's mapping: 'A'-'Z' are 0-25, 'a'-'z' 26-51)."""
+    head, dots, tail = subscripts.partition("...")
+    number = lambda ch: ord(ch) - ord("A") if ch.isupper() else ord(ch) - ord("a") + 26
+    return [number(ch) for ch in head] + ([Ellipsis] if dots else []) + [number(ch) for ch in tail]
+
+
+def _einsum_call(xs, p):
+    """np.einsum with the sample's subscripts, as a string or (``sublists``) interleaved with the operands."""
+    kwargs = {k: p[k] for k in ("dtype", "casting") if k in p}
+    if not p.get("sublists"):
+        return np.einsum(p["subscripts"], *xs, **kwargs)
+    inputs, arrow, out = p["subscripts"].partition("->")
+    args = [a for x, sub in zip(xs, inputs.split(",")) for a in (x, _sublist(sub))]
+    return np.einsum(*args, *([_sublist(out)] if arrow else []), **kwargs)
 
 
 def _einsum_scale(xs, p):
@@ -951,9 +968,9 @@ def _einsum_scale(xs, p):
     return np.abs(np.einsum(p["subscripts"], *magnitudes)) * math.sqrt(max([np.size(x) for x in xs] + [1]))
 
 
-register(OpInfo("einsum", lambda xs, p: np.einsum(p["subscripts"], *xs, **{k: p[k] for k in ("dtype", "casting") if k in p}), 3, ALL, "contraction", _einsum_sample,
+register(OpInfo("einsum", _einsum_call, 3, ALL, "contraction", _einsum_sample,
                 domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_name="np.einsum", scale=_einsum_scale,
-                notes="arity is the most operands a sample has (one to three)"))
+                notes="arity is the most operands a sample has (one to three); the subscripts as a string or as sublists"))
 
 # --------------------------------------------------------------------------- shape functions
 
@@ -1224,16 +1241,49 @@ def _diff_params(c, shape):
     return {"n": c.pick((1, 1, 2, 0)), "axis": c.integer(-nd, nd - 1), "prepend": c.pick((None, None, 0, 1.5))}
 
 
+def _pad_width(c: Chooser, nd: int):
+    return c.pick((c.integer(0, 3), [c.integer(0, 3), c.integer(0, 3)],
+                   [[c.integer(0, 3), c.integer(0, 3)] for _ in range(nd)]))
+
+
 def _pad_params(c, shape):
+    """Any mode but 'mean' (its sum's order is NumPy's): constant values, end values, stat lengths (0 included,
+    where NumPy's max/min refuse it), reflections of either type; widths up to three times a short axis."""
     nd = len(shape)
-    mode = c.pick(("constant", "constant", "edge", "wrap", "reflect", "symmetric"))
+    mode = c.pick(("constant", "constant", "edge", "wrap", "reflect", "symmetric", "linear_ramp", "maximum", "minimum",
+                   "median"))
     if mode != "constant" and 0 in shape:
         mode = "constant"  # NumPy refuses to extend an empty axis in the other modes
-    width = c.pick((c.integer(0, 3), [c.integer(0, 3), c.integer(0, 3)], [[c.integer(0, 3), c.integer(0, 3)] for _ in range(nd)]))
-    p = {"pad_width": width, "mode": mode}
+    p = {"pad_width": _pad_width(c, nd), "mode": mode}
     if mode == "constant" and c.pick((0, 1)):
         p["constant_values"] = c.pick((0, -1, 2.5, 7))
+    if mode == "linear_ramp" and c.pick((0, 1)):
+        p["end_values"] = c.pick((3, -2.5, [1, 9], [[c.integer(-4, 4), c.integer(-4, 4)] for _ in range(nd)]))
+    if mode in ("reflect", "symmetric") and c.pick((0, 1)):
+        p["reflect_type"] = c.pick(("even", "odd"))
+    if mode in ("maximum", "minimum", "median") and c.pick((0, 1)):
+        # 0 only where NumPy refuses it (max/min): the median of nothing is NaN, which an integer array cannot hold
+        p["stat_length"] = c.pick((c.integer(1, 3), [c.integer(int(mode == "median"), 2), c.integer(1, 4)]))
     return p
+
+
+def _pad_mean_params(c, shape):
+    if 0 in shape:
+        return None
+    p = {"pad_width": _pad_width(c, len(shape)), "mode": "mean"}
+    if c.pick((0, 1)):
+        p["stat_length"] = c.pick((c.integer(1, 3), [c.integer(1, 2), c.integer(1, 4)]))
+    return p
+
+
+def _pad_call(xs, p):
+    return np.pad(xs[0], p["pad_width"], p["mode"], **{k: v for k, v in p.items() if k not in ("pad_width", "mode")})
+
+
+def _pad_mean_scale(xs, p):
+    """The largest magnitude, times the root of the most elements one band's mean sums."""
+    a = np.abs(_as_float(xs[0]))
+    return (np.max(a) if a.size else 0.0) * math.sqrt(max(np.shape(xs[0]) + (1,)))
 
 
 _single("flip", lambda xs, p: np.flip(xs[0], tuple(p["axis"]) if isinstance(p["axis"], list) else p["axis"]),
@@ -1247,9 +1297,10 @@ _single("tile", lambda xs, p: np.tile(xs[0], p["reps"]), _tile_params, "np.tile"
 _single("diff", lambda xs, p: np.diff(xs[0], n=p["n"], axis=p["axis"],
                                       **({} if p["prepend"] is None else {"prepend": p["prepend"]})),
         _diff_params, "np.diff", min_rank=1, exact=True)
-_single("pad", lambda xs, p: np.pad(xs[0], p["pad_width"], p["mode"],
-                                    **({"constant_values": p["constant_values"]} if "constant_values" in p else {})),
-        _pad_params, "np.pad", max_rank=3)
+_single("pad", _pad_call, _pad_params, "np.pad", max_rank=3)
+# a band's mean: summed in another order than NumPy's (float16 in float32, as NumPy; an integer array's mean rounded)
+_single("pad_mean", _pad_call, _pad_mean_params, "np.pad(mode='mean')", max_rank=3,
+        domains=(MODERATE,), tolerance=REDUCTION, exact=False, scale=_pad_mean_scale)
 
 
 # ufunc methods: the reductions and accumulations NumPy's own functions are, and outer products
@@ -1284,13 +1335,13 @@ for _name, _dtypes in _REDUCING_UFUNCS.items():
             scale=(lambda xs, p, n=_name: _ufunc_reduce_scale(n, xs, p)) if _summing else None)
 
 
-def _accumulate_params(c, shape):
+def _axis_params(c, shape):
     return {"axis": c.integer(-len(shape), len(shape) - 1)} if shape else None
 
 
-_single("add.accumulate", lambda xs, p: np.add.accumulate(xs[0], axis=p["axis"]), _accumulate_params,
+_single("add.accumulate", lambda xs, p: np.add.accumulate(xs[0], axis=p["axis"]), _axis_params,
         "np.add.accumulate", min_rank=1, family="scan", domains=(MODERATE,))
-_single("multiply.accumulate", lambda xs, p: np.multiply.accumulate(xs[0], axis=p["axis"]), _accumulate_params,
+_single("multiply.accumulate", lambda xs, p: np.multiply.accumulate(xs[0], axis=p["axis"]), _axis_params,
         "np.multiply.accumulate", min_rank=1, family="scan", domains=(PROD_DOMAIN,))
 
 
