@@ -2495,6 +2495,58 @@ def vander(x, N=None, increasing=False):
     return table if increasing else Tensor(_node(table[:, ::-1]))
 
 
+def _piecewise_conditions(condlist, x: Tensor) -> list[Tensor]:
+    """np.piecewise's conditions as it reads them: one condition (a scalar, or anything whose first item is no
+    list or array, for an x that is not 0-d) stands for a list of one; each converted to bool, of x's shape
+    (NumPy's boolean index; a 0-d one selects all of x or nothing)."""
+    first_is_array = lambda c: isinstance(c, (list, np.ndarray)) or isinstance(c, Tensor) and c.ndim > 0  # noqa: E731
+    scalar = np.isscalar(condlist) or isinstance(condlist, Tensor) and condlist.numpy_scalar
+    if scalar or (not first_is_array(condlist[0]) and x.ndim != 0):
+        condlist = [condlist]
+    conditions = [_tensor(c).astype(np.bool_) for c in condlist]
+    if len({c.shape for c in conditions}) > 1:  # NumPy's np.asarray(condlist, dtype=bool) refuses ragged ones
+        raise ValueError(f"np.piecewise: conditions of different shapes {sorted({c.shape for c in conditions})}")
+    return conditions
+
+
+def piecewise(x, condlist, funclist, *args, **kw):
+    """np.piecewise: zeros of x's dtype, then for each condition in turn its value (converted as NumPy's
+    assignment converts) where it holds, so a later condition wins. NumPy calls a function on the selected
+    elements only, as a 1-d array; the compiler calls it once on all of x, raveled, and selects: the same
+    wherever an element's value depends on that element alone (a function that mixes elements, like
+    ``v - v.mean()``, differs), and it is traced even where its condition selects nothing, which NumPy skips.
+    A value other than a scalar is refused (its length is the selection's)."""
+    x = _tensor(x)
+    conditions = _piecewise_conditions(condlist, x)
+    n, n2 = len(conditions), len(funclist)
+    if n == n2 - 1:  # the last function applies where no condition holds
+        conditions.append(~any_(stack(conditions), axis=0))
+    elif n != n2:
+        raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are expected")
+    y = Tensor(const_node(np.zeros(x.shape, x.dtype)))
+    for condition, func in zip(conditions, funclist):
+        np.zeros(x.shape)[np.ones(condition.shape, np.bool_)]  # NumPy's IndexError for a condition not of x's shape
+        condition = broadcast_to(condition, x.shape)
+        if callable(func):
+            value = _tensor(func(ravel(x), *args, **kw))
+            if value.shape == (x.size,):
+                value = reshape(value, x.shape)
+            elif value.size != 1:
+                raise NotImplementedError(f"np.piecewise: a function returning shape {value.shape} for "
+                                          f"{x.size} elements (NumPy assigns it to the selected ones)")
+        elif isinstance(func, Tensor) and func.size == 1:
+            value = func
+        elif np.ndim(func) == 0:
+            box = np.zeros((), x.dtype)
+            box[()] = func  # NumPy's conversion of the value, and its errors (a Python int out of range)
+            value = Tensor(const_node(box))
+        else:
+            raise NotImplementedError(f"np.piecewise: a value of shape {np.shape(func)} (NumPy assigns it to the "
+                                      "selected elements, whose number the data decide)")
+        y = where(condition, value.astype(x.dtype), y)
+    return y
+
+
 def select(condlist, choicelist, default=0):
     """NumPy's np.select: the default, then each choice where its condition holds, the first condition
     taking precedence; NumPy's result type (Python numbers weak) and checks."""
@@ -3619,7 +3671,7 @@ FUNCTIONS = {
     np.linalg.outer: linalg_outer, np.linalg.matmul: lambda x1, x2, /: np.matmul(x1, x2),
     np.linalg.matrix_transpose: matrix_transpose, np.linalg.tensordot: tensordot,
     np.linalg.diagonal: lambda x, /, *, offset=0: diagonal(x, offset, -2, -1),
-    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.searchsorted: searchsorted, np.digitize: digitize, np.interp: interp, np.histogram: histogram, np.linspace: linspace, np.lexsort: lexsort, np.cov: cov, np.corrcoef: corrcoef, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.nanmedian: nanmedian, np.nanquantile: nanquantile, np.nanpercentile: nanpercentile, np.rot90: rot90, np.append: append, np.array_split: array_split, np.hsplit: hsplit, np.vsplit: vsplit, np.dsplit: dsplit, np.broadcast_arrays: broadcast_arrays, np.meshgrid: meshgrid, np.ediff1d: ediff1d, np.polyval: polyval, np.vander: vander, np.select: select, np.isin: isin, np.unravel_index: unravel_index, np.result_type: result_type, np.can_cast: can_cast, np.iscomplexobj: iscomplexobj, np.isrealobj: isrealobj, np.iscomplex: iscomplex, np.isreal: isreal, np.real: real, np.imag: imag, np.block: block, np.delete: delete, np.insert: insert, np.resize: resize, np.compress: compress, np.choose: choose, np.round: round_, np.around: round_,
+    np.linalg.trace: lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype), np.sort: sort, np.argsort: argsort, np.nanargmax: nanargmax, np.nanargmin: nanargmin, np.searchsorted: searchsorted, np.digitize: digitize, np.interp: interp, np.histogram: histogram, np.linspace: linspace, np.lexsort: lexsort, np.cov: cov, np.corrcoef: corrcoef, np.median: median, np.average: average, np.quantile: quantile, np.percentile: percentile, np.nanmedian: nanmedian, np.nanquantile: nanquantile, np.nanpercentile: nanpercentile, np.rot90: rot90, np.append: append, np.array_split: array_split, np.hsplit: hsplit, np.vsplit: vsplit, np.dsplit: dsplit, np.broadcast_arrays: broadcast_arrays, np.meshgrid: meshgrid, np.ediff1d: ediff1d, np.polyval: polyval, np.vander: vander, np.select: select, np.piecewise: piecewise, np.isin: isin, np.unravel_index: unravel_index, np.result_type: result_type, np.can_cast: can_cast, np.iscomplexobj: iscomplexobj, np.isrealobj: isrealobj, np.iscomplex: iscomplex, np.isreal: isreal, np.real: real, np.imag: imag, np.block: block, np.delete: delete, np.insert: insert, np.resize: resize, np.compress: compress, np.choose: choose, np.round: round_, np.around: round_,
     np.any: any_, np.all: all_, np.clip: clip,
     np.reshape: reshape, np.transpose: transpose, np.swapaxes: swapaxes, np.expand_dims: expand_dims,
     np.squeeze: squeeze, np.ravel: ravel, np.broadcast_to: broadcast_to, np.concatenate: concatenate, np.hstack: hstack,

@@ -1992,6 +1992,29 @@ register(OpInfo("select", _select, 3, ALL, "choice", _select_sample, numpy_name=
                 notes="operand i gives condition i (x > 0) and choice i (-x)"))
 
 
+# np.piecewise's functions by name (a sample's parameters stay JSON); each defined for every dtype, exact
+_PIECES = {"double": lambda v: v * 2, "increment": lambda v: v + 1, "abs": np.abs, "square": np.square,
+           "half": lambda v: v / 2}
+
+
+def _piecewise_params(c: Chooser, shape) -> dict:
+    count = c.integer(1, 3)
+    thresholds = [c.integer(-3, 3) for _ in range(count)]
+    pieces = [c.pick(tuple(_PIECES) + (0.5, 3, True)) for _ in range(count + c.pick((0, 1)))]
+    return {"thresholds": thresholds, "pieces": pieces, "one_condition": count == 1 and bool(c.pick((0, 1)))}
+
+
+def _piecewise(xs, p):
+    x = xs[0]
+    conditions = [x > t for t in p["thresholds"]]
+    functions = [_PIECES[f] if isinstance(f, str) else f for f in p["pieces"]]
+    return np.piecewise(x, conditions[0] if p["one_condition"] else conditions, functions)
+
+
+# later conditions win; each function computed on every element and selected (NumPy: on the selected ones)
+_single("piecewise", _piecewise, _piecewise_params, "np.piecewise", family="choice")
+
+
 def _isin_sample(c: Chooser) -> Call:
     return Call((random_shape(c, 0, 3), random_shape(c, 0, 2)), {"invert": c.pick((False, True)),
                                                                   "kind": c.pick((None, None, "sort"))})

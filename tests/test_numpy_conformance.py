@@ -150,6 +150,12 @@ AGREES = {
     "np.diff of bools (not_equal)": (lambda a: np.diff(a, axis=0), B),
     "np.pad of an empty axis": (lambda a: np.pad(a[:, :0], 1, constant_values=3), X),
     "np.pad of ints with a float value (cast)": (lambda a: np.pad(a, (1, 0), constant_values=2.7), np.arange(3)),
+    "np.piecewise, the last function where no condition holds": (
+        lambda a: np.piecewise(a, [a < -1, a > 1], [lambda v: -v, 10, lambda v: v * 3]), X),
+    "np.piecewise of ints, float values truncated, later conditions winning": (
+        lambda a: np.piecewise(a, [a > 0, a > 2], [lambda v: v / 2, 9.9]), np.arange(-2, 5)),
+    "np.piecewise, one condition of a vector with extra arguments": (
+        lambda a: np.piecewise(a, a > 0, [lambda v, k, m=1: v * k + m], 3, m=2), V - 1),
     "np.pad by linear ramps into uint8 (floored)": (lambda a: np.pad(a, 3, mode="linear_ramp", end_values=200),
                                                     np.array([7, 0, 255], np.uint8)),
     "np.pad by the mean of ints (rounded half to even)": (lambda a: np.pad(a, ((1, 1), (2, 2)), mode="mean",
@@ -421,6 +427,10 @@ REFUSED = {
     "np.pad by a negative width": (lambda a: np.pad(a, -1), X),
     "np.pad by a float width": (lambda a: np.pad(a, 1.0), X),
     "np.pad, an empty axis extended by edge": (lambda a: np.pad(a[:, :0], 1, mode="edge"), X),
+    "np.piecewise of a 2-d condition (NumPy reads its rows as conditions)": (lambda a: np.piecewise(a, a > 0, [1]), X),
+    "np.piecewise, a condition of another shape": (lambda a: np.piecewise(a, [a[:1] > 0], [1]), X),
+    "np.piecewise with too many functions": (lambda a: np.piecewise(a, [a > 0], [1, 2, 3]), X),
+    "np.piecewise, a value out of uint8's range": (lambda a: np.piecewise(a, [a > 0], [300]), np.arange(3, dtype=np.uint8)),
     "np.pad by the maximum of no elements": (lambda a: np.pad(a, 1, mode="maximum", stat_length=((1, 0), (1, 1))), X),
     "np.pad by a negative stat_length": (lambda a: np.pad(a, 1, mode="mean", stat_length=-1), X),
     "np.pad with an unknown mode": (lambda a: np.pad(a, 1, mode="average"), X),

@@ -38,6 +38,8 @@ DISCONTINUOUS = {"greater", "greater_equal", "less", "less_equal", "equal", "not
                  "spacing", "frexp", "modf",
                  # a step's difference is wrapped by mod and compared with discont
                  "unwrap",
+                 # its conditions compare with thresholds
+                 "piecewise",
                  "accumulate"}  # its comparisons, copysign, floor_divide and remainder
 # ops that map inf and NaN to finite values: where an inexact operand is already non-finite in NumPy,
 # which of inf, -inf and NaN it is can depend on evaluation order (BLAS's fused multiply-adds sum past
