@@ -6,6 +6,8 @@ traces; the NumPy functions it understands live in ``numpy_api``."""
 
 from __future__ import annotations
 
+import os
+import sys
 import weakref
 
 import numpy as np
@@ -63,9 +65,13 @@ class Tensor:
 
     # -- values cannot escape a trace
     def __array__(self, dtype=None, copy=None):
+        entry = _numpy_entry_point()
+        who = (f"{entry} tried to: the compiler does not trace that function" if entry else
+               "a NumPy function that is not supported by the compiler may have tried to")
+        hint = _VECTORIZE_HINT if entry and entry.startswith("vectorize") else _INTO_NUMPY
         raise TypeError(
-            "a traced Tensor has no value yet: it cannot be converted to a NumPy array inside a compiled function "
-            "(a NumPy function that is not supported by the compiler may have tried to)" + _INTO_NUMPY)
+            f"a traced Tensor has no value yet: it cannot be converted to a NumPy array inside a compiled function ({who})"
+            + hint)
 
     def __bool__(self):
         raise TypeError("the truth value of a traced Tensor is not known at trace time (data-dependent control flow is not supported)")
@@ -310,6 +316,27 @@ def wrap(node: Node) -> Tensor:
 
 
 # the likeliest way a traced value meets a NumPy array's own code: ``out = np.zeros(n); out[i] = x``
+def _numpy_entry_point() -> str | None:
+    """The NumPy function user code called that is now converting a Tensor to an array (NumPy's outermost
+    Python frame on the stack, with the user's line that called it), or None when no NumPy Python code is
+    on the stack (np.asarray and other C functions called directly)."""
+    frame, entry = sys._getframe(2), None
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module == "numpy" or module.startswith("numpy."):
+            entry = frame
+        elif entry is not None:
+            break
+        frame = frame.f_back
+    if entry is None:
+        return None
+    name = getattr(entry.f_code, "co_qualname", entry.f_code.co_name)  # 3.11+: Class.method
+    where = f", called at {os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}" if frame is not None else ""
+    return f"{name} (in {entry.f_globals['__name__']}){where}"
+
+
+_VECTORIZE_HINT = ("; np.vectorize calls its function once per element on NumPy values: call the function on the "
+                   "traced array itself (one made of NumPy's ufuncs and operators traces elementwise as it is)")
 _INTO_NUMPY = ("; if a traced value was assigned into a NumPy array (out = np.zeros(n); out[i] = x), make that array "
                "from a traced one -- np.zeros_like(x, shape=n) -- and the assignment is traced")
 VIEWED = "an array a view was taken of (NumPy's view would see the update)"

@@ -263,6 +263,18 @@ def test_data_dependent_control_flow_is_a_type_error():
         jit(lambda x: x * float(x[0, 0]))(X)
 
 
+def test_a_numpy_function_converting_a_tensor_is_named_with_the_users_line():
+    def doubled(x):
+        return np.vectorize(lambda v: 2 * v)(x)  # the line the error names
+
+    line = doubled.__code__.co_firstlineno + 1
+    with pytest.raises(TypeError, match=rf"vectorize\.__call__ \(in numpy\.[\w.]+\), called at "
+                                        rf"test_compiler_errors\.py:{line} tried to: .*call the function on the traced"):
+        jit(doubled)(X)
+    with pytest.raises(TypeError, match=r"\(a NumPy function that is not supported by the compiler may have tried to\)"):
+        jit(lambda x: np.asarray(x))(X)  # C code: no NumPy Python frame to name
+
+
 # --------------------------------------------------------------------------- results that are not tensors
 
 
