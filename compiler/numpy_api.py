@@ -3352,10 +3352,8 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     """np.histogram with edges known at trace time: ``bins`` an array of edges, or a count with ``range=``.
     The edges (and NumPy's checks of them) are NumPy's own, from its _get_bin_edges; each bin counts the
     elements NumPy puts there: equal bins by its range test in the array's dtype and the bin's edges in
-    the edges' dtype (the last bin closed), given edges by NumPy's sorted-search counts."""
-    if weights is not None:
-        raise NotImplementedError("np.histogram: weights= is not supported by the compiler (NumPy sums a bin's "
-                                  "weights in an order of its own)")
+    the edges' dtype (the last bin closed), given edges by NumPy's sorted-search counts. With ``weights``,
+    each bin holds its weights' total as NumPy computes it (see _bin_totals)."""
     if isinstance(bins, Tensor) or isinstance(range, Tensor) or _holds_tensor([range] if range is not None else []):
         raise NotImplementedError("np.histogram: traced bins or range are not supported (they decide the edges, "
                                   "which NumPy checks); pass constants")
@@ -3364,34 +3362,59 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
         warnings.warn("Converting input from bool to <class 'numpy.uint8'> for compatibility.", RuntimeWarning,
                       stacklevel=3)
         x = x.astype(np.uint8)
-    x = ravel(x)
+    w = None if weights is None else _tensor(weights)
+    if w is not None and w.shape != x.shape:
+        raise ValueError("weights should have the same shape as a.")
+    x, w = ravel(x), None if w is None else ravel(w)
     if not isinstance(bins, str) and np.ndim(bins) == 0 and range is None:
         np.histogram(np.zeros(0), bins)  # NumPy's errors for a count that is not one
         if x.size:
-            return _histogram_of_data_range(x, operator.index(bins), density)
+            return _histogram_of_data_range(x, w, operator.index(bins), density)
     if isinstance(bins, str):
         raise NotImplementedError(f"np.histogram: bins={bins!r} estimates the bins from the data, which decides their "
                                   "number; pass a count and range=, or an array of edges")
     # NumPy's own edges and checks, on a stand-in of the array's dtype and size (only those are read)
     edges, uniform = np.lib._histograms_impl._get_bin_edges(np.broadcast_to(np.zeros((), x.dtype), x.shape), bins,
                                                            range, None)
+    kept = None
     if uniform is not None:
-        first, last, count = uniform
-        counts = _equal_bin_counts(x, (x >= first) & (x <= last), edges)
-    else:
-        # NumPy sorts the data and searches it for the edges; counting gives those places unsorted
-        places = [_counted_places(x, _tensor(edges[:-1]), "left"), _counted_places(x, _tensor(edges[-1:]), "right")]
-        counts = np.diff(concatenate(places))
-    return _histogram_result(counts, Tensor(const_node(edges)), density)
+        first, last, _ = uniform
+        kept = (x >= first) & (x <= last)
+    return _histogram_result(_bin_totals(x, w, kept, _tensor(edges)), Tensor(const_node(edges)), density)
 
 
-def _equal_bin_counts(x: Tensor, kept, edges) -> Tensor:
+def _bin_totals(x: Tensor, w: Tensor | None, kept, edges: Tensor) -> Tensor:
+    """Each bin's count (intp), or its weights' total in the weights' dtype, by NumPy's two algorithms.
+    Equal bins (``kept``: the elements in range, True for all) with weights a double can hold: np.bincount's
+    float64 sums in the data's order. Otherwise NumPy's cumulative histogram: the weights sorted by value,
+    their running sums (np.cumsum's type), read at the edges' sorted-search places and differenced (where
+    values tie, NumPy's unstable argsort may sum them in another order: equal within rounding). NumPy works
+    in blocks of 65,536 elements, so beyond that its float totals are rounded per block."""
+    simple = w is None or np.can_cast(w.dtype, np.double) or np.can_cast(w.dtype, complex)
+    if kept is not None and simple:
+        return _equal_bin_totals(x, kept, edges, w)
+    places = concatenate([_counted_places(x, edges[:-1], "left"), _counted_places(x, edges[-1:], "right")])
+    if w is None:
+        return np.diff(places)
+    running = cumsum(take(w, argsort(x, kind="stable")))
+    prefix = concatenate([Tensor(const_node(np.zeros(1, w.dtype))), running])
+    if x.size:  # NumPy's cum_n += cw[...], once per block of data: its error where that cast is not same_kind
+        stand_in = np.zeros(1, w.dtype)
+        stand_in += np.zeros(1, prefix.dtype)
+    at_edges = Tensor(P.gather_in_range(prefix.node, places.node, 0))
+    return np.diff((Tensor(const_node(np.zeros(places.shape, w.dtype))) + at_edges).astype(w.dtype))
+
+
+def _equal_bin_totals(x: Tensor, kept, edges: Tensor, w: Tensor | None) -> Tensor:
     """NumPy's equal-bin path: each kept element in the bin whose edges (in the edges' dtype) hold it, the
     last bin closed (its index arithmetic, corrected against the edges, lands there)."""
     values = x.astype(edges.dtype)[None, :]
     upper = concatenate([values < edges[1:-1, None], values <= edges[-1:, None]])
     inside = (values >= edges[:-1, None]) & upper
-    return sum_(inside if kept is True else kept[None, :] & inside, axis=1, dtype=np.intp)
+    inside = inside if kept is True else kept[None, :] & inside
+    if w is None:
+        return sum_(inside, axis=1, dtype=np.intp)
+    return sum_(where(inside, w.astype(np.float64)[None, :], 0.0), axis=1).astype(w.dtype)
 
 
 def _histogram_result(counts: Tensor, edges: Tensor, density):
@@ -3401,7 +3424,7 @@ def _histogram_result(counts: Tensor, edges: Tensor, density):
     return counts, edges
 
 
-def _histogram_of_data_range(x: Tensor, count: int, density):
+def _histogram_of_data_range(x: Tensor, w: Tensor | None, count: int, density):
     """bins as a count, the range the data's (NumPy's _get_outer_edges: min and max, widened by one half
     when equal): the edges are computed in the kernel by np.linspace's steps, and NumPy's data-dependent
     errors (a range that is not finite, too many bins for it) are checked as the kernel runs."""
@@ -3420,7 +3443,7 @@ def _histogram_of_data_range(x: Tensor, count: int, density):
     hi = np.where(same, last.astype(kind) + 0.5, last.astype(kind)).astype(kind)
     edges = linspace(Tensor(lo.node, scalar=True), Tensor(hi.node, scalar=True), count + 1, dtype=kind)
     error_if(np.any(edges[:-1] >= edges[1:]), f"Too many bins for data range. Cannot create {count} finite-sized bins.")
-    return _histogram_result(_equal_bin_counts(x, True, edges), edges, density)
+    return _histogram_result(_bin_totals(x, w, True, edges), edges, density)
 
 
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *, dtype=None):

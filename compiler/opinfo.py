@@ -1696,6 +1696,25 @@ _single("histogram", lambda xs, p: np.histogram(xs[0], bins=p["bins"], range=p["
         _histogram_params, "np.histogram", max_rank=3, family="sort", dtypes=NUMERIC)
 
 
+def _histogram_weights_sample(c: Chooser) -> Call:
+    shape = random_shape(c, 0, 3, empty=True)
+    return Call((shape, shape), _histogram_params(c, shape))
+
+
+def _histogram_weights(xs, p):
+    # a density divides by the weights' total: non-negative weights, so that total does not cancel
+    weights = np.abs(xs[1]) if p["density"] else xs[1]
+    return np.histogram(xs[0], bins=p["bins"], range=p["range"], density=p["density"], weights=weights)
+
+
+# equal bins: np.bincount's float64 sums in order, bit for bit; given edges (and int64/uint64 weights): running
+# sums of the weights sorted by value, where NumPy's unstable sort may order ties otherwise
+register(OpInfo("histogram_weights", _histogram_weights, 2, NUMERIC, "sort", _histogram_weights_sample,
+                domains=(ANY, SMALL), tolerance=REDUCTION, exact=False, numpy_name="np.histogram(weights=)",
+                scale=lambda xs, p: np.sum(np.abs(_as_float(xs[1]))) * math.sqrt(max(np.size(xs[1]), 1)),
+                notes="operand 1 gives the weights"))
+
+
 def _cov_params(c, shape):
     n = shape[-1] if shape else 1
     params = {"kind": c.pick(("cov", "cov", "corrcoef")), "rowvar": c.pick((True, True, False))}

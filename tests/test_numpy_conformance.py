@@ -433,6 +433,9 @@ REFUSED = {
     "np.piecewise, a value out of uint8's range": (lambda a: np.piecewise(a, [a > 0], [300]), np.arange(3, dtype=np.uint8)),
     "np.pad by the maximum of no elements": (lambda a: np.pad(a, 1, mode="maximum", stat_length=((1, 0), (1, 1))), X),
     "np.pad by a negative stat_length": (lambda a: np.pad(a, 1, mode="mean", stat_length=-1), X),
+    "np.histogram, weights of another shape": (lambda a: np.histogram(a, bins=2, weights=a[0]), X),
+    "np.histogram, bool weights with given edges (NumPy's running sums cannot go back to bool)": (
+        lambda a: np.histogram(a, bins=[0, 1, 2], weights=a > 0), X),
     "np.pad with an unknown mode": (lambda a: np.pad(a, 1, mode="average"), X),
     "np.pad with another mode's keyword": (lambda a: np.pad(a, 1, mode="edge", stat_length=2), X),
     "np.fliplr of a vector": (lambda a: np.fliplr(a), V),
@@ -999,6 +1002,26 @@ def test_histogram_counts_as_numpy_does(fn):
     assert_like_numpy(got_edges, want_edges)
 
 
+WEIGHTS = np.array([[0.1, 2.0, -3.5, 1e-3, 7.0, 0.2, 0.3, -0.7, 1.1], [4.0, -2.0, 0.25, 9.0, 1.0, -1e-8, 3.0, 5.0, 0.5]])
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: np.histogram(a, bins=4, range=(-2, 2), weights=WEIGHTS),                # np.bincount's float64 sums
+    lambda a: np.histogram(a, bins=4, range=(-2, 2), weights=WEIGHTS.astype(np.float32)),
+    lambda a: np.histogram(a, bins=[-3, -1, 0, 0, 2.5, 7], weights=WEIGHTS),         # running sums, differenced
+    lambda a: np.histogram(a, bins=[-3, -1, 0, 2.5, 7], weights=WEIGHTS.astype(np.float16)),
+    lambda a: np.histogram(a, bins=3, range=(-3, 3), weights=(WEIGHTS * 100).astype(np.int64)),
+    lambda a: np.histogram(a, bins=[0, 1, 4], weights=(WEIGHTS * 100).astype(np.int8), density=True),
+    lambda a: np.histogram(np.clip(np.nan_to_num(a), -9, 9), bins=5, weights=np.clip(np.nan_to_num(a), -3, 3) / 4),  # traced
+])
+def test_histogram_sums_weights_as_numpy_does(fn):
+    """Each bin's total of its weights, in the weights' dtype, by NumPy's algorithm for the bins and weights
+    (the data short enough that NumPy's sort is stable, so even the running sums agree bit for bit)."""
+    (got_n, got_edges), (want_n, want_edges) = jit(fn)(HISTOGRAM_DATA), fn(HISTOGRAM_DATA)
+    assert_like_numpy(got_n, want_n)
+    assert_like_numpy(got_edges, want_edges)
+
+
 @pytest.mark.parametrize("fn, data, match", [
     (lambda a: np.histogram(a, bins=3), HISTOGRAM_DATA, r"^autodetected range of the data is not finite \(np.histogram at "),
     (lambda a: np.histogram(a * 0 + 1000, bins=3000), HISTOGRAM_DATA[:, 3:].astype(np.float16),
@@ -1079,7 +1102,6 @@ def test_histogram_of_bools_warns_as_numpy_does():
 
 @pytest.mark.parametrize("fn, match", [
     (lambda a: np.histogram(a, bins="auto", range=(0, 1)), "estimates the bins from the data"),
-    (lambda a: np.histogram(a, bins=3, range=(0, 1), weights=a), "weights= is not supported"),
     (lambda a: np.histogram(a, bins=a[0, :3]), "traced bins or range"),
 ])
 def test_histogram_refuses_edges_that_depend_on_the_data_by_name(fn, match):
