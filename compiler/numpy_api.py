@@ -2151,10 +2151,10 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
     return _quantile(a, q, axis, out, method, keepdims, weights, "np.percentile")
 
 
-def _quantile_arguments(q, method, out, weights, what: str) -> tuple[np.ndarray, bool, dict]:
+def _quantile_arguments(q, method, out, what: str) -> tuple[np.ndarray, bool, dict]:
     """NumPy's checks of a quantile function's arguments: (q as NumPy takes it, whether q was a Python
     number -- weak, so the result keeps the array's float type --, the method's entry in NumPy's table)."""
-    _no_extras(what[3:], out=out, weights=weights)
+    _no_extras(what[3:], out=out)
     methods = np.lib._function_base_impl._QuantileMethods
     if method not in methods:
         raise ValueError(f"{method!r} is not a valid method. Use one of: {methods.keys()}")
@@ -2176,8 +2176,59 @@ def _quantile(a, q, axis, out, method, keepdims, weights, what: str) -> Tensor:
     them here with its own method table; the kernel gathers the element (the discrete methods) or the
     neighbours, interpolated as NumPy's _lerp does (from the far end when gamma >= 0.5). A Python-number
     q keeps the array's float type (NumPy's weak q); a slice holding a NaN gives NaN."""
-    q, weak_q, props = _quantile_arguments(q, method, out, weights, what)
+    q, weak_q, props = _quantile_arguments(q, method, out, what)
+    if weights is not None:
+        return _weighted_quantile(_tensor(a), q, weights, axis, keepdims, method, what)
     return _quantile_of(_tensor(a), q, weak_q, props, method, axis, keepdims)
+
+
+def _weighted_quantile(x: Tensor, q: np.ndarray, weights, axis, keepdims, method: str, what: str) -> Tensor:
+    """NumPy's weighted quantile (method 'inverted_cdf' only): per slice, the values sorted with their
+    weights, the weights' running sums in float64 divided by their total (in q's float type), and the
+    first sorted value whose share reaches q (a leading share of 0 never does); a slice holding NaN gives
+    NaN. The result keeps the array's dtype. Negative weights, and weights whose total is 0, inf or NaN,
+    are NumPy's ValueErrors: at trace time for constant weights, as the kernel runs for traced ones."""
+    if method != "inverted_cdf":
+        raise ValueError(f"Only method 'inverted_cdf' supports weights. Got: {method}.")
+    axes = None if axis is None else np.lib.array_utils.normalize_axis_tuple(axis, x.ndim, argname="axis")
+    w = _tensor(weights)
+    np.lib._function_base_impl._weights_are_valid(np.zeros(w.shape), np.zeros(x.shape), axes)  # NumPy's checks
+    if w.shape != x.shape:  # weights along the reduced axes, in their order: laid out as NumPy broadcasts them
+        w = reshape(transpose(w, np.argsort(axes)), tuple(n if d in axes else 1 for d, n in enumerate(x.shape)))
+    w = broadcast_to(w, x.shape)
+    if not isinstance(weights, Tensor) and np.any(np.asarray(weights) < 0):
+        raise ValueError("Weights must be non-negative.")
+    _raise_at_run_time(w < 0, "Weights must be non-negative.", what)
+    rows, axes, n = _reduced_rows(x, axis)
+    if n == 0:  # NumPy reads the running sums' last element to normalize them
+        raise IndexError("index -1 is out of bounds for axis 0 with size 0")
+    weight_rows, _, _ = _reduced_rows(w, axis)
+    order = argsort(rows, axis=-1)
+    ordered = take_along_axis(rows, order, -1)
+    shares = cumsum(take_along_axis(weight_rows, order, -1), axis=-1, dtype=np.float64)
+    shares = shares / shares[..., -1:]
+    _raise_at_run_time(np.isnan(shares[..., -1:]), "Weights included NaN, inf or were all zero.", what)
+    if q.dtype.kind == "f":
+        shares = shares.astype(q.dtype)
+    shares = where(shares == 0, -1, shares).astype(shares.dtype)
+    # np.searchsorted(shares, q, 'left') per slice: the count of shares below q, clipped into the slice
+    below = sum_(shares[..., None, :] < np.reshape(q, (-1, 1)), axis=-1, dtype=np.intp)
+    place = np.minimum(below, n - 1)
+    result = _gathered_in_rows(ordered, place)  # rows x q
+    result = np.moveaxis(result, -1, 0).reshape(q.shape + rows.shape[:-1])
+    if x.dtype.kind == "f" and n > 0:
+        last = ordered[..., -1]
+        result = where(np.isnan(last), last, result)
+    return _with_keepdims(Tensor(result.node), x, axes, q.shape, bool(keepdims))
+
+
+def _raise_at_run_time(bad: Tensor, message: str, what: str) -> None:
+    """NumPy's ValueError ``message`` where any of ``bad`` holds, which only the data can tell."""
+    line = P.user_location().short()
+    flags = bad.node
+    if P.check_at_run_time(P.cast(flags, np.dtype(np.int64)), flags, "first", ValueError,
+                           lambda _: f"{message} ({what} at {line}, checked as the kernel ran)") is None:
+        raise NotImplementedError(f"{what} outside a traced function: its checks of the data need a kernel")
 
 
 def _quantile_of(x: Tensor, q: np.ndarray, weak_q: bool, props: dict, method: str, axis, keepdims) -> Tensor:
@@ -2282,7 +2333,8 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="line
 
 def _nanquantile(a, q, axis, out, method, keepdims, weights, what: str) -> Tensor:
     """NumPy's _nanquantile_1d on every slice: np.quantile of its numbers, NaN where there are none."""
-    q, weak_q, props = _quantile_arguments(q, method, out, weights, what)
+    _no_extras(what[3:], weights=weights)
+    q, weak_q, props = _quantile_arguments(q, method, out, what)
     x = _tensor(a)
     if x.size == 0:
         return nanmean(x, axis, keepdims=keepdims)  # NumPy's own shortcut: q plays no part

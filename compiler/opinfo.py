@@ -1818,6 +1818,31 @@ _single("quantile", lambda xs, p: np.quantile(xs[0], p["q"], axis=_axis(p), keep
 _single("percentile", lambda xs, p: np.percentile(xs[0], p["q"], axis=_axis(p), keepdims=p["keepdims"],
                                                   method=p.get("method", "linear")),
         _percentile_params, "np.percentile", max_rank=3, family="sort")
+def _weighted_quantile_sample(c: Chooser) -> Call:
+    """Weights of the array's shape, or (an axis given) of the reduced axes' in the axis argument's order;
+    q a number or a list; NumPy's only weighted method."""
+    shape = random_shape(c, 1, 3)
+    axis = pick_axis(c, len(shape))
+    axes = [] if axis is None else list(axis) if isinstance(axis, (list, tuple)) else [axis]
+    w_shape = tuple(shape[a] for a in axes) if axes and c.pick((0, 1)) else shape
+    one = lambda: c.pick((0.0, 0.25, 0.5, 1.0, 0.1, 0.9, 0.333))  # noqa: E731
+    q = one() if c.pick((0, 1)) else [one() for _ in range(c.integer(1, 3))]
+    return Call((shape, w_shape), {"q": q, "axis": axis, "keepdims": c.pick((False, True)),
+                                   "percentile": bool(c.pick((0, 1)))})
+
+
+def _weighted_quantile(xs, p):
+    f, q = (np.percentile, np.multiply(p["q"], 100).tolist()) if p["percentile"] else (np.quantile, p["q"])
+    return f(xs[0], q, axis=_axis(p), keepdims=p["keepdims"], method="inverted_cdf", weights=xs[1])
+
+
+# the sorted value whose weights' running share first reaches q: a selection, bit for bit (the array has no NaN:
+# NumPy returns a slice's NaN as a NumPy scalar where its other results are 0-d arrays)
+register(OpInfo("quantile_weights", _weighted_quantile, 2, NUMERIC, "sort", _weighted_quantile_sample,
+                domains=(SMALL, NONNEG), numpy_name="np.quantile/np.percentile(weights=)",
+                notes="operand 1 gives the weights (negative ones, and a zero or non-finite total, are NumPy's errors)"))
+
+
 def _average_params(c, shape):
     """No weights (the mean), weights of the array's shape, or of the reduced axes' (a constant of small
     positive integers or halves, so no sum is zero); the divisor returned or not."""

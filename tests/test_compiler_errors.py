@@ -225,6 +225,7 @@ def test_non_integer_indices():
     (lambda x: np.partition(x, 1), "np.partition"),
     (lambda x: np.unique(x), "np.unique"),
     (lambda x: np.pad(x, 1, mode="empty"), "np.pad: mode 'empty'"),
+    (lambda x: np.nanquantile(x, 0.5, method="inverted_cdf", weights=np.ones_like(x)), r"np.nanquantile: arguments \['weights'\]"),
     (lambda x: np.add.reduceat(x, [0, 2]), "np.add.reduceat"),
     (lambda x: np.subtract.reduce(x), "np.subtract.reduce"),
     (lambda x: np.argpartition(x, 1, axis=-1), "np.argpartition"),

@@ -386,6 +386,14 @@ AGREES = {
     "np.apply_along_axis with extra arguments, a Python number per slice":
         (lambda a: np.apply_along_axis(lambda v, k: 3 * k, 1, a, 2), X),
     "np.apply_over_axes of np.sum over both axes": (lambda a: np.apply_over_axes(np.sum, a, [0, 1]), X),
+    "np.quantile with weights (inverted_cdf: the first value whose share reaches q)": (
+        lambda a: np.quantile(a, [0.0, 0.2, 0.5, 1.0], axis=1, method="inverted_cdf", weights=[[0, 1, 3], [2, 0, 0.5]]), X),
+    "np.percentile with traced weights along two axes, of ints (the array's dtype kept)": (
+        lambda a: np.percentile(a, 40, axis=(0, 1), keepdims=True, method="inverted_cdf",
+                                weights=np.abs(a) + 1), np.arange(-6, 6).reshape(2, 3, 2)),
+    "np.quantile with weights of the reduced axes, a slice holding NaN": (
+        lambda a: np.quantile(a, 0.5, axis=0, method="inverted_cdf", weights=np.array([1.0, 2.0])),
+        np.array([[1.0, np.nan, 3.0], [4.0, 5.0, -6.0]])),
     "np.add into an int8 out= under casting='unsafe'": (
         lambda a: np.add(a, 0.5, out=np.zeros_like(a, dtype=np.int8), casting="unsafe"), X),
 }
@@ -436,6 +444,17 @@ REFUSED = {
     "np.histogram, weights of another shape": (lambda a: np.histogram(a, bins=2, weights=a[0]), X),
     "np.histogram, bool weights with given edges (NumPy's running sums cannot go back to bool)": (
         lambda a: np.histogram(a, bins=[0, 1, 2], weights=a > 0), X),
+    "np.quantile with weights, another method": (
+        lambda a: np.quantile(a, 0.5, method="linear", weights=np.ones_like(a)), X),
+    "np.quantile with weights of another shape and no axis": (
+        lambda a: np.quantile(a, 0.5, method="inverted_cdf", weights=np.ones(3)), X),
+    "np.quantile with negative weights": (lambda a: np.quantile(a, 0.5, method="inverted_cdf", weights=-np.ones_like(a)), X),
+    "np.quantile with traced weights all zero (checked as the kernel runs)": (
+        lambda a: np.quantile(a, 0.5, axis=1, method="inverted_cdf", weights=a * 0), X),
+    "np.quantile with traced negative weights (checked as the kernel runs)": (
+        lambda a: np.quantile(a, 0.5, method="inverted_cdf", weights=a), X),
+    "np.quantile with weights over an empty axis": (
+        lambda a: np.quantile(a[:, :0], 0.5, axis=1, method="inverted_cdf", weights=a[:, :0]), X),
     "np.pad with an unknown mode": (lambda a: np.pad(a, 1, mode="average"), X),
     "np.pad with another mode's keyword": (lambda a: np.pad(a, 1, mode="edge", stat_length=2), X),
     "np.fliplr of a vector": (lambda a: np.fliplr(a), V),
