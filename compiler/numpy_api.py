@@ -3726,7 +3726,163 @@ def size(a, axis=None):
     return x.size if axis is None else x.shape[axis]
 
 
+# --------------------------------------------------------------------------- small functions
+
+# NumPy functions whose own Python code needs nothing but what the compiler traces (ufuncs, supported
+# functions, shapes and dtypes): that code itself runs on the traced arrays, so it is NumPy's definition
+# exactly, not a restatement. (Functions that call np.asarray on their argument cannot be among them.)
+_NUMPYS_OWN = (np.fix, np.isposinf, np.isneginf, np.logspace, np.rollaxis, np.polyadd, np.polysub,
+               np.diag_indices_from, np.tril_indices_from, np.triu_indices_from, np.common_type)
+
+
+def angle(z, deg=False):
+    """np.angle of a real array: arctan2(0, z) (0 or pi by z's sign bit), in degrees by NumPy's factor."""
+    a = np.arctan2(0, _tensor(z))  # a Python 0: the array's float type, float16 for int8 as in NumPy
+    return a * (180 / np.pi) if deg else a
+
+
+def real_if_close(a, tol=100):
+    """A real array is returned as it is (NumPy returns the same object)."""
+    return _tensor(a)
+
+
+def diagflat(v, k=0):
+    """The flattened input on the k-th diagonal of a square of zeros (np.diag of it raveled)."""
+    return diag(ravel(v), k)
+
+
+def polyder(p, m=1):
+    """NumPy's polyder: m times, the coefficients but the constant term times their powers (n, ..., 1)."""
+    m = operator.index(m)
+    if m < 0:
+        raise ValueError("Order of derivative must be positive (see polyint)")
+    c = _tensor(p)
+    for _ in range(m):
+        c = c[:-1] * np.arange(c.shape[0] - 1, 0, -1)
+    return c
+
+
+def polyint(p, m=1, k=None):
+    """NumPy's polyint: m times, the coefficients divided by their new powers (n+1, ..., 1) and the next
+    integration constant appended (k: zeros by default, one scalar for every step, or one per step)."""
+    m = operator.index(m)
+    if m < 0:
+        raise ValueError("Order of integral must be positive (see polyder)")
+    constants = np.zeros(m, float) if k is None else k
+    constants = atleast_1d(constants) if isinstance(constants, Tensor) else np.atleast_1d(constants)
+    if len(constants) == 1 and m > 1:
+        constants = constants[0] * np.ones(m, float)
+    if len(constants) < m:
+        raise ValueError("k must be a scalar or a rank-1 array of length 1 or >m.")
+    c = _tensor(p)
+    for step in range(m):
+        first = constants[step]
+        c = concatenate([c / np.arange(c.shape[0], 0, -1), first[None] if isinstance(first, Tensor) else [first]])
+    return c
+
+
+def poly(seq_of_zeros):
+    """NumPy's poly of roots (a 1-d array): the product of (x - root), one np.convolve per root, in NumPy's
+    type for the roots (float32 stays, other types become float64); a matrix's characteristic polynomial
+    needs its eigenvalues, which the compiler does not compute."""
+    roots = atleast_1d(_tensor(seq_of_zeros))
+    if roots.ndim == 2 and roots.shape[0] == roots.shape[1] and roots.shape[0] != 0:
+        raise NotImplementedError("np.poly of a matrix needs its eigenvalues, which the compiler does not compute")
+    if roots.ndim != 1:
+        raise ValueError("input must be 1d or non-empty square 2d array.")
+    roots = roots.astype(np.mintypecode(roots.dtype.char))
+    if roots.shape[0] == 0:
+        return 1.0
+    a = Tensor(const_node(np.ones(1, roots.dtype)))
+    for zero in roots:
+        a = convolve(a, stack([Tensor(const_node(np.ones((), roots.dtype))), -zero]), mode="full")
+    return a
+
+
+def linalg_cross(x1, x2, /, *, axis=-1):
+    """np.linalg.cross: np.cross of 3-vectors only (NumPy's error for any other length)."""
+    a, b = _tensor(x1), _tensor(x2)
+    if a.shape[axis] != 3 or b.shape[axis] != 3:
+        raise ValueError(f"Both input arrays must be (arrays of) 3-dimensional vectors, but they are "
+                         f"{a.shape[axis]} and {b.shape[axis]} dimensional instead.")
+    return cross(a, b, axis=axis)
+
+
+def linalg_tensorsolve(a, b, axes=None):
+    """NumPy's tensorsolve: the given axes moved last, the tensor reshaped to a square matrix, solved."""
+    x, y = _tensor(a), _tensor(b)
+    if axes is not None:  # each given axis moved last, in turn (NumPy's list.remove: a negative one is an error)
+        order = list(range(x.ndim))
+        for ax in axes:
+            order.remove(ax)
+            order.append(ax)
+        x = transpose(x, order)
+    old_shape = x.shape[-(x.ndim - y.ndim):]
+    prod = int(np.prod(old_shape, dtype=np.int64))
+    if x.size != prod ** 2:
+        raise np.linalg.LinAlgError("Input arrays must satisfy the requirement prod(a.shape[b.ndim:]) == "
+                                    "prod(a.shape[:b.ndim])")
+    solution = linalg_solve(reshape(x, (prod, prod)), ravel(y))
+    return reshape(solution, old_shape)
+
+
+def linalg_tensorinv(a, ind=2):
+    """NumPy's tensorinv: the first ``ind`` axes against the rest as a square matrix, inverted, reshaped."""
+    x = _tensor(a)
+    ind = operator.index(ind)
+    if ind <= 0:
+        raise ValueError("Invalid ind argument.")
+    old_shape = x.shape
+    prod = int(np.prod(old_shape[:ind], dtype=np.int64))
+    inverse_shape = old_shape[ind:] + old_shape[:ind]
+    if x.size != prod * int(np.prod(old_shape[ind:], dtype=np.int64)) or prod ** 2 != x.size:
+        raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+    return reshape(linalg_inv(reshape(x, (prod, -1))), inverse_shape)
+
+
+def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=False):
+    """NumPy's sliding_window_view: a read-only view whose elements NumPy's own function picks from the
+    array of x's positions (its checks and shape rules included); writeable=True is refused, since the
+    windows overlap (NumPy warns that writing into them is unsafe)."""
+    t = _tensor(x)
+    if writeable:
+        raise NotImplementedError("np.lib.stride_tricks.sliding_window_view(writeable=True): the windows share "
+                                  "memory, so a write shows in several of them")
+    windows = lambda p: np.lib.stride_tricks.sliding_window_view(p, window_shape, axis)  # noqa: E731
+    positions = windows(np.arange(t.size, dtype=np.intp).reshape(t.shape))
+    return view(gathered(t.node, np.ascontiguousarray(positions)).node, x, read_only=True, positions=windows)
+
+
+def ix_(*args):
+    """NumPy's open mesh: the k-th 1-d index array shaped to broadcast along axis k (boolean ones would
+    be their nonzero positions, whose number the data decide)."""
+    out = []
+    for k, new in enumerate(args):
+        new = _tensor(new) if isinstance(new, Tensor) else np.asarray(new)
+        if new.size == 0 and not isinstance(new, Tensor):
+            new = new.astype(np.intp)
+        if new.ndim != 1:
+            raise ValueError("Cross index must be 1 dimensional")
+        if new.dtype == np.bool_:
+            if isinstance(new, Tensor):
+                raise NotImplementedError("np.ix_ of a traced boolean array (its nonzero positions decide the shape)")
+            new = new.nonzero()[0]
+        shape = (1,) * k + (new.size,) + (1,) * (len(args) - k - 1)
+        out.append(reshape(new, shape) if isinstance(new, Tensor) else new.reshape(shape))
+    return tuple(out)
+
+
+def histogram_bin_edges(a, bins=10, range=None, weights=None):
+    """np.histogram's edges (its checks, and its errors for a range taken from the data)."""
+    return histogram(a, bins, range, weights=weights)[1]
+
+
 FUNCTIONS = {
+    **{f: f._implementation for f in _NUMPYS_OWN},
+    np.angle: angle, np.real_if_close: real_if_close, np.diagflat: diagflat, np.polyder: polyder, np.polyint: polyint,
+    np.poly: poly, np.linalg.cross: linalg_cross, np.linalg.tensorsolve: linalg_tensorsolve,
+    np.linalg.tensorinv: linalg_tensorinv, np.lib.stride_tricks.sliding_window_view: sliding_window_view, np.ix_: ix_,
+    np.histogram_bin_edges: histogram_bin_edges,
     np.sum: sum_, np.prod: prod, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var, np.std: std, np.cumsum: cumsum, np.cumprod: cumprod, np.linalg.norm: linalg_norm,
     np.flip: flip, np.fliplr: fliplr, np.flipud: flipud, np.roll: roll, np.repeat: repeat, np.tile: tile, np.diff: diff,
     np.pad: pad, np.nan_to_num: nan_to_num, np.moveaxis: moveaxis, np.atleast_1d: atleast_1d,

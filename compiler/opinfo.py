@@ -326,6 +326,13 @@ for _name, (_fn, _domain, _tol, _exact) in _UNARY.items():
         _name, _call_ufunc(_fn), 1, _supported_unary(_fn), "elementwise", _elementwise_sample(1),
         domains=(_domain,), tolerance=_tol, exact=_exact, numpy_name=f"np.{_fn.__name__}"))
 
+# NumPy functions made of ufuncs (its own code runs on the traced arrays): fix (ceil, then floor where x >= 0),
+# isposinf/isneginf (isinf and signbit), angle of a real array (arctan2(0, x): 0 or pi by the sign bit)
+for _fn in (np.fix, np.isposinf, np.isneginf, np.angle):
+    register(OpInfo(_fn.__name__, _call_ufunc(_fn), 1, _supported_unary(_fn), "elementwise", _elementwise_sample(1),
+                    numpy_name=f"np.{_fn.__name__}"))
+
+
 def _round_params(c: Chooser, shape) -> dict:
     return {"decimals": c.pick((0, 0, 1, 2, 3, -1, -2))}
 
@@ -901,6 +908,16 @@ register(OpInfo("cross", lambda xs, p: np.cross(xs[0], xs[1], **p), 2, NUMERIC, 
                 numpy_name="np.cross", notes="2-vectors: NumPy's deprecated case, included"))
 
 
+def _linalg_cross_sample(c: Chooser) -> Call:
+    lead = tuple(c.pick(DIMS[:4]) for _ in range(c.integer(0, 2)))
+    other = tuple(1 if c.pick((0, 0, 1)) else d for d in lead[c.integer(0, len(lead)):])
+    return Call((lead + (3,), other + (3,)) if c.pick((0, 1)) else (other + (3,), lead + (3,)))
+
+
+register(OpInfo("linalg.cross", lambda xs, p: np.linalg.cross(xs[0], xs[1]), 2, NUMERIC, "contraction",
+                _linalg_cross_sample, numpy_name="np.linalg.cross"))
+
+
 def _kron_sample(c: Chooser) -> Call:
     return Call(tuple(tuple(c.pick(DIMS[:4]) for _ in range(c.integer(0, 3))) for _ in range(2)))
 
@@ -1303,6 +1320,45 @@ _single("pad_mean", _pad_call, _pad_mean_params, "np.pad(mode='mean')", max_rank
         domains=(MODERATE,), tolerance=REDUCTION, exact=False, scale=_pad_mean_scale)
 
 
+def _rollaxis_params(c, shape):
+    nd = len(shape)
+    return {"axis": c.integer(-nd, nd - 1), "start": c.integer(-nd, nd)} if nd else None
+
+
+def _sliding_window_params(c, shape):
+    """Windows along one or two axes (or every axis, axis None), no longer than the axis."""
+    nd = len(shape)
+    if not nd or 0 in shape:
+        return None
+    if c.pick((0, 1)):
+        return {"window_shape": [c.integer(1, n) for n in shape], "axis": None}
+    axis = c.integer(-nd, nd - 1)
+    return {"window_shape": c.integer(1, shape[axis]), "axis": axis}
+
+
+def _ix_params(c, shape):
+    """One index list per axis: integers (negative ones too), or a boolean mask of the axis's length."""
+    if not shape or 0 in shape:
+        return None
+    lists = []
+    for n in shape:
+        if c.pick((0, 0, 1)):
+            lists.append([bool(c.pick((0, 1))) for _ in range(n)])
+        else:
+            lists.append([c.integer(-n, n - 1) for _ in range(c.integer(1, 3))])
+    return {"indices": lists}
+
+
+_single("rollaxis", lambda xs, p: np.rollaxis(xs[0], p["axis"], p["start"]), _rollaxis_params, "np.rollaxis")
+_single("diagflat", lambda xs, p: np.diagflat(xs[0], p["k"]), lambda c, s: {"k": c.integer(-2, 2)}, "np.diagflat",
+        max_rank=2)
+# a read-only view: each window's elements gathered from the array
+_single("sliding_window_view", lambda xs, p: np.lib.stride_tricks.sliding_window_view(xs[0], p["window_shape"],
+                                                                                      p["axis"]),
+        _sliding_window_params, "np.lib.stride_tricks.sliding_window_view", max_rank=3)
+_single("ix_", lambda xs, p: xs[0][np.ix_(*p["indices"])], _ix_params, "np.ix_", max_rank=3, family="index")
+
+
 # ufunc methods: the reductions and accumulations NumPy's own functions are, and outer products
 _REDUCING_UFUNCS = {"add": ALL, "multiply": ALL, "maximum": ALL, "minimum": ALL, "fmax": ALL, "fmin": ALL,
                     "logical_and": ALL, "logical_or": ALL}
@@ -1696,6 +1752,10 @@ _single("histogram", lambda xs, p: np.histogram(xs[0], bins=p["bins"], range=p["
         _histogram_params, "np.histogram", max_rank=3, family="sort", dtypes=NUMERIC)
 
 
+_single("histogram_bin_edges", lambda xs, p: np.histogram_bin_edges(xs[0], bins=p["bins"], range=p["range"]),
+        _histogram_params, "np.histogram_bin_edges", max_rank=3, family="sort", dtypes=NUMERIC)
+
+
 def _histogram_weights_sample(c: Chooser) -> Call:
     shape = random_shape(c, 0, 3, empty=True)
     return Call((shape, shape), _histogram_params(c, shape))
@@ -1713,6 +1773,19 @@ register(OpInfo("histogram_weights", _histogram_weights, 2, NUMERIC, "sort", _hi
                 domains=(ANY, SMALL), tolerance=REDUCTION, exact=False, numpy_name="np.histogram(weights=)",
                 scale=lambda xs, p: np.sum(np.abs(_as_float(xs[1]))) * math.sqrt(max(np.size(xs[1]), 1)),
                 notes="operand 1 gives the weights"))
+
+
+def _logspace_sample(c: Chooser) -> Call:
+    call = _linspace_sample(c)
+    return Call(call.shapes, {**call.params, "dtype": c.pick((None, None, "float32")), "base": c.pick((10.0, 2.0, 0.5))})
+
+
+# np.power of the base and NumPy's linspace samples (its own code): pow within a few ulps
+register(OpInfo("logspace", lambda xs, p: np.logspace(xs[0], xs[1], p["num"], endpoint=p["endpoint"], base=p["base"],
+                                                      dtype=p["dtype"], axis=p["axis"]),
+                2, NUMERIC, "creation", _logspace_sample, domains=(Domain(lo=-4.0, hi=4.0, special=False),),
+                tolerance=TRANSCENDENTAL, exact=False, scalar_operands=True, numpy_name="np.logspace",
+                notes="traced start and stop; no integer dtype (NumPy truncates an inexact power)"))
 
 
 def _cov_params(c, shape):
@@ -2007,6 +2080,40 @@ def _polyval(xs, p):
 register(OpInfo("polyval", _polyval, 2, NUMERIC, "polynomial", _polyval_sample, domains=(MODERATE,),
                 numpy_name="np.polyval",
                 notes="operand 0 the coefficients (unused when params.constant gives them)"))
+
+
+def _two_polynomials_sample(c: Chooser) -> Call:
+    return Call(((c.integer(1, 5),), (c.integer(1, 5),)))
+
+
+# coefficient arrays aligned at the constant term (NumPy's own code): one addition per coefficient, bit for bit
+register(OpInfo("polyadd", lambda xs, p: np.polyadd(xs[0], xs[1]), 2, NUMERIC, "polynomial", _two_polynomials_sample,
+                numpy_name="np.polyadd"))
+register(OpInfo("polysub", lambda xs, p: np.polysub(xs[0], xs[1]), 2, NUMERIC, "polynomial", _two_polynomials_sample,
+                numpy_name="np.polysub"))
+
+
+def _polyder_params(c, shape):
+    return {"m": c.pick((0, 1, 1, 2, 4))} if len(shape) == 1 else None
+
+
+def _polyint_params(c, shape):
+    if len(shape) != 1:
+        return None
+    m = c.pick((0, 1, 1, 2, 3))
+    return {"m": m, "k": c.pick((None, 2.5, [1.0, -2.0, 0.5][:max(m, 1)] if m != 2 else [3.0, 4.0]))}
+
+
+# each step a product (derivative) or quotient (integral) per coefficient, in NumPy's types: bit for bit
+_single("polyder", lambda xs, p: np.polyder(xs[0], p["m"]), _polyder_params, "np.polyder", dtypes=NUMERIC,
+        family="polynomial", domains=(MODERATE,))
+_single("polyint", lambda xs, p: np.polyint(xs[0], p["m"], k=p["k"]), _polyint_params, "np.polyint", dtypes=NUMERIC,
+        family="polynomial", domains=(MODERATE,))
+# the product of (x - root), one np.convolve per root: sums of products in another order than NumPy's (no empty
+# roots: NumPy's answer for them is the Python float 1.0, which a compiled function cannot return)
+_single("poly", lambda xs, p: np.poly(xs[0]), lambda c, s: {} if len(s) == 1 and 0 < s[0] <= 6 else None, "np.poly",
+        dtypes=NUMERIC, family="polynomial", domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False,
+        scale=lambda xs, p: np.abs(np.poly(-np.abs(_as_float(xs[0])))) * math.sqrt(max(np.size(xs[0]), 1)))
 
 
 def _vander_params(c, shape):
@@ -2506,7 +2613,7 @@ def _linalg_sample(c: Chooser) -> Call:
     n, batch = c.pick((1, 2, 3, 4, 6)), c.pick(((), (2,), (3, 1)))
     rhs = (n,) if c.pick((False, True)) else c.pick(((), (1,), (3, 2))) + (n, c.pick((1, 3)))
     return Call((batch + (n, n), rhs), {"fn": c.pick(("solve", "inv", "det", "slogdet", "cholesky", "cholesky_upper",
-                                                      "matrix_power", "qr")), "power": c.pick((0, 1, 2, 3, 5, 6, -1, -2)),
+                                                      "matrix_power", "qr", "tensorsolve", "tensorinv")), "power": c.pick((0, 1, 2, 3, 5, 6, -1, -2)),
                                         "mode": c.pick(("reduced", "complete", "r")), "rows": c.pick((0, 0, 1, 3))})
 
 
@@ -2518,6 +2625,12 @@ def _linalg_of(a, b, p):
         return np.linalg.cholesky(a, upper=fn == "cholesky_upper")
     if fn == "matrix_power":
         return np.linalg.matrix_power(a, p.get("power", 2))
+    if fn in ("tensorsolve", "tensorinv"):  # the stack's first matrix, as a tensor of another shape
+        first = np.reshape(a, (-1,) + np.shape(a)[-2:])[0]
+        n = first.shape[0]
+        if fn == "tensorinv":
+            return np.linalg.tensorinv(np.reshape(first, (n, 1, n)), ind=2)
+        return np.linalg.tensorsolve(np.reshape(first, (n, 1, n)), np.reshape(b, (-1,))[:n].reshape(n, 1))
     if fn == "qr":  # square, tall (rows of ones appended) or wide (the last column cut)
         rows = p.get("rows", 0)
         tall = np.concatenate([a, np.broadcast_to(np.ones_like(a[..., :1, :]), a.shape[:-2] + (rows, a.shape[-1]))],
@@ -2577,7 +2690,7 @@ def _multi_dot_scale(xs, p):
 # of the answer's largest magnitude, for the diagonally dominant matrices drawn
 register(OpInfo("linalg", _linalg_call, 2, NUMERIC, "linalg", _linalg_sample, domains=(SMALL,),
                 tolerance=Tolerance(ulps=64, scale_ulps=256), exact=False, scale=_linalg_scale,
-                numpy_name="np.linalg.solve / inv / det / slogdet / cholesky / matrix_power / qr"))
+                numpy_name="np.linalg.solve / inv / det / slogdet / cholesky / matrix_power / qr / tensorsolve / tensorinv"))
 # matmuls in the order NumPy's multi_dot picks from the shapes
 register(OpInfo("multi_dot", _multi_dot, 4, ALL, "linalg", _multi_dot_sample, domains=(SMALL,),
                 tolerance=_MATMUL_TOL, exact=False, scale=_multi_dot_scale, numpy_name="np.linalg.multi_dot"))

@@ -394,6 +394,25 @@ AGREES = {
     "np.quantile with weights of the reduced axes, a slice holding NaN": (
         lambda a: np.quantile(a, 0.5, axis=0, method="inverted_cdf", weights=np.array([1.0, 2.0])),
         np.array([[1.0, np.nan, 3.0], [4.0, 5.0, -6.0]])),
+    "np.angle of int8 (arctan2 of a Python 0: float16)": (lambda a: np.angle(a.astype(np.int8), deg=True), X),
+    "np.real_if_close of a real array (the array itself)": (lambda a: np.real_if_close(a) * 1, X),
+    "np.tril_indices_from / triu_indices_from / diag_indices_from as indices": (
+        lambda a: (a[np.tril_indices_from(a[:, :2])], a[np.triu_indices_from(a[:, 1:], 1)],
+                   a[np.diag_indices_from(a[:, :2])]), X),
+    "np.ix_ of traced index vectors": (lambda a: np.ix_(a[0].astype(np.int64), a[1]), X),
+    "np.ix_ mixing integers and a constant mask": (lambda a: a[np.ix_([1, -1], [True, False, True])], X),
+    "np.poly of no roots, inside a computation": (lambda a: np.poly(a[0, :0]) * a, X),
+    "np.poly of float32 and int8 roots (float32 stays, int8 becomes float64)": (
+        lambda a: (np.poly(a[0].astype(np.float32)), np.poly(a[1].astype(np.int8))), X),
+    "np.polyint with traced integration constants": (lambda a: np.polyint(a[0], 2, k=a[1, :2]), X),
+    "np.linalg.tensorsolve with axes (a scaled permutation: exact)": (
+        lambda a: np.linalg.tensorsolve(np.diag(2.0 ** np.arange(6)).reshape(3, 2, 3, 2) * a[1, 1],
+                                        np.arange(6.0).reshape(3, 2), axes=(0,)), X),
+    "np.histogram_bin_edges of the data's range (computed in the kernel)": (lambda a: np.histogram_bin_edges(a, 5), X),
+    "np.sliding_window_view summed per window": (
+        lambda a: np.lib.stride_tricks.sliding_window_view(a, (2, 2)).sum(axis=(-2, -1)), X),
+    "np.fix of float16 and of ints (returned in their dtype)": (lambda a: (np.fix(a.astype(np.float16) / 3),
+                                                                           np.fix(a.astype(np.int16))), X),
     "np.add into an int8 out= under casting='unsafe'": (
         lambda a: np.add(a, 0.5, out=np.zeros_like(a, dtype=np.int8), casting="unsafe"), X),
 }
@@ -455,6 +474,17 @@ REFUSED = {
         lambda a: np.quantile(a, 0.5, method="inverted_cdf", weights=a), X),
     "np.quantile with weights over an empty axis": (
         lambda a: np.quantile(a[:, :0], 0.5, axis=1, method="inverted_cdf", weights=a[:, :0]), X),
+    "np.polyder of a negative order": (lambda a: np.polyder(a[0], -1), X),
+    "np.polyint with too few constants": (lambda a: np.polyint(a[0], 3, k=[1, 2]), X),
+    "np.linalg.cross of 2-vectors": (lambda a: np.linalg.cross(a[:, :2], a[:, 1:]), X),
+    "np.linalg.tensorsolve of mismatched shapes": (lambda a: np.linalg.tensorsolve(a, a[0, :2]), X),
+    "np.linalg.tensorsolve with a negative axis (NumPy's list.remove)": (
+        lambda a: np.linalg.tensorsolve(np.eye(6).reshape(3, 2, 3, 2), np.ones((3, 2)), axes=(-4,)), X),
+    "np.linalg.tensorinv of a non-square split": (lambda a: np.linalg.tensorinv(a[:2], 1), X),
+    "np.sliding_window_view with a window longer than the axis": (
+        lambda a: np.lib.stride_tricks.sliding_window_view(a, 4, axis=1), X),
+    "np.ix_ of a 2-d index": (lambda a: np.ix_(a), X),
+    "np.poly of a 3-d array": (lambda a: np.poly(a[None]), X),
     "np.pad with an unknown mode": (lambda a: np.pad(a, 1, mode="average"), X),
     "np.pad with another mode's keyword": (lambda a: np.pad(a, 1, mode="edge", stat_length=2), X),
     "np.fliplr of a vector": (lambda a: np.fliplr(a), V),
