@@ -2687,6 +2687,62 @@ def unravel_index(indices, shape, order="C"):
     return tuple(coordinates)
 
 
+def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
+    """The flat index of each coordinate tuple (the coordinates broadcast together), by C or Fortran strides;
+    NumPy's own call on stand-ins checks the count, dims, dtypes and modes. 'wrap' takes a coordinate modulo
+    its dimension, 'clip' clips it, 'raise' (per dimension, or for all) makes one out of range NumPy's
+    ValueError, checked by the kernel as it runs. All coordinates 0-d give a NumPy scalar, as in NumPy."""
+    coordinates = [_tensor(c) for c in multi_index]
+    dims = tuple(operator.index(d) for d in (dims if np.iterable(dims) else (dims,)))
+    np.ravel_multi_index(tuple(np.zeros(c.shape, c.dtype) for c in coordinates), dims, mode=mode, order=order)
+    modes = (mode,) * len(dims) if isinstance(mode, str) else tuple(mode)
+    sizes = np.cumprod((1,) + (dims[:0:-1] if order == "C" else dims[:-1]), dtype=np.int64).tolist()
+    strides = sizes[::-1] if order == "C" else sizes
+    total, bad = 0, False
+    for c, n, m, stride in zip(coordinates, dims, modes, strides):
+        v = c.astype(np.intp)
+        if m.startswith("w"):  # NumPy reads a mode by its first letter
+            v = v % n
+        elif m.startswith("c"):
+            v = np.clip(v, 0, n - 1)
+        else:
+            bad = bad | (v < 0) | (v >= n)
+        total = total + v * stride
+    total = _tensor(total)
+    if bad is not False:
+        flat = broadcast_to(total, np.broadcast_shapes(*(c.shape for c in coordinates)))
+        flags = broadcast_to(bad, flat.shape)
+        checked = P.check_at_run_time(flat.node, flags.node, "first", ValueError,
+                                      lambda _: "invalid entry in coordinates array")
+        if checked is None:
+            raise NotImplementedError("np.ravel_multi_index outside a compiled function")
+        total = Tensor(checked)
+    return Tensor(total.node, scalar=True)
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """NumPy's np.geomspace on traced endpoints: computed in NumPy's type for them (float64, with NumPy's
+    0-d dtype argument), the start's sign rotated out, np.logspace of the log10s, the ends set to the
+    endpoints exactly, the sign put back. An endpoint of 0 is NumPy's ValueError, checked as the kernel runs."""
+    lo, hi = _tensor(start) * 1.0, _tensor(stop) * 1.0
+    _raise_at_run_time(np.any(lo == 0) | np.any(hi == 0), "Geometric sequence cannot include zero", "np.geomspace")
+    calc = np.result_type(_stand_in(lo), _stand_in(hi), float(num), np.zeros((), dtype))
+    dtype = calc if dtype is None else np.dtype(dtype)
+    lo, hi = lo.astype(calc), hi.astype(calc)
+    sign = np.sign(lo)
+    lo, hi = lo / sign, hi / sign
+    result = np.logspace(np.log10(lo), np.log10(hi), num=num, endpoint=endpoint, base=10.0, dtype=calc)
+    if num > 0:  # the ends exactly the endpoints (10 ** log10(x) need not be x)
+        ends = np.broadcast_to(lo, result.shape[1:])[None]
+        result = concatenate([ends, result[1:]])
+        if num > 1 and endpoint:
+            result = concatenate([result[:-1], np.broadcast_to(hi, result.shape[1:])[None]])
+    result = sign * result
+    if axis != 0:
+        result = np.moveaxis(result, 0, axis)
+    return result.astype(dtype)
+
+
 # Questions about dtypes, answered from the traced arrays' dtypes (NumPy 2 reads no values for them), and
 # the real and imaginary parts of the real arrays the compiler takes.
 
@@ -2807,12 +2863,55 @@ def _written_by_numpy(a, values, name: str, write, constants) -> None:
     update_in_place(a, gathered(source, codes).node, f"np.{name}", "build the result instead (np.where, ...)")
 
 
+def putmask(a, mask, values):
+    """np.putmask: where the mask holds (read flat: any shape of a's size) a takes the values' element at the
+    same flat position modulo their count, written into a's memory. NumPy's own np.putmask on stand-ins
+    checks the sizes and converts the values (an array under 'safe' casting, anything else as np.asarray
+    in a's dtype converts it); no values change nothing."""
+    target = _writable_target(a, "putmask")
+    mask_stand_in = np.zeros(mask.shape, mask.dtype) if isinstance(mask, Tensor) else mask
+    values_stand_in = np.zeros(values.shape, values.dtype) if isinstance(values, Tensor) else values
+    np.putmask(np.zeros(target.shape, target.dtype), mask_stand_in, values_stand_in)
+    if isinstance(values, Tensor):
+        v = ravel(values).astype(target.dtype)
+    else:
+        v = Tensor(const_node(np.ravel(values.astype(target.dtype) if isinstance(values, np.ndarray)
+                                       else np.asarray(values, dtype=target.dtype))))
+    if v.size == 0:
+        return None
+    repeated = reshape(take(v, np.arange(target.size) % v.size), target.shape)
+    selected = reshape(_tensor(mask).astype(np.bool_), target.shape)
+    update_in_place(target, where(selected, repeated, target).node, "np.putmask", "use np.where(mask, values, a) instead")
+    return None
+
+
 def put(a, ind, v, mode="raise"):
     _written_by_numpy(a, v, "put", lambda codes, values: np.put(codes, ind, values, mode), [ind])
 
 
 def place(arr, mask, vals):
-    _written_by_numpy(arr, vals, "place", lambda codes, values: np.place(codes, mask, values), [mask])
+    """np.place: the k-th position (in C order) where the mask holds takes the values' k-th element, modulo
+    their count. NumPy's own np.place on stand-ins of the real dtypes checks the sizes and converts the
+    values (an array under 'safe' casting); a traced mask chooses each position's value by a running count
+    of the mask, and no values for a mask that holds somewhere is NumPy's ValueError, checked as the kernel
+    runs."""
+    target = _writable_target(arr, "place")
+    stand_in = lambda v: np.zeros(v.shape, v.dtype) if isinstance(v, Tensor) else v  # noqa: E731
+    np.place(np.zeros(target.shape, target.dtype), stand_in(mask), stand_in(vals))
+    if not isinstance(mask, Tensor):
+        _written_by_numpy(target, vals, "place", lambda codes, values: np.place(codes, mask, values), [mask])
+        return
+    v = ravel(_tensor(vals)).astype(target.dtype) if isinstance(vals, Tensor) else \
+        Tensor(const_node(np.ravel(vals.astype(target.dtype) if isinstance(vals, np.ndarray)
+                                   else np.asarray(vals, dtype=target.dtype))))
+    selected = ravel(mask).astype(np.bool_)
+    if v.size == 0:
+        _raise_at_run_time(np.any(selected), "Cannot insert from an empty array!", "np.place")
+        return
+    count = cumsum(selected.astype(np.intp)) - 1  # the values' index at each selected position
+    chosen = Tensor(P.gather_in_range(v.node, (count % v.size).node, 0))
+    update_in_place(target, where(reshape(selected, target.shape), reshape(chosen, target.shape), target).node,
+                    "np.place", "use np.where(mask, values, arr) instead")
 
 
 def put_along_axis(arr, indices, values, axis):
@@ -3882,7 +3981,8 @@ FUNCTIONS = {
     np.angle: angle, np.real_if_close: real_if_close, np.diagflat: diagflat, np.polyder: polyder, np.polyint: polyint,
     np.poly: poly, np.linalg.cross: linalg_cross, np.linalg.tensorsolve: linalg_tensorsolve,
     np.linalg.tensorinv: linalg_tensorinv, np.lib.stride_tricks.sliding_window_view: sliding_window_view, np.ix_: ix_,
-    np.histogram_bin_edges: histogram_bin_edges,
+    np.histogram_bin_edges: histogram_bin_edges, np.putmask: putmask, np.ravel_multi_index: ravel_multi_index,
+    np.geomspace: geomspace,
     np.sum: sum_, np.prod: prod, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var, np.std: std, np.cumsum: cumsum, np.cumprod: cumprod, np.linalg.norm: linalg_norm,
     np.flip: flip, np.fliplr: fliplr, np.flipud: flipud, np.roll: roll, np.repeat: repeat, np.tile: tile, np.diff: diff,
     np.pad: pad, np.nan_to_num: nan_to_num, np.moveaxis: moveaxis, np.atleast_1d: atleast_1d,

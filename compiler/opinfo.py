@@ -1359,6 +1359,51 @@ _single("sliding_window_view", lambda xs, p: np.lib.stride_tricks.sliding_window
 _single("ix_", lambda xs, p: xs[0][np.ix_(*p["indices"])], _ix_params, "np.ix_", max_rank=3, family="index")
 
 
+def _putmask_params(c, shape):
+    return {"threshold": c.pick((-1.0, 0.0, 2.0)), "values": c.pick(([], [7], [1.5, -2], [3, 0, 1], 4))}
+
+
+def _putmask(xs, p):
+    copy = np.copy(xs[0])  # putmask writes into its argument: into a copy here
+    np.putmask(copy, copy > p["threshold"], p["values"])
+    return copy
+
+
+_single("putmask", _putmask, _putmask_params, "np.putmask", dtypes=NUMERIC, family="index",
+        notes="values repeat over the flat positions; NumPy converts a list of them into the array's dtype")
+
+
+def _place(xs, p):
+    copy = np.copy(xs[0])  # place writes into its argument: into a copy here
+    np.place(copy, copy > p["threshold"], p["values"])
+    return copy
+
+
+# the k-th selected position takes value k (modulo their count): a running count of the traced mask
+_single("place", _place, _putmask_params, "np.place", dtypes=NUMERIC, family="index",
+        notes="no values for a mask that selects something is NumPy's ValueError (checked as the kernel runs)")
+
+
+def _ravel_multi_index_sample(c: Chooser) -> Call:
+    dims = tuple(c.integer(1, 5) for _ in range(c.integer(1, 3)))
+    shapes = broadcast_shapes_for(c, len(dims), 0, 2)
+    mode = c.pick(("raise", "wrap", "clip", "mixed"))
+    if mode == "mixed":
+        mode = [c.pick(("raise", "wrap", "clip")) for _ in dims]
+    return Call(tuple(shapes), {"dims": list(dims), "mode": mode, "order": c.pick(("C", "F"))})
+
+
+def _ravel_multi_index(xs, p):
+    return np.ravel_multi_index(tuple(xs), tuple(p["dims"]), mode=p["mode"] if isinstance(p["mode"], str)
+                                else tuple(p["mode"]), order=p["order"])
+
+
+# coordinates times strides, summed exactly; 'raise' draws out-of-range coordinates too (NumPy's ValueError)
+register(OpInfo("ravel_multi_index", _ravel_multi_index, 3, INTS, "index", _ravel_multi_index_sample,
+                domains=(Domain(lo=-3, hi=6),), numpy_name="np.ravel_multi_index",
+                notes="arity is the most coordinates a sample has (one per dimension)"))
+
+
 # ufunc methods: the reductions and accumulations NumPy's own functions are, and outer products
 _REDUCING_UFUNCS = {"add": ALL, "multiply": ALL, "maximum": ALL, "minimum": ALL, "fmax": ALL, "fmin": ALL,
                     "logical_and": ALL, "logical_or": ALL}
@@ -1786,6 +1831,23 @@ register(OpInfo("logspace", lambda xs, p: np.logspace(xs[0], xs[1], p["num"], en
                 2, NUMERIC, "creation", _logspace_sample, domains=(Domain(lo=-4.0, hi=4.0, special=False),),
                 tolerance=TRANSCENDENTAL, exact=False, scalar_operands=True, numpy_name="np.logspace",
                 notes="traced start and stop; no integer dtype (NumPy truncates an inexact power)"))
+
+
+def _geomspace_sample(c: Chooser) -> Call:
+    call = _linspace_sample(c)
+    return Call(call.shapes, {**call.params, "dtype": c.pick((None, None, "float32"))})
+
+
+def _geomspace(xs, p):
+    # endpoints away from 0 (NumPy's error there is tested on its own), either sign
+    start, stop = (np.where(np.abs(x) < 0.5, 0.5, x) for x in xs)
+    return np.geomspace(start, stop, p["num"], endpoint=p["endpoint"], dtype=p["dtype"], axis=p["axis"])
+
+
+# np.logspace of the endpoints' log10s (pow within a few ulps), the ends set exactly
+register(OpInfo("geomspace", _geomspace, 2, NUMERIC, "creation", _geomspace_sample,
+                domains=(Domain(lo=-1e4, hi=1e4, special=False),), tolerance=TRANSCENDENTAL, exact=False,
+                scalar_operands=True, numpy_name="np.geomspace"))
 
 
 def _cov_params(c, shape):

@@ -413,6 +413,13 @@ AGREES = {
         lambda a: np.lib.stride_tricks.sliding_window_view(a, (2, 2)).sum(axis=(-2, -1)), X),
     "np.fix of float16 and of ints (returned in their dtype)": (lambda a: (np.fix(a.astype(np.float16) / 3),
                                                                            np.fix(a.astype(np.int16))), X),
+    "np.ravel_multi_index of traced coordinates, Fortran order, per-dimension modes": (
+        lambda a: np.ravel_multi_index((a.astype(np.int16), np.array([0, 5, -1])), (3, 4), mode=("wrap", "clip"),
+                                       order="F"), X),
+    "np.ravel_multi_index of NumPy scalars (a NumPy scalar)": (
+        lambda a: np.ravel_multi_index((a[0, 1].astype(np.int8) + 3, np.uint64(2)), (3, 4)), X),
+    "np.geomspace from a negative start, arrays of endpoints along axis 1 (powers of ten: exact)": (
+        lambda a: np.geomspace(a[0] * 0 - 1, a[1] * 0 - 1000, 4, axis=1), X),
     "np.add into an int8 out= under casting='unsafe'": (
         lambda a: np.add(a, 0.5, out=np.zeros_like(a, dtype=np.int8), casting="unsafe"), X),
 }
@@ -485,6 +492,12 @@ REFUSED = {
         lambda a: np.lib.stride_tricks.sliding_window_view(a, 4, axis=1), X),
     "np.ix_ of a 2-d index": (lambda a: np.ix_(a), X),
     "np.poly of a 3-d array": (lambda a: np.poly(a[None]), X),
+    "np.ravel_multi_index of a coordinate out of range (checked as the kernel runs)": (
+        lambda a: np.ravel_multi_index((a.astype(np.int64), a.astype(np.int64)), (3, 4)), X),
+    "np.ravel_multi_index of float coordinates": (lambda a: np.ravel_multi_index((a[0], a[1]), (3, 4)), X),
+    "np.ravel_multi_index with one coordinate for two dimensions": (
+        lambda a: np.ravel_multi_index((a[0].astype(np.int64),), (3, 4)), X),
+    "np.geomspace through zero (checked as the kernel runs)": (lambda a: np.geomspace(a[0, 0] * 0, 100, 6), X),
     "np.pad with an unknown mode": (lambda a: np.pad(a, 1, mode="average"), X),
     "np.pad with another mode's keyword": (lambda a: np.pad(a, 1, mode="edge", stat_length=2), X),
     "np.fliplr of a vector": (lambda a: np.fliplr(a), V),

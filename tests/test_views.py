@@ -330,6 +330,19 @@ def place_repeats_its_values(x):
     return y
 
 
+def place_by_a_traced_mask(x):
+    y = x * 1
+    np.place(y, x > 0.3, x[0, :3] * 10)  # the k-th selected position takes value k % 3: a running count
+    return y
+
+
+def putmask_repeats_values_by_position(x):
+    y, z = x * 1, np.zeros_like(x, dtype=np.int16)
+    np.putmask(y, x > 0, [10.0, 20.0, 30.0])  # position i takes value i % 3, selected or not
+    np.putmask(z, (x * 4).astype(np.int64) % 2, x[1].astype(np.int16))
+    return y, z
+
+
 def put_along_an_axis(x):
     y = x * 1
     np.put_along_axis(y, np.array([[1], [0], [3]]), x[:, :1] * 100, axis=1)
@@ -345,7 +358,8 @@ def fill_the_diagonal(x):
 
 
 IN_PLACE_FUNCTIONS = [copyto_with_a_mask_and_into_a_row, copyto_converts_and_a_view_sees_it, put_in_every_mode,
-                      place_repeats_its_values, put_along_an_axis, fill_the_diagonal]
+                      place_repeats_its_values, place_by_a_traced_mask, putmask_repeats_values_by_position,
+                      put_along_an_axis, fill_the_diagonal]
 
 
 @pytest.mark.parametrize("fn", IN_PLACE_FUNCTIONS, ids=lambda f: f.__name__)
@@ -360,6 +374,11 @@ def test_numpys_in_place_functions_write_as_numpy(fn):
     (lambda x: np.put(x * 1, [100], 1.0), IndexError, "index 100 is out of bounds"),
     (lambda x: np.put(np.zeros_like(x, dtype=np.int8), [0], 300), OverflowError, "300 out of bounds for int8"),
     (lambda x: np.copyto(np.sum(x), 1.0), TypeError, "numpy.float64"),  # a NumPy scalar is no array
+    (lambda x: np.place(x.astype(np.int64), x > 0, np.array([1.5])), TypeError, "according to the rule 'safe'"),
+    (lambda x: (np.place(y := x * 1, x > 0, []), y)[1], ValueError,
+     "Cannot insert from an empty array! .*checked as the kernel ran"),
+    (lambda x: np.putmask(x.astype(np.int64), x > 0, x), TypeError, "according to the rule 'safe'"),
+    (lambda x: np.putmask(x * 1, x[0] > 0, 1.0), ValueError, "mask and data must be the same size"),
 ])
 def test_numpys_in_place_functions_raise_numpys_errors(fn, error, match):
     with pytest.raises(error):
@@ -371,7 +390,7 @@ def test_numpys_in_place_functions_raise_numpys_errors(fn, error, match):
 @pytest.mark.parametrize("fn, match", [
     (lambda x: np.copyto(x, 1.0), "np.copyto on the argument x"),
     (lambda x: np.put(x * 1, np.argmax(x), 1.0), "np.put: traced positions"),
-    (lambda x: np.place(x * 1, x > 0, [1.0]), "np.place: traced positions"),
+    (lambda x: np.putmask(x, x > 0, 1.0), "np.putmask on the argument x"),
     (lambda x: np.copyto(np.zeros((3, 4)), x), "np.copyto into a NumPy array"),
 ])
 def test_numpys_in_place_functions_the_trace_cannot_follow_are_refused(fn, match):
