@@ -2885,6 +2885,21 @@ def putmask(a, mask, values):
     return None
 
 
+def fill(a, value) -> None:
+    """x.fill(value): every element the value, converted as NumPy's fill converts a value (its errors: a
+    sequence, a Python int out of range, NaN into an integer type), written into the array's memory."""
+    target = _writable_target(a, "fill")
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise ValueError("setting an array element with a sequence.")
+        converted = P.cast(value.node, target.dtype)
+    else:
+        box = np.zeros(1, target.dtype)
+        box.fill(value)
+        converted = const_node(box[0:1].reshape(()))
+    update_in_place(target, P.broadcast_to(converted, target.shape), "x.fill()", "use np.full_like(x, value) instead")
+
+
 def put(a, ind, v, mode="raise"):
     _written_by_numpy(a, v, "put", lambda codes, values: np.put(codes, ind, values, mode), [ind])
 

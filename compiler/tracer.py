@@ -49,6 +49,29 @@ class Tensor:
     # what NumPy returns here is a NumPy scalar (immutable, no memory to share), not a 0-d array
     numpy_scalar = property(lambda self: self.scalar and self.ndim == 0)
     real = property(lambda self: self)  # NumPy's real part of a real array: the array itself
+    itemsize = property(lambda self: self.node.dtype.itemsize)
+    nbytes = property(lambda self: self.node.size * self.node.dtype.itemsize)
+    device = property(lambda self: "cpu")  # NumPy's only array-API device
+
+    @property
+    def mT(self):
+        if self.ndim < 2:
+            raise ValueError("matrix transpose with ndim < 2 is undefined")
+        from .numpy_api import matrix_transpose
+        return matrix_transpose(self)
+
+    def to_device(self, device, /, *, stream=None):
+        if device != "cpu":
+            raise ValueError(f"Unsupported device: {device}. Only 'cpu' is accepted.")
+        return self
+
+    def __getattr__(self, name):
+        # only reached for names Tensor lacks: an ndarray attribute gets a message saying why, as an
+        # AttributeError still (hasattr keeps working)
+        if not name.startswith("_") and hasattr(np.ndarray, name):
+            why = _UNTRACEABLE_ATTRIBUTES.get(name, "not supported by the compiler")
+            raise AttributeError(f"x.{name} of a traced array: {why}")
+        raise AttributeError(f"'Tensor' object has no attribute {name!r}")
 
     @property
     def imag(self):
@@ -253,6 +276,15 @@ class Tensor:
             raise NotImplementedError("flatten: only order='C' is supported")
         return Tensor(P.reshape(self.node, (self.size,)))
 
+    def fill(self, value):
+        """In place: every element the value, converted as NumPy's fill converts it (its errors)."""
+        from .numpy_api import fill
+        fill(self, value)
+
+    def put(self, indices, values, mode="raise"):
+        from .numpy_api import put
+        put(self, indices, values, mode)
+
     def sort(self, axis=-1, kind=None, order=None, *, stable=None):
         """In place, as NumPy's: the Tensor itself is updated, and the views of its memory with it (as for
         the in-place operators)."""
@@ -337,6 +369,16 @@ def _numpy_entry_point() -> str | None:
 
 _VECTORIZE_HINT = ("; np.vectorize calls its function once per element on NumPy values: call the function on the "
                    "traced array itself (one made of NumPy's ufuncs and operators traces elementwise as it is)")
+_DATA = "its values are only known as the kernel runs (return the array, or compute with it)"
+_LAYOUT = "a compiled function's arrays have values, not a memory layout NumPy code could inspect"
+_UNTRACEABLE_ATTRIBUTES = {
+    "nonzero": "the result's shape depends on the data", "partition": "NumPy's introselect leaves an order of its own",
+    "argpartition": "NumPy's introselect leaves an order of its own", "item": _DATA, "tolist": _DATA,
+    "tobytes": _DATA, "tofile": _DATA, "dump": _DATA, "dumps": _DATA, "flat": "not supported (use x.ravel())",
+    "resize": "NumPy resizes the array's own memory in place (np.resize returns a copy)",
+    "base": _LAYOUT, "flags": _LAYOUT, "strides": _LAYOUT, "ctypes": _LAYOUT, "data": _LAYOUT,
+    "setflags": _LAYOUT, "getfield": _LAYOUT, "setfield": _LAYOUT, "byteswap": _LAYOUT,
+}
 _INTO_NUMPY = ("; if a traced value was assigned into a NumPy array (out = np.zeros(n); out[i] = x), make that array "
                "from a traced one -- np.zeros_like(x, shape=n) -- and the assignment is traced")
 VIEWED = "an array a view was taken of (NumPy's view would see the update)"

@@ -267,6 +267,28 @@ def test_data_dependent_control_flow_is_a_type_error():
         jit(lambda x: x * float(x[0, 0]))(X)
 
 
+@pytest.mark.parametrize("fn, match", [
+    (lambda x: x.nonzero(), r"x\.nonzero of a traced array: the result's shape depends on the data"),
+    (lambda x: x.item(), r"x\.item of a traced array: its values are only known as the kernel runs"),
+    (lambda x: x.strides, r"x\.strides of a traced array: .*not a memory layout"),
+    (lambda x: x.no_such_attribute, r"'Tensor' object has no attribute 'no_such_attribute'"),
+])
+def test_ndarray_attributes_the_trace_lacks_say_why(fn, match):
+    with pytest.raises(AttributeError, match=match):
+        jit(fn)(X)
+
+
+def test_array_metadata_and_array_api_attributes_are_numpys():
+    fn = lambda x: (x.mT, x * (x.itemsize + x.nbytes), x.to_device("cpu") * 1)  # noqa: E731
+    for got, want in zip(jit(fn)(X), fn(X)):
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+    assert jit(lambda x: x if x.device == "cpu" else -x)(X).tolist() == X.tolist()
+    with pytest.raises(ValueError, match="matrix transpose with ndim < 2 is undefined"):
+        jit(lambda x: x[0].mT)(X)
+    with pytest.raises(ValueError, match="Unsupported device: gpu"):
+        jit(lambda x: x.to_device("gpu"))(X)
+
+
 def test_a_numpy_function_converting_a_tensor_is_named_with_the_users_line():
     def doubled(x):
         return np.vectorize(lambda v: 2 * v)(x)  # the line the error names

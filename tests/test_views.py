@@ -343,6 +343,16 @@ def putmask_repeats_values_by_position(x):
     return y, z
 
 
+def fill_and_put_methods(x):
+    y, z = x * 1, x.astype(np.int8)
+    seen = y[1:]  # a view sees the fill
+    y.fill(2.5)
+    z.fill(x[0, 1])  # a traced 0-d value, converted to int8
+    w = x * 1
+    w.put([0, -1], [9.0, 8.0])
+    return y, seen, z, w
+
+
 def put_along_an_axis(x):
     y = x * 1
     np.put_along_axis(y, np.array([[1], [0], [3]]), x[:, :1] * 100, axis=1)
@@ -359,7 +369,7 @@ def fill_the_diagonal(x):
 
 IN_PLACE_FUNCTIONS = [copyto_with_a_mask_and_into_a_row, copyto_converts_and_a_view_sees_it, put_in_every_mode,
                       place_repeats_its_values, place_by_a_traced_mask, putmask_repeats_values_by_position,
-                      put_along_an_axis, fill_the_diagonal]
+                      fill_and_put_methods, put_along_an_axis, fill_the_diagonal]
 
 
 @pytest.mark.parametrize("fn", IN_PLACE_FUNCTIONS, ids=lambda f: f.__name__)
@@ -374,6 +384,9 @@ def test_numpys_in_place_functions_write_as_numpy(fn):
     (lambda x: np.put(x * 1, [100], 1.0), IndexError, "index 100 is out of bounds"),
     (lambda x: np.put(np.zeros_like(x, dtype=np.int8), [0], 300), OverflowError, "300 out of bounds for int8"),
     (lambda x: np.copyto(np.sum(x), 1.0), TypeError, "numpy.float64"),  # a NumPy scalar is no array
+    (lambda x: (y := x.astype(np.int8), y.fill(300))[0], OverflowError, "300 out of bounds for int8"),
+    (lambda x: (y := x.astype(np.int8), y.fill(np.nan))[0], ValueError, "cannot convert float NaN to integer"),
+    (lambda x: (y := x * 1, y.fill(x[0]))[0], ValueError, "setting an array element with a sequence"),
     (lambda x: np.place(x.astype(np.int64), x > 0, np.array([1.5])), TypeError, "according to the rule 'safe'"),
     (lambda x: (np.place(y := x * 1, x > 0, []), y)[1], ValueError,
      "Cannot insert from an empty array! .*checked as the kernel ran"),
