@@ -15,7 +15,7 @@ import numpy as np
 from . import dtypes as dt
 from .errors import OpOrigin
 from .graph import Node, SourceLoc, topological
-from .primitives import (PRIMITIVES, cast_scalar, elementwise_scalar, numpy_constant_clip, numpy_scalar_power,
+from .primitives import (PRIMITIVES, bitcast_scalar, cast_scalar, elementwise_scalar, numpy_constant_clip, numpy_scalar_power,
                          scalar_const, UFUNCS)
 
 INLINE_CONST_LIMIT = 16  # elements; larger constants are passed as hidden arguments
@@ -273,7 +273,7 @@ class Emitter:
             else:
                 tensor_ops.append((i, operands[i], inp.shape, inp.dtype))
 
-        direct = node.op in ("cast", "broadcast_to")
+        direct = node.op in ("cast", "broadcast_to", "bitcast")
         # operands are converted to the loop's dtypes as NumPy converts them, then float16 ones widened
         # to the type the loop computes in (see ``dt.arithmetic_type``); a cast is one conversion
         wide = compute if direct else tuple(dt.arithmetic_type(c) for c in compute)
@@ -289,6 +289,8 @@ class Emitter:
                     v = cast_scalar(rb, args[k], inp.dtype, compute[i])
                     vals.append(cast_scalar(rb, v, compute[i], wide[i]))
                     k += 1
+            if node.op == "bitcast":
+                return bitcast_scalar(rb, vals[0], compute[0], node.dtype)
             if direct:
                 return cast_scalar(rb, vals[0], compute[0], node.dtype)
             if node.attrs.get("scalar_exponent"):

@@ -1349,6 +1349,26 @@ def _ix_params(c, shape):
     return {"indices": lists}
 
 
+def _view_params(c, shape):
+    """A dtype of the same itemsize as the operand's (drawn by the sample's own dtype: every candidate is
+    tried by NumPy's rules at call time); bytes read as bool are refused by the compiler, so not drawn."""
+    return {"dtype": c.pick(("same_size_int", "same_size_uint", "same_size_float"))}
+
+
+_VIEW_TYPES = {("i", 1): "int8", ("u", 1): "uint8", ("f", 2): "float16", ("i", 2): "int16", ("u", 2): "uint16",
+               ("f", 4): "float32", ("i", 4): "int32", ("u", 4): "uint32", ("f", 8): "float64", ("i", 8): "int64",
+               ("u", 8): "uint64"}
+
+
+def _view(xs, p):
+    x = xs[0]
+    kind = {"same_size_int": "i", "same_size_uint": "u", "same_size_float": "f"}[p["dtype"]]
+    target = _VIEW_TYPES.get((kind, x.dtype.itemsize)) or _VIEW_TYPES[("u", x.dtype.itemsize)]
+    return x.view(target)
+
+
+# the same bits as another type of the itemsize (a bitcast): NaN payloads and signed zeros included, bit for bit
+_single("view", _view, _view_params, "x.view(dtype)", domains=(ANY,))
 _single("rollaxis", lambda xs, p: np.rollaxis(xs[0], p["axis"], p["start"]), _rollaxis_params, "np.rollaxis")
 _single("diagflat", lambda xs, p: np.diagflat(xs[0], p["k"]), lambda c, s: {"k": c.integer(-2, 2)}, "np.diagflat",
         max_rank=2)

@@ -1188,6 +1188,38 @@ def cast(x: Node, dtype) -> Node:
     return _make("cast", [x], x.shape, dtype, compute=(x.dtype,))
 
 
+def bitcast(x: Node, dtype) -> Node:
+    """The same bits read as another dtype of the same itemsize (ndarray.view(dtype)); a bool's byte is
+    0 or 1, and bytes read as bool are refused (NumPy keeps any byte in a bool, which no op then reads back)."""
+    dtype = dt.check_supported(dtype, "x.view")
+    if dtype.itemsize != x.dtype.itemsize:
+        raise ValueError(f"bitcast from {x.dtype} to {dtype}: itemsizes differ")
+    if dtype.kind == "b" and x.dtype.kind != "b":
+        raise NotImplementedError(f"x.view(bool) of {x.dtype}: NumPy keeps any byte in a bool, which the compiler's "
+                                  "bools (0 or 1) cannot hold; compare with 0 instead (x != 0)")
+    if x.dtype == dtype:
+        return x
+    return _make("bitcast", [x], x.shape, dtype, compute=(x.dtype,))
+
+
+def bitcast_scalar(rb, x: str, src, dst) -> str:
+    """One element's bits as ``dst`` (an integer of the same width, a float, or from bool its 0/1 byte)."""
+    src, dst = np.dtype(src), np.dtype(dst)
+    ts, td = dt.mlir_type(src), dt.mlir_type(dst)
+    if src.kind == "b":
+        return rb.op(f"arith.extui {x} : i1 to {td}") if dst.kind != "b" else x
+    if ts == td:  # int32 <-> uint32: MLIR's integers are signless
+        return x
+    return rb.op(f"arith.bitcast {x} : {ts} to {td}")
+
+
+def _eval_bitcast(node: Node, values):
+    return np.ascontiguousarray(values[0]).view(node.dtype)
+
+
+primitive("bitcast", _eval_bitcast, _lower_elementwise)
+
+
 def normalize_axes(axis, ndim: int, what: str, zero_d: bool = False) -> tuple:
     """``axis`` (None, an integer or a tuple of them; a list or a float is a TypeError, as in NumPy)
     as sorted non-negative axes. ``zero_d``: axis 0 or -1 of a 0-d array means no axis (NumPy's

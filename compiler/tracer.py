@@ -6,6 +6,7 @@ traces; the NumPy functions it understands live in ``numpy_api``."""
 
 from __future__ import annotations
 
+import builtins
 import os
 import sys
 import weakref
@@ -276,6 +277,22 @@ class Tensor:
             raise NotImplementedError("flatten: only order='C' is supported")
         return Tensor(P.reshape(self.node, (self.size,)))
 
+    def view(self, dtype=None, type=None):
+        """A view of the same memory: with a dtype of the same itemsize, the same bits read as that dtype
+        (writes through such a view are refused: they would be bits of another type). Another itemsize
+        changes the last axis's length by the memory's layout, which a traced array does not have."""
+        if type is not None or (isinstance(dtype, builtins.type) and issubclass(dtype, np.ndarray)):
+            raise NotImplementedError("x.view(type=...): ndarray subclasses are not supported by the compiler")
+        if dtype is None:
+            return view(self.node, self, scalar=self.numpy_scalar, positions=lambda p: p)
+        dtype = np.dtype(dtype)
+        if dtype.itemsize != self.dtype.itemsize:
+            if self.ndim == 0:
+                raise ValueError("Changing the dtype of a 0d array is only supported if the itemsize is unchanged")
+            raise NotImplementedError(f"x.view({dtype}) of {self.dtype}: another itemsize regroups the bytes of the "
+                                      "last axis by the memory's layout, which a traced array does not have")
+        return view(P.bitcast(self.node, dtype), self, scalar=self.numpy_scalar)
+
     def fill(self, value):
         """In place: every element the value, converted as NumPy's fill converts it (its errors)."""
         from .numpy_api import fill
@@ -386,7 +403,7 @@ A_VIEW = "a view (NumPy's slicing, reshape, transpose, squeeze, split and broadc
 READ_ONLY = "a read-only array (np.imag of a real array, np.broadcast_to, np.diagonal)"
 # the views an update cannot be written through: a reshape's sharing depends on the memory's layout,
 # which a trace does not know; np.broadcast_arrays' views repeat elements
-UNFOLLOWED = "a reshape, ravel or np.broadcast_arrays, whose sharing the trace does not follow"
+UNFOLLOWED = "a reshape, ravel, np.broadcast_arrays or x.view(dtype), whose sharing the trace does not follow"
 
 
 def view(node: Node, of, scalar: bool = False, positions=None, read_only: bool = False) -> Tensor:

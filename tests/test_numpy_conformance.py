@@ -420,6 +420,11 @@ AGREES = {
         lambda a: np.ravel_multi_index((a[0, 1].astype(np.int8) + 3, np.uint64(2)), (3, 4)), X),
     "np.geomspace from a negative start, arrays of endpoints along axis 1 (powers of ten: exact)": (
         lambda a: np.geomspace(a[0] * 0 - 1, a[1] * 0 - 1000, 4, axis=1), X),
+    "x.view(int64) of NaN, -0.0 and inf, and back (the bits themselves)": (
+        lambda a: ((a / 0).view(np.int64), ((a / 0).view(np.uint64) + 1).view(np.float64)), X),
+    "x.view of float16 as uint16 and of bools as uint8": (
+        lambda a: ((a / 3).astype(np.float16).view(np.uint16), (a > 0).view(np.uint8)), X),
+    "x.view of a NumPy scalar (a NumPy scalar)": (lambda a: a.sum().view(np.int64), X),
     "np.add into an int8 out= under casting='unsafe'": (
         lambda a: np.add(a, 0.5, out=np.zeros_like(a, dtype=np.int8), casting="unsafe"), X),
 }

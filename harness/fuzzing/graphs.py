@@ -42,6 +42,8 @@ DISCONTINUOUS = {"greater", "greater_equal", "less", "less_equal", "equal", "not
                  "piecewise",
                  # read the sign bit or infinity: an inexact NaN's sign, or an overflow, decides them
                  "isposinf", "isneginf", "angle",
+                 # the bits themselves: an input an ulp off is another integer
+                 "view",
                  "accumulate"}  # its comparisons, copysign, floor_divide and remainder
 # ops that map inf and NaN to finite values: where an inexact operand is already non-finite in NumPy,
 # which of inf, -inf and NaN it is can depend on evaluation order (BLAS's fused multiply-adds sum past
