@@ -3840,6 +3840,54 @@ def size(a, axis=None):
     return x.size if axis is None else x.shape[axis]
 
 
+def packbits(a, /, axis=None, bitorder="big"):
+    """np.packbits: each group of 8 elements along the axis (zero-padded at the end; the array raveled for
+    axis None) one uint8, nonzero elements its one bits, the first element the high bit ('big') or the low
+    one ('little'). NumPy's own call on a stand-in checks the dtype, axis and bitorder."""
+    x = _tensor(a)
+    expected = np.packbits(np.zeros(x.shape, x.dtype), axis=axis, bitorder=bitorder)
+    big = np.packbits(np.ones(1, np.uint8), bitorder=bitorder)[0] == 128  # as NumPy reads the bitorder
+    if axis is None or x.ndim == 0:
+        x, axis = ravel(x), 0
+    axis = np.lib.array_utils.normalize_axis_index(axis, x.ndim)
+    bits = np.moveaxis((x != 0).astype(np.uint8), axis, -1)
+    n = bits.shape[-1]
+    pad = -n % 8
+    if pad:
+        bits = concatenate([bits, Tensor(const_node(np.zeros(bits.shape[:-1] + (pad,), np.uint8)))], axis=-1)
+    groups = reshape(bits, bits.shape[:-1] + ((n + pad) // 8, 8))
+    weights = (2 ** np.arange(7, -1, -1) if big else 2 ** np.arange(8)).astype(np.uint8)
+    packed = sum_(groups * weights, axis=-1, dtype=np.uint8)  # distinct bits: the sum is their OR
+    result = np.moveaxis(packed, -1, axis)
+    assert result.shape == expected.shape, (result.shape, expected.shape)
+    return result
+
+
+def unpackbits(a, /, axis=None, count=None, bitorder="big"):
+    """np.unpackbits: each uint8 along the axis as its 8 bits (0 or 1), high bit first ('big') or low bit
+    first ('little'), the axis then cut or zero-padded to ``count`` (a negative one drops that many). NumPy's
+    own call on a stand-in checks the dtype, axis, count and bitorder and gives the result's shape."""
+    x = _tensor(a)
+    expected = np.unpackbits(np.zeros(x.shape, x.dtype), axis=axis, count=count, bitorder=bitorder)
+    big = np.unpackbits(np.ones(1, np.uint8), bitorder=bitorder)[-1] == 1
+    if axis is None or x.ndim == 0:
+        x, axis = ravel(x), 0
+    axis = np.lib.array_utils.normalize_axis_index(axis, x.ndim)
+    moved = np.moveaxis(x, axis, -1)
+    shifts = (np.arange(7, -1, -1) if big else np.arange(8)).astype(np.uint8)
+    bits = (moved[..., None] >> shifts) & np.uint8(1)
+    bits = reshape(bits, moved.shape[:-1] + (moved.shape[-1] * 8,))
+    length = expected.shape[axis]
+    if length <= bits.shape[-1]:
+        bits = bits[..., :length]
+    else:
+        bits = concatenate([bits, Tensor(const_node(np.zeros(bits.shape[:-1] + (length - bits.shape[-1],), np.uint8)))],
+                           axis=-1)
+    result = np.moveaxis(bits, -1, axis)
+    assert result.shape == expected.shape, (result.shape, expected.shape)
+    return result
+
+
 # --------------------------------------------------------------------------- small functions
 
 # NumPy functions whose own Python code needs nothing but what the compiler traces (ufuncs, supported
@@ -3997,7 +4045,7 @@ FUNCTIONS = {
     np.poly: poly, np.linalg.cross: linalg_cross, np.linalg.tensorsolve: linalg_tensorsolve,
     np.linalg.tensorinv: linalg_tensorinv, np.lib.stride_tricks.sliding_window_view: sliding_window_view, np.ix_: ix_,
     np.histogram_bin_edges: histogram_bin_edges, np.putmask: putmask, np.ravel_multi_index: ravel_multi_index,
-    np.geomspace: geomspace,
+    np.geomspace: geomspace, np.packbits: packbits, np.unpackbits: unpackbits,
     np.sum: sum_, np.prod: prod, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var, np.std: std, np.cumsum: cumsum, np.cumprod: cumprod, np.linalg.norm: linalg_norm,
     np.flip: flip, np.fliplr: fliplr, np.flipud: flipud, np.roll: roll, np.repeat: repeat, np.tile: tile, np.diff: diff,
     np.pad: pad, np.nan_to_num: nan_to_num, np.moveaxis: moveaxis, np.atleast_1d: atleast_1d,

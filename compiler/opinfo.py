@@ -1369,6 +1369,23 @@ def _view(xs, p):
 
 # the same bits as another type of the itemsize (a bitcast): NaN payloads and signed zeros included, bit for bit
 _single("view", _view, _view_params, "x.view(dtype)", domains=(ANY,))
+def _packbits_params(c, shape):
+    nd = len(shape)
+    return {"axis": c.integer(-nd, nd - 1) if nd and c.pick((0, 1)) else None, "bitorder": c.pick(("big", "little"))}
+
+
+def _unpackbits_params(c, shape):
+    p = _packbits_params(c, shape)
+    n = (int(np.prod(shape)) if p["axis"] is None else shape[p["axis"]]) * 8
+    # padding past the bits of an empty array is uninitialized memory in NumPy (zeros otherwise): not drawn
+    return {**p, "count": c.pick((None, c.integer(0, n + 9 if n else 0), -c.integer(0, n)))}
+
+
+# bits in, bits out: sums of distinct powers of two (packbits), shifts and masks (unpackbits), bit for bit
+_single("packbits", lambda xs, p: np.packbits(xs[0], **p), _packbits_params, "np.packbits", dtypes=BOOL + INTS,
+        max_rank=3)
+_single("unpackbits", lambda xs, p: np.unpackbits(xs[0], **p), _unpackbits_params, "np.unpackbits",
+        dtypes=(np.dtype(np.uint8),), max_rank=3)
 _single("rollaxis", lambda xs, p: np.rollaxis(xs[0], p["axis"], p["start"]), _rollaxis_params, "np.rollaxis")
 _single("diagflat", lambda xs, p: np.diagflat(xs[0], p["k"]), lambda c, s: {"k": c.integer(-2, 2)}, "np.diagflat",
         max_rank=2)

@@ -425,6 +425,12 @@ AGREES = {
     "x.view of float16 as uint16 and of bools as uint8": (
         lambda a: ((a / 3).astype(np.float16).view(np.uint16), (a > 0).view(np.uint8)), X),
     "x.view of a NumPy scalar (a NumPy scalar)": (lambda a: a.sum().view(np.int64), X),
+    "np.packbits along an axis, little-endian, of a length not a multiple of 8 (zero-padded)": (
+        lambda a: np.packbits(a > 0, axis=0, bitorder="little"), X),
+    "np.unpackbits of np.packbits, cut to the original length": (
+        lambda a: np.unpackbits(np.packbits(a.astype(np.int64), axis=1), axis=1, count=a.shape[1]), X),
+    "np.unpackbits, padded past its bits and dropping from the end": (
+        lambda a: (np.unpackbits(a.astype(np.uint8), count=80), np.unpackbits(a.astype(np.uint8), axis=0, count=-5)), X),
     "np.add into an int8 out= under casting='unsafe'": (
         lambda a: np.add(a, 0.5, out=np.zeros_like(a, dtype=np.int8), casting="unsafe"), X),
 }
@@ -503,6 +509,9 @@ REFUSED = {
     "np.ravel_multi_index with one coordinate for two dimensions": (
         lambda a: np.ravel_multi_index((a[0].astype(np.int64),), (3, 4)), X),
     "np.geomspace through zero (checked as the kernel runs)": (lambda a: np.geomspace(a[0, 0] * 0, 100, 6), X),
+    "np.packbits of floats": (lambda a: np.packbits(a), X),
+    "np.unpackbits of int64": (lambda a: np.unpackbits(a.astype(np.int64)), X),
+    "np.unpackbits dropping more bits than it has": (lambda a: np.unpackbits(a.astype(np.uint8), count=-100), X),
     "np.pad with an unknown mode": (lambda a: np.pad(a, 1, mode="average"), X),
     "np.pad with another mode's keyword": (lambda a: np.pad(a, 1, mode="edge", stat_length=2), X),
     "np.fliplr of a vector": (lambda a: np.fliplr(a), V),
