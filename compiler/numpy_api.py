@@ -1842,6 +1842,28 @@ def linalg_inv(a):
     return linalg_solve(x, np.broadcast_to(np.eye(x.shape[-1], dtype=x.dtype), x.shape))
 
 
+def linalg_cond(x, p=None):
+    """NumPy's cond for the norms that need no singular values (1, -1, inf, -inf, 'fro'): the norm of the
+    matrix times the norm of its inverse, the inverse computed in float64 (a singular matrix's inverse NaN,
+    as NumPy's under errstate('ignore')), the product in the matrix's own float type; NaN from a matrix
+    without NaN becomes inf, as in NumPy."""
+    a = _tensor(x)
+    if a.size == 0 and a.ndim >= 2 and a.shape[-2] * a.shape[-1] == 0:  # NumPy's _is_empty_2d, checked first
+        raise np.linalg.LinAlgError("cond is not defined on empty arrays")
+    if p is None or p in (2, -2):
+        raise NotImplementedError(f"np.linalg.cond: p={p!r} needs singular values, which the compiler does not compute "
+                                  "(1, -1, inf, -inf and 'fro' do not)")
+    matrices = _lapack_operand(a, "cond")
+    result_type = matrices.dtype
+    wide = matrices.astype(np.float64)
+    lu, order, _ = _lu(wide)
+    singular = np.any(_diagonal_of(lu) == 0, axis=-1)[..., None, None]
+    inverse = np.where(singular, np.nan, _lu_solve(lu, order, np.broadcast_to(np.eye(wide.shape[-1]), wide.shape)))
+    r = (linalg_norm(a, p, axis=(-2, -1)) * linalg_norm(inverse, p, axis=(-2, -1))).astype(result_type)
+    unexplained = np.isnan(r) & ~np.any(np.isnan(matrices), axis=(-2, -1))
+    return Tensor(np.where(unexplained, np.inf, r).astype(result_type).node, scalar=True)
+
+
 def linalg_cholesky(a, /, *, upper=False):
     """LAPACK potrf's Cholesky factor, unrolled (Cholesky-Crout, column by column) on a stack of matrices:
     L from the lower triangle (U = L.T from the upper one with ``upper``), the other triangle zero. A
@@ -4045,7 +4067,7 @@ FUNCTIONS = {
     np.poly: poly, np.linalg.cross: linalg_cross, np.linalg.tensorsolve: linalg_tensorsolve,
     np.linalg.tensorinv: linalg_tensorinv, np.lib.stride_tricks.sliding_window_view: sliding_window_view, np.ix_: ix_,
     np.histogram_bin_edges: histogram_bin_edges, np.putmask: putmask, np.ravel_multi_index: ravel_multi_index,
-    np.geomspace: geomspace, np.packbits: packbits, np.unpackbits: unpackbits,
+    np.geomspace: geomspace, np.packbits: packbits, np.unpackbits: unpackbits, np.linalg.cond: linalg_cond,
     np.sum: sum_, np.prod: prod, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var, np.std: std, np.cumsum: cumsum, np.cumprod: cumprod, np.linalg.norm: linalg_norm,
     np.flip: flip, np.fliplr: fliplr, np.flipud: flipud, np.roll: roll, np.repeat: repeat, np.tile: tile, np.diff: diff,
     np.pad: pad, np.nan_to_num: nan_to_num, np.moveaxis: moveaxis, np.atleast_1d: atleast_1d,

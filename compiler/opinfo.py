@@ -2712,7 +2712,8 @@ def _linalg_sample(c: Chooser) -> Call:
     n, batch = c.pick((1, 2, 3, 4, 6)), c.pick(((), (2,), (3, 1)))
     rhs = (n,) if c.pick((False, True)) else c.pick(((), (1,), (3, 2))) + (n, c.pick((1, 3)))
     return Call((batch + (n, n), rhs), {"fn": c.pick(("solve", "inv", "det", "slogdet", "cholesky", "cholesky_upper",
-                                                      "matrix_power", "qr", "tensorsolve", "tensorinv")), "power": c.pick((0, 1, 2, 3, 5, 6, -1, -2)),
+                                                      "matrix_power", "qr", "tensorsolve", "tensorinv", "cond")),
+                                        "p": c.pick((1, -1, "inf", "-inf", "fro")), "power": c.pick((0, 1, 2, 3, 5, 6, -1, -2)),
                                         "mode": c.pick(("reduced", "complete", "r")), "rows": c.pick((0, 0, 1, 3))})
 
 
@@ -2724,6 +2725,8 @@ def _linalg_of(a, b, p):
         return np.linalg.cholesky(a, upper=fn == "cholesky_upper")
     if fn == "matrix_power":
         return np.linalg.matrix_power(a, p.get("power", 2))
+    if fn == "cond":
+        return np.linalg.cond(a, {"inf": np.inf, "-inf": -np.inf}.get(p.get("p", 1), p.get("p", 1)))
     if fn in ("tensorsolve", "tensorinv"):  # the stack's first matrix, as a tensor of another shape
         first = np.reshape(a, (-1,) + np.shape(a)[-2:])[0]
         n = first.shape[0]
@@ -2789,7 +2792,7 @@ def _multi_dot_scale(xs, p):
 # of the answer's largest magnitude, for the diagonally dominant matrices drawn
 register(OpInfo("linalg", _linalg_call, 2, NUMERIC, "linalg", _linalg_sample, domains=(SMALL,),
                 tolerance=Tolerance(ulps=64, scale_ulps=256), exact=False, scale=_linalg_scale,
-                numpy_name="np.linalg.solve / inv / det / slogdet / cholesky / matrix_power / qr / tensorsolve / tensorinv"))
+                numpy_name="np.linalg.solve / inv / det / slogdet / cholesky / matrix_power / qr / tensorsolve / tensorinv / cond"))
 # matmuls in the order NumPy's multi_dot picks from the shapes
 register(OpInfo("multi_dot", _multi_dot, 4, ALL, "linalg", _multi_dot_sample, domains=(SMALL,),
                 tolerance=_MATMUL_TOL, exact=False, scale=_multi_dot_scale, numpy_name="np.linalg.multi_dot"))

@@ -229,6 +229,7 @@ def test_non_integer_indices():
     (lambda x: np.lib.stride_tricks.sliding_window_view(x, 2, axis=0, writeable=True), "writeable=True"),
     (lambda x: np.ix_(x[0] > 0), "np.ix_ of a traced boolean array"),
     (lambda x: x.view(np.float64), r"x.view\(float64\) of float32: another itemsize"),
+    (lambda x: np.linalg.cond(x[:, :3]), r"np.linalg.cond: p=None needs singular values"),
     (lambda x: x.astype(np.int8).view(np.bool_), r"x.view\(bool\) of int8"),
     (lambda x: np.nanquantile(x, 0.5, method="inverted_cdf", weights=np.ones_like(x)), r"np.nanquantile: arguments \['weights'\]"),
     (lambda x: np.add.reduceat(x, [0, 2]), "np.add.reduceat"),

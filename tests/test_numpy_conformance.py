@@ -431,6 +431,11 @@ AGREES = {
         lambda a: np.unpackbits(np.packbits(a.astype(np.int64), axis=1), axis=1, count=a.shape[1]), X),
     "np.unpackbits, padded past its bits and dropping from the end": (
         lambda a: (np.unpackbits(a.astype(np.uint8), count=80), np.unpackbits(a.astype(np.uint8), axis=0, count=-5)), X),
+    "np.linalg.cond by the 1-norm of an exactly invertible float32 stack (float32, as NumPy's)": (
+        lambda a: np.linalg.cond(np.stack([a[:2, :2] * 0 + [[1.0, 2.0], [3.0, 4.0]]] * 2).astype(np.float32), 1), X),
+    "np.linalg.cond of a singular matrix (inf), and of one holding NaN (NaN)": (
+        lambda a: (np.linalg.cond(a[:2, :2] * 0 + [[1.0, 2.0], [2.0, 4.0]], np.inf),
+                   np.linalg.cond(a[:2, :2] * 0 + [[np.nan, 1.0], [1.0, 1.0]], -1)), X),
     "np.add into an int8 out= under casting='unsafe'": (
         lambda a: np.add(a, 0.5, out=np.zeros_like(a, dtype=np.int8), casting="unsafe"), X),
 }
@@ -512,6 +517,8 @@ REFUSED = {
     "np.packbits of floats": (lambda a: np.packbits(a), X),
     "np.unpackbits of int64": (lambda a: np.unpackbits(a.astype(np.int64)), X),
     "np.unpackbits dropping more bits than it has": (lambda a: np.unpackbits(a.astype(np.uint8), count=-100), X),
+    "np.linalg.cond of an empty matrix": (lambda a: np.linalg.cond(a[:0, :0], 1), X),
+    "np.linalg.cond of a non-square matrix": (lambda a: np.linalg.cond(a, "fro"), X),
     "np.pad with an unknown mode": (lambda a: np.pad(a, 1, mode="average"), X),
     "np.pad with another mode's keyword": (lambda a: np.pad(a, 1, mode="edge", stat_length=2), X),
     "np.fliplr of a vector": (lambda a: np.fliplr(a), V),
