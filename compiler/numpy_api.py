@@ -5,6 +5,7 @@ not listed raises ``NotImplementedError`` naming the function at trace time."""
 
 from __future__ import annotations
 
+import builtins
 import math
 import operator
 import string
@@ -565,7 +566,8 @@ def _max_from_zero(x: Tensor, axis, keepdims: bool):
     """NumPy's ``x.max(axis, initial=0)`` of values that are never negative: 0 over an empty axis."""
     axes = P.normalize_axes(axis, x.ndim, "np.linalg.norm")
     if any(x.shape[a] == 0 for a in axes):
-        return Tensor(P.reduce("sum", x.node, axes, keepdims, "np.linalg.norm"))  # zeros of the result's shape
+        # zeros of the result's shape: a NumPy scalar when 0-d, as a reduction's result is
+        return Tensor(P.reduce("sum", x.node, axes, keepdims, "np.linalg.norm"), scalar=True)
     return x.max(axis=axis, keepdims=keepdims)
 
 
@@ -3612,26 +3614,94 @@ def _histogram_result(counts: Tensor, edges: Tensor, density):
     return counts, edges
 
 
-def _histogram_of_data_range(x: Tensor, w: Tensor | None, count: int, density):
-    """bins as a count, the range the data's (NumPy's _get_outer_edges: min and max, widened by one half
-    when equal): the edges are computed in the kernel by np.linspace's steps, and NumPy's data-dependent
-    errors (a range that is not finite, too many bins for it) are checked as the kernel runs."""
+def _data_range(x: Tensor, what: str) -> tuple[Tensor, Tensor, np.dtype]:
+    """NumPy's _get_outer_edges of the data: its min and max (in NumPy's bin type: float64 for integers and
+    bools), widened by one half when equal; a range that is not finite is NumPy's ValueError, checked as the
+    kernel runs."""
     first, last = amin(x), amax(x)
-    kind = np.result_type(x.dtype, float) if x.dtype.kind in "iu" else x.dtype  # NumPy's bin type, either way
-    line = P.user_location().short()
-
-    def error_if(bad: Tensor, message: str) -> None:  # NumPy's ValueError, which only the data can tell
-        if P.check_at_run_time(P.cast(bad.node, np.dtype(np.int64)), bad.node, "first", ValueError,
-                               lambda _: f"{message} (np.histogram at {line}, checked as the kernel ran)") is None:
-            raise NotImplementedError("np.histogram outside a traced function: its range checks need a kernel")
-
-    error_if(~(np.isfinite(first) & np.isfinite(last)), "autodetected range of the data is not finite")
+    kind = np.result_type(x.dtype, float) if x.dtype.kind in "iub" else x.dtype
+    _raise_at_run_time(~(np.isfinite(first) & np.isfinite(last)), "autodetected range of the data is not finite", what)
     same = first == last
     lo = np.where(same, first.astype(kind) - 0.5, first.astype(kind)).astype(kind)
     hi = np.where(same, last.astype(kind) + 0.5, last.astype(kind)).astype(kind)
-    edges = linspace(Tensor(lo.node, scalar=True), Tensor(hi.node, scalar=True), count + 1, dtype=kind)
-    error_if(np.any(edges[:-1] >= edges[1:]), f"Too many bins for data range. Cannot create {count} finite-sized bins.")
+    return Tensor(lo.node, scalar=True), Tensor(hi.node, scalar=True), kind
+
+
+def _histogram_of_data_range(x: Tensor, w: Tensor | None, count: int, density):
+    """bins as a count, the range the data's: the edges are computed in the kernel by np.linspace's steps,
+    and NumPy's data-dependent errors (a range that is not finite, too many bins for it) are checked as the
+    kernel runs."""
+    lo, hi, kind = _data_range(x, "np.histogram")
+    edges = linspace(lo, hi, count + 1, dtype=kind)
+    _raise_at_run_time(np.any(edges[:-1] >= edges[1:]),
+                       f"Too many bins for data range. Cannot create {count} finite-sized bins.", "np.histogram")
     return _histogram_result(_bin_totals(x, w, True, edges), edges, density)
+
+
+def histogramdd(sample, bins=10, range=None, density=None, weights=None):
+    """NumPy's np.histogramdd: per dimension the edges (a count over the given range or the data's, the
+    edges then np.linspace's, computed in the kernel for the data's; or an array of edges, checked as NumPy
+    checks them), each sample's bin by NumPy's searchsorted(edges, v, 'right') with the last edge closed,
+    outliers dropped; each bin's count, or its weights' float64 sum in the samples' order (np.bincount's),
+    as float64. NumPy's argument checks are its own, on stand-ins."""
+    if isinstance(bins, Tensor) or _holds_tensor([bins]) or (range is not None and _holds_tensor(list(range))):
+        raise NotImplementedError("np.histogramdd: traced bins or range are not supported (they decide the edges)")
+    if hasattr(sample, "shape") and np.ndim(sample) == 2:  # an (N, D) array; anything else: D arrays of N
+        points = _tensor(sample)
+        columns = [points[:, i] for i in builtins.range(points.shape[1])]
+    else:  # NumPy stacks them into one array: of their common dtype
+        columns = [ravel(_tensor(c)) for c in ([sample] if hasattr(sample, "shape") else sample)]
+        common = np.result_type(*[np.empty(0, c.dtype) for c in columns]) if columns else np.dtype(np.float64)
+        columns = [c.astype(common) for c in columns]
+    count = len(columns)
+    stand_in = np.zeros((columns[0].shape[0] if columns else 0, count))
+    np.histogramdd(stand_in, bins, range, weights=None if weights is None else np.zeros(np.shape(weights)))
+    try:  # NumPy's reading of bins: one per dimension, or one for all
+        bins = list(bins) if len(bins) == count else bins
+    except TypeError:
+        bins = [bins] * count
+    ranges = [None] * count if range is None else list(range)
+    w = None if weights is None else _tensor(weights).astype(np.float64)
+    edges, index, stride, n_total = [], None, 1, 1
+    sizes = []
+    for column, b, r in zip(columns, bins, ranges):
+        if np.ndim(b) == 0:
+            if r is None and column.size:
+                lo, hi, _ = _data_range(column, "np.histogramdd")
+                e = linspace(lo, hi, operator.index(b) + 1)
+            else:
+                lo, hi = np.lib._histograms_impl._get_outer_edges(np.zeros(0, column.dtype) if r is None else
+                                                                  np.zeros(1, column.dtype), r)
+                e = _tensor(np.linspace(lo, hi, operator.index(b) + 1))
+        else:
+            e = _tensor(np.asarray(b))
+        edges.append(e)
+        sizes.append(e.shape[0] - 1)
+    # each sample's core bin per dimension (0 .. n-1; outliers -1 or n), combined into one flat index
+    flat, outside = None, None
+    for column, e, n in zip(columns, edges, sizes):
+        common = np.result_type(column.dtype, e.dtype)
+        v, ee = column.astype(common), e.astype(common)
+        place = sum_(ee[None, :] <= v[:, None], axis=1, dtype=np.intp) - (v == ee[-1]).astype(np.intp) - 1
+        out = (place < 0) | (place >= n)
+        outside = out if outside is None else outside | out
+        flat = place if flat is None else flat * n + place
+    total = int(np.prod(sizes, dtype=np.int64))
+    bin_ids = np.arange(total, dtype=np.intp)[:, None]
+    hit = (flat[None, :] == bin_ids) & ~outside[None, :]
+    if w is None:
+        hist = sum_(hit, axis=1, dtype=np.intp).astype(np.float64)
+    else:
+        hist = sum_(where(hit, w[None, :], 0.0), axis=1)
+    hist = reshape(hist, tuple(sizes))
+    if density:
+        s = sum_(hist)
+        for i, e in enumerate(edges):
+            shape = [1] * count
+            shape[i] = sizes[i]
+            hist = hist / reshape(np.diff(e).astype(np.float64) if e.dtype.kind != "f" else np.diff(e), shape)
+        hist = hist / s
+    return hist, edges
 
 
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *, dtype=None):
@@ -4068,6 +4138,7 @@ FUNCTIONS = {
     np.linalg.tensorinv: linalg_tensorinv, np.lib.stride_tricks.sliding_window_view: sliding_window_view, np.ix_: ix_,
     np.histogram_bin_edges: histogram_bin_edges, np.putmask: putmask, np.ravel_multi_index: ravel_multi_index,
     np.geomspace: geomspace, np.packbits: packbits, np.unpackbits: unpackbits, np.linalg.cond: linalg_cond,
+    np.histogramdd: histogramdd, np.histogram2d: np.histogram2d._implementation,
     np.sum: sum_, np.prod: prod, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var, np.std: std, np.cumsum: cumsum, np.cumprod: cumprod, np.linalg.norm: linalg_norm,
     np.flip: flip, np.fliplr: fliplr, np.flipud: flipud, np.roll: roll, np.repeat: repeat, np.tile: tile, np.diff: diff,
     np.pad: pad, np.nan_to_num: nan_to_num, np.moveaxis: moveaxis, np.atleast_1d: atleast_1d,

@@ -1887,6 +1887,38 @@ register(OpInfo("geomspace", _geomspace, 2, NUMERIC, "creation", _geomspace_samp
                 scalar_operands=True, numpy_name="np.geomspace"))
 
 
+def _histogramdd_sample(c: Chooser) -> Call:
+    """N samples of D <= 3 dimensions; per dimension a count (over a range, or the data's) or edges."""
+    n, d = c.pick((0, 1, 5, 9, 20)), c.integer(1, 3)
+    bins, ranges = [], []
+    for _ in range(d):
+        kind = c.pick(("count", "count", "edges"))
+        if kind == "edges":
+            bins.append(sorted(c.pick((-100.0, -2.5, -1.0, 0.0, 0.0, 0.5, 1.0, 3.0)) for _ in range(c.integer(2, 5))))
+            ranges.append(None)
+        else:
+            bins.append(c.integer(1, 5))
+            lo = c.pick((-3.0, 0.0, 1.0))
+            ranges.append(None if c.pick((0, 1)) else [lo, lo + c.pick((0.0, 0.5, 4.0))])
+    return Call(((n, d), (n,)), {"bins": bins, "range": ranges, "density": c.pick((False, True)),
+                                 "weighted": c.pick((False, True))})
+
+
+def _histogramdd(xs, p):
+    # a density divides by the total: non-negative weights, so it does not cancel
+    weights = (np.abs(xs[1]) if p["density"] else xs[1]) if p["weighted"] else None
+    return np.histogramdd(xs[0], bins=p["bins"], range=p["range"], density=p["density"], weights=weights)
+
+
+# counts exact (as float64, NumPy's type); weights summed in float64 in the samples' order (np.bincount's);
+# a density's total summed in another order than NumPy's
+register(OpInfo("histogramdd", _histogramdd, 2, NUMERIC, "sort", _histogramdd_sample, domains=(ANY, SMALL),
+                tolerance=REDUCTION, exact=False, numpy_name="np.histogramdd / np.histogram2d",
+                scale=lambda xs, p: (np.sum(np.abs(_as_float(xs[1]))) if p["weighted"] else 1.0) *
+                math.sqrt(max(np.shape(xs[0])[0], 1)),
+                notes="operand 1 gives the weights (used when params.weighted)"))
+
+
 def _cov_params(c, shape):
     n = shape[-1] if shape else 1
     params = {"kind": c.pick(("cov", "cov", "corrcoef")), "rowvar": c.pick((True, True, False))}

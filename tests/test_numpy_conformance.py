@@ -436,6 +436,8 @@ AGREES = {
     "np.linalg.cond of a singular matrix (inf), and of one holding NaN (NaN)": (
         lambda a: (np.linalg.cond(a[:2, :2] * 0 + [[1.0, 2.0], [2.0, 4.0]], np.inf),
                    np.linalg.cond(a[:2, :2] * 0 + [[np.nan, 1.0], [1.0, 1.0]], -1)), X),
+    "np.linalg.vector_norm, ord=inf over an empty array (0, a NumPy scalar; found by the GPU emulator sweep)": (
+        lambda a: np.linalg.vector_norm(a[:0], axis=(1, 0), ord=np.inf), X.astype(np.float32)),
     "np.add into an int8 out= under casting='unsafe'": (
         lambda a: np.add(a, 0.5, out=np.zeros_like(a, dtype=np.int8), casting="unsafe"), X),
 }
@@ -1103,6 +1105,24 @@ def test_histogram_sums_weights_as_numpy_does(fn):
     (got_n, got_edges), (want_n, want_edges) = jit(fn)(HISTOGRAM_DATA), fn(HISTOGRAM_DATA)
     assert_like_numpy(got_n, want_n)
     assert_like_numpy(got_edges, want_edges)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: np.histogramdd(a.reshape(-1, 2), bins=3, range=[(-2, 2), (-3, 3)]),          # NaN and inf: outliers
+    lambda a: np.histogramdd(np.nan_to_num(a).reshape(-1, 2), bins=(2, [-5, 0, 0.25, 1e300])),  # the data's range
+    lambda a: np.histogramdd(np.clip(np.nan_to_num(a), -9, 9).reshape(-1, 3), bins=2, density=True,
+                             weights=WEIGHTS.reshape(-1)[:6] ** 2),
+    lambda a: np.histogram2d(np.clip(np.nan_to_num(a[0]), -9, 9), a[1], bins=[-2, 0, 2], weights=WEIGHTS[0]),
+    lambda a: np.histogram2d(np.nan_to_num(a[0]).astype(np.int16), np.clip(a[1], -3, 3).astype(np.float16), bins=3),
+])
+def test_histogramdd_bins_as_numpy_does(fn):
+    """NumPy's edges per dimension (given, over a range, or the data's, in the common dtype of the columns),
+    its searchsorted binning with the last edge closed, outliers dropped, float64 counts or weight sums."""
+    got, want = jit(fn)(HISTOGRAM_DATA), fn(HISTOGRAM_DATA)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        for g_part, w_part in (zip(g, w) if isinstance(w, list) else [(g, w)]):
+            assert_like_numpy(g_part, w_part)
 
 
 @pytest.mark.parametrize("fn, data, match", [

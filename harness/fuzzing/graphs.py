@@ -25,6 +25,9 @@ from .check import ZERO_SIGN_UNDEFINED, Mismatch, compare_values, numpy_eval
 MAX_ELEMENTS = 4096
 GRAPH_DOMAIN = oi.Domain(lo=-4.0, hi=4.0, special=False)
 EXCLUDED = set(oi.INDEX_OPERAND_OPS + oi.EXPONENT_OPERAND_OPS)  # need an index or exponent argument; covered at op level
+# an integer array's mean rounded back to its dtype: beyond the op's MODERATE domain (a graph's int64 values are
+# not held to it) the float64 sum's order, not NumPy's, can move the rounded integer (seed 1134); covered at op level
+EXCLUDED.add("pad_mean")
 _JOINS = ("stack", "concatenate", "hstack", "column_stack", "dstack", "vstack")  # what ``_join`` builds
 
 DISCONTINUOUS = {"greater", "greater_equal", "less", "less_equal", "equal", "not_equal",

@@ -750,5 +750,7 @@ def emulate(fn, *args, **static):
     storage = [signless(o) for o in outputs]
     with module.context:
         emulator = Emulator(module, lowered.func_name)
-        emulator.run(arrays + [signless(np.ascontiguousarray(h)) for h in lowered.hidden] + storage)
+        # hidden constants copied: the emulator writes every buffer back, and a constant may be read-only
+        # (np.broadcast_to's result when nothing is broadcast)
+        emulator.run(arrays + [signless(np.array(h, order="C")) for h in lowered.hidden] + storage)
     return _unflatten(out_tree, iter(outputs)), emulator
