@@ -1350,9 +1350,10 @@ def _ix_params(c, shape):
 
 
 def _view_params(c, shape):
-    """A dtype of the same itemsize as the operand's (drawn by the sample's own dtype: every candidate is
-    tried by NumPy's rules at call time); bytes read as bool are refused by the compiler, so not drawn."""
-    return {"dtype": c.pick(("same_size_int", "same_size_uint", "same_size_float"))}
+    """The kind of the dtype to read the bits as, of the operand's itemsize (chosen at call time, when the
+    operand's dtype is known; float for 1-byte operands falls back to uint8); bool is never drawn (bytes read as
+    bool are refused by the compiler)."""
+    return {"kind": c.pick(("i", "u", "f"))}  # not "dtype": that key is a NumPy dtype in every other op's params
 
 
 _VIEW_TYPES = {("i", 1): "int8", ("u", 1): "uint8", ("f", 2): "float16", ("i", 2): "int16", ("u", 2): "uint16",
@@ -1362,8 +1363,7 @@ _VIEW_TYPES = {("i", 1): "int8", ("u", 1): "uint8", ("f", 2): "float16", ("i", 2
 
 def _view(xs, p):
     x = xs[0]
-    kind = {"same_size_int": "i", "same_size_uint": "u", "same_size_float": "f"}[p["dtype"]]
-    target = _VIEW_TYPES.get((kind, x.dtype.itemsize)) or _VIEW_TYPES[("u", x.dtype.itemsize)]
+    target = _VIEW_TYPES.get((p["kind"], x.dtype.itemsize)) or _VIEW_TYPES[("u", x.dtype.itemsize)]
     return x.view(target)
 
 
