@@ -2836,16 +2836,27 @@ def _writable_target(a, name: str) -> Tensor:
     return a
 
 
+def _zeros_stand_in(v):
+    """Zeros of a Tensor's shape and dtype (a mask that selects nothing: the data's own errors are not NumPy's
+    to raise here), anything else as it is: for NumPy's own in-place functions' checks."""
+    return np.zeros(v.shape, v.dtype) if isinstance(v, Tensor) else v
+
+
+def _flat_values(values, dtype) -> Tensor:
+    """An in-place function's values, raveled, in the target's dtype: a Tensor converted, a NumPy array
+    converted (its 'safe' check already NumPy's, on stand-ins), anything else as np.asarray converts it."""
+    if isinstance(values, Tensor):
+        return ravel(values).astype(dtype)
+    return Tensor(const_node(np.ravel(values.astype(dtype) if isinstance(values, np.ndarray)
+                                      else np.asarray(values, dtype=dtype))))
+
+
 def copyto(dst, src, casting="same_kind", where=True):
     """NumPy's own np.copyto on stand-ins of the operands' shapes and dtypes checks the casting,
     broadcasting and mask (its errors; a Python number is converted as it converts one); the kernel
     takes ``src`` where the mask holds, written into dst's memory (update_in_place)."""
     dst = _writable_target(dst, "copyto")
-
-    def stand_in(v):
-        return np.zeros(v.shape, v.dtype) if isinstance(v, Tensor) else v
-
-    np.copyto(np.zeros(dst.shape, dst.dtype), stand_in(src), casting=casting, where=stand_in(where))
+    np.copyto(np.zeros(dst.shape, dst.dtype), _zeros_stand_in(src), casting=casting, where=_zeros_stand_in(where))
     if isinstance(src, Tensor):
         value = src.node
     elif dt.is_python_scalar(src):
@@ -2893,14 +2904,8 @@ def putmask(a, mask, values):
     checks the sizes and converts the values (an array under 'safe' casting, anything else as np.asarray
     in a's dtype converts it); no values change nothing."""
     target = _writable_target(a, "putmask")
-    mask_stand_in = np.zeros(mask.shape, mask.dtype) if isinstance(mask, Tensor) else mask
-    values_stand_in = np.zeros(values.shape, values.dtype) if isinstance(values, Tensor) else values
-    np.putmask(np.zeros(target.shape, target.dtype), mask_stand_in, values_stand_in)
-    if isinstance(values, Tensor):
-        v = ravel(values).astype(target.dtype)
-    else:
-        v = Tensor(const_node(np.ravel(values.astype(target.dtype) if isinstance(values, np.ndarray)
-                                       else np.asarray(values, dtype=target.dtype))))
+    np.putmask(np.zeros(target.shape, target.dtype), _zeros_stand_in(mask), _zeros_stand_in(values))
+    v = _flat_values(values, target.dtype)
     if v.size == 0:
         return None
     repeated = reshape(take(v, np.arange(target.size) % v.size), target.shape)
@@ -2920,7 +2925,7 @@ def fill(a, value) -> None:
     else:
         box = np.zeros(1, target.dtype)
         box.fill(value)
-        converted = const_node(box[0:1].reshape(()))
+        converted = const_node(box.reshape(()))
     update_in_place(target, P.broadcast_to(converted, target.shape), "x.fill()", "use np.full_like(x, value) instead")
 
 
@@ -2935,14 +2940,11 @@ def place(arr, mask, vals):
     of the mask, and no values for a mask that holds somewhere is NumPy's ValueError, checked as the kernel
     runs."""
     target = _writable_target(arr, "place")
-    stand_in = lambda v: np.zeros(v.shape, v.dtype) if isinstance(v, Tensor) else v  # noqa: E731
-    np.place(np.zeros(target.shape, target.dtype), stand_in(mask), stand_in(vals))
+    np.place(np.zeros(target.shape, target.dtype), _zeros_stand_in(mask), _zeros_stand_in(vals))
     if not isinstance(mask, Tensor):
         _written_by_numpy(target, vals, "place", lambda codes, values: np.place(codes, mask, values), [mask])
         return
-    v = ravel(_tensor(vals)).astype(target.dtype) if isinstance(vals, Tensor) else \
-        Tensor(const_node(np.ravel(vals.astype(target.dtype) if isinstance(vals, np.ndarray)
-                                   else np.asarray(vals, dtype=target.dtype))))
+    v = _flat_values(vals, target.dtype)
     selected = ravel(mask).astype(np.bool_)
     if v.size == 0:
         _raise_at_run_time(np.any(selected), "Cannot insert from an empty array!", "np.place")
@@ -3662,8 +3664,7 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
         bins = [bins] * count
     ranges = [None] * count if range is None else list(range)
     w = None if weights is None else _tensor(weights).astype(np.float64)
-    edges, index, stride, n_total = [], None, 1, 1
-    sizes = []
+    edges, sizes = [], []
     for column, b, r in zip(columns, bins, ranges):
         if np.ndim(b) == 0:
             if r is None and column.size:
@@ -3944,10 +3945,9 @@ def packbits(a, /, axis=None, bitorder="big"):
     axis = np.lib.array_utils.normalize_axis_index(axis, x.ndim)
     bits = np.moveaxis((x != 0).astype(np.uint8), axis, -1)
     n = bits.shape[-1]
-    pad = -n % 8
-    if pad:
-        bits = concatenate([bits, Tensor(const_node(np.zeros(bits.shape[:-1] + (pad,), np.uint8)))], axis=-1)
-    groups = reshape(bits, bits.shape[:-1] + ((n + pad) // 8, 8))
+    pad_to = n + -n % 8
+    bits = np.pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, pad_to - n)])
+    groups = reshape(bits, bits.shape[:-1] + (pad_to // 8, 8))
     weights = (2 ** np.arange(7, -1, -1) if big else 2 ** np.arange(8)).astype(np.uint8)
     packed = sum_(groups * weights, axis=-1, dtype=np.uint8)  # distinct bits: the sum is their OR
     result = np.moveaxis(packed, -1, axis)
@@ -3970,11 +3970,7 @@ def unpackbits(a, /, axis=None, count=None, bitorder="big"):
     bits = (moved[..., None] >> shifts) & np.uint8(1)
     bits = reshape(bits, moved.shape[:-1] + (moved.shape[-1] * 8,))
     length = expected.shape[axis]
-    if length <= bits.shape[-1]:
-        bits = bits[..., :length]
-    else:
-        bits = concatenate([bits, Tensor(const_node(np.zeros(bits.shape[:-1] + (length - bits.shape[-1],), np.uint8)))],
-                           axis=-1)
+    bits = np.pad(bits[..., :length], [(0, 0)] * (bits.ndim - 1) + [(0, max(0, length - bits.shape[-1]))])
     result = np.moveaxis(bits, -1, axis)
     assert result.shape == expected.shape, (result.shape, expected.shape)
     return result

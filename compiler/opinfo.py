@@ -1400,24 +1400,22 @@ def _putmask_params(c, shape):
     return {"threshold": c.pick((-1.0, 0.0, 2.0)), "values": c.pick(([], [7], [1.5, -2], [3, 0, 1], 4))}
 
 
-def _putmask(xs, p):
-    copy = np.copy(xs[0])  # putmask writes into its argument: into a copy here
-    np.putmask(copy, copy > p["threshold"], p["values"])
-    return copy
+def _masked_write(write):
+    """np.putmask or np.place where the array exceeds a threshold: they write into their argument, so into
+    a copy here, which is the result."""
+    def call(xs, p):
+        copy = np.copy(xs[0])
+        write(copy, copy > p["threshold"], p["values"])
+        return copy
+    return call
 
 
-_single("putmask", _putmask, _putmask_params, "np.putmask", dtypes=NUMERIC, family="index",
+_single("putmask", _masked_write(np.putmask), _putmask_params, "np.putmask", dtypes=NUMERIC, family="index",
         notes="values repeat over the flat positions; NumPy converts a list of them into the array's dtype")
 
 
-def _place(xs, p):
-    copy = np.copy(xs[0])  # place writes into its argument: into a copy here
-    np.place(copy, copy > p["threshold"], p["values"])
-    return copy
-
-
 # the k-th selected position takes value k (modulo their count): a running count of the traced mask
-_single("place", _place, _putmask_params, "np.place", dtypes=NUMERIC, family="index",
+_single("place", _masked_write(np.place), _putmask_params, "np.place", dtypes=NUMERIC, family="index",
         notes="no values for a mask that selects something is NumPy's ValueError (checked as the kernel runs)")
 
 
