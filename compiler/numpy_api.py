@@ -296,7 +296,7 @@ def _reduction_target(out, what: str) -> Tensor:
         if len(out) != 1:
             raise ValueError(f"{what}: 'out' must be a tuple of exactly one array")
         out = out[0]
-    return _writable_target(out, f"{what[3:]}(..., out=...)")
+    return _writable_target(out, f"{what}(..., out=...)")
 
 
 def _stand_in(v):
@@ -2246,11 +2246,11 @@ def _weighted_quantile(x: Tensor, q: np.ndarray, weights, axis, keepdims, method
     return _with_keepdims(Tensor(result.node), x, axes, q.shape, bool(keepdims))
 
 
-def _raise_at_run_time(bad: Tensor, message: str, what: str) -> None:
-    """NumPy's ValueError ``message`` where any of ``bad`` holds, which only the data can tell."""
+def _raise_at_run_time(bad: Tensor, message: str, what: str, error: type = ValueError) -> None:
+    """NumPy's ``error`` (ValueError) ``message`` where any of ``bad`` holds, which only the data can tell."""
     line = P.user_location().short()
     flags = bad.node
-    if P.check_at_run_time(P.cast(flags, np.dtype(np.int64)), flags, "first", ValueError,
+    if P.check_at_run_time(P.cast(flags, np.dtype(np.int64)), flags, "first", error,
                            lambda _: f"{message} ({what} at {line}, checked as the kernel ran)") is None:
         raise NotImplementedError(f"{what} outside a traced function: its checks of the data need a kernel")
 
@@ -2825,11 +2825,13 @@ def _positions(x: Tensor) -> np.ndarray:
 # --------------------------------------------------------------------------- NumPy's in-place functions
 
 
-def _writable_target(a, name: str) -> Tensor:
+def _writable_target(a, what: str) -> Tensor:
+    """``a`` as the array an in-place write (``what``: "np.put", "x.fill()") goes into, or the error saying why
+    it cannot be."""
     if isinstance(a, Tensor) and a.numpy_scalar:
-        raise TypeError(f"np.{name}: the array to write must be a numpy.ndarray, not numpy.{a.dtype} (a NumPy scalar)")
+        raise TypeError(f"{what}: the array to write must be a numpy.ndarray, not numpy.{a.dtype} (a NumPy scalar)")
     if not isinstance(a, Tensor):
-        raise NotImplementedError(f"np.{name} into a NumPy array: NumPy writes that array's memory, which a compiled "
+        raise NotImplementedError(f"{what} into a NumPy array: NumPy writes that array's memory, which a compiled "
                                   "function cannot; make it from a traced array (np.zeros_like(x, shape=n))")
     if a.aliases == READ_ONLY:
         raise ValueError("assignment destination is read-only")
@@ -2855,7 +2857,7 @@ def copyto(dst, src, casting="same_kind", where=True):
     """NumPy's own np.copyto on stand-ins of the operands' shapes and dtypes checks the casting,
     broadcasting and mask (its errors; a Python number is converted as it converts one); the kernel
     takes ``src`` where the mask holds, written into dst's memory (update_in_place)."""
-    dst = _writable_target(dst, "copyto")
+    dst = _writable_target(dst, "np.copyto")
     np.copyto(np.zeros(dst.shape, dst.dtype), _zeros_stand_in(src), casting=casting, where=_zeros_stand_in(where))
     if isinstance(src, Tensor):
         value = src.node
@@ -2878,15 +2880,15 @@ def _write_where(target: Tensor, value: P.Node, where, what: str, instead: str) 
     update_in_place(target, value, what, instead)
 
 
-def _written_by_numpy(a, values, name: str, write, constants) -> None:
+def _written_by_numpy(a, values, what: str, write, constants) -> None:
     """An in-place NumPy function run by NumPy itself on stand-ins: it writes the value's positions
     (offset past a's, in the value's shape) into the array of a's flat positions, so its rules (which
     positions, a short value repeated, modes, broadcasting, errors) decide which element lands where;
     the kernel gathers the updated array, written into a's memory (update_in_place). ``constants`` are
     the arguments that choose positions: traced ones are refused by name."""
-    a = _writable_target(a, name)
+    a = _writable_target(a, what)
     if any(isinstance(c, Tensor) for c in constants):
-        raise NotImplementedError(f"np.{name}: traced positions (write np.where(...) instead)")
+        raise NotImplementedError(f"{what}: traced positions (write np.where(...) instead)")
     if isinstance(values, Tensor):
         v = P.cast(values.node, a.dtype)
     else:
@@ -2895,7 +2897,42 @@ def _written_by_numpy(a, values, name: str, write, constants) -> None:
     write(codes, a.size + np.arange(v.size, dtype=np.intp).reshape(v.shape))
     parts = [P.reshape(a.node, (a.size,))] + ([P.reshape(v, (v.size,))] if v.size else [])
     source = P.concat(parts, 0) if len(parts) > 1 else parts[0]
-    update_in_place(a, gathered(source, codes).node, f"np.{name}", "build the result instead (np.where, ...)")
+    update_in_place(a, gathered(source, codes).node, what, "build the result instead (np.where, ...)")
+
+
+def flat_getitem(a: Tensor, key):
+    """x.flat[key]: NumPy's own flatiter indexing of x's flat positions (C order) decides which elements, in
+    what shape, and its errors; the elements are gathered into a fresh array (an element: a NumPy scalar).
+    A traced key indexes x raveled, as NumPy's flatiter indexes with an integer array."""
+    if _holds_tensor((key,)):
+        if not isinstance(key, Tensor):
+            raise NotImplementedError("x.flat[...] with traced values inside a tuple or list: index with one traced "
+                                      "integer array")
+        return getitem(Tensor(P.reshape(a.node, (a.size,))), key)
+    positions = _positions(a).flat[key]
+    return Tensor(gathered(a.node, np.asarray(positions)).node, scalar=np.ndim(positions) == 0)
+
+
+def flat_setitem(a, key, value) -> None:
+    """x.flat[key] = value: NumPy's own flatiter assignment decides which positions take which element of the
+    value (a short one repeated), its conversion and its errors; a constant value is written by NumPy
+    itself into an array of x's dtype, a traced one placed by x's flat positions (``_written_by_numpy``);
+    either goes into x's memory."""
+    target = _writable_target(a, "x.flat[...] =")
+    if _holds_tensor((key,)):
+        raise NotImplementedError("x.flat[...] = with traced positions (write np.where(...) instead)")
+    written = np.zeros(target.shape, target.dtype)
+    written.flat[key] = _zeros_stand_in(value)
+    if isinstance(value, Tensor):
+        _written_by_numpy(target, value, "x.flat[...] =", lambda codes, values: codes.flat.__setitem__(key, values), [])
+        return
+    # the positions NumPy wrote: a value differs from zeros or from ones wherever it landed (an empty list
+    # writes nothing, except False into a bool array by one integer)
+    over_ones = np.ones(target.shape, target.dtype)
+    over_ones.flat[key] = value
+    hit = (written != 0) | (over_ones != 1)
+    update_in_place(target, P.where(const_node(hit), const_node(written), target.node), "x.flat[...] =",
+                    "build the result instead (np.where, ...)")
 
 
 def putmask(a, mask, values):
@@ -2903,7 +2940,7 @@ def putmask(a, mask, values):
     same flat position modulo their count, written into a's memory. NumPy's own np.putmask on stand-ins
     checks the sizes and converts the values (an array under 'safe' casting, anything else as np.asarray
     in a's dtype converts it); no values change nothing."""
-    target = _writable_target(a, "putmask")
+    target = _writable_target(a, "np.putmask")
     np.putmask(np.zeros(target.shape, target.dtype), _zeros_stand_in(mask), _zeros_stand_in(values))
     v = _flat_values(values, target.dtype)
     if v.size == 0:
@@ -2917,7 +2954,7 @@ def putmask(a, mask, values):
 def fill(a, value) -> None:
     """x.fill(value): every element the value, converted as NumPy's fill converts a value (its errors: a
     sequence, a Python int out of range, NaN into an integer type), written into the array's memory."""
-    target = _writable_target(a, "fill")
+    target = _writable_target(a, "x.fill()")
     if isinstance(value, Tensor):
         if value.ndim:
             raise ValueError("setting an array element with a sequence.")
@@ -2930,7 +2967,7 @@ def fill(a, value) -> None:
 
 
 def put(a, ind, v, mode="raise"):
-    _written_by_numpy(a, v, "put", lambda codes, values: np.put(codes, ind, values, mode), [ind])
+    _written_by_numpy(a, v, "np.put", lambda codes, values: np.put(codes, ind, values, mode), [ind])
 
 
 def place(arr, mask, vals):
@@ -2939,10 +2976,10 @@ def place(arr, mask, vals):
     values (an array under 'safe' casting); a traced mask chooses each position's value by a running count
     of the mask, and no values for a mask that holds somewhere is NumPy's ValueError, checked as the kernel
     runs."""
-    target = _writable_target(arr, "place")
+    target = _writable_target(arr, "np.place")
     np.place(np.zeros(target.shape, target.dtype), _zeros_stand_in(mask), _zeros_stand_in(vals))
     if not isinstance(mask, Tensor):
-        _written_by_numpy(target, vals, "place", lambda codes, values: np.place(codes, mask, values), [mask])
+        _written_by_numpy(target, vals, "np.place", lambda codes, values: np.place(codes, mask, values), [mask])
         return
     v = _flat_values(vals, target.dtype)
     selected = ravel(mask).astype(np.bool_)
@@ -2956,12 +2993,12 @@ def place(arr, mask, vals):
 
 
 def put_along_axis(arr, indices, values, axis):
-    _written_by_numpy(arr, values, "put_along_axis",
+    _written_by_numpy(arr, values, "np.put_along_axis",
                       lambda codes, v: np.put_along_axis(codes, indices, v, axis), [indices])
 
 
 def fill_diagonal(a, val, wrap=False):
-    _written_by_numpy(a, val, "fill_diagonal", lambda codes, values: np.fill_diagonal(codes, values, wrap), [])
+    _written_by_numpy(a, val, "np.fill_diagonal", lambda codes, values: np.fill_diagonal(codes, values, wrap), [])
 
 
 def block(arrays):
@@ -4049,6 +4086,47 @@ def poly(seq_of_zeros):
     return a
 
 
+def polymul(a1, a2):
+    """NumPy's polymul: np.convolve of the two coefficient arrays, each first stripped of its leading zeros by
+    np.poly1d. A constant one is stripped as NumPy strips it; a traced one's leading zeros only its values
+    tell, and they would change the result's length, so a traced coefficient array (of two or more) that
+    starts with a zero is refused as the kernel runs. A lone coefficient stays, zero or not (NumPy's too)."""
+    if isinstance(a1, np.poly1d) or isinstance(a2, np.poly1d):
+        raise NotImplementedError("np.polymul of a np.poly1d: NumPy returns a poly1d, which cannot hold traced "
+                                  "coefficients (pass its .coeffs)")
+    factors = []
+    for a in (a1, a2):
+        if not isinstance(a, Tensor):
+            factors.append(np.poly1d(a).coeffs)  # NumPy's own stripping (and its error for more than 1-d)
+            continue
+        c = atleast_1d(a)
+        if c.ndim > 1:
+            raise ValueError("Polynomial must be 1d only.")
+        if c.shape[0] > 1:
+            _raise_at_run_time(c[0] == 0, "np.polymul: a coefficient array starts with a zero, which NumPy strips, "
+                               "so its result is shorter than the compiled function's", "np.polymul",
+                               NotImplementedError)
+        factors.append(c)
+    return convolve(*factors)
+
+
+def einsum_path(subscripts, *operands, optimize="greedy", einsum_call=False):
+    """NumPy's own einsum_path on stand-ins of the operands' shapes: the contraction order depends on
+    nothing else, so the path and its report are NumPy's."""
+    stand_ins = [np.broadcast_to(np.zeros((), o.dtype), o.shape) if isinstance(o, Tensor) else o for o in operands]
+    return np.einsum_path(subscripts, *stand_ins, optimize=optimize, einsum_call=einsum_call)
+
+
+def min_scalar_type(a, /):
+    """An array of one or more dimensions: its own dtype, as NumPy's; a 0-d one's answer is the smallest type
+    that holds its value, which only the kernel knows."""
+    t = _tensor(a)
+    if t.ndim == 0 and t.dtype != np.bool_:
+        raise NotImplementedError("np.min_scalar_type of a traced 0-d array: NumPy's answer is the smallest type "
+                                  "that holds its value, known only as the kernel runs")
+    return t.dtype
+
+
 def linalg_cross(x1, x2, /, *, axis=-1):
     """np.linalg.cross: np.cross of 3-vectors only (NumPy's error for any other length)."""
     a, b = _tensor(x1), _tensor(x2)
@@ -4149,7 +4227,8 @@ FUNCTIONS = {
     np.sinc: sinc, np.nansum: nansum, np.nanprod: nanprod,
     np.nancumsum: nancumsum, np.nancumprod: nancumprod, np.nanmax: nanmax, np.nanmin: nanmin, np.nanmean: nanmean,
     np.nanvar: nanvar, np.nanstd: nanstd, np.matrix_transpose: matrix_transpose, np.astype: astype,
-    np.unstack: unstack, np.correlate: correlate, np.convolve: convolve, np.cross: cross, np.kron: kron, np.trapezoid: trapezoid, np.cumulative_sum: cumulative_sum, np.cumulative_prod: cumulative_prod,
+    np.unstack: unstack, np.correlate: correlate, np.convolve: convolve, np.polymul: polymul, np.einsum_path: einsum_path,
+    np.min_scalar_type: min_scalar_type, np.cross: cross, np.kron: kron, np.trapezoid: trapezoid, np.cumulative_sum: cumulative_sum, np.cumulative_prod: cumulative_prod,
     np.linalg.vector_norm: linalg_vector_norm, np.linalg.matrix_norm: linalg_matrix_norm, np.linalg.vecdot: linalg_vecdot,
     np.linalg.outer: linalg_outer, np.linalg.matmul: lambda x1, x2, /: np.matmul(x1, x2),
     np.linalg.matrix_transpose: matrix_transpose, np.linalg.tensordot: tensordot,

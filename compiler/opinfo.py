@@ -2222,6 +2222,22 @@ register(OpInfo("polysub", lambda xs, p: np.polysub(xs[0], xs[1]), 2, NUMERIC, "
                 numpy_name="np.polysub"))
 
 
+def _leading_nonzero(c):
+    """The coefficients with a leading zero made 1: np.polymul strips leading zeros, which changes its
+    result's length by the data (the compiler refuses that as the kernel runs)."""
+    first = c[:1]
+    return np.concatenate([np.where(first == 0, np.ones_like(first), first), c[1:]])
+
+
+# np.convolve of the two coefficient arrays: sums of products, in the compiler's order
+register(OpInfo("polymul", lambda xs, p: np.polymul(_leading_nonzero(xs[0]), _leading_nonzero(xs[1])), 2, ALL,
+                "polynomial", _two_polynomials_sample, domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False,
+                numpy_name="np.polymul",
+                scale=lambda xs, p: np.convolve(np.abs(_as_float(xs[0])), np.abs(_as_float(xs[1])))
+                * math.sqrt(max(np.size(xs[0]), np.size(xs[1]))),
+                notes="each operand's leading zero is made 1 (a stripped zero would change the result's length)"))
+
+
 def _polyder_params(c, shape):
     return {"m": c.pick((0, 1, 1, 2, 4))} if len(shape) == 1 else None
 
@@ -2480,6 +2496,56 @@ def _getitem_params(c, shape):
 
 
 _single("getitem", lambda xs, p: xs[0][decode_index(p["key"])], _getitem_params, "x[...]", min_rank=1, family="index")
+
+
+def _flat_key(c: Chooser, size: int):
+    """A JSON-able key of x.flat (see ``_decode_flat_key``): an integer (now and then out of range), a
+    slice, an integer array of one or two dimensions, a boolean mask of x's size, or an ellipsis."""
+    kind = c.pick(("int", "int", "slice", "array", "mask", "..."))
+    if kind == "int":
+        return {"int": c.integer(-size - 1, size)}
+    if kind == "slice":
+        return {"slice": [c.pick(("", c.integer(-size - 1, size + 1))), c.pick(("", c.integer(-size - 1, size + 1))),
+                          c.pick((1, 1, 2, 3, -1, -2))]}
+    if kind == "array" and size:
+        shape = [c.integer(0, 4) for _ in range(c.integer(1, 2))]
+        return {"array": [c.integer(-size, size - 1) for _ in range(math.prod(shape))], "shape": shape}
+    if kind == "mask":
+        return {"mask": [bool(c.integer(0, 1)) for _ in range(size)]}
+    return "..."
+
+
+def _decode_flat_key(key):
+    if key == "...":
+        return Ellipsis
+    if "int" in key:
+        return key["int"]
+    if "slice" in key:
+        return slice(*(None if v == "" else v for v in key["slice"]))
+    if "mask" in key:
+        return np.array(key["mask"], dtype=np.bool_)
+    return np.array(key["array"], dtype=np.int64).reshape(key["shape"])
+
+
+def _flat_values(xs, p):
+    return xs[0].ravel()[::-1] if p["values"] == "reversed" else p["values"]
+
+
+def _flat_assigned(xs, p):
+    """A copy of the operand with x.flat[key] assigned (NumPy's flatiter: a short value repeated, the value
+    converted unsafely)."""
+    y = xs[0].copy()
+    y.flat[_decode_flat_key(p["key"])] = _flat_values(xs, p)
+    return y
+
+
+# x.flat read (a copy, an element a NumPy scalar) and assigned, by NumPy's flatiter rules: bit for bit
+_single("flat", lambda xs, p: xs[0].flat[_decode_flat_key(p["key"])],
+        lambda c, shape: {"key": _flat_key(c, math.prod(shape))}, "x.flat[...]", family="index")
+_single("flat_assign", _flat_assigned,
+        lambda c, shape: {"key": _flat_key(c, math.prod(shape)),
+                          "values": c.pick(([], [7], [1.5, -2], [3, 0, 1], 4, True, "reversed"))},
+        "x.flat[...] = v", family="index")
 
 
 def _multi_array_params(c, shape):

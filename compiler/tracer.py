@@ -298,6 +298,14 @@ class Tensor:
         from .numpy_api import fill
         fill(self, value)
 
+    @property
+    def flat(self):
+        return FlatIterator(self)
+
+    @flat.setter
+    def flat(self, value):
+        FlatIterator(self)[...] = value  # NumPy's x.flat = value: every element, a short value repeated
+
     def put(self, indices, values, mode="raise"):
         from .numpy_api import put
         put(self, indices, values, mode)
@@ -384,6 +392,63 @@ def _numpy_entry_point() -> str | None:
     return f"{name} (in {entry.f_globals['__name__']}){where}"
 
 
+class FlatIterator:
+    """``x.flat`` of a traced array: NumPy's flatiter, indexed as one axis in C order. Reading takes a copy
+    (an element a NumPy scalar), assigning writes into x's memory (a short value repeated), both by
+    NumPy's own flatiter rules (see ``numpy_api.flat_getitem``); NumPy functions and ufuncs take it as
+    NumPy converts a flatiter, a 1-d copy. Its iteration state (``index``, ``coords``) is not kept."""
+
+    __array_priority__ = 1000
+    __slots__ = ("base",)
+
+    def __init__(self, base: Tensor):
+        self.base = base
+
+    def __len__(self) -> int:
+        return self.base.size
+
+    def __iter__(self):
+        return (self[i] for i in range(self.base.size))
+
+    def __getitem__(self, key):
+        from .numpy_api import flat_getitem
+        return flat_getitem(self.base, key)
+
+    def __setitem__(self, key, value):
+        from .numpy_api import flat_setitem
+        flat_setitem(self.base, key, value)
+
+    def copy(self) -> Tensor:
+        return self[...]
+
+    def __array__(self, dtype=None, copy=None):
+        return self.copy().__array__(dtype, copy)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return getattr(ufunc, method)(*_flat_copies(inputs), **_flat_copies(kwargs))
+
+    def __array_function__(self, func, types, args, kwargs):
+        return func(*_flat_copies(args), **_flat_copies(kwargs))
+
+    def __getattr__(self, name):
+        if hasattr(np.flatiter, name):
+            raise AttributeError(f"x.flat.{name} of a traced array: the compiler keeps no iteration state "
+                                 "(index x.flat, or iterate over it)")
+        raise AttributeError(f"'FlatIterator' object has no attribute {name!r}")
+
+
+def _flat_copies(value):
+    """Arguments with every x.flat in them (lists and tuples searched, as NumPy's dispatchers search them)
+    replaced by its 1-d copy."""
+    if isinstance(value, FlatIterator):
+        return value.copy()
+    if type(value) in (list, tuple):
+        return type(value)(_flat_copies(v) for v in value)
+    if type(value) is dict:
+        return {k: _flat_copies(v) for k, v in value.items()}
+    return value
+
+
 _VECTORIZE_HINT = ("; np.vectorize calls its function once per element on NumPy values: call the function on the "
                    "traced array itself (one made of NumPy's ufuncs and operators traces elementwise as it is)")
 _DATA = "its values are only known as the kernel runs (return the array, or compute with it)"
@@ -391,7 +456,7 @@ _LAYOUT = "a compiled function's arrays have values, not a memory layout NumPy c
 _UNTRACEABLE_ATTRIBUTES = {
     "nonzero": "the result's shape depends on the data", "partition": "NumPy's introselect leaves an order of its own",
     "argpartition": "NumPy's introselect leaves an order of its own", "item": _DATA, "tolist": _DATA,
-    "tobytes": _DATA, "tofile": _DATA, "dump": _DATA, "dumps": _DATA, "flat": "not supported (use x.ravel())",
+    "tobytes": _DATA, "tofile": _DATA, "dump": _DATA, "dumps": _DATA,
     "resize": "NumPy resizes the array's own memory in place (np.resize returns a copy)",
     "base": _LAYOUT, "flags": _LAYOUT, "strides": _LAYOUT, "ctypes": _LAYOUT, "data": _LAYOUT,
     "setflags": _LAYOUT, "getfield": _LAYOUT, "setfield": _LAYOUT, "byteswap": _LAYOUT,

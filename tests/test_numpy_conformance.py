@@ -440,6 +440,15 @@ AGREES = {
         lambda a: np.linalg.vector_norm(a[:0], axis=(1, 0), ord=np.inf), X.astype(np.float32)),
     "np.add into an int8 out= under casting='unsafe'": (
         lambda a: np.add(a, 0.5, out=np.zeros_like(a, dtype=np.int8), casting="unsafe"), X),
+    "np.polymul of traced coefficients, and with constants NumPy strips of leading zeros (-0.0 too)": (
+        lambda a: (np.polymul(a[0], a[1]), np.polymul(a[0], [0, -0.0, 2.0, 1.0]), np.polymul([0.0], a[1]),
+                   np.polymul(a[0, :1] * 0, a[1])), np.array([[2.0, -1.0, 3.0], [0.5, 4.0, -2.0]])),
+    "np.polymul of int8 and int16 coefficients (int16, NumPy's convolve type)": (
+        lambda a: np.polymul(a[0].astype(np.int8), a[1].astype(np.int16) * 100), np.array([[3, -2], [1, 7]])),
+    "x.flat read by an integer, a slice of a transpose, a nested index list and a traced integer": (
+        lambda a: (a.flat[-2], a.T.flat[1:6:2], a.flat[[[0, 5], [4, -6]]], a.flat[np.argmin(a)]), X),
+    "NumPy functions and ufuncs of x.flat (a 1-d copy, as NumPy converts a flatiter)": (
+        lambda a: (np.cumsum(a.T.flat), np.maximum(a.flat, 0), np.stack([a.flat, a.flat]), np.copy(a.flat)), X),
 }
 
 
@@ -661,6 +670,34 @@ def test_what_numpy_refuses_is_refused_with_its_exception(name):
         fn(arg)
     with pytest.raises(type(numpy_error.value)):
         jit(fn)(arg)
+
+
+def test_polymul_refuses_a_traced_leading_zero_as_the_kernel_runs():
+    """NumPy strips a leading zero and returns a shorter result; a compiled function's length is fixed, so it
+    refuses the data by name (a poly1d, NumPy's other return type, by name at trace time)."""
+    fn = jit(lambda a, b: np.polymul(a, b))
+    assert_like_numpy(fn(np.array([1.0, 2.0]), np.array([3.0, 0.0])), np.polymul([1.0, 2.0], [3.0, 0.0]))
+    with pytest.raises(NotImplementedError, match="starts with a zero, which NumPy strips, .*checked as the kernel ran"):
+        fn(np.array([-0.0, 2.0]), np.array([3.0, 0.0]))
+    with pytest.raises(NotImplementedError, match="np.poly1d"):
+        jit(lambda a: np.polymul(np.poly1d([1.0, 2.0]), a))(np.ones(2))
+
+
+def test_einsum_path_and_min_scalar_type_are_numpys_answers_from_shapes_and_dtypes():
+    seen = {}
+
+    def fn(a, b):
+        seen["path"] = np.einsum_path("ij,jk,kl->il", a, b, a, optimize="optimal")
+        seen["greedy"] = np.einsum_path("ij,jk,kl->il", a, b, a, optimize="greedy")
+        seen["types"] = (np.min_scalar_type(a), np.min_scalar_type(b.astype(np.int16)), np.min_scalar_type(a[0, 0] > 0))
+        return a @ b
+    a, b = np.ones((2, 5)), np.ones((5, 2))
+    jit(fn)(a, b)
+    assert seen["path"] == np.einsum_path("ij,jk,kl->il", a, b, a, optimize="optimal")
+    assert seen["greedy"] == np.einsum_path("ij,jk,kl->il", a, b, a, optimize="greedy")
+    assert seen["types"] == (np.dtype(np.float64), np.dtype(np.int16), np.dtype(np.bool_))
+    with pytest.raises(NotImplementedError, match="min_scalar_type of a traced 0-d array"):
+        jit(lambda x: (np.min_scalar_type(x[0, 0]), x)[1])(a)
 
 
 def _into(fn, dtype, shape, strided=False):

@@ -367,9 +367,26 @@ def fill_the_diagonal(x):
     return y, z
 
 
+def flat_assignments_through_views(x):
+    """x.flat written by slices, integer arrays, a mask and a scalar (short values repeated, converted
+    unsafely into int8), through a transposed view, and the whole array by x.flat = v; reads are copies."""
+    y, z = x * 1, (x * 10).astype(np.int8)
+    row = y[1]  # a view sees the writes
+    y.flat[[1, 4, 6]] = [7.0, 8.0]
+    y.T.flat[2:9:3] = x[0, :2] * 100  # the transpose's C order: down the columns
+    z.flat[x.size - 1] = 3.7
+    z.flat[np.arange(x.size) % 5 == 0] = [-1, -2, -3]
+    copy = y.flat[:4]
+    copy[0] = -5.0  # a copy: y stays
+    w = np.zeros_like(x)
+    w.flat = x[2, ::-1]
+    assert len(w.flat) == x.size
+    return y, row, z, copy, w, np.sum(y.flat), list(z.flat)[:3]
+
+
 IN_PLACE_FUNCTIONS = [copyto_with_a_mask_and_into_a_row, copyto_converts_and_a_view_sees_it, put_in_every_mode,
                       place_repeats_its_values, place_by_a_traced_mask, putmask_repeats_values_by_position,
-                      fill_and_put_methods, put_along_an_axis, fill_the_diagonal]
+                      fill_and_put_methods, put_along_an_axis, fill_the_diagonal, flat_assignments_through_views]
 
 
 @pytest.mark.parametrize("fn", IN_PLACE_FUNCTIONS, ids=lambda f: f.__name__)
@@ -392,6 +409,9 @@ def test_numpys_in_place_functions_write_as_numpy(fn):
      "Cannot insert from an empty array! .*checked as the kernel ran"),
     (lambda x: np.putmask(x.astype(np.int64), x > 0, x), TypeError, "according to the rule 'safe'"),
     (lambda x: np.putmask(x * 1, x[0] > 0, 1.0), ValueError, "mask and data must be the same size"),
+    (lambda x: x.flat[x.size], IndexError, "index 12 is out of bounds for size 12"),
+    (lambda x: (y := x * 1, y.flat.__setitem__([0, -13], 1.0))[0], IndexError, "index -13 is out of bounds"),
+    (lambda x: (y := x * 1, y.flat.__setitem__(0, [1.0, 2.0]))[0], ValueError, "Error setting single item"),
 ])
 def test_numpys_in_place_functions_raise_numpys_errors(fn, error, match):
     with pytest.raises(error):
@@ -405,6 +425,8 @@ def test_numpys_in_place_functions_raise_numpys_errors(fn, error, match):
     (lambda x: np.put(x * 1, np.argmax(x), 1.0), "np.put: traced positions"),
     (lambda x: np.putmask(x, x > 0, 1.0), "np.putmask on the argument x"),
     (lambda x: np.copyto(np.zeros((3, 4)), x), "np.copyto into a NumPy array"),
+    (lambda x: x.flat.__setitem__(0, 1.0), r"x.flat\[...\] = on the argument x"),
+    (lambda x: (y := x * 1, y.flat.__setitem__(np.argmax(x), 1.0))[0], "traced positions"),
 ])
 def test_numpys_in_place_functions_the_trace_cannot_follow_are_refused(fn, match):
     with pytest.raises(NotImplementedError, match=match):
