@@ -258,6 +258,22 @@ def _float_nan_ignoring_extremum(rb, name: str, a: str, b: str, t: str) -> str:
     return rb.op(f"arith.select {take_a}, {a}, {b} : {t}")
 
 
+def _arctan2(rb, y: str, x: str, compute) -> str:
+    """C's atan2, two zeros included: y's zero for x = +0.0, pi with y's sign for x = -0.0. math.atan2
+    lowers to the C library's, but MLIR's constant folder makes atan2 of two zeros NaN, which a kernel
+    whose operands fold to zeros (x * 0 of an integer) would then return: the zeros are chosen here."""
+    t = dt.mlir_type(compute)
+    angle = rb.op(f"math.atan2 {y}, {x} : {t}")
+    zero = scalar_const(rb, 0, compute)
+    both_zero = rb.op(f"arith.andi {rb.op(f'arith.cmpf oeq, {y}, {zero} : {t}')}, "
+                      f"{rb.op(f'arith.cmpf oeq, {x}, {zero} : {t}')} : i1")
+    same_width = np.dtype(f"int{np.dtype(compute).itemsize * 8}")
+    x_bits = rb.op(f"arith.bitcast {x} : {t} to {dt.mlir_type(same_width)}")
+    x_negative = rb.op(f"arith.cmpi slt, {x_bits}, {scalar_const(rb, 0, same_width)} : {dt.mlir_type(same_width)}")
+    magnitude = rb.op(f"arith.select {x_negative}, {scalar_const(rb, np.pi, compute)}, {zero} : {t}")
+    return rb.op(f"arith.select {both_zero}, {rb.op(f'math.copysign {magnitude}, {y} : {t}')}, {angle} : {t}")
+
+
 def _sign(rb, x: str, compute) -> str:
     """NumPy's ``x > 0 ? 1 : x < 0 ? -1 : x == 0 ? 0 : x``: +0.0 for both zeros, NaN stays NaN."""
     kind, t = _kind(compute), dt.mlir_type(compute)
@@ -678,6 +694,8 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
     if name == "clip":  # NumPy's loop: min(max(x, lo), hi), its own maximum and minimum
         low = elementwise_scalar(rb, "maximum", args[:2], compute, out, half=half)
         return elementwise_scalar(rb, "minimum", [low, args[2]], compute, out, half=half)
+    if name == "arctan2" and kind == "f":
+        return _arctan2(rb, args[0], args[1], compute)
     if name in _BINARY:
         op = _BINARY[name].get(kind)
         if op is None:

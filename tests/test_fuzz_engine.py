@@ -16,7 +16,7 @@ from harness.commands import fuzz as fuzz_cmd
 from harness.fuzzing import engine
 from harness.fuzzing.cases import decode_operand, encode_operand, sample_op_case
 from harness.fuzzing.check import SELF_TEST_CRASH, Mismatch, check_case, compare_values, numpy_eval
-from harness.fuzzing.graphs import exactness, run_program, sample_graph_case
+from harness.fuzzing.graphs import _magnification, exactness, graph_case_parts, run_program, sample_graph_case
 from harness.fuzzing.isolate import IsolatedRunner, Outcome
 
 
@@ -154,6 +154,36 @@ def test_graph_checker_forgives_order_dependent_overflow_downstream_but_not_fini
     ]}
     check_case(case)
     with inject_fault("add", 2.0):  # finite results off by a factor of two
+        with pytest.raises(Mismatch, match="node 1"):
+            check_case(case)
+
+
+def test_magnification_is_the_ops_condition_beyond_the_magnitudes_involved():
+    assert 180 < _magnification("tan", np.array([0.3, 1.5626])) < 200  # 1.5626 is 0.008 from tan's pole
+    assert _magnification("tan", np.array([0.3, -1.0])) < 2.5  # (1 + tan(1)**2) / tan(1)
+    assert _magnification("exp", np.array([-2.0, 30.0])) == pytest.approx(30.0)
+    assert _magnification("arcsin", np.array([0.5, 1.0])) == np.inf
+    assert _magnification("sin", np.array([1.0e3])) == 1.0  # not magnifying: not in the table
+    assert _magnification("tan", np.array([1, 2], np.int64)) == 1.0
+
+
+def test_graph_tolerance_follows_tan_near_its_pole_but_still_catches_a_fault():
+    """Seed 1136: tan of a matmul's 1.5626 (0.008 from the pole) magnifies the matmul's last-ulp
+    difference from BLAS 190-fold, past a tolerance that assumed no magnification. The tolerance is
+    scaled by it, and only there: a 1e-6 relative fault in that tan is still caught."""
+    a, b = np.array([[1.25, 0.5]]), np.array([[0.8], [1.1252]])  # a @ b = 1.5626
+    case = {"kind": "graph", "inputs": [encode_operand(a)["array"], encode_operand(b)["array"]], "outputs": [1, 2],
+            "nodes": [{"op": "matmul", "args": [{"input": 0}, {"input": 1}], "params": {}, "item": None},
+                      {"op": "tan", "args": [{"node": 0}], "params": {}, "item": None},
+                      {"op": "sin", "args": [{"node": 0}], "params": {}, "item": None}]}
+    _, inputs, problems_of = graph_case_parts(case)
+    want = [np.tan(a @ b), np.sin(a @ b)]
+    ulp_off = (a @ b) * (1 + 2 * np.finfo(np.float64).eps)  # the matmul two ulps off, as another BLAS may be
+    assert not problems_of([np.tan(ulp_off), np.sin(ulp_off)])
+    assert problems_of([want[0] * (1 + 1e-6), want[1]])
+    assert problems_of([want[0], want[1] * (1 + 1e-11)])  # sin's tolerance is not widened
+    check_case(case)
+    with inject_fault("tan", 1 + 1e-6):
         with pytest.raises(Mismatch, match="node 1"):
             check_case(case)
 

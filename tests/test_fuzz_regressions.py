@@ -181,3 +181,18 @@ def test_a_constant_power_of_two_base_keeps_the_c_librarys_pow(base, dtype):
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_array_max_ulp(g, w, maxulp=2)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("signs", [(1, 1), (-1, 1), (1, -1), (-1, -1)])
+def test_arctan2_of_two_zeros_that_fold_to_constants_is_c_librarys(dtype, signs):
+    # np.angle of an integer array that folds to zeros (x ^ x, x * 0) returned NaN: once fused into one
+    # kernel, MLIR's constant folder makes math.atan2 of two zeros NaN, where C's atan2 gives +-0
+    # (x = +0.0) or +-pi (x = -0.0). One result per function, so that the zeros fuse into the atan2.
+    y_sign, x_sign = signs
+    i = np.array([3, -7], np.int64)
+    for fn in (lambda i: np.arctan2(y_sign * (i ^ i).astype(dtype), x_sign * (i * 0).astype(dtype)),
+               lambda i: np.angle(x_sign * (i ^ i))):
+        got, want = jit(fn)(i), fn(i)
+        assert got.dtype == want.dtype
+        assert got.tobytes() == want.tobytes(), (got, want)  # the zeros' signs and pi's rounding too
