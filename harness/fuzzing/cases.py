@@ -17,6 +17,11 @@ from compiler import opinfo as oi
 # --------------------------------------------------------------------------- values
 
 PROFILES = ("plain", "edge")
+# elementwise ops also draw "folded" cases: every array operand one edge value repeated (a splat), given to the
+# compiled function as a constant, so that MLIR's folders compute the op at compile time (their answers must be
+# NumPy's too: math.atan2 of two zeros folded to NaN, seed 1136)
+FOLDED = "folded"
+FOLDABLE_FAMILIES = ("elementwise", "elementwise_loop", "elementwise_library", "elementwise_outer")
 
 
 def _float_specials(dtype, domain: oi.Domain) -> list[float]:
@@ -130,6 +135,11 @@ def scalar_value(rng, dtype, domain, profile, kind: str):
 
 def build_op_case(info: oi.OpInfo, call: oi.Call, dtypes: list, profile: str, seed: int) -> dict:
     """The JSON-able case for one call of ``info``: operands materialized from ``seed``."""
+    if profile == FOLDED:
+        case = build_op_case(info, call, dtypes, "edge", seed)
+        case["operands"] = [encode_operand(_splat(decode_operand(o))) for o in case["operands"]]
+        case["folded"] = True
+        return case
     rng = np.random.default_rng(seed)
     operands = []
     for i, (shape, dtype) in enumerate(zip(call.shapes, dtypes)):
@@ -144,6 +154,13 @@ def build_op_case(info: oi.OpInfo, call: oi.Call, dtypes: list, profile: str, se
             operands.append(make_values(rng, shape, dtype, info.domain(i), profile))
     return {"kind": "op", "op": info.name, "params": json.loads(json.dumps(call.params)),
             "operands": [encode_operand(x) for x in operands]}
+
+
+def _splat(x):
+    """An array operand's first element repeated over its shape (a scalar as it is)."""
+    if not isinstance(x, np.ndarray) or x.size == 0:
+        return x
+    return np.full(x.shape, x.flat[0], x.dtype)
 
 
 def weighted_dtypes(allowed) -> list:
@@ -162,7 +179,7 @@ def choose_dtypes(c: oi.Chooser, info: oi.OpInfo, count: int) -> list:
 def sample_op_case(c: oi.Chooser, info: oi.OpInfo) -> dict:
     call = info.sample(c)
     dtypes = choose_dtypes(c, info, len(call.shapes))
-    profile = c.pick(PROFILES)
+    profile = c.pick(PROFILES + ((FOLDED,) if info.family in FOLDABLE_FAMILIES else ()))
     seed = c.integer(0, 2**31 - 1)
     return build_op_case(info, call, dtypes, profile, seed)
 
@@ -170,5 +187,6 @@ def sample_op_case(c: oi.Chooser, info: oi.OpInfo) -> dict:
 def describe_case(case: dict) -> str:
     if case["kind"] == "op":
         ops = ", ".join(describe_operand(decode_operand(o)) for o in case["operands"])
-        return f"{case['op']}({ops}; {json.dumps(case['params'])})"
+        folded = ", operands folded to constants" if case.get("folded") else ""
+        return f"{case['op']}({ops}; {json.dumps(case['params'])}{folded})"
     return f"graph of {len(case['nodes'])} nodes ({', '.join(n['op'] for n in case['nodes'])})"

@@ -103,9 +103,10 @@ def check_op_case(case: dict) -> None:
         numpy_error = None
     except Exception as exc:  # NumPy refusing is a valid outcome to compare against
         expected, numpy_error = None, exc
-    compiled = jit(lambda *xs: info(xs, params))
+    fn, arguments = _case_function(case, info, operands, params)
+    compiled = jit(fn)
     try:
-        got = numpy_eval(lambda: compiled(*operands))
+        got = numpy_eval(lambda: compiled(*arguments))
     except Exception as exc:
         if numpy_error is not None:
             return
@@ -122,6 +123,18 @@ def check_op_case(case: dict) -> None:
         raise Mismatch("; ".join(problems))
 
 
+def _case_function(case: dict, info, operands, params):
+    """(the function to compile for the case, its arguments): the operands as arguments, or for a folded
+    case as constants of the trace (each selected by a condition on a dummy argument that MLIR folds away)."""
+    if not case.get("folded"):
+        return (lambda *xs: info(xs, params)), operands
+
+    def with_constants(anchor):
+        constants = [np.where(anchor == 0, x, x) if isinstance(x, np.ndarray) else x for x in operands]
+        return info(constants, params)
+    return with_constants, [np.zeros((), np.int64)]
+
+
 def op_case_parts(case: dict):
     """(function, its arguments, problems of a compiled result) of an op case whose NumPy result
     the compiler should reproduce; None when NumPy raises or gives an unsupported dtype."""
@@ -134,7 +147,8 @@ def op_case_parts(case: dict):
         return None
     if not _supported(expected):
         return None
-    return (lambda *xs: info(xs, params)), operands, (lambda got: _problems(info, operands, params, expected, got))
+    fn, arguments = _case_function(case, info, operands, params)
+    return fn, arguments, (lambda got: _problems(info, operands, params, expected, got))
 
 
 def explain_case(case: dict) -> str | None:
