@@ -2734,13 +2734,7 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
         total = total + v * stride
     total = _tensor(total)
     if bad is not False:
-        flat = broadcast_to(total, np.broadcast_shapes(*(c.shape for c in coordinates)))
-        flags = broadcast_to(bad, flat.shape)
-        checked = P.check_at_run_time(flat.node, flags.node, "first", ValueError,
-                                      lambda _: "invalid entry in coordinates array")
-        if checked is None:
-            raise NotImplementedError("np.ravel_multi_index outside a compiled function")
-        total = Tensor(checked)
+        _raise_at_run_time(np.any(bad), "invalid entry in coordinates array", "np.ravel_multi_index")
     return Tensor(total.node, scalar=True)
 
 

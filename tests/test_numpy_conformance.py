@@ -683,6 +683,16 @@ def test_polymul_refuses_a_traced_leading_zero_as_the_kernel_runs():
         jit(lambda a: np.polymul(np.poly1d([1.0, 2.0]), a))(np.ones(2))
 
 
+def test_ravel_multi_index_out_of_range_is_numpys_error_naming_the_call_as_the_kernel_runs():
+    fn = lambda a: np.ravel_multi_index((a.astype(np.int64), np.array([0, 1])), (3, 4), mode=("raise", "wrap"))  # noqa: E731
+    assert_like_numpy(jit(fn)(np.array([2.0, 0.0])), fn(np.array([2.0, 0.0])))
+    with pytest.raises(ValueError, match="invalid entry in coordinates array"):
+        fn(np.array([3.0, 0.0]))
+    with pytest.raises(ValueError, match=r"invalid entry in coordinates array \(np.ravel_multi_index at .*, checked as the "
+                                         "kernel ran\)"):
+        jit(fn)(np.array([3.0, 0.0]))
+
+
 def test_einsum_path_and_min_scalar_type_are_numpys_answers_from_shapes_and_dtypes():
     seen = {}
 
