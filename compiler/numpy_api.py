@@ -1779,11 +1779,8 @@ def linalg_det(a):
 
 def _linalg_error_at_run_time(bad, message: str) -> None:
     """NumPy's LinAlgError(``message``) where ``bad`` (a bool per matrix of the stack) holds, which only the
-    values tell: the kernel reports it as it runs, the matrix's place in the stack as the witness."""
-    bad = _tensor(bad)
-    which = np.arange(bad.size, dtype=np.intp).reshape(bad.shape)
-    if P.check_at_run_time(_node(which), bad.node, "first", np.linalg.LinAlgError, lambda _: message) is None:
-        raise NotImplementedError(f"np.linalg outside a trace: '{message}' is only known as the kernel runs")
+    values tell: the kernel reports it as it runs, with the user's line."""
+    _raise_at_run_time(np.any(bad), message, "np.linalg", np.linalg.LinAlgError)
 
 
 def _lu_solve(lu: Tensor, order: Tensor, b: Tensor) -> Tensor:
