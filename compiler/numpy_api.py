@@ -2244,7 +2244,8 @@ def _weighted_quantile(x: Tensor, q: np.ndarray, weights, axis, keepdims, method
 
 
 def _raise_at_run_time(bad: Tensor, message: str, what: str, error: type = ValueError) -> None:
-    """NumPy's ``error`` (ValueError) ``message`` where any of ``bad`` holds, which only the data can tell."""
+    """``error`` (NumPy's ValueError unless told) with ``message`` where any of ``bad`` holds, which only the data
+    can tell: the kernel reports it as it runs, naming ``what`` was called and the user's line."""
     line = P.user_location().short()
     flags = bad.node
     if P.check_at_run_time(P.cast(flags, np.dtype(np.int64)), flags, "first", error,

@@ -300,10 +300,13 @@ class Tensor:
 
     @property
     def flat(self):
-        return FlatIterator(self)
+        # a NumPy scalar's flatiter runs over a 0-d array copied from it: writes change only that copy
+        return FlatIterator(Tensor(self.node) if self.numpy_scalar else self)
 
     @flat.setter
     def flat(self, value):
+        if self.numpy_scalar:
+            raise AttributeError("attribute 'flat' of 'numpy.generic' objects is not writable")
         FlatIterator(self)[...] = value  # NumPy's x.flat = value: every element, a short value repeated
 
     def put(self, indices, values, mode="raise"):

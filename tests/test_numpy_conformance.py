@@ -82,6 +82,13 @@ def test_zero_d_results_are_scalars_where_numpy_gives_scalars(name):
         assert_like_numpy(got, want)
 
 
+def _flat_of_a_numpy_scalar(a):
+    s = a.sum()
+    f = s.copy().flat
+    f[0] = 7.0
+    return s, f.base, s.flat[...]
+
+
 AGREES = {
     "sum(axis, dtype, out, keepdims) positionally": (lambda a: a.sum(0, None, None, True), X),
     "var(axis, dtype, out, ddof) positionally": (lambda a: a.var(0, None, None, 1), X),
@@ -447,6 +454,8 @@ AGREES = {
         lambda a: np.polymul(a[0].astype(np.int8), a[1].astype(np.int16) * 100), np.array([[3, -2], [1, 7]])),
     "x.flat read by an integer, a slice of a transpose, a nested index list and a traced integer": (
         lambda a: (a.flat[-2], a.T.flat[1:6:2], a.flat[[[0, 5], [4, -6]]], a.flat[np.argmin(a)]), X),
+    "x.flat of a NumPy scalar: read, and written into its own 0-d copy (the scalar stays; graph fuzzer)": (
+        lambda a: _flat_of_a_numpy_scalar(a), X),
     "NumPy functions and ufuncs of x.flat (a 1-d copy, as NumPy converts a flatiter)": (
         lambda a: (np.cumsum(a.T.flat), np.maximum(a.flat, 0), np.stack([a.flat, a.flat]), np.copy(a.flat)), X),
 }
@@ -659,6 +668,7 @@ REFUSED = {
     "np.var where an int mask": (lambda a: np.var(a, where=np.array([1, 0, 1])), X),
     "np.column_stack of unequal rows": (lambda a: np.column_stack((a, V)), X),
     "np.apply_along_axis over an empty iteration": (lambda a: np.apply_along_axis(np.sum, 1, a[:0]), X),
+    "x.flat = v of a NumPy scalar": (lambda a: setattr(a.sum(), "flat", 5.0), X),
     "np.apply_over_axes of a function losing two axes": (lambda a: np.apply_over_axes(lambda v, ax: v.sum(), a, 0), X),
 }
 
