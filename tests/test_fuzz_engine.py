@@ -213,6 +213,26 @@ def test_folded_cases_are_drawn_for_elementwise_ops_only_and_fold_to_constants()
     check_case(case)  # C's atan2(+0, -0) = pi; MLIR's folder once made it NaN (seed 1136)
 
 
+def test_folded_programs_take_their_inputs_as_constants():
+    """Some random programs are drawn folded: each input one value repeated, given as a constant, so MLIR
+    folds the program where it can (seed 1136's bug, atan2 of x ^ x, folds away entirely)."""
+    import compiler
+    cases = [sample_graph_case(oi.RandomChooser(seed), 2, 6) for seed in range(60)]
+    folded = [case for case in cases if case.get("folded")]
+    assert 0 < len(folded) < len(cases)
+    for case in folded:
+        for x in map(decode_operand, ({"array": a} for a in case["inputs"])):
+            assert x.size == 0 or x.tobytes() == np.full_like(x, x.flat[0]).tobytes()
+    case = {"kind": "graph", "folded": True, "inputs": [encode_operand(np.full(3, -7, np.int64))["array"]],
+            "outputs": [1], "nodes": [
+                {"op": "bitwise_xor", "args": [{"input": 0}, {"input": 0}], "params": {}, "item": None},
+                {"op": "arctan2", "args": [{"node": 0}, {"node": 0}], "params": {}, "item": None}]}
+    fn, arguments, problems_of = graph_case_parts(case)
+    optimized = compiler.emit(fn, *arguments, stage="optimized")
+    assert "math.atan2" not in optimized and "arith.xori" not in optimized
+    check_case(case)
+
+
 class _FakeRunner:
     """Fails op cases whose first operand has a last axis of 3 or more."""
 

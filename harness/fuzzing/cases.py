@@ -17,9 +17,9 @@ from compiler import opinfo as oi
 # --------------------------------------------------------------------------- values
 
 PROFILES = ("plain", "edge")
-# elementwise ops also draw "folded" cases: every array operand one edge value repeated (a splat), given to the
-# compiled function as a constant, so that MLIR's folders compute the op at compile time (their answers must be
-# NumPy's too: math.atan2 of two zeros folded to NaN, seed 1136)
+# elementwise ops (and random programs) also draw "folded" cases: every array operand one edge value repeated (a
+# splat), given to the compiled function as a constant, so that MLIR's folders compute what it feeds at compile
+# time (their answers must be NumPy's too: math.atan2 of two zeros folded to NaN, seed 1136)
 FOLDED = "folded"
 FOLDABLE_FAMILIES = ("elementwise", "elementwise_loop", "elementwise_library", "elementwise_outer")
 
@@ -189,4 +189,5 @@ def describe_case(case: dict) -> str:
         ops = ", ".join(describe_operand(decode_operand(o)) for o in case["operands"])
         folded = ", operands folded to constants" if case.get("folded") else ""
         return f"{case['op']}({ops}; {json.dumps(case['params'])}{folded})"
-    return f"graph of {len(case['nodes'])} nodes ({', '.join(n['op'] for n in case['nodes'])})"
+    folded = ", inputs folded to constants" if case.get("folded") else ""
+    return f"graph of {len(case['nodes'])} nodes ({', '.join(n['op'] for n in case['nodes'])}{folded})"

@@ -125,14 +125,18 @@ def check_op_case(case: dict) -> None:
 
 def _case_function(case: dict, info, operands, params):
     """(the function to compile for the case, its arguments): the operands as arguments, or for a folded
-    case as constants of the trace (each selected by a condition on a dummy argument that MLIR folds away)."""
-    if not case.get("folded"):
-        return (lambda *xs: info(xs, params)), operands
+    case as constants of the trace (``with_constants``)."""
+    fn = lambda xs: info(xs, params)  # noqa: E731
+    return with_constants(fn, operands) if case.get("folded") else ((lambda *xs: fn(xs)), operands)
 
-    def with_constants(anchor):
-        constants = [np.where(anchor == 0, x, x) if isinstance(x, np.ndarray) else x for x in operands]
-        return info(constants, params)
-    return with_constants, [np.zeros((), np.int64)]
+
+def with_constants(fn, arrays):
+    """(a function of one dummy argument that calls ``fn`` with ``arrays`` as constants of the trace, that
+    argument): each array is selected by a condition on the dummy that MLIR folds away, so what the
+    arrays feed is computed by MLIR's folders where it can be. Scalars stay as they are."""
+    def folded(anchor):
+        return fn([np.where(anchor == 0, x, x) if isinstance(x, np.ndarray) else x for x in arrays])
+    return folded, [np.zeros((), np.int64)]
 
 
 def op_case_parts(case: dict):

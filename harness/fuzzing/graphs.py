@@ -19,8 +19,8 @@ from compiler import dtypes as cdt
 from compiler import jit
 from compiler import opinfo as oi
 
-from .cases import decode_array, decode_operand, encode_array, encode_operand, make_values
-from .check import ZERO_SIGN_UNDEFINED, Mismatch, compare_values, numpy_eval
+from .cases import FOLDED, decode_array, decode_operand, encode_array, encode_operand, make_values
+from .check import ZERO_SIGN_UNDEFINED, Mismatch, compare_values, numpy_eval, with_constants
 
 MAX_ELEMENTS = 4096
 GRAPH_DOMAIN = oi.Domain(lo=-4.0, hi=4.0, special=False)
@@ -279,7 +279,10 @@ def graph_case_parts(case: dict):
             problems += compare_values(e, g, rtol, atol, f"node {o} ({node['op']})")
         return problems
 
-    return (lambda *xs: [run_program(case, list(xs))[o] for o in outputs]), inputs, problems_of
+    program = lambda xs: [run_program(case, list(xs))[o] for o in outputs]  # noqa: E731
+    if case.get("folded"):
+        return (*with_constants(program, inputs), problems_of)
+    return (lambda *xs: program(xs)), inputs, problems_of
 
 
 # --------------------------------------------------------------------------- generation
@@ -298,10 +301,12 @@ class _Builder:
 
     # -- operands
     def new_input(self, shape, dtype, domain=GRAPH_DOMAIN) -> dict:
-        profile = "edge" if self.profile == "edge" and domain is GRAPH_DOMAIN else "plain"
+        profile = "edge" if self.profile in ("edge", FOLDED) and domain is GRAPH_DOMAIN else "plain"
         if profile == "edge":
             domain = oi.ANY
         value = make_values(self.rng, shape, dtype, domain, profile)
+        if self.profile == FOLDED and value.size:
+            value = np.full(value.shape, value.flat[0], value.dtype)  # one value: MLIR folds what it feeds
         self.inputs.append(value)
         ref = {"input": len(self.inputs) - 1}
         self.refs.append((ref, value, True))
@@ -511,7 +516,8 @@ def _broadcastable(s1, s2) -> bool:
 def sample_graph_case(c: oi.Chooser, min_nodes: int = 2, max_nodes: int = 30) -> dict:
     """A random valid program of ``min_nodes``..``max_nodes`` registry ops."""
     seed = c.integer(0, 2**31 - 1)
-    b = _Builder(c, seed, c.pick(("plain", "plain", "plain", "edge")))
+    profile = c.pick(("plain", "plain", "plain", "edge", FOLDED))
+    b = _Builder(c, seed, profile)
     dtype = c.pick(oi.FLOATS + oi.FLOATS + (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint8)))
     shapes = oi.broadcast_shapes_for(c, c.integer(1, 3), 1, 3, empty=False)  # programs of empty arrays test little
     for s in shapes:
@@ -533,4 +539,7 @@ def sample_graph_case(c: oi.Chooser, min_nodes: int = 2, max_nodes: int = 30) ->
     renumber = {old: new for new, old in enumerate(read)}
     for n in b.nodes:
         n["args"] = [{"input": renumber[r["input"]]} if "input" in r else r for r in n["args"]]
-    return {"kind": "graph", "inputs": [encode_array(b.inputs[i]) for i in read], "nodes": b.nodes, "outputs": outputs}
+    case = {"kind": "graph", "inputs": [encode_array(b.inputs[i]) for i in read], "nodes": b.nodes, "outputs": outputs}
+    if profile == FOLDED:
+        case["folded"] = True  # the inputs are given to the compiled program as constants
+    return case
