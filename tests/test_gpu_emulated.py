@@ -198,7 +198,7 @@ def test_every_registry_op_on_the_gpu_target(name):
     """The op registry (the one the CPU tests and the fuzzer use) drives the GPU kernels too."""
     from compiler import opinfo as oi
     from harness.fuzzing.cases import decode_operand, sample_op_case
-    from harness.fuzzing.check import _supported, compare_values, flatten, numpy_eval, op_tolerance
+    from harness.fuzzing.check import _case_function, _supported, compare_values, flatten, numpy_eval, op_tolerance
 
     info = oi.REGISTRY[name]
     checked = 0
@@ -213,7 +213,8 @@ def test_every_registry_op_on_the_gpu_target(name):
             continue  # NumPy refuses: an error-path case, checked on the CPU target (tests/test_ops.py)
         if not _supported(expected):
             continue
-        got, _ = emulate(lambda *xs: info(xs, params), *operands)
+        fn, arguments = _case_function(case, info, operands, params)  # a folded case: its operands as constants
+        got, _ = emulate(fn, *arguments)
         problems = []
         for e, g in zip(flatten(expected), flatten(got)):
             assert np.asarray(g).dtype == np.asarray(e).dtype and np.shape(g) == np.shape(e)
