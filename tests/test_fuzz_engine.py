@@ -213,6 +213,20 @@ def test_folded_cases_are_drawn_for_elementwise_ops_only_and_fold_to_constants()
     check_case(case)  # C's atan2(+0, -0) = pi; MLIR's folder once made it NaN (seed 1136)
 
 
+def test_graph_tolerance_of_a_variance_is_the_magnitude_of_what_it_sums():
+    """Seed 1140: the variance of sixteen equal int64 values near 3.2e18 is 0 in NumPy (its pairwise sum is
+    exact), 512**2 in the compiler (a sequential sum leaves the mean one ulp off). A node's atol scales with
+    its registry scale (the squares a variance sums), not only the magnitudes on its path."""
+    x = np.full((4, 4), 3158848179424609119, np.int64)
+    case = {"kind": "graph", "inputs": [encode_operand(x)["array"]], "outputs": [0], "nodes": [
+        {"op": "method.var", "args": [{"input": 0}], "params": {"axis": None, "dtype": None, "keepdims": True},
+         "item": None}]}
+    _, _, problems_of = graph_case_parts(case)
+    assert not problems_of([np.array([[512.0**2]])])
+    assert problems_of([np.array([[1e26]])])  # far beyond rounding of squares near 1e37
+    check_case(case)
+
+
 def test_folded_programs_take_their_inputs_as_constants():
     """Some random programs are drawn folded: each input one value repeated, given as a constant, so MLIR
     folds the program where it can (seed 1136's bug, atan2 of x ^ x, folds away entirely)."""
