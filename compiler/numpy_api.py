@@ -16,7 +16,7 @@ import numpy as np
 from . import dtypes as dt
 from . import primitives as P
 from .graph import const_node
-from .tracer import READ_ONLY, Tensor, as_node, as_operand, call_library_function, gathered, update_in_place, view
+from .tracer import READ_ONLY, FlatIterator, Tensor, as_node, as_operand, call_library_function, gathered, update_in_place, view
 
 UFUNC_PRIMITIVES = {ufunc: name for name, ufunc in P.UFUNCS.items()}
 
@@ -2900,7 +2900,7 @@ def flat_getitem(a: Tensor, key):
         if not isinstance(key, Tensor):
             raise NotImplementedError("x.flat[...] with traced values inside a tuple or list: index with one traced "
                                       "integer array")
-        return getitem(Tensor(P.reshape(a.node, (a.size,))), key)
+        return getitem(FlatIterator(a).copy(), key)
     positions = _positions(a).flat[key]
     return Tensor(gathered(a.node, np.asarray(positions)).node, scalar=np.ndim(positions) == 0)
 

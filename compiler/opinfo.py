@@ -2527,7 +2527,7 @@ def _decode_flat_key(key):
     return np.array(key["array"], dtype=np.int64).reshape(key["shape"])
 
 
-def _flat_values(xs, p):
+def _flat_assigned_value(xs, p):
     return xs[0].ravel()[::-1] if p["values"] == "reversed" else p["values"]
 
 
@@ -2535,7 +2535,7 @@ def _flat_assigned(xs, p):
     """A copy of the operand with x.flat[key] assigned (NumPy's flatiter: a short value repeated, the value
     converted unsafely)."""
     y = xs[0].copy()
-    y.flat[_decode_flat_key(p["key"])] = _flat_values(xs, p)
+    y.flat[_decode_flat_key(p["key"])] = _flat_assigned_value(xs, p)
     return y
 
 

@@ -422,7 +422,8 @@ class FlatIterator:
         flat_setitem(self.base, key, value)
 
     def copy(self) -> Tensor:
-        return self[...]
+        """The elements in C order, a fresh 1-d array (a reshape, where x.flat[...] would gather)."""
+        return Tensor(P.reshape(self.base.node, (self.base.size,)))
 
     def __array__(self, dtype=None, copy=None):
         return self.copy().__array__(dtype, copy)
