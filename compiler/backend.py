@@ -369,6 +369,13 @@ class Target:
     # cumsum/cumprod as a loop over the scanned axis (linear) rather than one parallel generic
     # (quadratic, but no host loop): see ``Emitter.scan``
     scan_loops = True
+    # float sums in NumPy's pairwise order (see ``Emitter._pairwise_sum``): generics with a reduction
+    # loop between parallel ones, which the GPU's block-per-output reductions do not map
+    numpy_sum_order = True
+
+    def lowering_form(self) -> dict:
+        """The ``build_module`` options this target's code needs."""
+        return {"scan_loops": self.scan_loops, "numpy_sum_order": self.numpy_sum_order}
 
     def specialization_tag(self) -> str:
         """What, besides the IR, decides the compiled code (part of the jit specialization key)."""

@@ -317,7 +317,7 @@ class JitFunction:
         if spec is None:
             inputs, outputs, out_tree, paths = trace(self.fn, args, kwargs)
             lowered = build_module(inputs, outputs, faults=dict(FAULTS), device_outputs=self.device_outputs,
-                                   scan_loops=get_target(self.target).scan_loops)
+                                   **get_target(self.target).lowering_form())
             spec = Specialization(inputs, outputs, out_tree, lowered, _host_checks(inputs, outputs, paths), paths)
             self._cache[key] = spec
         return spec
@@ -348,7 +348,7 @@ class JitFunction:
         """Trace only: the tensor-level module, without compiling."""
         inputs, outputs, _, _ = trace(self.fn, args, kwargs)
         return build_module(inputs, outputs, faults=dict(FAULTS), device_outputs=self.device_outputs,
-                            scan_loops=get_target(self.target).scan_loops)
+                            **get_target(self.target).lowering_form())
 
     def __call__(self, *args, **kwargs):
         key, leaves, paths = self._key(args, kwargs)

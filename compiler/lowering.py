@@ -9,10 +9,12 @@ from it and MLIR's own diagnostics point back at user code (see ``errors``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from math import prod
 
 import numpy as np
 
 from . import dtypes as dt
+from . import pairwise
 from .errors import OpOrigin
 from .graph import Node, SourceLoc, topological
 from .primitives import (PRIMITIVES, bitcast_scalar, cast_scalar, elementwise_scalar, numpy_constant_clip, numpy_scalar_power,
@@ -97,9 +99,11 @@ def _const_text(value: np.ndarray) -> str:
 
 
 class Emitter:
-    def __init__(self, func_name: str, inputs: list[Node], faults: dict | None = None, scan_loops: bool = True):
+    def __init__(self, func_name: str, inputs: list[Node], faults: dict | None = None, scan_loops: bool = True,
+                 numpy_sum_order: bool = True):
         self.func_name = func_name
         self.scan_loops = scan_loops  # see ``scan``
+        self.numpy_sum_order = numpy_sum_order  # see ``_pairwise_sum``
         self.inputs = inputs
         self.faults = faults or {}
         self.lines: list[str] = []
@@ -308,6 +312,13 @@ class Emitter:
         src = node.inputs[0]
         dtype, t = node.dtype, dt.storage_type(node.dtype)  # bool max is arith.ori on stored i8 0/1
         kind = dtype.kind
+        # NumPy's order is that of its memory, a C-contiguous array's for the arrays a trace makes
+        # except a transpose's view (left to the wider accumulator below)
+        numpy_order = node.op == "reduce_sum" and kind == "f" and self.numpy_sum_order and src.op != "transpose"
+        if numpy_order:
+            plan = pairwise.numpy_sum_plan(src.shape, node.attrs["axes"])
+            if plan is not None:
+                return self._pairwise_sum(node, x, plan)
         if node.op == "reduce_sum":
             identity, op = 0, {"f": "arith.addf", "i": "arith.addi", "u": "arith.addi", "b": "arith.ori"}[kind]
         elif node.op == "reduce_prod":  # in the result's own dtype, in order, as NumPy multiplies
@@ -320,13 +331,17 @@ class Emitter:
         else:  # reduce_min; arith.minimumf propagates NaN, as np.min does
             identity = _extreme(dtype, lowest=False)
             op = {"f": "arith.minimumf", "i": "arith.minsi", "u": "arith.minui", "b": "arith.andi"}[kind]
-        # float32 sums accumulate in float64: NumPy sums pairwise, which a sequential float32
-        # loop cannot match (errors grow with the row length); a wider accumulator stays within
-        # NumPy's own rounding of the exact sum. float16 sums and products accumulate in float32,
-        # rounded once at the end, as NumPy's reduction along a contiguous axis does (along any
-        # other axis NumPy rounds to float16 after every step, which no sensible kernel repeats).
+        # Where NumPy adds whole slices in order (its inner loop along a kept axis), so does the loop,
+        # rounding to the dtype after every step as NumPy does. Other float32 sums (rows longer than
+        # the pairwise tree is emitted for, transposes, the GPU) accumulate in float64: NumPy sums
+        # those pairwise, which a sequential float32 loop cannot match (errors grow with the row
+        # length); a wider accumulator stays within NumPy's own rounding of the exact sum. float16
+        # sums and products there accumulate in float32, rounded once at the end, as NumPy's
+        # reduction along a contiguous axis does.
         acc_dtype = dtype
-        if node.op == "reduce_sum" and dtype == np.float32:
+        if numpy_order and pairwise.adds_in_order(src.shape, node.attrs["axes"]):
+            pass
+        elif node.op == "reduce_sum" and dtype == np.float32:
             acc_dtype = np.dtype(np.float64)
         elif node.op in ("reduce_sum", "reduce_prod") and dtype == np.float16:
             acc_dtype = np.dtype(np.float32)
@@ -350,6 +365,179 @@ class Emitter:
             return self._generic(node.shape, dtype, [(result, node.shape, acc_dtype)],
                                  lambda rb, args: cast_scalar(rb, args[0], acc_dtype, dtype), node.loc)
         return result
+
+    def _pairwise_sum(self, node: Node, x: str, plan: pairwise.SumPlan) -> str:
+        """A float sum in NumPy's pairwise order (see ``pairwise``). The operand's axes from
+        ``plan.row_from`` are collapsed into one row; each run of equal consecutive leaves is one
+        generic summing its 8 lanes (a reduction loop between parallel ones, so every lane adds in
+        order) and one combining them as NumPy does, remainder after; one last generic evaluates the
+        tree over the leaves and adds the result to 0.0, NumPy's start. Reduced axes before the row
+        then add row sums in order. float16 is summed in float32 and rounded after each addition
+        into the float16 result, as NumPy's half loop does."""
+        src, loc, dtype = node.inputs[0], node.loc, node.dtype
+        acc = np.dtype(np.float32) if dtype == np.float16 else dtype
+        t, ta = dt.storage_type(dtype), dt.mlir_type(acc)
+        prefix = src.shape[:plan.row_from]
+        p, row_shape = len(prefix), prefix + (plan.row,)
+        row_t = dt.tensor_type(row_shape, dtype)
+        if plan.row_from < src.ndim - 1:
+            groups = [[d] for d in range(p)] + [list(range(p, src.ndim))]
+            reassoc = "[" + ", ".join("[" + ", ".join(map(str, g)) + "]" for g in groups) + "]"
+            x = self.assign(f"tensor.collapse_shape {x} {reassoc} : {dt.tensor_type(src.shape, dtype)} into {row_t}", loc)
+        dims = [f"d{i}" for i in range(p)]
+
+        def widened(region, v):
+            return region.op(f"arith.extf {v} : {t} to {ta}") if acc != dtype else v
+
+        def add(region, a, b):
+            return region.op(f"arith.addf {a}, {b} : {ta}")
+
+        tree = pairwise.tree(0, plan.row)
+        leaf_value: dict[int, tuple[str, int, str]] = {}  # offset -> (its run's sums, index there, their type)
+        for run in pairwise.runs(tree):
+            count, length, start = len(run), run[0].length, run[0].offset
+            if length < pairwise.LANES:  # the whole row is shorter than 8: in order from -0.0
+                leaf_value[start] = (self._row_in_order(node, x, row_t, p, length, widened, add), 0,
+                                     dt.tensor_type(prefix + (1,), acc))
+                continue
+            whole = length - length % pairwise.LANES
+            # the run as (count, length), its leaves' first ``whole`` elements as (count, whole / 8, 8)
+            run_t = dt.tensor_type(prefix + (count, length), dtype)
+            run_x = self._row_part(x, prefix, dtype, plan.row, start, count * length, loc)
+            run_x = self._split_last(run_x, prefix, dtype, count * length, (count, length), loc)
+            blocks_shape = prefix + (count, whole // pairwise.LANES, pairwise.LANES)
+            blocks = run_x
+            if whole != length:
+                blocks = self.assign(
+                    f"tensor.extract_slice {run_x}[{', '.join(['0'] * (p + 2))}] [{', '.join(map(str, prefix + (count, whole)))}] "
+                    f"[{', '.join(['1'] * (p + 2))}] : {run_t} to {dt.tensor_type(prefix + (count, whole), dtype)}", loc)
+            blocks = self._split_last(blocks, prefix + (count,), dtype, whole, (whole // pairwise.LANES, pairwise.LANES), loc)
+            lanes_shape = prefix + (count, pairwise.LANES)
+            lanes_t = dt.tensor_type(lanes_shape, acc)
+            rank = p + 3
+            q, i, j = f"d{p}", f"d{p + 1}", f"d{p + 2}"
+            region = _Region(self)
+            a, b = self.fresh("in"), self.fresh("acc")
+            summed = add(region, b, widened(region, a))
+            lanes = self._region_generic(
+                [_map(rank, dims + [q, i, j]), _map(rank, dims + [q, j])],
+                ", ".join(['"parallel"'] * (p + 1) + ['"reduction"', '"parallel"']),
+                [(blocks, dt.tensor_type(blocks_shape, dtype))], [(self.filled(lanes_shape, acc, -0.0, loc), lanes_t)],
+                [(a, t), (b, ta)], region, [(summed, ta)], loc)
+            # the 8 lanes as NumPy adds them, then the remainder in order
+            sums_shape = prefix + (count,)
+            sums_t = dt.tensor_type(sums_shape, acc)
+            region = _Region(self)
+            lane_args = [self.fresh("lane") for _ in range(pairwise.LANES)]
+            tail_args = [self.fresh("tail") for _ in range(length - whole)]
+            r = lane_args
+            while len(r) > 1:
+                r = [add(region, r[k], r[k + 1]) for k in range(0, len(r), 2)]
+            total = r[0]
+            for arg in tail_args:
+                total = add(region, total, widened(region, arg))
+            maps = [_map(p + 1, dims + [f"d{p}", str(k)]) for k in range(pairwise.LANES)]
+            maps += [_map(p + 1, dims + [f"d{p}", str(whole + k)]) for k in range(len(tail_args))]
+            sums = self._region_generic(
+                maps + [_map(p + 1, dims + [f"d{p}"])], ", ".join(['"parallel"'] * (p + 1)),
+                [(lanes, lanes_t)] * pairwise.LANES + [(run_x, run_t)] * len(tail_args),
+                [(self.empty(sums_shape, acc, loc), sums_t)],
+                [(v, ta) for v in lane_args] + [(v, t) for v in tail_args] + [(self.fresh("o"), ta)],
+                region, [(total, ta)], loc)
+            for k, leaf in enumerate(run):
+                leaf_value[leaf.offset] = (sums, k, sums_t)
+        return self._pairwise_total(node, tree, leaf_value, prefix, plan, acc, widened, add)
+
+    def _row_part(self, x: str, prefix: tuple, dtype, row: int, start: int, size: int, loc) -> str:
+        """Elements [start, start + size) of the last axis of ``x`` (prefix + (row,))."""
+        if start == 0 and size == row:
+            return x
+        p = len(prefix)
+        return self.assign(
+            f"tensor.extract_slice {x}[{', '.join(['0'] * p + [str(start)])}] [{', '.join(map(str, prefix + (size,)))}] "
+            f"[{', '.join(['1'] * (p + 1))}] : {dt.tensor_type(prefix + (row,), dtype)} to "
+            f"{dt.tensor_type(prefix + (size,), dtype)}", loc)
+
+    def _split_last(self, x: str, prefix: tuple, dtype, last: int, into: tuple, loc) -> str:
+        """``x`` (prefix + (last,)) with its last axis split into the axes ``into``."""
+        p = len(prefix)
+        groups = [[d] for d in range(p)] + [list(range(p, p + len(into)))]
+        reassoc = "[" + ", ".join("[" + ", ".join(map(str, g)) + "]" for g in groups) + "]"
+        shape = prefix + into
+        return self.assign(
+            f"tensor.expand_shape {x} {reassoc} output_shape [{', '.join(map(str, shape))}] : "
+            f"{dt.tensor_type(prefix + (last,), dtype)} into {dt.tensor_type(shape, dtype)}", loc)
+
+    def _row_in_order(self, node, x, row_t, p, length, widened, add) -> str:
+        """A row of fewer than 8 elements (at most 7 reads of each), summed in order from -0.0."""
+        acc = np.dtype(np.float32) if node.dtype == np.float16 else node.dtype
+        prefix = node.inputs[0].shape[:p]
+        dims = [f"d{i}" for i in range(p)]
+        region = _Region(self)
+        args = [self.fresh("e") for _ in range(length)]
+        total = scalar_const(region, -0.0, acc)
+        for arg in args:
+            total = add(region, total, widened(region, arg))
+        ta = dt.mlir_type(acc)
+        out_t = dt.tensor_type(prefix + (1,), acc)
+        return self._region_generic(
+            [_map(p + 1, dims + [str(k)]) for k in range(length)] + [_map(p + 1, dims + [f"d{p}"])],
+            ", ".join(['"parallel"'] * (p + 1)), [(x, row_t)] * length,
+            [(self.empty(prefix + (1,), acc, node.loc), out_t)],
+            [(v, dt.storage_type(node.dtype)) for v in args] + [(self.fresh("o"), ta)], region, [(total, ta)], node.loc)
+
+    def _pairwise_total(self, node, tree, leaf_value, prefix, plan, acc, widened, add) -> str:
+        """The tree over the leaf sums, added to 0.0 and rounded to the result dtype; then the
+        reduced axes before the row, each row sum added in order; then the kept unit axes."""
+        loc, dtype, p = node.loc, node.dtype, len(prefix)
+        ta, t = dt.mlir_type(acc), dt.storage_type(dtype)
+        dims = [f"d{i}" for i in range(p)]
+        region = _Region(self)
+        ins, maps, args = [], [], {}
+        for offset, (sums, k, sums_t) in leaf_value.items():
+            args[offset] = self.fresh("leaf")
+            ins.append((sums, sums_t))
+            maps.append(_map(p, dims + [str(k)]))
+
+        def evaluate(n):
+            if isinstance(n, pairwise.Leaf):
+                return args[n.offset]
+            return add(region, evaluate(n[0]), evaluate(n[1]))
+
+        def into_result(region, row_sum, so_far):
+            """NumPy's output gaining one row sum (float16: its float32 sum, rounded once)."""
+            total = add(region, widened(region, so_far), row_sum)
+            return region.op(f"arith.truncf {total} : {ta} to {t}") if acc != dtype else total
+
+        total = evaluate(tree)
+        if not plan.outer_reduced:  # the output starts at 0.0
+            total = into_result(region, total, scalar_const(region, 0.0, dtype))
+        row_dtype = acc if plan.outer_reduced else dtype
+        rows_t = dt.tensor_type(prefix, row_dtype)
+        rows = self._region_generic(
+            maps + [_map(p, dims)], ", ".join(['"parallel"'] * p), ins, [(self.empty(prefix, row_dtype, loc), rows_t)],
+            [(args[o], ta) for o in leaf_value] + [(self.fresh("o"), dt.storage_type(row_dtype))], region,
+            [(total, dt.storage_type(row_dtype))], loc)
+        shape = prefix
+        if plan.outer_reduced:  # the output, from 0.0, gains each row's sum in order
+            shape = tuple(n for d, n in enumerate(prefix) if d not in plan.outer_reduced)
+            region = _Region(self)
+            a, b = self.fresh("in"), self.fresh("acc")
+            summed = into_result(region, a, b)
+            init = self.filled(shape, dtype, 0.0, loc)
+            result = self.fresh()
+            self.lines.append(
+                f"    {result} = linalg.reduce ins({rows} : {rows_t}) outs({init} : "
+                f"{dt.tensor_type(shape, dtype)}) dimensions = [{', '.join(map(str, plan.outer_reduced))}]")
+            here = self.located(loc)
+            self.lines.append(f"      ({a}: {ta} {here}, {b}: {t} {here}) {{")
+            self.lines.extend(f"        {ln} {here}" for ln in region.lines)
+            self.lines.append(f"        linalg.yield {summed} : {t} {here}")
+            self.lines.append(f"      }} {here}")
+            rows = result
+        if shape != node.shape:  # kept unit axes after the row's start
+            rows = self._reshaped(rows, shape, dtype, node.shape, loc)
+        return rows
 
     def arg_reduce(self, node: Node, x: str) -> str:
         """argmax/argmin over one axis: a reduction carrying (best value, its index). A later element
@@ -713,19 +901,21 @@ class Emitter:
                              lambda rb, args: cast_scalar(rb, args[0], acc, node.dtype), node.loc)
 
     def reshape(self, x: str, src: Node, shape: tuple, loc) -> str:
-        cur_shape = src.shape
+        return self._reshaped(x, src.shape, src.dtype, shape, loc)
+
+    def _reshaped(self, x: str, cur_shape: tuple, dtype, shape: tuple, loc) -> str:
         if len(cur_shape) > 1 or (len(cur_shape) == 1 and len(shape) == 0):
-            flat = (src.size,) if shape else ()
+            flat = (prod(cur_shape),) if shape else ()
             groups = "[[" + ", ".join(str(i) for i in range(len(cur_shape))) + "]]" if flat else "[]"
-            x = self.assign(f"tensor.collapse_shape {x} {groups} : {dt.tensor_type(cur_shape, src.dtype)} into {dt.tensor_type(flat, src.dtype)}", loc)
+            x = self.assign(f"tensor.collapse_shape {x} {groups} : {dt.tensor_type(cur_shape, dtype)} into {dt.tensor_type(flat, dtype)}", loc)
             cur_shape = flat
         if len(cur_shape) == 0 and shape:
-            x = self.assign(f"tensor.expand_shape {x} [] output_shape [1] : {dt.tensor_type((), src.dtype)} into {dt.tensor_type((1,), src.dtype)}", loc)
+            x = self.assign(f"tensor.expand_shape {x} [] output_shape [1] : {dt.tensor_type((), dtype)} into {dt.tensor_type((1,), dtype)}", loc)
             cur_shape = (1,)
         if len(shape) > 1:
             groups = "[[" + ", ".join(str(i) for i in range(len(shape))) + "]]"
             out = ", ".join(str(d) for d in shape)
-            x = self.assign(f"tensor.expand_shape {x} {groups} output_shape [{out}] : {dt.tensor_type(cur_shape, src.dtype)} into {dt.tensor_type(shape, src.dtype)}", loc)
+            x = self.assign(f"tensor.expand_shape {x} {groups} output_shape [{out}] : {dt.tensor_type(cur_shape, dtype)} into {dt.tensor_type(shape, dtype)}", loc)
         return x
 
     def transpose(self, node: Node, x: str) -> str:
@@ -824,11 +1014,12 @@ def _resident(node: Node) -> str:
 
 
 def build_module(inputs: list[Node], outputs: list[Node], func_name: str = "main", faults: dict | None = None,
-                 device_outputs: bool = False, scan_loops: bool = True) -> LoweredModule:
+                 device_outputs: bool = False, scan_loops: bool = True, numpy_sum_order: bool = True) -> LoweredModule:
     """The tensor-level module of ``outputs`` over ``inputs``. ``device_outputs``: the results are
     written into caller-provided device memory (marked device-resident, like DeviceArray inputs);
-    ``scan_loops``: the target's form of cumsum/cumprod (see ``Emitter.scan``)."""
-    em = Emitter(func_name, inputs, faults, scan_loops)
+    ``scan_loops``: the target's form of cumsum/cumprod (see ``Emitter.scan``); ``numpy_sum_order``:
+    float sums in NumPy's pairwise order (see ``Emitter._pairwise_sum``), else one loop each."""
+    em = Emitter(func_name, inputs, faults, scan_loops, numpy_sum_order)
     order = topological(outputs)
     users: dict[int, list[Node]] = {}
     for node in order:

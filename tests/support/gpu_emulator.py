@@ -739,7 +739,7 @@ def emulate(fn, *args, **static):
     returns, the Emulator). ``ResidentArray`` arguments compile as device-resident."""
     inputs, outputs_nodes, out_tree, _ = trace(fn, args, static)
     target = GpuTarget()
-    lowered = build_module(inputs, outputs_nodes, scan_loops=target.scan_loops)
+    lowered = build_module(inputs, outputs_nodes, **target.lowering_form())
     module = target.to_kernels(target.optimized(lowered.text), lowered)
     leaves, paths = [], []
     for i, a in enumerate(args):

@@ -1,0 +1,94 @@
+"""NumPy's order for float sums, which the CPU lowering repeats so that its sums are NumPy's bit for bit.
+
+NumPy adds the elements of its innermost loop pairwise when that loop runs along a reduced axis:
+fewer than 8 elements in order; up to 128 in 8 interleaved lanes combined as a fixed tree, the
+remainder added after; more are split in two (the first half a multiple of 8) and each half summed
+so. The sum is then added to the output, which starts at 0.0, and when other reduced axes are left
+outside that loop, each further row's pairwise sum is added in turn. This module decides, from the
+operand's shape and reduced axes alone (a C-contiguous layout, NumPy's for the arrays a traced
+function makes), which reductions run that way, and gives the tree; ``lowering`` emits it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+LANES = 8           # NumPy unrolls its pairwise loop 8 ways
+LEAF_LIMIT = 128    # PW_BLOCKSIZE: longer runs are split in two
+# rows past either limit keep the plain loop: the tree's IR grows with its leaves, and with its runs
+# of equal leaves (one generic pair each; sizes such as 10000 alternate two leaf lengths 60 times)
+MAX_ROW = 1 << 16
+MAX_RUNS = 16
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """Elements [offset, offset + length) of a row, summed without splitting."""
+    offset: int
+    length: int
+
+
+def tree(offset: int, length: int):
+    """The pairwise tree of ``length`` elements from ``offset``: a Leaf, or a (left, right) pair."""
+    if length <= LEAF_LIMIT:
+        return Leaf(offset, length)
+    half = length // 2
+    half -= half % LANES
+    return (tree(offset, half), tree(offset + half, length - half))
+
+
+def leaves(node) -> list[Leaf]:
+    """The tree's leaves, left to right."""
+    if isinstance(node, Leaf):
+        return [node]
+    return leaves(node[0]) + leaves(node[1])
+
+
+def runs(node) -> list[list[Leaf]]:
+    """The leaves grouped into runs of consecutive leaves of equal length. (Every leaf starts at a
+    multiple of 8, so only the last can have a length that is not one.)"""
+    grouped: list[list[Leaf]] = []
+    for leaf in leaves(node):
+        if grouped and grouped[-1][0].length == leaf.length:
+            grouped[-1].append(leaf)
+        else:
+            grouped.append([leaf])
+    return grouped
+
+
+@dataclass(frozen=True)
+class SumPlan:
+    """How NumPy sums a C-contiguous operand: axes ``row_from`` onwards form one row of ``row``
+    elements (reduced axes, and unit axes between them) summed pairwise; the reduced axes before
+    it, ``outer_reduced``, then add those row sums one by one in index order."""
+    row_from: int
+    row: int
+    outer_reduced: tuple[int, ...]
+
+
+def numpy_sum_plan(shape: tuple, axes: tuple) -> SumPlan | None:
+    """The plan for summing ``shape`` over ``axes`` as NumPy does, or None where NumPy's inner loop
+    does not run along a reduced axis (it adds whole slices in order then, as a plain loop does),
+    where nothing is summed, or where the row is longer than MAX_ROW. NumPy's iterator drops unit
+    axes and merges the trailing reduced ones, so they count as one row."""
+    if not axes or 0 in shape:
+        return None
+    sized = [d for d, n in enumerate(shape) if n != 1]
+    if not sized or sized[-1] not in axes:
+        return None
+    row_from = sized[-1]
+    for d in reversed(sized[:-1]):
+        if d not in axes:
+            break
+        row_from = d
+    row = prod(shape[row_from:])
+    if row > MAX_ROW or len(runs(tree(0, row))) > MAX_RUNS:
+        return None
+    return SumPlan(row_from, row, tuple(a for a in axes if a < row_from))
+
+
+def adds_in_order(shape: tuple, axes: tuple) -> bool:
+    """Whether NumPy sums ``shape`` over ``axes`` by adding whole slices in index order: its inner
+    loop runs along a kept axis, so each output element gains one element per step."""
+    sized = [d for d, n in enumerate(shape) if n != 1]
+    return bool(axes) and 0 not in shape and bool(sized) and sized[-1] not in axes
