@@ -108,6 +108,11 @@ def weak_to_array(value, dtype) -> np.ndarray:
     if np.dtype(dtype).kind == "b" and isinstance(value, int) and not isinstance(value, bool):
         # a bool loop (np.logical_*) takes a Python int through a C long first: beyond int64, OverflowError
         return np.asarray(np.asarray(value, dtype=np.int64), dtype=bool)
+    if np.dtype(dtype).kind in "iu" and isinstance(value, float):
+        # only an unsafe dtype= gets here: NumPy casts the float as a float64 (wrapping, and the
+        # platform's value for NaN and out-of-range ones) where np.asarray would refuse
+        with np.errstate(invalid="ignore"):
+            return np.asarray(np.float64(value)).astype(dtype)
     return np.asarray(value, dtype=dtype)
 
 

@@ -196,3 +196,20 @@ def test_arctan2_of_two_zeros_that_fold_to_constants_is_c_librarys(dtype, signs)
         got, want = jit(fn)(i), fn(i)
         assert got.dtype == want.dtype
         assert got.tobytes() == want.tobytes(), (got, want)  # the zeros' signs and pi's rounding too
+
+
+@pytest.mark.parametrize("value", [-3.68359375, 300.5, 1e20, float("nan"), 2.5])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint64])
+def test_a_python_float_under_an_unsafe_integer_dtype_is_cast_as_numpy_casts_it(value, dtype):
+    # Fuzzer finding (seed 1142): np.add(x, -3.68, dtype=np.uint8, casting="unsafe") raised
+    # OverflowError at trace time, where NumPy casts the float as a float64 (to 253: wrapped).
+    # Python ints out of range still raise, as in NumPy.
+    x = np.array([1.0, 2.5, -7.0], np.float16)
+    fn = lambda a: np.add(a, value, dtype=dtype, casting="unsafe")
+    with np.errstate(invalid="ignore"):
+        want = fn(x)
+    got = jit(fn)(x)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(OverflowError, match="out of bounds"):
+        jit(lambda a: np.add(a, -3, dtype=np.uint8, casting="unsafe"))(x)
