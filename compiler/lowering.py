@@ -368,12 +368,13 @@ class Emitter:
 
     def _pairwise_sum(self, node: Node, x: str, plan: pairwise.SumPlan) -> str:
         """A float sum in NumPy's pairwise order (see ``pairwise``). The operand's axes from
-        ``plan.row_from`` are collapsed into one row; each run of equal consecutive leaves is one
-        generic summing its 8 lanes (a reduction loop between parallel ones, so every lane adds in
-        order) and one combining them as NumPy does, remainder after; one last generic evaluates the
-        tree over the leaves and adds the result to 0.0, NumPy's start. Reduced axes before the row
-        then add row sums in order. float16 is summed in float32 and rounded after each addition
-        into the float16 result, as NumPy's half loop does."""
+        ``plan.row_from`` are collapsed into one row. Every leaf of the tree starts at a multiple of 8,
+        so the row's whole blocks of 8 are its lanes: one generic sums each leaf's blocks in order
+        (a table names the blocks, so leaves of any lengths share it), one combines each leaf's 8
+        lanes as NumPy does, and one evaluates the tree (the last leaf gains the row's remainder
+        first), adding the result to 0.0, NumPy's start. Reduced axes before the row then add row
+        sums in order. float16 is summed in float32 and rounded as it enters the float16 result,
+        as NumPy's half loop does."""
         src, loc, dtype = node.inputs[0], node.loc, node.dtype
         acc = np.dtype(np.float32) if dtype == np.float16 else dtype
         t, ta = dt.storage_type(dtype), dt.mlir_type(acc)
@@ -384,7 +385,6 @@ class Emitter:
             groups = [[d] for d in range(p)] + [list(range(p, src.ndim))]
             reassoc = "[" + ", ".join("[" + ", ".join(map(str, g)) + "]" for g in groups) + "]"
             x = self.assign(f"tensor.collapse_shape {x} {reassoc} : {dt.tensor_type(src.shape, dtype)} into {row_t}", loc)
-        dims = [f"d{i}" for i in range(p)]
 
         def widened(region, v):
             return region.op(f"arith.extf {v} : {t} to {ta}") if acc != dtype else v
@@ -393,115 +393,27 @@ class Emitter:
             return region.op(f"arith.addf {a}, {b} : {ta}")
 
         tree = pairwise.tree(0, plan.row)
-        leaf_value: dict[int, tuple[str, int, str]] = {}  # offset -> (its run's sums, index there, their type)
-        for run in pairwise.runs(tree):
-            count, length, start = len(run), run[0].length, run[0].offset
-            if length < pairwise.LANES:  # the whole row is shorter than 8: in order from -0.0
-                leaf_value[start] = (self._row_in_order(node, x, row_t, p, length, widened, add), 0,
-                                     dt.tensor_type(prefix + (1,), acc))
-                continue
-            whole = length - length % pairwise.LANES
-            # the run as (count, length), its leaves' first ``whole`` elements as (count, whole / 8, 8)
-            run_t = dt.tensor_type(prefix + (count, length), dtype)
-            run_x = self._row_part(x, prefix, dtype, plan.row, start, count * length, loc)
-            run_x = self._split_last(run_x, prefix, dtype, count * length, (count, length), loc)
-            blocks_shape = prefix + (count, whole // pairwise.LANES, pairwise.LANES)
-            blocks = run_x
-            if whole != length:
-                blocks = self.assign(
-                    f"tensor.extract_slice {run_x}[{', '.join(['0'] * (p + 2))}] [{', '.join(map(str, prefix + (count, whole)))}] "
-                    f"[{', '.join(['1'] * (p + 2))}] : {run_t} to {dt.tensor_type(prefix + (count, whole), dtype)}", loc)
-            blocks = self._split_last(blocks, prefix + (count,), dtype, whole, (whole // pairwise.LANES, pairwise.LANES), loc)
-            lanes_shape = prefix + (count, pairwise.LANES)
-            lanes_t = dt.tensor_type(lanes_shape, acc)
-            rank = p + 3
-            q, i, j = f"d{p}", f"d{p + 1}", f"d{p + 2}"
-            region = _Region(self)
-            a, b = self.fresh("in"), self.fresh("acc")
-            summed = add(region, b, widened(region, a))
-            lanes = self._region_generic(
-                [_map(rank, dims + [q, i, j]), _map(rank, dims + [q, j])],
-                ", ".join(['"parallel"'] * (p + 1) + ['"reduction"', '"parallel"']),
-                [(blocks, dt.tensor_type(blocks_shape, dtype))], [(self.filled(lanes_shape, acc, -0.0, loc), lanes_t)],
-                [(a, t), (b, ta)], region, [(summed, ta)], loc)
-            # the 8 lanes as NumPy adds them, then the remainder in order
-            sums_shape = prefix + (count,)
-            sums_t = dt.tensor_type(sums_shape, acc)
-            region = _Region(self)
-            lane_args = [self.fresh("lane") for _ in range(pairwise.LANES)]
-            tail_args = [self.fresh("tail") for _ in range(length - whole)]
-            r = lane_args
-            while len(r) > 1:
-                r = [add(region, r[k], r[k + 1]) for k in range(0, len(r), 2)]
-            total = r[0]
-            for arg in tail_args:
-                total = add(region, total, widened(region, arg))
-            maps = [_map(p + 1, dims + [f"d{p}", str(k)]) for k in range(pairwise.LANES)]
-            maps += [_map(p + 1, dims + [f"d{p}", str(whole + k)]) for k in range(len(tail_args))]
-            sums = self._region_generic(
-                maps + [_map(p + 1, dims + [f"d{p}"])], ", ".join(['"parallel"'] * (p + 1)),
-                [(lanes, lanes_t)] * pairwise.LANES + [(run_x, run_t)] * len(tail_args),
-                [(self.empty(sums_shape, acc, loc), sums_t)],
-                [(v, ta) for v in lane_args] + [(v, t) for v in tail_args] + [(self.fresh("o"), ta)],
-                region, [(total, ta)], loc)
-            for k, leaf in enumerate(run):
-                leaf_value[leaf.offset] = (sums, k, sums_t)
-        return self._pairwise_total(node, tree, leaf_value, prefix, plan, acc, widened, add)
-
-    def _row_part(self, x: str, prefix: tuple, dtype, row: int, start: int, size: int, loc) -> str:
-        """Elements [start, start + size) of the last axis of ``x`` (prefix + (row,))."""
-        if start == 0 and size == row:
-            return x
-        p = len(prefix)
-        return self.assign(
-            f"tensor.extract_slice {x}[{', '.join(['0'] * p + [str(start)])}] [{', '.join(map(str, prefix + (size,)))}] "
-            f"[{', '.join(['1'] * (p + 1))}] : {dt.tensor_type(prefix + (row,), dtype)} to "
-            f"{dt.tensor_type(prefix + (size,), dtype)}", loc)
-
-    def _split_last(self, x: str, prefix: tuple, dtype, last: int, into: tuple, loc) -> str:
-        """``x`` (prefix + (last,)) with its last axis split into the axes ``into``."""
-        p = len(prefix)
-        groups = [[d] for d in range(p)] + [list(range(p, p + len(into)))]
-        reassoc = "[" + ", ".join("[" + ", ".join(map(str, g)) + "]" for g in groups) + "]"
-        shape = prefix + into
-        return self.assign(
-            f"tensor.expand_shape {x} {reassoc} output_shape [{', '.join(map(str, shape))}] : "
-            f"{dt.tensor_type(prefix + (last,), dtype)} into {dt.tensor_type(shape, dtype)}", loc)
-
-    def _row_in_order(self, node, x, row_t, p, length, widened, add) -> str:
-        """A row of fewer than 8 elements (at most 7 reads of each), summed in order from -0.0."""
-        acc = np.dtype(np.float32) if node.dtype == np.float16 else node.dtype
-        prefix = node.inputs[0].shape[:p]
-        dims = [f"d{i}" for i in range(p)]
+        leaves = pairwise.leaves(tree)
+        lanes = pairwise.LANES
+        whole = plan.row - plan.row % lanes
+        leaf_sums = self._leaf_sums(x, prefix, dtype, acc, plan.row, leaves, widened, add, loc) if whole else None
         region = _Region(self)
-        args = [self.fresh("e") for _ in range(length)]
-        total = scalar_const(region, -0.0, acc)
-        for arg in args:
-            total = add(region, total, widened(region, arg))
-        ta = dt.mlir_type(acc)
-        out_t = dt.tensor_type(prefix + (1,), acc)
-        return self._region_generic(
-            [_map(p + 1, dims + [str(k)]) for k in range(length)] + [_map(p + 1, dims + [f"d{p}"])],
-            ", ".join(['"parallel"'] * (p + 1)), [(x, row_t)] * length,
-            [(self.empty(prefix + (1,), acc, node.loc), out_t)],
-            [(v, dt.storage_type(node.dtype)) for v in args] + [(self.fresh("o"), ta)], region, [(total, ta)], node.loc)
+        at = [region.op(f"linalg.index {d} : index") for d in range(p)]
 
-    def _pairwise_total(self, node, tree, leaf_value, prefix, plan, acc, widened, add) -> str:
-        """The tree over the leaf sums, added to 0.0 and rounded to the result dtype; then the
-        reduced axes before the row, each row sum added in order; then the kept unit axes."""
-        loc, dtype, p = node.loc, node.dtype, len(prefix)
-        ta, t = dt.mlir_type(acc), dt.storage_type(dtype)
-        dims = [f"d{i}" for i in range(p)]
-        region = _Region(self)
-        ins, maps, args = [], [], {}
-        for offset, (sums, k, sums_t) in leaf_value.items():
-            args[offset] = self.fresh("leaf")
-            ins.append((sums, sums_t))
-            maps.append(_map(p, dims + [str(k)]))
+        def element(tensor, tensor_t, position):
+            return region.op(f"tensor.extract {tensor}[{', '.join(at + [region.op(f'arith.constant {position} : index')])}] : {tensor_t}")
+
+        if whole:
+            values = [element(leaf_sums, dt.tensor_type(prefix + (len(leaves),), acc), k) for k in range(len(leaves))]
+        else:  # a row shorter than 8: in order from -0.0
+            values = [scalar_const(region, -0.0, acc)]
+        for position in range(whole, plan.row):  # the remainder, after the last leaf's lanes
+            values[-1] = add(region, values[-1], widened(region, element(x, row_t, position)))
+        value_of = {leaf.offset: v for leaf, v in zip(leaves, values)}
 
         def evaluate(n):
             if isinstance(n, pairwise.Leaf):
-                return args[n.offset]
+                return value_of[n.offset]
             return add(region, evaluate(n[0]), evaluate(n[1]))
 
         def into_result(region, row_sum, so_far):
@@ -515,8 +427,8 @@ class Emitter:
         row_dtype = acc if plan.outer_reduced else dtype
         rows_t = dt.tensor_type(prefix, row_dtype)
         rows = self._region_generic(
-            maps + [_map(p, dims)], ", ".join(['"parallel"'] * p), ins, [(self.empty(prefix, row_dtype, loc), rows_t)],
-            [(args[o], ta) for o in leaf_value] + [(self.fresh("o"), dt.storage_type(row_dtype))], region,
+            [_map(p, [f"d{i}" for i in range(p)])], ", ".join(['"parallel"'] * p), [],
+            [(self.empty(prefix, row_dtype, loc), rows_t)], [(self.fresh("o"), dt.storage_type(row_dtype))], region,
             [(total, dt.storage_type(row_dtype))], loc)
         shape = prefix
         if plan.outer_reduced:  # the output, from 0.0, gains each row's sum in order
@@ -538,6 +450,61 @@ class Emitter:
         if shape != node.shape:  # kept unit axes after the row's start
             rows = self._reshaped(rows, shape, dtype, node.shape, loc)
         return rows
+
+    def _leaf_sums(self, x: str, prefix: tuple, dtype, acc, row: int, leaves, widened, add, loc) -> str:
+        """Each leaf's 8 lanes combined as NumPy combines them (prefix + (leaves,), in ``acc``), its
+        remainder not included. The lanes: the row's blocks of 8 (prefix + (blocks, 8)) summed in
+        order from -0.0 over the blocks a (leaves, most blocks) table names, -1 padding a shorter
+        leaf (its lanes gain -0.0 there, which changes no sum)."""
+        p, lanes = len(prefix), pairwise.LANES
+        t, ta = dt.storage_type(dtype), dt.mlir_type(acc)
+        blocks = row // lanes
+        blocks_x = x
+        if blocks * lanes != row:
+            blocks_x = self.assign(
+                f"tensor.extract_slice {x}[{', '.join(['0'] * (p + 1))}] [{', '.join(map(str, prefix + (blocks * lanes,)))}] "
+                f"[{', '.join(['1'] * (p + 1))}] : {dt.tensor_type(prefix + (row,), dtype)} to "
+                f"{dt.tensor_type(prefix + (blocks * lanes,), dtype)}", loc)
+        groups = [[d] for d in range(p)] + [[p, p + 1]]
+        reassoc = "[" + ", ".join("[" + ", ".join(map(str, g)) + "]" for g in groups) + "]"
+        blocks_t = dt.tensor_type(prefix + (blocks, lanes), dtype)
+        blocks_x = self.assign(
+            f"tensor.expand_shape {blocks_x} {reassoc} output_shape [{', '.join(map(str, prefix + (blocks, lanes)))}] : "
+            f"{dt.tensor_type(prefix + (blocks * lanes,), dtype)} into {blocks_t}", loc)
+        counts = [min(leaf.offset + leaf.length, blocks * lanes) // lanes - leaf.offset // lanes for leaf in leaves]
+        table = np.full((len(leaves), max(counts)), -1, np.int64)
+        for k, (leaf, count) in enumerate(zip(leaves, counts)):
+            table[k, :count] = np.arange(count) + leaf.offset // lanes
+        table_t = dt.tensor_type(table.shape, table.dtype)
+        table_v = self.assign(f"arith.constant dense<{_const_text(table)}> : {table_t}", loc)
+        lanes_shape = prefix + (len(leaves), lanes)
+        lanes_t = dt.tensor_type(lanes_shape, acc)
+        rank, dims = p + 3, [f"d{i}" for i in range(p)]
+        region = _Region(self)
+        block, so_far = self.fresh("block"), self.fresh("acc")
+        zero = region.op("arith.constant 0 : i64")
+        valid = region.op(f"arith.cmpi sge, {block}, {zero} : i64")
+        safe = region.op(f"arith.index_cast {region.op(f'arith.maxsi {block}, {zero} : i64')} : i64 to index")
+        at = [region.op(f"linalg.index {d} : index") for d in range(p)] + [safe, region.op(f"linalg.index {p + 2} : index")]
+        element = widened(region, region.op(f"tensor.extract {blocks_x}[{', '.join(at)}] : {blocks_t}"))
+        element = region.op(f"arith.select {valid}, {element}, {scalar_const(region, -0.0, acc)} : {ta}")
+        summed = add(region, so_far, element)
+        lane_sums = self._region_generic(
+            [_map(rank, [f"d{p}", f"d{p + 1}"]), _map(rank, dims + [f"d{p}", f"d{p + 2}"])],
+            ", ".join(['"parallel"'] * (p + 1) + ['"reduction"', '"parallel"']),
+            [(table_v, table_t)], [(self.filled(lanes_shape, acc, -0.0, loc), lanes_t)],
+            [(block, "i64"), (so_far, ta)], region, [(summed, ta)], loc)
+        region = _Region(self)
+        args = [self.fresh("lane") for _ in range(lanes)]
+        r = args
+        while len(r) > 1:
+            r = [add(region, r[k], r[k + 1]) for k in range(0, len(r), 2)]
+        sums_shape = prefix + (len(leaves),)
+        return self._region_generic(
+            [_map(p + 1, dims + [f"d{p}", str(c)]) for c in range(lanes)] + [_map(p + 1, dims + [f"d{p}"])],
+            ", ".join(['"parallel"'] * (p + 1)), [(lane_sums, lanes_t)] * lanes,
+            [(self.empty(sums_shape, acc, loc), dt.tensor_type(sums_shape, acc))],
+            [(a, ta) for a in args] + [(self.fresh("o"), ta)], region, [(r[0], ta)], loc)
 
     def arg_reduce(self, node: Node, x: str) -> str:
         """argmax/argmin over one axis: a reduction carrying (best value, its index). A later element

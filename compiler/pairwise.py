@@ -15,10 +15,9 @@ from math import prod
 
 LANES = 8           # NumPy unrolls its pairwise loop 8 ways
 LEAF_LIMIT = 128    # PW_BLOCKSIZE: longer runs are split in two
-# rows past either limit keep the plain loop: the tree's IR grows with its leaves, and with its runs
-# of equal leaves (one generic pair each; sizes such as 10000 alternate two leaf lengths 60 times)
+# longer rows keep the plain loop: the tree's IR grows with its leaves (here up to 1024, each an
+# element read and an addition in one generic, and a table of up to 16 block numbers each)
 MAX_ROW = 1 << 16
-MAX_RUNS = 16
 
 
 @dataclass(frozen=True)
@@ -42,18 +41,6 @@ def leaves(node) -> list[Leaf]:
     if isinstance(node, Leaf):
         return [node]
     return leaves(node[0]) + leaves(node[1])
-
-
-def runs(node) -> list[list[Leaf]]:
-    """The leaves grouped into runs of consecutive leaves of equal length. (Every leaf starts at a
-    multiple of 8, so only the last can have a length that is not one.)"""
-    grouped: list[list[Leaf]] = []
-    for leaf in leaves(node):
-        if grouped and grouped[-1][0].length == leaf.length:
-            grouped[-1].append(leaf)
-        else:
-            grouped.append([leaf])
-    return grouped
 
 
 @dataclass(frozen=True)
@@ -82,7 +69,7 @@ def numpy_sum_plan(shape: tuple, axes: tuple) -> SumPlan | None:
             break
         row_from = d
     row = prod(shape[row_from:])
-    if row > MAX_ROW or len(runs(tree(0, row))) > MAX_RUNS:
+    if row > MAX_ROW:
         return None
     return SumPlan(row_from, row, tuple(a for a in axes if a < row_from))
 
