@@ -338,12 +338,11 @@ class Emitter:
         # length); a wider accumulator stays within NumPy's own rounding of the exact sum. float16
         # sums and products there accumulate in float32, rounded once at the end, as NumPy's
         # reduction along a contiguous axis does.
+        in_order = numpy_order and pairwise.adds_in_order(src.shape, node.attrs["axes"])
         acc_dtype = dtype
-        if numpy_order and pairwise.adds_in_order(src.shape, node.attrs["axes"]):
-            pass
-        elif node.op == "reduce_sum" and dtype == np.float32:
+        if node.op == "reduce_sum" and dtype == np.float32 and not in_order:
             acc_dtype = np.dtype(np.float64)
-        elif node.op in ("reduce_sum", "reduce_prod") and dtype == np.float16:
+        elif node.op in ("reduce_sum", "reduce_prod") and dtype == np.float16 and not in_order:
             acc_dtype = np.dtype(np.float32)
         ta = dt.storage_type(acc_dtype)
         init = self.filled(node.shape, acc_dtype, identity, node.loc)
