@@ -67,6 +67,11 @@ def _map(n: int, results: list[str]) -> str:
     return f"affine_map<({_dims(n)}) -> ({', '.join(results)})>"
 
 
+def _reassociation(groups: list[list[int]]) -> str:
+    """A collapse_shape/expand_shape reassociation: which dims of the larger shape form each of the other's."""
+    return "[" + ", ".join("[" + ", ".join(map(str, g)) + "]" for g in groups) + "]"
+
+
 def is_splat(value: np.ndarray) -> bool:
     """All elements identical, bit for bit (so 0.0 and -0.0, or two NaNs, are told apart)."""
     flat = np.ascontiguousarray(value).reshape(-1)
@@ -220,7 +225,7 @@ class Emitter:
                     groups[-1].extend(current)
             else:
                 groups = []
-            reassoc = "[" + ", ".join("[" + ", ".join(map(str, g)) + "]" for g in groups) + "]"
+            reassoc = _reassociation(groups)
             new_shape = tuple(shape[i] for i in keep)
             name = self.assign(
                 f"tensor.collapse_shape {name} {reassoc} : {dt.tensor_type(shape, dtype)} into {dt.tensor_type(new_shape, dtype)}", loc)
@@ -346,23 +351,27 @@ class Emitter:
             acc_dtype = np.dtype(np.float32)
         ta = dt.storage_type(acc_dtype)
         init = self.filled(node.shape, acc_dtype, identity, node.loc)
-        result = self.fresh()
-        a, b, s = self.fresh("in"), self.fresh("acc"), self.fresh("s")
-        dims = ", ".join(str(d) for d in node.attrs["axes"])
-        self.lines.append(
-            f"    {result} = linalg.reduce ins({x} : {dt.tensor_type(src.shape, dtype)}) outs({init} : {dt.tensor_type(node.shape, acc_dtype)}) dimensions = [{dims}]")
-        here = self.located(node.loc)
-        self.lines.append(f"      ({a}: {t} {here}, {b}: {ta} {here}) {{")
-        if acc_dtype != dtype:
-            wide = self.fresh("s")
-            self.lines.append(f"        {wide} = arith.extf {a} : {t} to {ta} {here}")
-            a = wide
-        self.lines.append(f"        {s} = {op} {a}, {b} : {ta} {here}")
-        self.lines.append(f"        linalg.yield {s} : {ta} {here}")
-        self.lines.append(f"      }} {self.located(node.loc)}")
+        region = _Region(self)
+        a, b = self.fresh("in"), self.fresh("acc")
+        wide = region.op(f"arith.extf {a} : {t} to {ta}") if acc_dtype != dtype else a
+        result = self._linalg_reduce((x, dt.tensor_type(src.shape, dtype)), (init, dt.tensor_type(node.shape, acc_dtype)),
+                                     node.attrs["axes"], [(a, t), (b, ta)], region, (region.op(f"{op} {wide}, {b} : {ta}"), ta),
+                                     node.loc)
         if acc_dtype != dtype:
             return self._generic(node.shape, dtype, [(result, node.shape, acc_dtype)],
                                  lambda rb, args: cast_scalar(rb, args[0], acc_dtype, dtype), node.loc)
+        return result
+
+    def _linalg_reduce(self, operand, init, dims, args, region, yielded, loc) -> str:
+        """A linalg.reduce of ``operand`` (value, tensor type) over ``dims`` into ``init`` (value, tensor
+        type), its block's arguments ``args`` (name, element type), body ``region`` yielding ``yielded``."""
+        result, here = self.fresh(), self.located(loc)
+        self.lines.append(f"    {result} = linalg.reduce ins({operand[0]} : {operand[1]}) outs({init[0]} : {init[1]}) "
+                          f"dimensions = [{', '.join(map(str, dims))}]")
+        self.lines.append(f"      ({', '.join(f'{a}: {ty} {here}' for a, ty in args)}) {{")
+        self.lines.extend(f"        {ln} {here}" for ln in region.lines)
+        self.lines.append(f"        linalg.yield {yielded[0]} : {yielded[1]} {here}")
+        self.lines.append(f"      }} {here}")
         return result
 
     def _pairwise_sum(self, node: Node, x: str, plan: pairwise.SumPlan) -> str:
@@ -382,7 +391,7 @@ class Emitter:
         row_t = dt.tensor_type(row_shape, dtype)
         if plan.row_from < src.ndim - 1:
             groups = [[d] for d in range(p)] + [list(range(p, src.ndim))]
-            reassoc = "[" + ", ".join("[" + ", ".join(map(str, g)) + "]" for g in groups) + "]"
+            reassoc = _reassociation(groups)
             x = self.assign(f"tensor.collapse_shape {x} {reassoc} : {dt.tensor_type(src.shape, dtype)} into {row_t}", loc)
 
         def widened(region, v):
@@ -435,17 +444,8 @@ class Emitter:
             region = _Region(self)
             a, b = self.fresh("in"), self.fresh("acc")
             summed = into_result(region, a, b)
-            init = self.filled(shape, dtype, 0.0, loc)
-            result = self.fresh()
-            self.lines.append(
-                f"    {result} = linalg.reduce ins({rows} : {rows_t}) outs({init} : "
-                f"{dt.tensor_type(shape, dtype)}) dimensions = [{', '.join(map(str, plan.outer_reduced))}]")
-            here = self.located(loc)
-            self.lines.append(f"      ({a}: {ta} {here}, {b}: {t} {here}) {{")
-            self.lines.extend(f"        {ln} {here}" for ln in region.lines)
-            self.lines.append(f"        linalg.yield {summed} : {t} {here}")
-            self.lines.append(f"      }} {here}")
-            rows = result
+            rows = self._linalg_reduce((rows, rows_t), (self.filled(shape, dtype, 0.0, loc), dt.tensor_type(shape, dtype)),
+                                       plan.outer_reduced, [(a, ta), (b, t)], region, (summed, t), loc)
         if shape != node.shape:  # kept unit axes after the row's start
             rows = self._reshaped(rows, shape, dtype, node.shape, loc)
         return rows
@@ -465,7 +465,7 @@ class Emitter:
                 f"[{', '.join(['1'] * (p + 1))}] : {dt.tensor_type(prefix + (row,), dtype)} to "
                 f"{dt.tensor_type(prefix + (blocks * lanes,), dtype)}", loc)
         groups = [[d] for d in range(p)] + [[p, p + 1]]
-        reassoc = "[" + ", ".join("[" + ", ".join(map(str, g)) + "]" for g in groups) + "]"
+        reassoc = _reassociation(groups)
         blocks_t = dt.tensor_type(prefix + (blocks, lanes), dtype)
         blocks_x = self.assign(
             f"tensor.expand_shape {blocks_x} {reassoc} output_shape [{', '.join(map(str, prefix + (blocks, lanes)))}] : "
