@@ -30,7 +30,7 @@ def tests(session):
 def verify_cpu(session):
     """Subgraph and fused modes against the pinned reference on the default checkpoint, with the op
     audit: a CI gate on compiler changes should also fail on a miscompile no tensor tolerance sees
-    (about 3 minutes more after a compiler change, seconds once its kernels are cached)."""
+    (6 to 8 minutes on 2 cores after a change to the lowering, under a minute once its kernels are cached)."""
     _install(session)
     session.run(
         "parity", "verify", "--modes", "subgraph,fused", "--target", "cpu",
