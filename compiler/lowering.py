@@ -14,7 +14,7 @@ from math import prod
 import numpy as np
 
 from . import dtypes as dt
-from . import pairwise
+from . import layout, pairwise
 from .errors import OpOrigin
 from .graph import Node, SourceLoc, topological
 from .primitives import (PRIMITIVES, bitcast_scalar, cast_scalar, elementwise_scalar, numpy_constant_clip, numpy_scalar_power,
@@ -109,6 +109,7 @@ class Emitter:
         self.func_name = func_name
         self.scan_loops = scan_loops  # see ``scan``
         self.numpy_sum_order = numpy_sum_order  # see ``_pairwise_sum``
+        self.strides: dict[int, tuple] = {}  # NumPy's layout of each value (``layout``), for its sums
         self.inputs = inputs
         self.faults = faults or {}
         self.lines: list[str] = []
@@ -314,23 +315,52 @@ class Emitter:
         return self._generic(node.shape, node.dtype, [(n, s, d) for _, n, s, d in tensor_ops], body, node.loc)
 
     def reduce(self, node: Node, x: str) -> str:
-        src = node.inputs[0]
-        dtype, t = node.dtype, dt.storage_type(node.dtype)  # bool max is arith.ori on stored i8 0/1
+        src, axes = node.inputs[0], node.attrs["axes"]
+        strides = None  # for a float sum in NumPy's order: NumPy's layout of the operand (``layout``)
+        if node.op == "reduce_sum" and node.dtype.kind == "f" and self.numpy_sum_order:
+            strides = self.strides[src.id]
+            memory = layout.sum_order(src.shape, strides)
+            sized = [d for d in memory if src.shape[d] != 1]  # where unit axes lie changes no order
+            if sized != sorted(sized):
+                return self._sum_in_memory_order(node, x, memory)
+        return self._reduction(node.op, x, src.shape, axes, node.dtype, node.shape, node.loc, strides)
+
+    def _sum_in_memory_order(self, node: Node, x: str, memory: tuple) -> str:
+        """A float sum of an operand NumPy lays out in another order than C's (a transpose's view, or
+        what a ufunc makes of one): NumPy's iterator adds in memory order, so the operand is laid out
+        in that order, summed as a C-ordered one, and the result's axes put back."""
+        src, axes = node.inputs[0], node.attrs["axes"]
+        shape = tuple(src.shape[d] for d in memory)
+        strides = tuple(self.strides[src.id][d] for d in memory)
+        x = self._permuted(x, src.shape, node.dtype, memory, node.loc)
+        kept = [d for d in memory if d not in axes]
+        summed = self._reduction(node.op, x, shape, tuple(sorted(memory.index(a) for a in axes)), node.dtype,
+                                 tuple(src.shape[d] for d in kept), node.loc, strides)
+        back = tuple(kept.index(d) for d in sorted(kept))
+        if back == tuple(range(len(back))):
+            return summed
+        return self._permuted(summed, tuple(src.shape[d] for d in kept), node.dtype, back, node.loc)
+
+    def _reduction(self, op_name: str, x: str, src_shape: tuple, axes: tuple, dtype, out_shape: tuple, loc,
+                   strides: tuple | None) -> str:
+        """``op_name`` (reduce_*) of ``x`` over ``axes``. ``strides``: for a float sum in NumPy's order,
+        NumPy's layout of the operand (its axes in C order); None for the target's own order."""
+        t = dt.storage_type(dtype)  # bool max is arith.ori on stored i8 0/1
         kind = dtype.kind
-        # NumPy's order is that of its memory, a C-contiguous array's for the arrays a trace makes
-        # except a transpose's view (left to the wider accumulator below)
-        numpy_order = node.op == "reduce_sum" and kind == "f" and self.numpy_sum_order and src.op != "transpose"
+        numpy_order = strides is not None
         if numpy_order:
-            plan = pairwise.numpy_sum_plan(src.shape, node.attrs["axes"])
-            if plan is not None:
-                return self._pairwise_sum(node, x, plan)
-        if node.op == "reduce_sum":
+            plan = pairwise.numpy_sum_plan(src_shape, axes)
+            # a row NumPy cannot step through with one stride goes through its buffer, and one longer
+            # than the buffer is summed in pieces, which the tree does not repeat
+            if plan is not None and (plan.row <= pairwise.BUFFER or layout.coalesces(src_shape, strides, plan.row_from)):
+                return self._pairwise_sum(x, src_shape, dtype, plan, out_shape, loc)
+        if op_name == "reduce_sum":
             identity, op = 0, {"f": "arith.addf", "i": "arith.addi", "u": "arith.addi", "b": "arith.ori"}[kind]
-        elif node.op == "reduce_prod":  # in the result's own dtype, in order, as NumPy multiplies
+        elif op_name == "reduce_prod":  # in the result's own dtype, in order, as NumPy multiplies
             identity, op = 1, {"f": "arith.mulf", "i": "arith.muli", "u": "arith.muli", "b": "arith.andi"}[kind]
-        elif node.op in ("reduce_any", "reduce_all"):  # of bools (stored 0/1)
-            identity, op = (False, "arith.ori") if node.op == "reduce_any" else (True, "arith.andi")
-        elif node.op == "reduce_max":
+        elif op_name in ("reduce_any", "reduce_all"):  # of bools (stored 0/1)
+            identity, op = (False, "arith.ori") if op_name == "reduce_any" else (True, "arith.andi")
+        elif op_name == "reduce_max":
             identity = _extreme(dtype, lowest=True)
             op = {"f": "arith.maximumf", "i": "arith.maxsi", "u": "arith.maxui", "b": "arith.ori"}[kind]
         else:  # reduce_min; arith.minimumf propagates NaN, as np.min does
@@ -338,28 +368,27 @@ class Emitter:
             op = {"f": "arith.minimumf", "i": "arith.minsi", "u": "arith.minui", "b": "arith.andi"}[kind]
         # Where NumPy adds whole slices in order (its inner loop along a kept axis), so does the loop,
         # rounding to the dtype after every step as NumPy does. Other float32 sums (rows longer than
-        # the pairwise tree is emitted for, transposes, the GPU) accumulate in float64: NumPy sums
+        # the pairwise tree is emitted for, strided ones longer than NumPy's buffer, the GPU) accumulate in float64: NumPy sums
         # those pairwise, which a sequential float32 loop cannot match (errors grow with the row
         # length); a wider accumulator stays within NumPy's own rounding of the exact sum. float16
         # sums and products there accumulate in float32, rounded once at the end, as NumPy's
         # reduction along a contiguous axis does.
-        in_order = numpy_order and pairwise.adds_in_order(src.shape, node.attrs["axes"])
+        in_order = numpy_order and pairwise.adds_in_order(src_shape, axes)
         acc_dtype = dtype
-        if node.op == "reduce_sum" and dtype == np.float32 and not in_order:
+        if op_name == "reduce_sum" and dtype == np.float32 and not in_order:
             acc_dtype = np.dtype(np.float64)
-        elif node.op in ("reduce_sum", "reduce_prod") and dtype == np.float16 and not in_order:
+        elif op_name in ("reduce_sum", "reduce_prod") and dtype == np.float16 and not in_order:
             acc_dtype = np.dtype(np.float32)
         ta = dt.storage_type(acc_dtype)
-        init = self.filled(node.shape, acc_dtype, identity, node.loc)
+        init = self.filled(out_shape, acc_dtype, identity, loc)
         region = _Region(self)
         a, b = self.fresh("in"), self.fresh("acc")
         wide = region.op(f"arith.extf {a} : {t} to {ta}") if acc_dtype != dtype else a
-        result = self._linalg_reduce((x, dt.tensor_type(src.shape, dtype)), (init, dt.tensor_type(node.shape, acc_dtype)),
-                                     node.attrs["axes"], [(a, t), (b, ta)], region, (region.op(f"{op} {wide}, {b} : {ta}"), ta),
-                                     node.loc)
+        result = self._linalg_reduce((x, dt.tensor_type(src_shape, dtype)), (init, dt.tensor_type(out_shape, acc_dtype)),
+                                     axes, [(a, t), (b, ta)], region, (region.op(f"{op} {wide}, {b} : {ta}"), ta), loc)
         if acc_dtype != dtype:
-            return self._generic(node.shape, dtype, [(result, node.shape, acc_dtype)],
-                                 lambda rb, args: cast_scalar(rb, args[0], acc_dtype, dtype), node.loc)
+            return self._generic(out_shape, dtype, [(result, out_shape, acc_dtype)],
+                                 lambda rb, args: cast_scalar(rb, args[0], acc_dtype, dtype), loc)
         return result
 
     def _linalg_reduce(self, operand, init, dims, args, region, yielded, loc) -> str:
@@ -374,7 +403,7 @@ class Emitter:
         self.lines.append(f"      }} {here}")
         return result
 
-    def _pairwise_sum(self, node: Node, x: str, plan: pairwise.SumPlan) -> str:
+    def _pairwise_sum(self, x: str, src_shape: tuple, dtype, plan: pairwise.SumPlan, out_shape: tuple, loc) -> str:
         """A float sum in NumPy's pairwise order (see ``pairwise``). The operand's axes from
         ``plan.row_from`` are collapsed into one row. Every leaf of the tree starts at a multiple of 8,
         so the row's whole blocks of 8 are its lanes: one generic sums each leaf's blocks in order
@@ -383,16 +412,15 @@ class Emitter:
         first), adding the result to 0.0, NumPy's start. Reduced axes before the row then add row
         sums in order. float16 is summed in float32 and rounded as it enters the float16 result,
         as NumPy's half loop does."""
-        src, loc, dtype = node.inputs[0], node.loc, node.dtype
         acc = np.dtype(np.float32) if dtype == np.float16 else dtype
         t, ta = dt.storage_type(dtype), dt.mlir_type(acc)
-        prefix = src.shape[:plan.row_from]
+        prefix = src_shape[:plan.row_from]
         p, row_shape = len(prefix), prefix + (plan.row,)
         row_t = dt.tensor_type(row_shape, dtype)
-        if plan.row_from < src.ndim - 1:
-            groups = [[d] for d in range(p)] + [list(range(p, src.ndim))]
+        if plan.row_from < len(src_shape) - 1:
+            groups = [[d] for d in range(p)] + [list(range(p, len(src_shape)))]
             reassoc = _reassociation(groups)
-            x = self.assign(f"tensor.collapse_shape {x} {reassoc} : {dt.tensor_type(src.shape, dtype)} into {row_t}", loc)
+            x = self.assign(f"tensor.collapse_shape {x} {reassoc} : {dt.tensor_type(src_shape, dtype)} into {row_t}", loc)
 
         def widened(region, v):
             return region.op(f"arith.extf {v} : {t} to {ta}") if acc != dtype else v
@@ -446,8 +474,8 @@ class Emitter:
             summed = into_result(region, a, b)
             rows = self._linalg_reduce((rows, rows_t), (self.filled(shape, dtype, 0.0, loc), dt.tensor_type(shape, dtype)),
                                        plan.outer_reduced, [(a, ta), (b, t)], region, (summed, t), loc)
-        if shape != node.shape:  # kept unit axes after the row's start
-            rows = self._reshaped(rows, shape, dtype, node.shape, loc)
+        if shape != out_shape:  # kept unit axes after the row's start
+            rows = self._reshaped(rows, shape, dtype, out_shape, loc)
         return rows
 
     def _leaf_sums(self, x: str, prefix: tuple, dtype, acc, row: int, leaves, widened, add, loc) -> str:
@@ -885,12 +913,16 @@ class Emitter:
         return x
 
     def transpose(self, node: Node, x: str) -> str:
-        src = node.inputs[0]
-        init = self.empty(node.shape, node.dtype, node.loc)
-        perm = ", ".join(str(p) for p in node.attrs["perm"])
+        return self._permuted(x, node.inputs[0].shape, node.dtype, node.attrs["perm"], node.loc)
+
+    def _permuted(self, x: str, shape: tuple, dtype, perm: tuple, loc) -> str:
+        """``x`` (of ``shape``) with its axes in the order ``perm``, as np.transpose."""
+        out_shape = tuple(shape[p] for p in perm)
+        init = self.empty(out_shape, dtype, loc)
         result = self.fresh()
         self.lines.append(
-            f"    {result} = linalg.transpose ins({x} : {dt.tensor_type(src.shape, src.dtype)}) outs({init} : {dt.tensor_type(node.shape, node.dtype)}) permutation = [{perm}] {self.located(node.loc)}")
+            f"    {result} = linalg.transpose ins({x} : {dt.tensor_type(shape, dtype)}) outs({init} : {dt.tensor_type(out_shape, dtype)}) "
+            f"permutation = [{', '.join(map(str, perm))}] {self.located(loc)}")
         return result
 
     def slice(self, node: Node, x: str) -> str:
@@ -987,6 +1019,8 @@ def build_module(inputs: list[Node], outputs: list[Node], func_name: str = "main
     float sums in NumPy's pairwise order (see ``Emitter._pairwise_sum``), else one loop each."""
     em = Emitter(func_name, inputs, faults, scan_loops, numpy_sum_order)
     order = topological(outputs)
+    if numpy_sum_order:
+        em.strides = layout.numpy_strides(order)
     users: dict[int, list[Node]] = {}
     for node in order:
         for inp in node.inputs:

@@ -4232,7 +4232,7 @@ FUNCTIONS = {
     np.vstack: vstack, np.stack: stack, np.split: split, np.where: where, np.triu: triu, np.tril: tril,
     np.ones_like: _like(1), np.zeros_like: _like(0), np.empty_like: _like(0), np.full_like: full_like, np.take: take,
     np.dot: dot, np.tensordot: tensordot, np.inner: inner, np.outer: outer, np.vdot: vdot, np.einsum: einsum,
-    np.shape: shape, np.ndim: ndim, np.size: size, np.copy: lambda a, order="K", subok=False: Tensor(_node(a)),
+    np.shape: shape, np.ndim: ndim, np.size: size, np.copy: lambda a, order="K", subok=False: _tensor(a).copy(order),
     np.copyto: copyto, np.put: put, np.place: place, np.put_along_axis: put_along_axis, np.fill_diagonal: fill_diagonal,
 }
 

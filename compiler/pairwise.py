@@ -18,6 +18,9 @@ LEAF_LIMIT = 128    # PW_BLOCKSIZE: longer runs are split in two
 # longer rows keep the plain loop: the tree's IR grows with its leaves (here up to 1024, each an
 # element read and an addition in one generic, and a table of up to 16 block numbers each)
 MAX_ROW = 1 << 16
+# NumPy copies a row it cannot step through with one stride (a slice's rows, say) into a buffer of
+# this many elements, whole inner rows at a time: a longer row is summed a bufferful at a time
+BUFFER = 8192
 
 
 @dataclass(frozen=True)

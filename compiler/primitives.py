@@ -902,6 +902,7 @@ primitive("sort_permutation", lambda n, v: np.argsort(v[0], axis=-1, kind="stabl
           lambda em, n, ops: em.sort_permutation(n, ops[0]))
 primitive("matmul", lambda n, v: np.matmul(v[0], v[1]), lambda em, n, ops: em.matmul(n, ops), "accumulates")
 primitive("reshape", lambda n, v: np.reshape(v[0], n.shape), lambda em, n, ops: em.reshape(ops[0], n.inputs[0], n.shape, n.loc))
+primitive("copy", lambda n, v: np.array(v[0], order=n.attrs["order"]), lambda em, n, ops: ops[0])
 primitive("transpose", lambda n, v: np.transpose(v[0], n.attrs["perm"]).copy(), lambda em, n, ops: em.transpose(n, ops[0]))
 primitive(
     "slice",
@@ -1361,6 +1362,12 @@ def reshape(x: Node, shape) -> Node:
     if shape == x.shape:
         return x
     return _make("reshape", [x], shape, x.dtype)
+
+
+def copy(x: Node, order: str) -> Node:
+    """``x`` copied into a fresh array laid out in ``order`` ("C", "F" or "K"). Its values are x's, so
+    it lowers to nothing; what it changes is NumPy's layout, which NumPy's float sums follow (``layout``)."""
+    return _make("copy", [x], x.shape, x.dtype, order=order)
 
 
 def transpose(x: Node, perm=None) -> Node:

@@ -228,16 +228,20 @@ class Tensor:
                     positions=lambda p: np.transpose(p, axes or None))
 
     def copy(self, order="C"):
-        """A fresh array of the same values (so it may be updated in place)."""
+        """A fresh array of the same values (so it may be updated in place), laid out in ``order`` as
+        NumPy's copy is ("A", C's or Fortran's as the operand is, is taken as the operand's own)."""
+        if order in ("C", "F", "K") and self.ndim > 1:
+            return Tensor(P.copy(self.node, order), scalar=self.scalar)
         return Tensor(self.node, scalar=self.scalar)
 
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
         if not np.can_cast(self.dtype, dtype, casting=casting):
             raise TypeError(f"Cannot cast array data from {self.dtype!r} to {np.dtype(dtype)!r} according to the "
                             f"rule {casting!r}")
-        if not copy and np.dtype(dtype) == self.dtype:
-            return self  # NumPy returns the array itself, with whatever it shares
-        return Tensor(P.cast(self.node, dtype), scalar=self.scalar)
+        if np.dtype(dtype) == self.dtype:  # NumPy returns the array itself, or copies it
+            return self.copy(order) if copy else self
+        cast = Tensor(P.cast(self.node, dtype), scalar=self.scalar)  # laid out like self ("K")
+        return cast.copy(order) if order in ("C", "F") else cast
 
     # methods that are NumPy functions of the array (their signatures, positional out included): one
     # definition each in numpy_api

@@ -1,6 +1,7 @@
 """Float sums on the CPU follow NumPy's order (pairwise along a contiguous reduced axis, in order with
-rounding after every step along a kept one), so they are NumPy's bit for bit; NumPy itself is the
-oracle here, compared byte for byte, dtype and shape included."""
+rounding after every step along a kept one, in the memory order NumPy lays views and ufunc results
+out in), so they are NumPy's bit for bit; NumPy itself is the oracle here, compared byte for byte,
+dtype and shape included."""
 
 from __future__ import annotations
 
@@ -58,18 +59,78 @@ def test_signed_zeros_sum_as_numpy_adds_them():
         assert got.tobytes() == want.tobytes()
 
 
-def test_rows_longer_than_the_emitted_tree_and_transposes_keep_the_wider_accumulator():
-    # past MAX_ROW elements, or summed through a transpose's view (whose memory order NumPy follows and
-    # a trace does not model), float32 sums accumulate in float64: within NumPy's own rounding
+def _same(got, want):
+    want = np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == want.tobytes(), np.max(np.abs(got.astype(float) - want))
+
+
+PERMUTATIONS = [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)]
+AXES = [(0,), (1,), (2,), (0, 1), (1, 2), (0, 2), None]
+
+
+@pytest.mark.parametrize("perm", PERMUTATIONS)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_sums_of_transposed_views_follow_memory_order_as_numpys_do(perm, dtype):
+    # NumPy's iterator visits a transposed view in memory order, so the same axis is summed pairwise
+    # or in order depending on where it lies in memory, not on its index
+    x = (_sums((5, 40, 30), None, np.float64, False)[0] / 64).astype(dtype)  # float16 squares stay finite
+    fns = [lambda a, ax=ax: np.sum(a.transpose(perm), axis=ax) for ax in AXES]
+    fns += [lambda a: np.mean(a.transpose(perm), axis=1, keepdims=True), lambda a: np.var(a.transpose(perm), axis=(1, 2))]
+    for got, want in zip(jit(lambda a: tuple(f(a) for f in fns))(x), (f(x) for f in fns)):
+        _same(got, want)
+
+
+def test_ufunc_results_of_views_are_laid_out_as_numpy_lays_them_out():
+    # a ufunc's result follows its operands' memory order (NumPy's "K" order; a broadcast operand has
+    # no say), and so does a reduction's: the sums of such results are NumPy's bit for bit
+    x, _ = _sums((200, 230), None, np.float32, False)
+    fns = [lambda a: (a.T * 3 + a[:, 0]).sum(axis=1), lambda a: (a[:, 0] + a.T).sum(axis=0),
+           lambda a: (a.T - a.T.mean(axis=0, keepdims=True)).sum(axis=0),
+           lambda a: np.std(a.T.astype(np.float64), axis=1), lambda a: np.where(a.T > 0, a.T, 0.5).sum(axis=1),
+           lambda a: (a.T[:, :150] * 2).sum(axis=1)]
+    for fn in fns:
+        _same(jit(fn)(x), fn(x))
+
+
+def test_a_copy_is_laid_out_in_the_order_it_asks_for():
+    # 4,096 float16 ones along memory's outer axis are added in order and stop at 2048; along the
+    # inner axis they are summed pairwise in float32 to 4096. x.copy() is C-ordered, copy("F") and
+    # np.copy (order "K") keep the transpose's memory order
+    ones = np.ones((4096, 2), np.float16)
+    fns = [lambda o: o.T.sum(axis=1), lambda o: o.T.copy().sum(axis=1), lambda o: o.T.copy(order="F").sum(axis=1),
+           lambda o: np.copy(o.T).sum(axis=1)]
+    expected = [2048, 4096, 2048, 2048]
+    for fn, value in zip(fns, expected):
+        got, want = jit(fn)(ones), fn(ones)
+        assert want.tolist() == [value, value]  # NumPy
+        _same(got, want)
+
+
+def test_strided_slices_and_broadcasts_sum_as_numpy_buffers_them():
+    # a row NumPy cannot step through with one stride is copied into its 8192-element buffer and summed
+    # there pairwise, as a contiguous one would be; a single strided axis is summed pairwise in place
+    square, _ = _sums((300, 300), None, np.float32, False)
+    long_row, _ = _sums((40000,), None, np.float32, False)
+    cases = [(lambda a: a[:, ::2].sum(axis=1), square), (lambda a: a[:20, :150].sum(), square),
+             (lambda a: a[1:, 3:250].sum(axis=0), square), (lambda a: np.broadcast_to(a[0], (20, 300)).sum(), square),
+             (lambda a: a[::3].sum(), long_row), (lambda a: a[:, 7].sum(), square)]
+    for fn, x in cases:
+        _same(jit(fn)(x), fn(x))
+
+
+def test_rows_longer_than_the_emitted_tree_or_the_buffer_keep_the_wider_accumulator():
+    # past MAX_ROW elements, or a strided row longer than NumPy's buffer (which NumPy sums a bufferful
+    # at a time), float32 sums accumulate in float64: within NumPy's own rounding of the exact sum
     assert pairwise.numpy_sum_plan((pairwise.MAX_ROW + 1,), (0,)) is None
     rng = np.random.default_rng(3)
     long_row = rng.uniform(0, 1, pairwise.MAX_ROW + 1).astype(np.float32)
     square = rng.uniform(0, 1, (300, 300)).astype(np.float32)
-    for fn, x in ((lambda a: a.sum(), long_row), (lambda a: a.T.sum(axis=0), square)):
+    for fn, x in ((lambda a: a.sum(), long_row), (lambda a: a[:, :250].sum(), square), (lambda a: a.T.sum(), square)):
         got, want = jit(fn)(x), fn(x)
         exact = fn(x.astype(np.float64))
         assert got.dtype == want.dtype == np.float32
-        assert abs(float(got.sum()) - float(exact.sum())) <= abs(float(want.sum()) - float(exact.sum())) + 1e-6 * float(exact.sum())
+        assert abs(float(got) - float(exact)) <= abs(float(want) - float(exact)) + 1e-6 * float(exact)
 
 
 def test_pairwise_tree_is_numpys_split():

@@ -1,0 +1,148 @@
+"""NumPy's memory layout of every value a traced function computes: the strides (in elements) NumPy's
+own arrays would have had, where the function ran on NumPy arrays. A trace keeps no layout (every
+value it lowers is a fresh row-major tensor), but NumPy's float sums follow memory order, so the CPU
+lowering asks this module how NumPy lays out an operand before it repeats NumPy's order (see
+``pairwise``). The model: arguments and constants are C-contiguous; transposes, basic slices,
+broadcasts and reshapes that NumPy can do without copying are views of their operand; ufunc and
+reduction results are allocated in the order NumPy's iterator chooses from its operands' strides,
+casts and copies as they ask ("K": like the operand); anything else is a fresh C-contiguous array."""
+
+from __future__ import annotations
+
+from .graph import Node
+from .primitives import UFUNCS
+
+# ops whose results NumPy allocates with an iterator over their operands, in its "K" order
+_ITERATED = {"where", "frexp_mantissa", "frexp_exponent"}
+_REDUCTIONS = {"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_any", "reduce_all"}
+
+
+def contiguous_strides(shape: tuple, order: tuple | None = None) -> tuple:
+    """The strides of a fresh array of ``shape`` whose axes lie in memory in ``order`` (outermost first;
+    default C's)."""
+    order = tuple(range(len(shape))) if order is None else order
+    strides, step = [0] * len(shape), 1
+    for axis in reversed(order):
+        strides[axis] = step
+        step *= shape[axis]
+    return tuple(strides)
+
+
+def iteration_order(shape: tuple, operand_strides: list[tuple]) -> tuple:
+    """The axes, outermost first, in the order NumPy's iterator visits them for operands of these strides
+    (broadcast onto ``shape``). NumPy sorts axes by insertion from the innermost outward; an axis moves
+    inward past another only when every operand that strides along both (stride nonzero) has the larger
+    stride on the axis that is further in; where none does, the comparison decides nothing and the
+    axis looks further in; so ties and disagreements keep C order. A unit axis strides nowhere (NumPy
+    gives it stride 0), so it decides nothing."""
+    ndim = len(shape)
+    operand_strides = [tuple(0 if n == 1 else s for s, n in zip(strides, shape)) for strides in operand_strides]
+    inner_first = list(range(ndim - 1, -1, -1))
+    for i in range(1, ndim):
+        moving, settle = inner_first[i], i
+        for j in range(i - 1, -1, -1):
+            other = inner_first[j]
+            votes = [abs(s[other]) > abs(s[moving]) for s in operand_strides if s[moving] != 0 and s[other] != 0]
+            if not votes:
+                continue
+            if all(votes):
+                settle = j
+            else:
+                break
+        if settle != i:
+            inner_first.insert(settle, inner_first.pop(i))
+    return tuple(reversed(inner_first))
+
+
+def coalesces(shape: tuple, strides: tuple, start: int) -> bool:
+    """Whether axes ``start`` onwards (unit axes aside) form one run NumPy's iterator can step through
+    with a single stride: each axis' stride is the next one's times its length (so they may be spaced,
+    as a strided slice's elements are, or all 0, as a broadcast's are)."""
+    sized = [d for d in range(start, len(shape)) if shape[d] != 1]
+    return all(strides[a] == strides[b] * shape[b] for a, b in zip(sized, sized[1:]))
+
+
+def _like(shape: tuple, strides: tuple) -> tuple:
+    """A fresh array laid out like one of ``strides`` (NumPy's astype and copy in "K" order): axes by
+    decreasing stride, ties (a broadcast's 0s among them, which so go innermost) in C order."""
+    return contiguous_strides(shape, tuple(sorted(range(len(shape)), key=lambda d: (-abs(strides[d]), d))))
+
+
+def _broadcast(operand: Node, strides: tuple, shape: tuple) -> tuple:
+    """An operand's strides broadcast onto ``shape``: 0 along new axes and stretched unit axes."""
+    lead = len(shape) - operand.ndim
+    return tuple(0 if d < lead or (operand.shape[d - lead] == 1 and n != 1) else strides[d - lead]
+                 for d, n in enumerate(shape))
+
+
+def _reshaped(src: Node, strides: tuple, shape: tuple) -> tuple | None:
+    """The strides of a view of ``src`` reshaped to ``shape``, or None where NumPy must copy: every run of
+    source axes that becomes a run of result axes must be contiguous within itself (unit axes aside)."""
+    old = [(n, s) for n, s in zip(src.shape, strides) if n != 1]
+    new_axes = [d for d, n in enumerate(shape) if n != 1]
+    result = list(contiguous_strides(shape))
+    i = j = 0
+    while i < len(old) and j < len(new_axes):
+        old_group, new_group = [old[i]], [new_axes[j]]
+        old_size, new_size = old[i][0], shape[new_axes[j]]
+        while old_size != new_size:
+            if old_size < new_size:
+                i += 1
+                old_group.append(old[i])
+                old_size *= old[i][0]
+            else:
+                j += 1
+                new_group.append(new_axes[j])
+                new_size *= shape[new_axes[j]]
+        if any(outer[1] != inner[1] * inner[0] for outer, inner in zip(old_group, old_group[1:])):
+            return None
+        step = old_group[-1][1]
+        for axis in reversed(new_group):
+            result[axis] = step
+            step *= shape[axis]
+        i, j = i + 1, j + 1
+    return tuple(result)
+
+
+def numpy_strides(nodes: list[Node]) -> dict[int, tuple]:
+    """The NumPy strides of each node (by id) of ``nodes``, given in topological order."""
+    strides: dict[int, tuple] = {}
+    for node in nodes:
+        strides[node.id] = _strides_of(node, strides)
+    return strides
+
+
+def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:
+    fresh = contiguous_strides(node.shape)
+    if not node.inputs:
+        return fresh
+    src, src_strides = node.inputs[0], known[node.inputs[0].id]
+    if node.op == "copy" and node.attrs["order"] == "F":
+        return contiguous_strides(node.shape, tuple(reversed(range(node.ndim))))
+    if node.op == "cast" or node.op == "copy" and node.attrs["order"] == "K":
+        return _like(node.shape, src_strides)
+    if node.op == "transpose":
+        return tuple(src_strides[p] for p in node.attrs["perm"])
+    if node.op == "slice":
+        return tuple(s * step for s, step in zip(src_strides, node.attrs["steps"]))
+    if node.op in ("broadcast_to", "bitcast"):
+        return _broadcast(src, src_strides, node.shape)
+    if node.op == "reshape":
+        view = _reshaped(src, src_strides, node.shape) if src.size else None
+        return fresh if view is None else view
+    if node.op in _REDUCTIONS:
+        axes = node.attrs["axes"]
+        order = sum_order(src.shape, src_strides)
+        kept = [d for d in range(src.ndim) if d not in axes]
+        position = {d: k for k, d in enumerate(kept)}
+        return contiguous_strides(node.shape, tuple(position[d] for d in order if d in position))
+    if node.op in _ITERATED or node.op in UFUNCS:
+        operands = [_broadcast(n, known[n.id], node.shape) for n in node.inputs if n.ndim]
+        return contiguous_strides(node.shape, iteration_order(node.shape, operands))
+    return fresh
+
+
+def sum_order(shape: tuple, strides: tuple) -> tuple:
+    """The order, outermost axis first, in which NumPy's reduction visits an operand laid out with
+    ``strides`` (its result is allocated, so the operand alone decides)."""
+    return iteration_order(shape, [strides])

@@ -1,0 +1,84 @@
+"""The layout model (``compiler.layout``) against NumPy itself: for random chains of views, copies,
+ufuncs and reductions, the strides the model gives a traced value are those NumPy's own array has
+(unit axes aside, which stride nowhere)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler import layout
+from compiler.graph import topological
+from compiler.jit import trace
+
+
+def _step(x, kind: str, rng):
+    if kind == "transpose":
+        return np.transpose(x, tuple(rng.permutation(x.ndim)))
+    if kind == "slice":
+        return x[tuple(slice(int(rng.integers(0, 2)) if n > 1 else 0, None, int(rng.integers(1, 3))) for n in x.shape)]
+    if kind == "ufunc":
+        return np.negative(x)
+    if kind == "binary":  # against an operand broadcast along some axes, on either side
+        keep = rng.random(x.ndim) < 0.5
+        other = np.full(tuple(n if k else 1 for n, k in zip(x.shape, keep))[int(rng.integers(0, x.ndim)):], 0.5, x.dtype)
+        return x + other if rng.random() < 0.5 else other * x
+    if kind in ("sum", "sum keepdims") and x.ndim > 1:
+        axes = tuple(sorted(rng.choice(x.ndim, int(rng.integers(1, x.ndim)), replace=False).tolist()))
+        return np.sum(x, axis=axes, keepdims=kind == "sum keepdims")
+    if kind == "reshape" and x.ndim > 1:
+        return x.reshape(x.shape[:1] + (-1,))
+    if kind == "copy":
+        return x.copy(order=str(rng.choice(["C", "F"])))
+    if kind == "copy K":
+        return np.copy(x)
+    if kind == "broadcast":
+        return np.broadcast_to(x, (2,) + x.shape)
+    if kind == "astype":
+        return x.astype(np.float64)
+    return x
+
+
+KINDS = ["transpose", "slice", "ufunc", "binary", "sum", "sum keepdims", "reshape", "copy", "copy K", "broadcast", "astype"]
+
+
+def _sized_strides(shape, strides):
+    return tuple(s for s, n in zip(strides, shape) if n != 1)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_model_gives_numpys_strides(seed):
+    rng = np.random.default_rng(seed)
+    laid_out = 0
+    for _ in range(150):
+        shape = tuple(int(n) for n in rng.choice([1, 2, 3, 5], int(rng.integers(2, 5))))
+        steps = [(str(rng.choice(KINDS)), int(rng.integers(0, 1 << 30))) for _ in range(int(rng.integers(1, 5)))]
+
+        def program(x):
+            for kind, s in steps:
+                x = _step(x, kind, np.random.default_rng(s))
+            return x
+
+        x = np.ones(shape, np.float32)
+        _, outputs, _, _ = trace(program, (x,), {})
+        model = layout.numpy_strides(topological(outputs))[outputs[0].id]
+        real = program(x)
+        numpy_strides = tuple(s // real.itemsize for s in real.strides)
+        assert _sized_strides(real.shape, model) == _sized_strides(real.shape, numpy_strides), (shape, steps)
+        laid_out += not real.flags.c_contiguous
+    assert laid_out > 20  # the programs do reach layouts other than C's
+
+
+def test_iteration_order_follows_strides_and_keeps_c_order_on_ties():
+    assert layout.iteration_order((4, 5), [(1, 4)]) == (1, 0)          # a transpose's view
+    assert layout.iteration_order((4, 5), [(1, 4), (5, 1)]) == (0, 1)  # operands disagree: C order
+    assert layout.iteration_order((4, 5), [(0, 1), (1, 4)]) == (1, 0)  # a broadcast operand has no say
+    assert [d for d in layout.iteration_order((4, 1, 5), [(1, 7, 4)]) if d != 1] == [2, 0]  # a unit axis: anywhere
+
+
+def test_coalescing_needs_one_stride_through_the_run():
+    assert layout.coalesces((3, 4, 5), (20, 5, 1), 0)
+    assert layout.coalesces((3, 4, 5), (40, 10, 2), 0)       # evenly spaced: one stride of 2
+    assert not layout.coalesces((3, 4, 5), (24, 6, 1), 1)    # rows of a slice
+    assert layout.coalesces((3, 4, 5), (24, 6, 1), 2)
+    assert layout.coalesces((2, 3), (0, 0), 0)               # a broadcast of one element
