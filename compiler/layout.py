@@ -62,6 +62,11 @@ def coalesces(shape: tuple, strides: tuple, start: int) -> bool:
     return all(strides[a] == strides[b] * shape[b] for a, b in zip(sized, sized[1:]))
 
 
+def _dense(shape: tuple, strides: tuple, order: tuple | None) -> bool:
+    """Whether ``strides`` are a fresh array's in ``order`` (C's by default), unit axes aside."""
+    return all(s == c for s, c, n in zip(strides, contiguous_strides(shape, order), shape) if n != 1)
+
+
 def _like(shape: tuple, strides: tuple) -> tuple:
     """A fresh array laid out like one of ``strides`` (NumPy's astype and copy in "K" order): axes by
     decreasing stride, ties (a broadcast's 0s among them, which so go innermost) in C order."""
@@ -117,8 +122,11 @@ def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:
     if not node.inputs:
         return fresh
     src, src_strides = node.inputs[0], known[node.inputs[0].id]
-    if node.op == "copy" and node.attrs["order"] == "F":
-        return contiguous_strides(node.shape, tuple(reversed(range(node.ndim))))
+    if node.op == "copy" and node.attrs["order"] in ("F", "A"):  # "A": Fortran's if the operand's is
+        fortran = tuple(reversed(range(node.ndim)))
+        if node.attrs["order"] == "F" or _dense(src.shape, src_strides, fortran) and not _dense(src.shape, src_strides, None):
+            return contiguous_strides(node.shape, fortran)
+        return fresh
     if node.op == "cast" or node.op == "copy" and node.attrs["order"] == "K":
         return _like(node.shape, src_strides)
     if node.op == "transpose":

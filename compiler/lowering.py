@@ -368,9 +368,10 @@ class Emitter:
             op = {"f": "arith.minimumf", "i": "arith.minsi", "u": "arith.minui", "b": "arith.andi"}[kind]
         # Where NumPy adds whole slices in order (its inner loop along a kept axis), so does the loop,
         # rounding to the dtype after every step as NumPy does. Other float32 sums (rows longer than
-        # the pairwise tree is emitted for, strided ones longer than NumPy's buffer, the GPU) accumulate in float64: NumPy sums
-        # those pairwise, which a sequential float32 loop cannot match (errors grow with the row
-        # length); a wider accumulator stays within NumPy's own rounding of the exact sum. float16
+        # the pairwise tree is emitted for, strided ones longer than NumPy's buffer, the GPU)
+        # accumulate in float64: NumPy sums those pairwise, which a sequential float32 loop cannot
+        # match (errors grow with the row length); a wider accumulator stays within NumPy's own
+        # rounding of the exact sum. float16
         # sums and products there accumulate in float32, rounded once at the end, as NumPy's
         # reduction along a contiguous axis does.
         in_order = numpy_order and pairwise.adds_in_order(src_shape, axes)

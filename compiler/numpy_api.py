@@ -16,7 +16,8 @@ import numpy as np
 from . import dtypes as dt
 from . import primitives as P
 from .graph import const_node
-from .tracer import READ_ONLY, FlatIterator, Tensor, as_node, as_operand, call_library_function, gathered, update_in_place, view
+from .tracer import (READ_ONLY, FlatIterator, Tensor, as_node, as_operand, call_library_function, gathered, memory_order,
+                     update_in_place, view)
 
 UFUNC_PRIMITIVES = {ufunc: name for name, ufunc in P.UFUNCS.items()}
 
@@ -2927,6 +2928,11 @@ def flat_setitem(a, key, value) -> None:
                     "build the result instead (np.where, ...)")
 
 
+def copy(a, order="K", subok=False) -> Tensor:
+    """np.copy: an array (of a NumPy scalar too, which np.copy makes a 0-d array), laid out in ``order``."""
+    return Tensor(_tensor(a).copy(memory_order(order, "K")).node)
+
+
 def putmask(a, mask, values):
     """np.putmask: where the mask holds (read flat: any shape of a's size) a takes the values' element at the
     same flat position modulo their count, written into a's memory. NumPy's own np.putmask on stand-ins
@@ -4232,7 +4238,7 @@ FUNCTIONS = {
     np.vstack: vstack, np.stack: stack, np.split: split, np.where: where, np.triu: triu, np.tril: tril,
     np.ones_like: _like(1), np.zeros_like: _like(0), np.empty_like: _like(0), np.full_like: full_like, np.take: take,
     np.dot: dot, np.tensordot: tensordot, np.inner: inner, np.outer: outer, np.vdot: vdot, np.einsum: einsum,
-    np.shape: shape, np.ndim: ndim, np.size: size, np.copy: lambda a, order="K", subok=False: _tensor(a).copy(order),
+    np.shape: shape, np.ndim: ndim, np.size: size, np.copy: copy,
     np.copyto: copyto, np.put: put, np.place: place, np.put_along_axis: put_along_axis, np.fill_diagonal: fill_diagonal,
 }
 

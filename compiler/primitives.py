@@ -1365,7 +1365,7 @@ def reshape(x: Node, shape) -> Node:
 
 
 def copy(x: Node, order: str) -> Node:
-    """``x`` copied into a fresh array laid out in ``order`` ("C", "F" or "K"). Its values are x's, so
+    """``x`` copied into a fresh array laid out in ``order`` ("C", "F", "A" or "K"). Its values are x's, so
     it lowers to nothing; what it changes is NumPy's layout, which NumPy's float sums follow (``layout``)."""
     return _make("copy", [x], x.shape, x.dtype, order=order)
 

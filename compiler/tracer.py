@@ -18,6 +18,17 @@ from . import primitives as P
 from .graph import Node, const_node
 
 
+def memory_order(order, default: str) -> str:
+    """A NumPy ``order=`` argument ("C", "F", "A", "K", either case; None is ``default``), as NumPy checks it."""
+    if order is None:
+        return default
+    if not isinstance(order, str):
+        raise TypeError(f"order must be str, not {type(order).__name__}")
+    if order.upper() not in ("C", "F", "A", "K"):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    return order.upper()
+
+
 class Tensor:
     """A traced value of static shape and dtype."""
 
@@ -229,8 +240,9 @@ class Tensor:
 
     def copy(self, order="C"):
         """A fresh array of the same values (so it may be updated in place), laid out in ``order`` as
-        NumPy's copy is ("A", C's or Fortran's as the operand is, is taken as the operand's own)."""
-        if order in ("C", "F", "K") and self.ndim > 1:
+        NumPy's copy is (``layout`` works out what "K" and "A" make of the operand's layout)."""
+        order = memory_order(order, "C")
+        if self.ndim > 1:
             return Tensor(P.copy(self.node, order), scalar=self.scalar)
         return Tensor(self.node, scalar=self.scalar)
 
@@ -238,10 +250,11 @@ class Tensor:
         if not np.can_cast(self.dtype, dtype, casting=casting):
             raise TypeError(f"Cannot cast array data from {self.dtype!r} to {np.dtype(dtype)!r} according to the "
                             f"rule {casting!r}")
+        order = memory_order(order, "K")
         if np.dtype(dtype) == self.dtype:  # NumPy returns the array itself, or copies it
             return self.copy(order) if copy else self
         cast = Tensor(P.cast(self.node, dtype), scalar=self.scalar)  # laid out like self ("K")
-        return cast.copy(order) if order in ("C", "F") else cast
+        return cast if order == "K" else cast.copy(order)
 
     # methods that are NumPy functions of the array (their signatures, positional out included): one
     # definition each in numpy_api

@@ -29,13 +29,13 @@ def _step(x, kind: str, rng):
     if kind == "reshape" and x.ndim > 1:
         return x.reshape(x.shape[:1] + (-1,))
     if kind == "copy":
-        return x.copy(order=str(rng.choice(["C", "F"])))
+        return x.copy(order=[None, "C", "F", "A", "K", "f"][int(rng.integers(0, 6))])
     if kind == "copy K":
-        return np.copy(x)
+        return np.copy(x, order=[None, "K", "A"][int(rng.integers(0, 3))])
     if kind == "broadcast":
         return np.broadcast_to(x, (2,) + x.shape)
     if kind == "astype":
-        return x.astype(np.float64)
+        return x.astype(np.float64, order=[None, "K", "C", "F", "A"][int(rng.integers(0, 5))], copy=bool(rng.random() < 0.8))
     return x
 
 
@@ -82,3 +82,30 @@ def test_coalescing_needs_one_stride_through_the_run():
     assert not layout.coalesces((3, 4, 5), (24, 6, 1), 1)    # rows of a slice
     assert layout.coalesces((3, 4, 5), (24, 6, 1), 2)
     assert layout.coalesces((2, 3), (0, 0), 0)               # a broadcast of one element
+
+
+def test_a_copy_order_numpy_does_not_know_is_refused_as_numpy_refuses_it():
+    from compiler import jit
+    cases = [(lambda a: a.copy(order="X"), ValueError, "order must be one of 'C', 'F', 'A', or 'K'"),
+             (lambda a: np.copy(a, order="rows"), ValueError, "order must be one of 'C', 'F', 'A', or 'K'"),
+             (lambda a: a.astype(np.float32, order=3), TypeError, "order must be str, not int")]
+    for fn, error, message in cases:
+        with pytest.raises(error, match=message):
+            fn(np.ones((2, 2)))  # NumPy
+        with pytest.raises(error, match=message):
+            jit(fn)(np.ones((2, 2)))
+
+
+def test_np_copy_of_a_numpy_scalar_is_an_array_as_numpys_is():
+    # -x of a 0-d array is a NumPy scalar, which np.putmask refuses; np.copy makes it a 0-d array again
+    from compiler import jit
+
+    def fn(x):
+        copied = np.copy(-x)
+        np.putmask(copied, copied > 0, [7])
+        return copied
+
+    x = np.array(-1.5, np.float16)
+    got, want = jit(fn)(x), fn(x)
+    assert type(want) is np.ndarray and want.shape == () and want == 7
+    assert got.dtype == want.dtype and got.shape == () and got.tobytes() == want.tobytes()
