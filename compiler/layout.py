@@ -54,12 +54,20 @@ def iteration_order(shape: tuple, operand_strides: list[tuple]) -> tuple:
     return tuple(reversed(inner_first))
 
 
-def coalesces(shape: tuple, strides: tuple, start: int) -> bool:
-    """Whether axes ``start`` onwards (unit axes aside) form one run NumPy's iterator can step through
-    with a single stride: each axis' stride is the next one's times its length (so they may be spaced,
-    as a strided slice's elements are, or all 0, as a broadcast's are)."""
+def inner_run(shape: tuple, strides: tuple, start: int) -> int:
+    """How many elements of axes ``start`` onwards NumPy's iterator steps through with a single stride
+    from the innermost axis outward (unit axes aside): it merges an axis into the run while the axis'
+    stride is the run's length times the run's stride (so a strided slice's elements, or a
+    broadcast's zeros, still run on)."""
     sized = [d for d in range(start, len(shape)) if shape[d] != 1]
-    return all(strides[a] == strides[b] * shape[b] for a, b in zip(sized, sized[1:]))
+    if not sized:
+        return 1
+    run, inner = shape[sized[-1]], sized[-1]
+    for axis in reversed(sized[:-1]):
+        if strides[axis] != strides[inner] * run:
+            break
+        run *= shape[axis]
+    return run
 
 
 def _dense(shape: tuple, strides: tuple, order: tuple | None) -> bool:

@@ -350,10 +350,12 @@ class Emitter:
         numpy_order = strides is not None
         if numpy_order:
             plan = pairwise.numpy_sum_plan(src_shape, axes)
-            # a row NumPy cannot step through with one stride goes through its buffer, and one longer
-            # than the buffer is summed in pieces, which the tree does not repeat
-            if plan is not None and (plan.row <= pairwise.BUFFER or layout.coalesces(src_shape, strides, plan.row_from)):
-                return self._pairwise_sum(x, src_shape, dtype, plan, out_shape, loc)
+            if plan is not None:
+                chunk = pairwise.buffer_chunk(plan.row, layout.inner_run(src_shape, strides, plan.row_from))
+                if chunk is None and pairwise.emitted(plan, chunk):
+                    return self._pairwise_sum(x, src_shape, dtype, plan, out_shape, loc)
+                if pairwise.emitted(plan, chunk):
+                    return self._buffered_sum(x, src_shape, dtype, plan, chunk, out_shape, loc)
         if op_name == "reduce_sum":
             identity, op = 0, {"f": "arith.addf", "i": "arith.addi", "u": "arith.addi", "b": "arith.ori"}[kind]
         elif op_name == "reduce_prod":  # in the result's own dtype, in order, as NumPy multiplies
@@ -367,13 +369,12 @@ class Emitter:
             identity = _extreme(dtype, lowest=False)
             op = {"f": "arith.minimumf", "i": "arith.minsi", "u": "arith.minui", "b": "arith.andi"}[kind]
         # Where NumPy adds whole slices in order (its inner loop along a kept axis), so does the loop,
-        # rounding to the dtype after every step as NumPy does. Other float32 sums (rows longer than
-        # the pairwise tree is emitted for, strided ones longer than NumPy's buffer, the GPU)
-        # accumulate in float64: NumPy sums those pairwise, which a sequential float32 loop cannot
-        # match (errors grow with the row length); a wider accumulator stays within NumPy's own
-        # rounding of the exact sum. float16
-        # sums and products there accumulate in float32, rounded once at the end, as NumPy's
-        # reduction along a contiguous axis does.
+        # rounding to the dtype after every step as NumPy does. Other float32 sums (rows or bufferfuls
+        # longer than the pairwise tree is emitted for: ``pairwise.emitted``; the GPU) accumulate in
+        # float64: NumPy sums those pairwise, which a sequential float32 loop cannot match (errors grow
+        # with the row length); a wider accumulator stays within NumPy's own rounding of the exact
+        # sum. float16 sums and products there accumulate in float32, rounded once at the end, as
+        # NumPy's reduction along a contiguous axis does.
         in_order = numpy_order and pairwise.adds_in_order(src_shape, axes)
         acc_dtype = dtype
         if op_name == "reduce_sum" and dtype == np.float32 and not in_order:
@@ -404,7 +405,52 @@ class Emitter:
         self.lines.append(f"      }} {here}")
         return result
 
-    def _pairwise_sum(self, x: str, src_shape: tuple, dtype, plan: pairwise.SumPlan, out_shape: tuple, loc) -> str:
+    def _buffered_sum(self, x: str, src_shape: tuple, dtype, plan: pairwise.SumPlan, chunk: int, out_shape: tuple,
+                      loc) -> str:
+        """A float sum whose rows NumPy copies through its buffer (``pairwise.buffer_chunk``): each row in
+        bufferfuls of ``chunk`` elements, each summed pairwise and added to the output in order, a last
+        shorter one after the rest (only where no reduced axis lies before the row)."""
+        p = plan.row_from
+        prefix = src_shape[:p]
+        whole, rest = divmod(plan.row, chunk)
+        x = self._collapsed_row(x, src_shape, dtype, p, loc)
+        head = self._row_slice(x, prefix, plan.row, 0, whole * chunk, dtype, loc) if rest else x
+        head = self._split_row(head, prefix, whole, chunk, dtype, loc)
+        head_plan = pairwise.SumPlan(p + 1, chunk, plan.outer_reduced + (p,))
+        if not rest:
+            return self._pairwise_sum(head, prefix + (whole, chunk), dtype, head_plan, out_shape, loc)
+        summed = self._pairwise_sum(head, prefix + (whole, chunk), dtype, head_plan, prefix, loc)
+        tail = self._row_slice(x, prefix, plan.row, whole * chunk, rest, dtype, loc)
+        return self._pairwise_sum(tail, prefix + (rest,), dtype, pairwise.SumPlan(p, rest, ()), out_shape, loc,
+                                  start=summed)
+
+    def _collapsed_row(self, x: str, shape: tuple, dtype, row_from: int, loc) -> str:
+        """``x`` with its axes from ``row_from`` collapsed into one."""
+        if row_from >= len(shape) - 1:
+            return x
+        groups = [[d] for d in range(row_from)] + [list(range(row_from, len(shape)))]
+        collapsed = dt.tensor_type(shape[:row_from] + (prod(shape[row_from:]),), dtype)
+        return self.assign(f"tensor.collapse_shape {x} {_reassociation(groups)} : {dt.tensor_type(shape, dtype)} into {collapsed}",
+                           loc)
+
+    def _row_slice(self, x: str, prefix: tuple, row: int, offset: int, size: int, dtype, loc) -> str:
+        """Elements [offset, offset + size) of each row of ``x`` (prefix + (row,))."""
+        p = len(prefix)
+        return self.assign(
+            f"tensor.extract_slice {x}[{', '.join(['0'] * p + [str(offset)])}] [{', '.join(map(str, prefix + (size,)))}] "
+            f"[{', '.join(['1'] * (p + 1))}] : {dt.tensor_type(prefix + (row,), dtype)} to "
+            f"{dt.tensor_type(prefix + (size,), dtype)}", loc)
+
+    def _split_row(self, x: str, prefix: tuple, parts: int, length: int, dtype, loc) -> str:
+        """``x`` (prefix + (parts * length,)) as prefix + (parts, length)."""
+        p = len(prefix)
+        reassoc = _reassociation([[d] for d in range(p)] + [[p, p + 1]])
+        return self.assign(
+            f"tensor.expand_shape {x} {reassoc} output_shape [{', '.join(map(str, prefix + (parts, length)))}] : "
+            f"{dt.tensor_type(prefix + (parts * length,), dtype)} into {dt.tensor_type(prefix + (parts, length), dtype)}", loc)
+
+    def _pairwise_sum(self, x: str, src_shape: tuple, dtype, plan: pairwise.SumPlan, out_shape: tuple, loc,
+                      start: str | None = None) -> str:
         """A float sum in NumPy's pairwise order (see ``pairwise``). The operand's axes from
         ``plan.row_from`` are collapsed into one row. Every leaf of the tree starts at a multiple of 8,
         so the row's whole blocks of 8 are its lanes: one generic sums each leaf's blocks in order
@@ -412,16 +458,14 @@ class Emitter:
         lanes as NumPy does, and one evaluates the tree (the last leaf gains the row's remainder
         first), adding the result to 0.0, NumPy's start. Reduced axes before the row then add row
         sums in order. float16 is summed in float32 and rounded as it enters the float16 result,
-        as NumPy's half loop does."""
+        as NumPy's half loop does. ``start``: where no reduced axis lies before the row, the output's
+        value before this sum (prefix-shaped; default 0.0)."""
         acc = np.dtype(np.float32) if dtype == np.float16 else dtype
         t, ta = dt.storage_type(dtype), dt.mlir_type(acc)
         prefix = src_shape[:plan.row_from]
         p, row_shape = len(prefix), prefix + (plan.row,)
         row_t = dt.tensor_type(row_shape, dtype)
-        if plan.row_from < len(src_shape) - 1:
-            groups = [[d] for d in range(p)] + [list(range(p, len(src_shape)))]
-            reassoc = _reassociation(groups)
-            x = self.assign(f"tensor.collapse_shape {x} {reassoc} : {dt.tensor_type(src_shape, dtype)} into {row_t}", loc)
+        x = self._collapsed_row(x, src_shape, dtype, plan.row_from, loc)
 
         def widened(region, v):
             return region.op(f"arith.extf {v} : {t} to {ta}") if acc != dtype else v
@@ -459,8 +503,10 @@ class Emitter:
             return region.op(f"arith.truncf {total} : {ta} to {t}") if acc != dtype else total
 
         total = evaluate(tree)
-        if not plan.outer_reduced:  # the output starts at 0.0
-            total = into_result(region, total, scalar_const(region, 0.0, dtype))
+        if not plan.outer_reduced:  # the output starts at 0.0, or where an earlier bufferful left it
+            so_far = (region.op(f"tensor.extract {start}[{', '.join(at)}] : {dt.tensor_type(prefix, dtype)}")
+                      if start is not None else scalar_const(region, 0.0, dtype))
+            total = into_result(region, total, so_far)
         row_dtype = acc if plan.outer_reduced else dtype
         rows_t = dt.tensor_type(prefix, row_dtype)
         rows = self._region_generic(
@@ -487,18 +533,9 @@ class Emitter:
         p, lanes = len(prefix), pairwise.LANES
         t, ta = dt.storage_type(dtype), dt.mlir_type(acc)
         blocks = row // lanes
-        blocks_x = x
-        if blocks * lanes != row:
-            blocks_x = self.assign(
-                f"tensor.extract_slice {x}[{', '.join(['0'] * (p + 1))}] [{', '.join(map(str, prefix + (blocks * lanes,)))}] "
-                f"[{', '.join(['1'] * (p + 1))}] : {dt.tensor_type(prefix + (row,), dtype)} to "
-                f"{dt.tensor_type(prefix + (blocks * lanes,), dtype)}", loc)
-        groups = [[d] for d in range(p)] + [[p, p + 1]]
-        reassoc = _reassociation(groups)
+        blocks_x = self._row_slice(x, prefix, row, 0, blocks * lanes, dtype, loc) if blocks * lanes != row else x
         blocks_t = dt.tensor_type(prefix + (blocks, lanes), dtype)
-        blocks_x = self.assign(
-            f"tensor.expand_shape {blocks_x} {reassoc} output_shape [{', '.join(map(str, prefix + (blocks, lanes)))}] : "
-            f"{dt.tensor_type(prefix + (blocks * lanes,), dtype)} into {blocks_t}", loc)
+        blocks_x = self._split_row(blocks_x, prefix, blocks, lanes, dtype, loc)
         counts = [min(leaf.offset + leaf.length, blocks * lanes) // lanes - leaf.offset // lanes for leaf in leaves]
         table = np.full((len(leaves), max(counts)), -1, np.int64)
         for k, (leaf, count) in enumerate(zip(leaves, counts)):

@@ -19,7 +19,7 @@ LEAF_LIMIT = 128    # PW_BLOCKSIZE: longer runs are split in two
 # element read and an addition in one generic, and a table of up to 16 block numbers each)
 MAX_ROW = 1 << 16
 # NumPy copies a row it cannot step through with one stride (a slice's rows, say) into a buffer of
-# this many elements, whole inner rows at a time: a longer row is summed a bufferful at a time
+# this many elements, whole runs at a time (see ``buffer_chunk``)
 BUFFER = 8192
 
 
@@ -58,9 +58,9 @@ class SumPlan:
 
 def numpy_sum_plan(shape: tuple, axes: tuple) -> SumPlan | None:
     """The plan for summing ``shape`` over ``axes`` as NumPy does, or None where NumPy's inner loop
-    does not run along a reduced axis (it adds whole slices in order then, as a plain loop does),
-    where nothing is summed, or where the row is longer than MAX_ROW. NumPy's iterator drops unit
-    axes and merges the trailing reduced ones, so they count as one row."""
+    does not run along a reduced axis (it adds whole slices in order then, as a plain loop does) or
+    where nothing is summed. NumPy's iterator drops unit axes and merges the trailing reduced ones,
+    so they count as one row (``buffer_chunk`` says how much of it NumPy sums at a time)."""
     if not axes or 0 in shape:
         return None
     sized = [d for d, n in enumerate(shape) if n != 1]
@@ -71,10 +71,7 @@ def numpy_sum_plan(shape: tuple, axes: tuple) -> SumPlan | None:
         if d not in axes:
             break
         row_from = d
-    row = prod(shape[row_from:])
-    if row > MAX_ROW:
-        return None
-    return SumPlan(row_from, row, tuple(a for a in axes if a < row_from))
+    return SumPlan(row_from, prod(shape[row_from:]), tuple(a for a in axes if a < row_from))
 
 
 def adds_in_order(shape: tuple, axes: tuple) -> bool:
@@ -82,3 +79,23 @@ def adds_in_order(shape: tuple, axes: tuple) -> bool:
     loop runs along a kept axis, so each output element gains one element per step."""
     sized = [d for d, n in enumerate(shape) if n != 1]
     return bool(axes) and 0 not in shape and bool(sized) and sized[-1] not in axes
+
+
+def buffer_chunk(row: int, run: int) -> int | None:
+    """How many elements of a row NumPy sums pairwise at a time when only ``run`` of them lie evenly
+    spaced (``layout.inner_run``): None where that is the whole row (the row is one run, or fits NumPy's
+    buffer, which it is copied into); otherwise as many whole runs as the buffer holds (at least one),
+    each bufferful summed pairwise and added to the output in order."""
+    if run >= row:
+        return None
+    chunk = max(BUFFER // run, 1) * run
+    return None if chunk >= row else chunk
+
+
+def emitted(plan: SumPlan, chunk: int | None) -> bool:
+    """Whether the lowering repeats NumPy's order for ``plan`` summed ``chunk`` elements at a time: its
+    trees (a row, or a bufferful) have at most MAX_ROW elements, and no last, shorter bufferful of a row
+    falls between other rows' bufferfuls (reduced axes before the row)."""
+    if chunk is None:
+        return plan.row <= MAX_ROW
+    return chunk <= MAX_ROW and not (plan.row % chunk and plan.outer_reduced)

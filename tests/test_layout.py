@@ -76,12 +76,14 @@ def test_iteration_order_follows_strides_and_keeps_c_order_on_ties():
     assert [d for d in layout.iteration_order((4, 1, 5), [(1, 7, 4)]) if d != 1] == [2, 0]  # a unit axis: anywhere
 
 
-def test_coalescing_needs_one_stride_through_the_run():
-    assert layout.coalesces((3, 4, 5), (20, 5, 1), 0)
-    assert layout.coalesces((3, 4, 5), (40, 10, 2), 0)       # evenly spaced: one stride of 2
-    assert not layout.coalesces((3, 4, 5), (24, 6, 1), 1)    # rows of a slice
-    assert layout.coalesces((3, 4, 5), (24, 6, 1), 2)
-    assert layout.coalesces((2, 3), (0, 0), 0)               # a broadcast of one element
+def test_a_run_is_what_one_stride_steps_through():
+    assert layout.inner_run((3, 4, 5), (20, 5, 1), 0) == 60
+    assert layout.inner_run((3, 4, 5), (40, 10, 2), 0) == 60     # evenly spaced: one stride of 2
+    assert layout.inner_run((3, 4, 5), (24, 6, 1), 1) == 5       # rows of a slice
+    assert layout.inner_run((3, 4, 5), (48, 6, 1), 0) == 5
+    assert layout.inner_run((3, 4, 5), (30, 5, 1), 0) == 20      # a slice of the outer axis: inner two run on
+    assert layout.inner_run((2, 3), (0, 0), 0) == 6              # a broadcast of one element
+    assert layout.inner_run((2, 1, 3), (3, 9, 1), 0) == 6        # unit axes stride nowhere
 
 
 def test_a_copy_order_numpy_does_not_know_is_refused_as_numpy_refuses_it():

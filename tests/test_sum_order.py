@@ -108,29 +108,45 @@ def test_a_copy_is_laid_out_in_the_order_it_asks_for():
 
 
 def test_strided_slices_and_broadcasts_sum_as_numpy_buffers_them():
-    # a row NumPy cannot step through with one stride is copied into its 8192-element buffer and summed
-    # there pairwise, as a contiguous one would be; a single strided axis is summed pairwise in place
+    # a row NumPy cannot step through with one stride is copied into its 8192-element buffer, as many
+    # whole evenly spaced runs at a time as fit (at least one), and each bufferful summed pairwise and
+    # added to the output in order; a row that is one run (a single strided axis) is summed in place
     square, _ = _sums((300, 300), None, np.float32, False)
+    cube, _ = _sums((50, 90, 100), None, np.float64, False)
     long_row, _ = _sums((40000,), None, np.float32, False)
     cases = [(lambda a: a[:, ::2].sum(axis=1), square), (lambda a: a[:20, :150].sum(), square),
              (lambda a: a[1:, 3:250].sum(axis=0), square), (lambda a: np.broadcast_to(a[0], (20, 300)).sum(), square),
-             (lambda a: a[::3].sum(), long_row), (lambda a: a[:, 7].sum(), square)]
+             (lambda a: a[::3].sum(), long_row), (lambda a: a[:, 7].sum(), square),
+             (lambda a: a[:, :250].sum(), square), (lambda a: a[::2].sum(), square),  # 8000 + 8000 + ... + 3000
+             (lambda a: np.broadcast_to(a[0], (100, 300)).sum(), square), (lambda a: a[:, :, :99].sum(axis=(1, 2)), cube),
+             (lambda a: a[::2, :, :50].astype(np.float16).sum(axis=(0, 2)), cube), (lambda a: a[:, ::2].sum(), cube)]
     for fn, x in cases:
         _same(jit(fn)(x), fn(x))
 
 
 def test_rows_longer_than_the_emitted_tree_or_the_buffer_keep_the_wider_accumulator():
-    # past MAX_ROW elements, or a strided row longer than NumPy's buffer (which NumPy sums a bufferful
-    # at a time), float32 sums accumulate in float64: within NumPy's own rounding of the exact sum
-    assert pairwise.numpy_sum_plan((pairwise.MAX_ROW + 1,), (0,)) is None
+    # past MAX_ROW elements at once, or where a row's last, shorter bufferful would fall between other
+    # rows' (a reduced axis before the row), float32 sums accumulate in float64: within NumPy's own
+    # rounding of the exact sum
+    assert not pairwise.emitted(pairwise.numpy_sum_plan((pairwise.MAX_ROW + 1,), (0,)), None)
+    assert not pairwise.emitted(pairwise.SumPlan(1, 9900, (0,)), 8118)
     rng = np.random.default_rng(3)
     long_row = rng.uniform(0, 1, pairwise.MAX_ROW + 1).astype(np.float32)
     square = rng.uniform(0, 1, (300, 300)).astype(np.float32)
-    for fn, x in ((lambda a: a.sum(), long_row), (lambda a: a[:, :250].sum(), square), (lambda a: a.T.sum(), square)):
+    block = rng.uniform(0, 1, (2, 3, 100, 100)).astype(np.float32)
+    for fn, x in ((lambda a: a.sum(), long_row), (lambda a: a.T.sum(), square),
+                  (lambda a: a[..., :99].sum(axis=(0, 2, 3)), block)):
         got, want = jit(fn)(x), fn(x)
         exact = fn(x.astype(np.float64))
         assert got.dtype == want.dtype == np.float32
-        assert abs(float(got) - float(exact)) <= abs(float(want) - float(exact)) + 1e-6 * float(exact)
+        assert np.all(np.abs(got - exact) <= np.abs(want - exact) + 1e-6 * exact)
+
+
+def test_numpys_buffer_holds_whole_runs():
+    assert pairwise.buffer_chunk(75000, 250) == 8000       # 32 runs of 250
+    assert pairwise.buffer_chunk(6000, 20) is None         # fits the buffer: copied whole
+    assert pairwise.buffer_chunk(72000, 9000) == 9000      # a run longer than the buffer: one at a time
+    assert pairwise.buffer_chunk(40000, 40000) is None     # one run: summed in place
 
 
 def test_pairwise_tree_is_numpys_split():
