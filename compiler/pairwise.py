@@ -4,9 +4,10 @@ NumPy adds the elements of its innermost loop pairwise when that loop runs along
 fewer than 8 elements in order; up to 128 in 8 interleaved lanes combined as a fixed tree, the
 remainder added after; more are split in two (the first half a multiple of 8) and each half summed
 so. The sum is then added to the output, which starts at 0.0, and when other reduced axes are left
-outside that loop, each further row's pairwise sum is added in turn. This module decides, from the
-operand's shape and reduced axes alone (a C-contiguous layout, NumPy's for the arrays a traced
-function makes), which reductions run that way, and gives the tree; ``lowering`` emits it."""
+outside that loop, each further row's pairwise sum is added in turn; a row NumPy cannot step through
+with one stride goes through its buffer a bufferful at a time. This module decides, from the operand's
+shape and reduced axes in memory order (which ``layout`` works out, with how far one stride reaches),
+which reductions run that way, and gives the tree; ``lowering`` emits it."""
 
 from __future__ import annotations
 
