@@ -135,6 +135,8 @@ def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:
         if node.attrs["order"] == "F" or _dense(src.shape, src_strides, fortran) and not _dense(src.shape, src_strides, None):
             return contiguous_strides(node.shape, fortran)
         return fresh
+    if node.op == "cast" and node.attrs.get("buffered"):  # read where it lies, through NumPy's buffer
+        return src_strides
     if node.op == "cast" or node.op == "copy" and node.attrs["order"] == "K":
         return _like(node.shape, src_strides)
     if node.op == "transpose":

@@ -323,7 +323,7 @@ class Emitter:
             sized = [d for d in memory if src.shape[d] != 1]  # where unit axes lie changes no order
             if sized != sorted(sized):
                 return self._sum_in_memory_order(node, x, memory)
-        return self._reduction(node.op, x, src.shape, axes, node.dtype, node.shape, node.loc, strides)
+        return self._reduction(node.op, x, src.shape, axes, node.dtype, node.shape, node.loc, strides, _buffered_cast(src))
 
     def _sum_in_memory_order(self, node: Node, x: str, memory: tuple) -> str:
         """A float sum of an operand NumPy lays out in another order than C's (a transpose's view, or
@@ -335,23 +335,24 @@ class Emitter:
         x = self._permuted(x, src.shape, node.dtype, memory, node.loc)
         kept = [d for d in memory if d not in axes]
         summed = self._reduction(node.op, x, shape, tuple(sorted(memory.index(a) for a in axes)), node.dtype,
-                                 tuple(src.shape[d] for d in kept), node.loc, strides)
+                                 tuple(src.shape[d] for d in kept), node.loc, strides, _buffered_cast(src))
         back = tuple(kept.index(d) for d in sorted(kept))
         if back == tuple(range(len(back))):
             return summed
         return self._permuted(summed, tuple(src.shape[d] for d in kept), node.dtype, back, node.loc)
 
     def _reduction(self, op_name: str, x: str, src_shape: tuple, axes: tuple, dtype, out_shape: tuple, loc,
-                   strides: tuple | None) -> str:
+                   strides: tuple | None, cast: bool = False) -> str:
         """``op_name`` (reduce_*) of ``x`` over ``axes``. ``strides``: for a float sum in NumPy's order,
-        NumPy's layout of the operand (its axes in C order); None for the target's own order."""
+        NumPy's layout of the operand (its axes in C order); None for the target's own order. ``cast``:
+        NumPy casts the operand as it sums (through its buffer)."""
         t = dt.storage_type(dtype)  # bool max is arith.ori on stored i8 0/1
         kind = dtype.kind
         numpy_order = strides is not None
         if numpy_order:
             plan = pairwise.numpy_sum_plan(src_shape, axes)
             if plan is not None:
-                chunk = pairwise.buffer_chunk(plan.row, layout.inner_run(src_shape, strides, plan.row_from))
+                chunk = pairwise.buffer_chunk(plan.row, layout.inner_run(src_shape, strides, plan.row_from), cast)
                 if chunk is None and pairwise.emitted(plan, chunk):
                     return self._pairwise_sum(x, src_shape, dtype, plan, out_shape, loc)
                 if pairwise.emitted(plan, chunk):
@@ -1017,6 +1018,10 @@ class Emitter:
                 f"{dt.tensor_type(part.shape, part.dtype)} into {out_t}", node.loc)
             offset += part.shape[axis]
         return acc
+
+
+def _buffered_cast(node: Node) -> bool:
+    return node.op == "cast" and bool(node.attrs.get("buffered"))
 
 
 def foldable_transpose(user: Node, inp: Node) -> bool:

@@ -22,6 +22,7 @@ MAX_ROW = 1 << 16
 # NumPy copies a row it cannot step through with one stride (a slice's rows, say) into a buffer of
 # this many elements, whole runs at a time (see ``buffer_chunk``)
 BUFFER = 8192
+UNEVEN = 0  # see ``buffer_chunk``
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def leaves(node) -> list[Leaf]:
 class SumPlan:
     """How NumPy sums a C-contiguous operand: axes ``row_from`` onwards form one row of ``row``
     elements (reduced axes, and unit axes between them) summed pairwise; the reduced axes before
-    it, ``outer_reduced``, then add those row sums one by one in index order."""
+    it, ``outer_reduced`` (unit ones aside), then add those row sums one by one in index order."""
     row_from: int
     row: int
     outer_reduced: tuple[int, ...]
@@ -72,7 +73,7 @@ def numpy_sum_plan(shape: tuple, axes: tuple) -> SumPlan | None:
         if d not in axes:
             break
         row_from = d
-    return SumPlan(row_from, prod(shape[row_from:]), tuple(a for a in axes if a < row_from))
+    return SumPlan(row_from, prod(shape[row_from:]), tuple(a for a in axes if a < row_from and shape[a] != 1))
 
 
 def adds_in_order(shape: tuple, axes: tuple) -> bool:
@@ -82,11 +83,16 @@ def adds_in_order(shape: tuple, axes: tuple) -> bool:
     return bool(axes) and 0 not in shape and bool(sized) and sized[-1] not in axes
 
 
-def buffer_chunk(row: int, run: int) -> int | None:
+def buffer_chunk(row: int, run: int, cast: bool = False) -> int | None:
     """How many elements of a row NumPy sums pairwise at a time when only ``run`` of them lie evenly
     spaced (``layout.inner_run``): None where that is the whole row (the row is one run, or fits NumPy's
     buffer, which it is copied into); otherwise as many whole runs as the buffer holds (at least one),
-    each bufferful summed pairwise and added to the output in order."""
+    each bufferful summed pairwise and added to the output in order. A reduction that casts (np.sum's
+    dtype=, np.mean of float16) reads everything through the buffer, so it also cuts a run longer than
+    the buffer into bufferfuls, each run's last one shorter: UNEVEN where that gives bufferfuls of
+    more than one length within the row."""
+    if cast and run > BUFFER:
+        return UNEVEN if run % BUFFER and run < row else BUFFER
     if run >= row:
         return None
     chunk = max(BUFFER // run, 1) * run
@@ -99,4 +105,4 @@ def emitted(plan: SumPlan, chunk: int | None) -> bool:
     falls between other rows' bufferfuls (reduced axes before the row)."""
     if chunk is None:
         return plan.row <= MAX_ROW
-    return chunk <= MAX_ROW and not (plan.row % chunk and plan.outer_reduced)
+    return chunk != UNEVEN and chunk <= MAX_ROW and not (plan.row % chunk and plan.outer_reduced)

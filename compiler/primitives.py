@@ -1200,10 +1200,14 @@ def _where_scalar(value, out: np.dtype) -> np.ndarray:
     return dt.weak_to_array(value, out)
 
 
-def cast(x: Node, dtype) -> Node:
+def cast(x: Node, dtype, buffered: bool = False) -> Node:
+    """``x`` converted to ``dtype``; ``buffered``: by a reduction, which NumPy casts through its buffer
+    as it goes (which changes how it sums: see ``layout``), not into an array of its own."""
     dtype = dt.check_supported(dtype, "astype")
     if x.dtype == dtype:
         return x
+    if buffered:
+        return _make("cast", [x], x.shape, dtype, compute=(x.dtype,), buffered=True)
     return _make("cast", [x], x.shape, dtype, compute=(x.dtype,))
 
 
@@ -1275,7 +1279,7 @@ def reduce(kind: str, x: Node, axis, keepdims: bool, what: str, dtype=None) -> N
         if any(x.shape[a] == 0 for a in axes):
             raise ValueError(f"{what}: zero-size array to reduction operation {name} which has no identity")
         out = x.dtype
-    x = cast(x, out)
+    x = cast(x, out, buffered=True)
     if axes:
         shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
         r = _make(op, [x], shape, out, axes=axes)

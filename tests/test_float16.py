@@ -165,3 +165,16 @@ def test_matmul_accumulates_in_float32_as_numpy_does():
     assert int(_ulps_apart(got.reshape(-1), exact.reshape(-1)).max()) <= 1
     assert int(_ulps_apart(got.reshape(-1), expected.reshape(-1)).max()) <= 2
     assert ones.dtype == np.float16 and ones[0, 0] == 4096 == (long @ long.T)[0, 0]
+
+
+def test_a_float16_mean_divides_by_the_count_as_numpy_does():
+    # NumPy divides by an np.intp count, in float64: 15300 is not a float16 (it would be 15296)
+    x = np.random.default_rng(8).uniform(-1, 1, (3, 5100)).astype(np.float32)
+    ones = np.full(15300, 0.5, np.float16)
+    fns = [lambda a: np.mean(a, dtype=np.float16), lambda a: np.mean(a, axis=None, keepdims=True, dtype=np.float16),
+           lambda a: np.var(a, dtype=np.float16)]
+    for fn in fns:
+        got, want = jit(fn)(x), np.asarray(fn(x))
+        assert got.dtype == want.dtype == np.float16 and got.tobytes() == want.tobytes(), (got, want)
+    got = jit(lambda o: np.mean(o, dtype=np.float16))(ones)
+    assert got.dtype == np.float16 and float(got) == float(np.mean(ones, dtype=np.float16)) == float(np.float16(0.4998))

@@ -124,6 +124,24 @@ def test_strided_slices_and_broadcasts_sum_as_numpy_buffers_them():
         _same(jit(fn)(x), fn(x))
 
 
+def test_a_sum_that_casts_goes_through_numpys_buffer_as_numpys_does():
+    # np.sum(dtype=) and np.mean of float16 (which sums in float32) cast as they sum, through NumPy's
+    # 8192-element buffer, so even a dense row is summed a bufferful at a time; a run longer than the
+    # buffer is cut into bufferfuls, each run's last one shorter
+    rng = np.random.default_rng(21)
+    half = (rng.standard_normal((3, 20000)) * 10).astype(np.float16)
+    wide = rng.standard_normal((6, 9000)) * 10.0 ** rng.uniform(-2, 2, (6, 9000))
+    cases = [(lambda a: np.sum(a, dtype=np.float32), half), (lambda a: np.mean(a, axis=1), half),
+             (lambda a: np.var(a[:, :8500] / 16), half), (lambda a: np.sum(a, dtype=np.float32), wide),
+             (lambda a: np.sum(a[:, :250], axis=None, dtype=np.float32), wide), (lambda a: a[:1, :8500].mean(dtype=np.float32), wide),
+             (lambda a: np.sum(a[:, :8192], dtype=np.float32), wide)]
+    for fn, x in cases:
+        _same(jit(fn)(x), fn(x))
+    assert pairwise.buffer_chunk(20000, 20000, cast=True) == 8192
+    assert pairwise.buffer_chunk(8500 * 6, 8500, cast=True) == pairwise.UNEVEN
+    assert pairwise.buffer_chunk(75000, 250, cast=True) == 8000
+
+
 def test_rows_longer_than_the_emitted_tree_or_the_buffer_keep_the_wider_accumulator():
     # past MAX_ROW elements at once, or where a row's last, shorter bufferful would fall between other
     # rows' (a reduced axis before the row), float32 sums accumulate in float64: within NumPy's own
