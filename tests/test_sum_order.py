@@ -175,3 +175,20 @@ def test_pairwise_tree_is_numpys_split():
     assert pairwise.tree(0, 300) == ((pairwise.Leaf(0, 72), pairwise.Leaf(72, 72)),
                                      (pairwise.Leaf(144, 72), pairwise.Leaf(216, 84)))
     assert all(leaf.offset % 8 == 0 for leaf in pairwise.leaves(pairwise.tree(0, 50257)))
+
+
+VIEWS = [lambda a: a, lambda a: a.T, lambda a: a[:, 3:190], lambda a: a[::2], lambda a: a.T * 2]
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("mean", lambda v: np.mean(v, axis=1)), ("var", lambda v: np.var(v, axis=0)), ("std", lambda v: np.std(v)),
+    ("average", lambda v: np.average(v, axis=1)), ("nansum", lambda v: np.nansum(v, axis=1)),
+    ("nanmean", lambda v: np.nanmean(v, axis=0)), ("trace", lambda v: np.trace(v)),
+    ("norm", lambda v: np.linalg.norm(v, axis=1)),
+])
+def test_numpys_summing_functions_are_numpys_bit_for_bit_on_views(name, fn):
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((300, 200)) * 10.0 ** rng.uniform(-2, 2, (300, 200))).astype(np.float32)
+    program = lambda a: tuple(fn(view(a)) for view in VIEWS)  # noqa: E731
+    for got, want in zip(jit(program)(x), program(x)):
+        _same(got, want)
