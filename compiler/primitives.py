@@ -957,7 +957,8 @@ def elementwise(name: str, operands: list, signature=None, casting=None) -> Node
     if name == "power" and compute[1].kind == "i" and int(np.prod(shape, dtype=np.int64)) and \
             _checked_by_kernel(_exponent_source(nodes[1])) and (safe := _checked_exponent(nodes[1])) is not None:
         nodes[1], attrs["exponent_checked_in_kernel"] = safe, True
-    if name == "power" and compute[1].kind == "f" and _scalar_to_inner_loop(nodes[1], shape):
+    # float16's power loop (computed in float32) has no fast paths
+    if name == "power" and compute[1].kind == "f" and compute[1] != np.float16 and _scalar_to_inner_loop(nodes[1], shape):
         attrs["scalar_exponent"] = True
     if name == "clip" and compute[0].kind == "f" and all(_scalar_to_inner_loop(b, shape) for b in nodes[1:]):
         attrs["scalar_bounds"] = True

@@ -146,7 +146,15 @@ class Tensor:
     __truediv__, __rtruediv__ = _bin("divide"), _bin("divide", True)
     __floordiv__, __rfloordiv__ = _bin("floor_divide"), _bin("floor_divide", True)
     __mod__, __rmod__ = _bin("remainder"), _bin("remainder", True)
-    __pow__, __rpow__ = _bin("power"), _bin("power", True)
+    __rpow__ = _bin("power", True)
+    _power = _bin("power")
+
+    def __pow__(self, other):
+        # NumPy's ndarray ** takes np.sqrt for an exact Python float 0.5 on a float array (its
+        # fast_scalar_power), whatever the dtype; np.power itself does only in some loops (``P.elementwise``)
+        if type(other) is float and other == 0.5 and self.dtype.kind == "f":
+            return Tensor(P.elementwise("sqrt", [self.node]), scalar=True)
+        return self._power(other)
     __gt__, __ge__ = _bin("greater"), _bin("greater_equal")
     __lt__, __le__ = _bin("less"), _bin("less_equal")
     __eq__, __ne__ = _bin("equal"), _bin("not_equal")
@@ -168,8 +176,10 @@ class Tensor:
                 return getattr(self, binary)(other)
             if self.aliases == READ_ONLY:
                 raise ValueError("output array is read-only")
-            if name == "matmul":
-                result = self.__matmul__(other)
+            if name in ("matmul", "power"):  # power: NumPy's in-place ** takes the same fast path as **
+                result = getattr(self, binary)(other)
+                if result is NotImplemented:
+                    return NotImplemented
             else:
                 operand = as_operand(other)
                 if operand is NotImplemented:

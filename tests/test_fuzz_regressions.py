@@ -103,11 +103,12 @@ def test_comparison_with_out_of_range_python_int(dtype, value):
     ((), ()), ((3,), ()), ((3,), (1,)), ((2, 3), (1, 1)), ((3, 1), (1, 1)), ((1,), ()),
     ((1,), (1,)), ((), (1,)), ((1, 1), (1, 1)), ((2, 3), (2, 1)), ((4,), (4,)),
 ])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_power_takes_numpys_sqrt_fast_path_where_numpy_does(base_shape, exponent_shape, dtype):
     """Fuzzer finding: NumPy's float power loop takes fast paths when the exponent is a scalar to it
     (one element, 0-d or broadcast over several); for 0.5 that is sqrt, so (-inf) ** 0.5 is NaN and
-    (-0.0) ** 0.5 is -0.0 there, while C's pow (every other layout) gives +inf and +0.0."""
+    (-0.0) ** 0.5 is -0.0 there, while C's pow (every other layout) gives +inf and +0.0. float16's
+    loop has no fast path (seed 1146), but its ``**`` with a Python float does, as every dtype's."""
     base = np.full(base_shape, -np.inf, dtype)
     base.flat[0] = -0.0
     exponent = np.full(exponent_shape, 0.5, dtype)
@@ -121,6 +122,16 @@ def test_power_takes_numpys_sqrt_fast_path_where_numpy_does(base_shape, exponent
         expected = base ** 0.5  # a Python float exponent: always the fast path
     got = jit(lambda a: a ** 0.5)(base)
     assert ((got == expected) | (np.isnan(got) & np.isnan(expected))).all()
+    assert (np.signbit(got) == np.signbit(expected)).all()
+
+    def in_place(a):
+        a = a.copy()
+        a **= 0.5
+        return a
+    with np.errstate(invalid="ignore"):
+        expected = in_place(base)
+    got = jit(in_place)(base)
+    assert got.dtype == expected.dtype and ((got == expected) | (np.isnan(got) & np.isnan(expected))).all()
     assert (np.signbit(got) == np.signbit(expected)).all()
 
 
