@@ -485,18 +485,24 @@ class Emitter:
         def element(tensor, tensor_t, position):
             return region.op(f"tensor.extract {tensor}[{', '.join(at + [region.op(f'arith.constant {position} : index')])}] : {tensor_t}")
 
-        if whole:
-            values = [element(leaf_sums, dt.tensor_type(prefix + (len(leaves),), acc), k) for k in range(len(leaves))]
-        else:  # a row shorter than 8: in order from -0.0
-            values = [scalar_const(region, -0.0, acc)]
-        for position in range(whole, plan.row):  # the remainder, after the last leaf's lanes
-            values[-1] = add(region, values[-1], widened(region, element(x, row_t, position)))
-        value_of = {leaf.offset: v for leaf, v in zip(leaves, values)}
+        if len(leaves) > pairwise.UNROLLED_LEAVES:
+            totals = self._tree_by_levels(x, prefix, dtype, acc, plan.row, tree, leaves, leaf_sums, widened, add, loc)
 
-        def evaluate(n):
-            if isinstance(n, pairwise.Leaf):
-                return value_of[n.offset]
-            return add(region, evaluate(n[0]), evaluate(n[1]))
+            def evaluate(_):
+                return region.op(f"tensor.extract {totals}[{', '.join(at)}] : {dt.tensor_type(prefix, acc)}")
+        else:
+            if whole:
+                values = [element(leaf_sums, dt.tensor_type(prefix + (len(leaves),), acc), k) for k in range(len(leaves))]
+            else:  # a row shorter than 8: in order from -0.0
+                values = [scalar_const(region, -0.0, acc)]
+            for position in range(whole, plan.row):  # the remainder, after the last leaf's lanes
+                values[-1] = add(region, values[-1], widened(region, element(x, row_t, position)))
+            value_of = {leaf.offset: v for leaf, v in zip(leaves, values)}
+
+            def evaluate(n):
+                if isinstance(n, pairwise.Leaf):
+                    return value_of[n.offset]
+                return add(region, evaluate(n[0]), evaluate(n[1]))
 
         def into_result(region, row_sum, so_far):
             """NumPy's output gaining one row sum (float16: its float32 sum, rounded once)."""
@@ -538,11 +544,7 @@ class Emitter:
         blocks_t = dt.tensor_type(prefix + (blocks, lanes), dtype)
         blocks_x = self._split_row(blocks_x, prefix, blocks, lanes, dtype, loc)
         counts = [min(leaf.offset + leaf.length, blocks * lanes) // lanes - leaf.offset // lanes for leaf in leaves]
-        table = np.full((len(leaves), max(counts)), -1, np.int64)
-        for k, (leaf, count) in enumerate(zip(leaves, counts)):
-            table[k, :count] = np.arange(count) + leaf.offset // lanes
-        table_t = dt.tensor_type(table.shape, table.dtype)
-        table_v = self.assign(f"arith.constant dense<{_const_text(table)}> : {table_t}", loc)
+        table_v, table_t = self._block_table([leaf.offset // lanes for leaf in leaves], counts, loc)
         lanes_shape = prefix + (len(leaves), lanes)
         lanes_t = dt.tensor_type(lanes_shape, acc)
         rank, dims = p + 3, [f"d{i}" for i in range(p)]
@@ -571,6 +573,93 @@ class Emitter:
             ", ".join(['"parallel"'] * (p + 1)), [(lane_sums, lanes_t)] * lanes,
             [(self.empty(sums_shape, acc, loc), dt.tensor_type(sums_shape, acc))],
             [(a, ta) for a in args] + [(self.fresh("o"), ta)], region, [(r[0], ta)], loc)
+
+    def _block_table(self, starts: list, counts: list, loc) -> tuple[str, str]:
+        """The (leaves, most blocks) table of the blocks each leaf sums (-1 past a shorter leaf's end):
+        a constant, or for a long row (more than LARGE_TABLE entries) computed from each leaf's first
+        block and count, so the IR holds two numbers per leaf, not sixteen."""
+        table_t = dt.tensor_type((len(starts), max(counts)), np.dtype(np.int64))
+        if len(starts) * max(counts) <= LARGE_TABLE:
+            table = np.full((len(starts), max(counts)), -1, np.int64)
+            for k, (first, count) in enumerate(zip(starts, counts)):
+                table[k, :count] = np.arange(count) + first
+            return self.assign(f"arith.constant dense<{_const_text(table)}> : {table_t}", loc), table_t
+        column_t = dt.tensor_type((len(starts),), np.dtype(np.int64))
+        first_v = self.assign(f"arith.constant dense<{_const_text(np.array(starts, np.int64))}> : {column_t}", loc)
+        count_v = self.assign(f"arith.constant dense<{_const_text(np.array(counts, np.int64))}> : {column_t}", loc)
+        region = _Region(self)
+        first, count = self.fresh("first"), self.fresh("count")
+        j = region.op(f"arith.index_cast {region.op('linalg.index 1 : index')} : index to i64")
+        inside = region.op(f"arith.cmpi slt, {j}, {count} : i64")
+        block = region.op(f"arith.select {inside}, {region.op(f'arith.addi {first}, {j} : i64')}, "
+                          f"{region.op('arith.constant -1 : i64')} : i64")
+        table_v = self._region_generic(
+            [_map(2, ["d0"]), _map(2, ["d0"]), _map(2, ["d0", "d1"])], '"parallel", "parallel"',
+            [(first_v, column_t), (count_v, column_t)], [(self.empty((len(starts), max(counts)), np.dtype(np.int64), loc), table_t)],
+            [(first, "i64"), (count, "i64"), (self.fresh("o"), "i64")], region, [(block, "i64")], loc)
+        return table_v, table_t
+
+    def _tree_by_levels(self, x: str, prefix: tuple, dtype, acc, row: int, tree, leaves, leaf_sums: str, widened, add,
+                        loc) -> str:
+        """The pairwise tree of a long row evaluated level by level (prefix-shaped, in ``acc``): NumPy's
+        tree has every leaf at depth D or D + 1, so its nodes at depth D (2**D of them) are each a leaf
+        or a pair of leaves, and above them it is a perfect binary tree. One generic evaluates the depth-D
+        nodes (the last leaf gains the row's remainder first), then one per level adds pairs."""
+        p, lanes = len(prefix), pairwise.LANES
+        t, ta = dt.storage_type(dtype), dt.mlir_type(acc)
+        depth = pairwise.min_leaf_depth(tree)
+        nodes = pairwise.nodes_at(tree, depth)
+        index_of = {leaf.offset: k for k, leaf in enumerate(leaves)}
+        first = np.array([index_of[(n if isinstance(n, pairwise.Leaf) else n[0]).offset] for n in nodes], np.int64)
+        paired = np.array([not isinstance(n, pairwise.Leaf) for n in nodes], np.int64)
+        column_t = dt.tensor_type((len(nodes),), np.dtype(np.int64))
+        first_v = self.assign(f"arith.constant dense<{_const_text(first)}> : {column_t}", loc)
+        paired_v = self.assign(f"arith.constant dense<{_const_text(paired)}> : {column_t}", loc)
+        sums_t = dt.tensor_type(prefix + (len(leaves),), acc)
+        row_t = dt.tensor_type(prefix + (row,), dtype)
+        region = _Region(self)
+        a, pair = self.fresh("first"), self.fresh("pair")
+        at = [region.op(f"linalg.index {d} : index") for d in range(p)]
+
+        def leaf_value(k64):
+            k = region.op(f"arith.index_cast {k64} : i64 to index")
+            value = region.op(f"tensor.extract {leaf_sums}[{', '.join(at + [k])}] : {sums_t}")
+            whole = row - row % lanes
+            if whole == row:
+                return value
+            last = value
+            for position in range(whole, row):  # the remainder, after the last leaf's lanes
+                element = region.op(f"tensor.extract {x}[{', '.join(at + [region.op(f'arith.constant {position} : index')])}] : {row_t}")
+                last = add(region, last, widened(region, element))
+            is_last = region.op(f"arith.cmpi eq, {k64}, {region.op(f'arith.constant {len(leaves) - 1} : i64')} : i64")
+            return region.op(f"arith.select {is_last}, {last}, {value} : {ta}")
+
+        one = region.op("arith.constant 1 : i64")
+        second = region.op(f"arith.minsi {region.op(f'arith.addi {a}, {one} : i64')}, "
+                           f"{region.op(f'arith.constant {len(leaves) - 1} : i64')} : i64")
+        left, right = leaf_value(a), leaf_value(second)
+        is_pair = region.op(f"arith.cmpi eq, {pair}, {one} : i64")
+        value = region.op(f"arith.select {is_pair}, {add(region, left, right)}, {left} : {ta}")
+        dims = [f"d{i}" for i in range(p)]
+        level_shape = prefix + (len(nodes),)
+        level = self._region_generic(
+            [_map(p + 1, [f"d{p}"]), _map(p + 1, [f"d{p}"]), _map(p + 1, dims + [f"d{p}"])],
+            ", ".join(['"parallel"'] * (p + 1)), [(first_v, column_t), (paired_v, column_t)],
+            [(self.empty(level_shape, acc, loc), dt.tensor_type(level_shape, acc))],
+            [(a, "i64"), (pair, "i64"), (self.fresh("o"), ta)], region, [(value, ta)], loc)
+        width = len(nodes)
+        while width > 1:
+            width //= 2
+            pairs = self._split_row(level, prefix, width, 2, acc, loc)
+            region = _Region(self)
+            l, r = self.fresh("l"), self.fresh("r")
+            level_shape = prefix + (width,)
+            level = self._region_generic(
+                [_map(p + 1, dims + [f"d{p}", "0"]), _map(p + 1, dims + [f"d{p}", "1"]), _map(p + 1, dims + [f"d{p}"])],
+                ", ".join(['"parallel"'] * (p + 1)), [(pairs, dt.tensor_type(prefix + (width, 2), acc))] * 2,
+                [(self.empty(level_shape, acc, loc), dt.tensor_type(level_shape, acc))],
+                [(l, ta), (r, ta), (self.fresh("o"), ta)], region, [(add(region, l, r), ta)], loc)
+        return self._reshaped(level, prefix + (1,), acc, prefix, loc)
 
     def arg_reduce(self, node: Node, x: str) -> str:
         """argmax/argmin over one axis: a reduction carrying (best value, its index). A later element
@@ -1047,6 +1136,8 @@ def _name_loc(name) -> str:
 
 
 DEVICE_RESIDENT_ATTR = "parity.device_resident"
+# a pairwise sum's block table with more entries than this is computed from two numbers per leaf
+LARGE_TABLE = 1 << 14
 
 
 def _resident(node: Node) -> str:

@@ -16,9 +16,11 @@ from math import prod
 
 LANES = 8           # NumPy unrolls its pairwise loop 8 ways
 LEAF_LIMIT = 128    # PW_BLOCKSIZE: longer runs are split in two
-# longer rows keep the plain loop: the tree's IR grows with its leaves (here up to 1024, each an
-# element read and an addition in one generic, and a table of up to 16 block numbers each)
-MAX_ROW = 1 << 16
+# a tree of up to this many leaves (rows up to 65,536 elements) is unrolled into one generic (each
+# leaf an element read and an addition); a larger one is evaluated level by level (``nodes_at``)
+UNROLLED_LEAVES = 1024
+# longer rows keep the plain loop: the tables of a tree grow with its leaves (two numbers each)
+MAX_ROW = 1 << 22
 # NumPy copies a row it cannot step through with one stride (a slice's rows, say) into a buffer of
 # this many elements, whole runs at a time (see ``buffer_chunk``)
 BUFFER = 8192
@@ -46,6 +48,20 @@ def leaves(node) -> list[Leaf]:
     if isinstance(node, Leaf):
         return [node]
     return leaves(node[0]) + leaves(node[1])
+
+
+def min_leaf_depth(node, depth: int = 0) -> int:
+    """The depth of the shallowest leaf (NumPy's trees have every leaf at that depth or one below)."""
+    if isinstance(node, Leaf):
+        return depth
+    return min(min_leaf_depth(node[0], depth + 1), min_leaf_depth(node[1], depth + 1))
+
+
+def nodes_at(node, depth: int) -> list:
+    """The tree's nodes at ``depth``, left to right (every node above it must be a pair)."""
+    if depth == 0:
+        return [node]
+    return nodes_at(node[0], depth - 1) + nodes_at(node[1], depth - 1)
 
 
 @dataclass(frozen=True)

@@ -142,6 +142,27 @@ def test_a_sum_that_casts_goes_through_numpys_buffer_as_numpys_does():
     assert pairwise.buffer_chunk(75000, 250, cast=True) == 8000
 
 
+def test_rows_past_the_unrolled_tree_are_numpys_bit_for_bit():
+    # a tree of more than UNROLLED_LEAVES leaves is evaluated level by level (NumPy's leaves all lie at two
+    # depths, so above them it is a perfect binary tree): np.sum of a million floats is NumPy's
+    rng = np.random.default_rng(7)
+    cases = [((70001,), np.float32, lambda a: a.sum()), ((3, 200000), np.float32, lambda a: a.sum(axis=1)),
+             ((1000, 1000), np.float32, lambda a: np.var(a)), ((131072,), np.float64, lambda a: a.sum()),
+             ((700, 300), np.float32, lambda a: a.T.sum())]
+    for shape, dtype, fn in cases:
+        x = (rng.standard_normal(shape) * 10.0 ** rng.uniform(-2, 2, shape)).astype(dtype)
+        _same(jit(fn)(x), fn(x))
+
+
+def test_numpys_trees_have_their_leaves_at_two_depths():
+    for n in (129, 1000, 65537, 70001, 131079, 1000000):
+        tree = pairwise.tree(0, n)
+        depth = pairwise.min_leaf_depth(tree)
+        nodes = pairwise.nodes_at(tree, depth)
+        assert len(nodes) == 2 ** depth
+        assert all(isinstance(node, pairwise.Leaf) or all(isinstance(c, pairwise.Leaf) for c in node) for node in nodes)
+
+
 def test_rows_longer_than_the_emitted_tree_or_the_buffer_keep_the_wider_accumulator():
     # past MAX_ROW elements at once, or where a row's last, shorter bufferful would fall between other
     # rows' (a reduced axis before the row), float32 sums accumulate in float64: within NumPy's own
