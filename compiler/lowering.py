@@ -353,9 +353,9 @@ class Emitter:
             plan = pairwise.numpy_sum_plan(src_shape, axes)
             if plan is not None:
                 chunk = pairwise.buffer_chunk(plan.row, layout.inner_run(src_shape, strides, plan.row_from), cast)
-                if chunk is None and pairwise.emitted(plan, chunk):
-                    return self._pairwise_sum(x, src_shape, dtype, plan, out_shape, loc)
                 if pairwise.emitted(plan, chunk):
+                    if chunk is None:
+                        return self._pairwise_sum(x, src_shape, dtype, plan, out_shape, loc)
                     return self._buffered_sum(x, src_shape, dtype, plan, chunk, out_shape, loc)
         if op_name == "reduce_sum":
             identity, op = 0, {"f": "arith.addf", "i": "arith.addi", "u": "arith.addi", "b": "arith.ori"}[kind]
@@ -483,7 +483,7 @@ class Emitter:
         at = [region.op(f"linalg.index {d} : index") for d in range(p)]
 
         def element(tensor, tensor_t, position):
-            return region.op(f"tensor.extract {tensor}[{', '.join(at + [region.op(f'arith.constant {position} : index')])}] : {tensor_t}")
+            return _element(region, tensor, tensor_t, at, position)
 
         if len(leaves) > pairwise.UNROLLED_LEAVES:
             totals = self._tree_by_levels(x, prefix, dtype, acc, plan.row, tree, leaves, leaf_sums, widened, add, loc)
@@ -495,8 +495,7 @@ class Emitter:
                 values = [element(leaf_sums, dt.tensor_type(prefix + (len(leaves),), acc), k) for k in range(len(leaves))]
             else:  # a row shorter than 8: in order from -0.0
                 values = [scalar_const(region, -0.0, acc)]
-            for position in range(whole, plan.row):  # the remainder, after the last leaf's lanes
-                values[-1] = add(region, values[-1], widened(region, element(x, row_t, position)))
+            values[-1] = _with_remainder(region, values[-1], x, row_t, at, whole, plan.row, widened, add)
             value_of = {leaf.offset: v for leaf, v in zip(leaves, values)}
 
             def evaluate(n):
@@ -606,7 +605,7 @@ class Emitter:
         or a pair of leaves, and above them it is a perfect binary tree. One generic evaluates the depth-D
         nodes (the last leaf gains the row's remainder first), then one per level adds pairs."""
         p, lanes = len(prefix), pairwise.LANES
-        t, ta = dt.storage_type(dtype), dt.mlir_type(acc)
+        ta = dt.mlir_type(acc)
         depth = pairwise.min_leaf_depth(tree)
         nodes = pairwise.nodes_at(tree, depth)
         index_of = {leaf.offset: k for k, leaf in enumerate(leaves)}
@@ -620,23 +619,22 @@ class Emitter:
         region = _Region(self)
         a, pair = self.fresh("first"), self.fresh("pair")
         at = [region.op(f"linalg.index {d} : index") for d in range(p)]
+        whole = row - row % lanes
+        last_index = region.op(f"arith.constant {len(leaves) - 1} : i64")
+        if whole != row:  # the last leaf gains the row's remainder, once; a node naming it takes that value
+            last = _with_remainder(region, _element(region, leaf_sums, sums_t, at, len(leaves) - 1), x, row_t, at, whole,
+                                   row, widened, add)
 
         def leaf_value(k64):
             k = region.op(f"arith.index_cast {k64} : i64 to index")
             value = region.op(f"tensor.extract {leaf_sums}[{', '.join(at + [k])}] : {sums_t}")
-            whole = row - row % lanes
             if whole == row:
                 return value
-            last = value
-            for position in range(whole, row):  # the remainder, after the last leaf's lanes
-                element = region.op(f"tensor.extract {x}[{', '.join(at + [region.op(f'arith.constant {position} : index')])}] : {row_t}")
-                last = add(region, last, widened(region, element))
-            is_last = region.op(f"arith.cmpi eq, {k64}, {region.op(f'arith.constant {len(leaves) - 1} : i64')} : i64")
+            is_last = region.op(f"arith.cmpi eq, {k64}, {last_index} : i64")
             return region.op(f"arith.select {is_last}, {last}, {value} : {ta}")
 
         one = region.op("arith.constant 1 : i64")
-        second = region.op(f"arith.minsi {region.op(f'arith.addi {a}, {one} : i64')}, "
-                           f"{region.op(f'arith.constant {len(leaves) - 1} : i64')} : i64")
+        second = region.op(f"arith.minsi {region.op(f'arith.addi {a}, {one} : i64')}, {last_index} : i64")
         left, right = leaf_value(a), leaf_value(second)
         is_pair = region.op(f"arith.cmpi eq, {pair}, {one} : i64")
         value = region.op(f"arith.select {is_pair}, {add(region, left, right)}, {left} : {ta}")
@@ -1028,14 +1026,14 @@ class Emitter:
     def _reshaped(self, x: str, cur_shape: tuple, dtype, shape: tuple, loc) -> str:
         if len(cur_shape) > 1 or (len(cur_shape) == 1 and len(shape) == 0):
             flat = (prod(cur_shape),) if shape else ()
-            groups = "[[" + ", ".join(str(i) for i in range(len(cur_shape))) + "]]" if flat else "[]"
+            groups = _reassociation([list(range(len(cur_shape)))] if flat else [])
             x = self.assign(f"tensor.collapse_shape {x} {groups} : {dt.tensor_type(cur_shape, dtype)} into {dt.tensor_type(flat, dtype)}", loc)
             cur_shape = flat
         if len(cur_shape) == 0 and shape:
             x = self.assign(f"tensor.expand_shape {x} [] output_shape [1] : {dt.tensor_type((), dtype)} into {dt.tensor_type((1,), dtype)}", loc)
             cur_shape = (1,)
         if len(shape) > 1:
-            groups = "[[" + ", ".join(str(i) for i in range(len(shape))) + "]]"
+            groups = _reassociation([list(range(len(shape)))])
             out = ", ".join(str(d) for d in shape)
             x = self.assign(f"tensor.expand_shape {x} {groups} output_shape [{out}] : {dt.tensor_type(cur_shape, dtype)} into {dt.tensor_type(shape, dtype)}", loc)
         return x
@@ -1107,6 +1105,18 @@ class Emitter:
                 f"{dt.tensor_type(part.shape, part.dtype)} into {out_t}", node.loc)
             offset += part.shape[axis]
         return acc
+
+
+def _element(region: _Region, tensor: str, tensor_t: str, at: list, position: int) -> str:
+    """``tensor[at..., position]`` read in a region (``at``: the leading indices)."""
+    return region.op(f"tensor.extract {tensor}[{', '.join(at + [region.op(f'arith.constant {position} : index')])}] : {tensor_t}")
+
+
+def _with_remainder(region: _Region, value: str, x: str, row_t: str, at: list, whole: int, row: int, widened, add) -> str:
+    """``value`` (the last leaf's lanes) gaining the row's elements past its whole blocks of 8, in order."""
+    for position in range(whole, row):
+        value = add(region, value, widened(region, _element(region, x, row_t, at, position)))
+    return value
 
 
 def _buffered_cast(node: Node) -> bool:

@@ -439,10 +439,8 @@ def _divide_into(total: P.Node, n: int) -> P.Node:
     NumPy's count is an np.intp, so it divides in float64. In float32 (exact for counts below 2**24) a
     quotient rounded to float32 is float64's rounded to float32, but a float16 may not hold the count
     (15300 is 15296 there), so a float16 total is divided in float64 as NumPy divides it."""
-    if total.dtype == np.float16:
-        quotient = P.elementwise("divide", [P.cast(total, np.float64), dt.Weak(n)])
-        return P.cast(quotient, total.dtype)
-    return P.cast(P.elementwise("divide", [total, dt.Weak(n)]), total.dtype)
+    dividend = P.cast(total, np.float64) if total.dtype == np.float16 else total
+    return P.cast(P.elementwise("divide", [dividend, dt.Weak(n)]), total.dtype)
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,

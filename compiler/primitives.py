@@ -1207,9 +1207,8 @@ def cast(x: Node, dtype, buffered: bool = False) -> Node:
     dtype = dt.check_supported(dtype, "astype")
     if x.dtype == dtype:
         return x
-    if buffered:
-        return _make("cast", [x], x.shape, dtype, compute=(x.dtype,), buffered=True)
-    return _make("cast", [x], x.shape, dtype, compute=(x.dtype,))
+    marked = {"buffered": True} if buffered else {}
+    return _make("cast", [x], x.shape, dtype, compute=(x.dtype,), **marked)
 
 
 def bitcast(x: Node, dtype) -> Node:
