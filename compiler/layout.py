@@ -1,11 +1,12 @@
-"""NumPy's memory layout of every value a traced function computes: the strides (in elements) NumPy's
-own arrays would have had, where the function ran on NumPy arrays. A trace keeps no layout (every
-value it lowers is a fresh row-major tensor), but NumPy's float sums follow memory order, so the CPU
-lowering asks this module how NumPy lays out an operand before it repeats NumPy's order (see
-``pairwise``). The model: arguments and constants are C-contiguous; transposes, basic slices,
-broadcasts and reshapes that NumPy can do without copying are views of their operand; ufunc and
-reduction results are allocated in the order NumPy's iterator chooses from its operands' strides,
-casts and copies as they ask ("K": like the operand); anything else is a fresh C-contiguous array."""
+"""NumPy's memory layout of every value a traced function computes: the strides (in elements, negative
+along a reversed view) NumPy's own arrays would have had, where the function ran on NumPy arrays. A
+trace keeps no layout (every value it lowers is a fresh row-major tensor), but NumPy's float sums
+follow memory order, so the CPU lowering asks this module how NumPy lays out an operand before it
+repeats NumPy's order (see ``pairwise``). The model: arguments and constants are C-contiguous;
+transposes, basic slices (reversed ones too), broadcasts and reshapes that NumPy can do without
+copying are views of their operand; ufunc and reduction results are allocated in the order NumPy's
+iterator chooses from its operands' strides; casts, copies and np.zeros_like-style arrays as they
+ask ("K": like the operand); anything else is a fresh C-contiguous array."""
 
 from __future__ import annotations
 
@@ -81,6 +82,22 @@ def _like(shape: tuple, strides: tuple) -> tuple:
     return contiguous_strides(shape, tuple(sorted(range(len(shape)), key=lambda d: (-abs(strides[d]), d))))
 
 
+def ordered(shape: tuple, order: str, like_shape: tuple, like_strides: tuple) -> tuple:
+    """The strides of a fresh array of ``shape`` made in NumPy's ``order`` ("C", "F", "A" or "K") after a
+    prototype of ``like_shape`` laid out with ``like_strides`` (a copy; np.zeros_like and the like):
+    "A" is Fortran's where the prototype is Fortran-contiguous and not C-contiguous, "K" the
+    prototype's own order (C's where a new shape has another number of axes)."""
+    fortran = tuple(reversed(range(len(shape))))
+    if order == "A":
+        prototype_fortran = tuple(reversed(range(len(like_shape))))
+        order = "F" if _dense(like_shape, like_strides, prototype_fortran) and not _dense(like_shape, like_strides, None) else "C"
+    if order == "K" and len(shape) != len(like_shape):
+        order = "C"
+    if order == "K":
+        return _like(shape, like_strides)
+    return contiguous_strides(shape, fortran if order == "F" else None)
+
+
 def _broadcast(operand: Node, strides: tuple, shape: tuple) -> tuple:
     """An operand's strides broadcast onto ``shape``: 0 along new axes and stretched unit axes."""
     lead = len(shape) - operand.ndim
@@ -127,22 +144,22 @@ def numpy_strides(nodes: list[Node]) -> dict[int, tuple]:
 
 def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:
     fresh = contiguous_strides(node.shape)
-    if not node.inputs:
-        return fresh
+    if not node.inputs:  # a constant np.zeros_like (and the like) made records the strides NumPy gives it
+        return node.attrs.get("strides", fresh)
     src, src_strides = node.inputs[0], known[node.inputs[0].id]
-    if node.op == "copy" and node.attrs["order"] in ("F", "A"):  # "A": Fortran's if the operand's is
-        fortran = tuple(reversed(range(node.ndim)))
-        if node.attrs["order"] == "F" or _dense(src.shape, src_strides, fortran) and not _dense(src.shape, src_strides, None):
-            return contiguous_strides(node.shape, fortran)
-        return fresh
+    if node.op == "copy":
+        return ordered(node.shape, node.attrs["order"], src.shape, src_strides)
     if node.op == "cast" and node.attrs.get("buffered"):  # read where it lies, through NumPy's buffer
         return src_strides
-    if node.op == "cast" or node.op == "copy" and node.attrs["order"] == "K":
+    if node.op == "cast":
         return _like(node.shape, src_strides)
     if node.op == "transpose":
         return tuple(src_strides[p] for p in node.attrs["perm"])
     if node.op == "slice":
         return tuple(s * step for s, step in zip(src_strides, node.attrs["steps"]))
+    if node.op == "gather" and "view_step" in node.attrs:  # a negative-step slice: NumPy's view
+        axis = node.attrs["axis"]
+        return src_strides[:axis] + (src_strides[axis] * node.attrs["view_step"],) + src_strides[axis + 1:]
     if node.op in ("broadcast_to", "bitcast"):
         return _broadcast(src, src_strides, node.shape)
     if node.op == "reshape":

@@ -317,7 +317,7 @@ class Emitter:
     def reduce(self, node: Node, x: str) -> str:
         src, axes = node.inputs[0], node.attrs["axes"]
         strides = None  # for a float sum in NumPy's order: NumPy's layout of the operand (``layout``)
-        if node.op == "reduce_sum" and node.dtype.kind == "f" and self.numpy_sum_order:
+        if node.op in ("reduce_sum", "reduce_prod") and node.dtype.kind == "f" and self.numpy_sum_order:
             strides = self.strides[src.id]
             memory = layout.sum_order(src.shape, strides)
             sized = [d for d in memory if src.shape[d] != 1]  # where unit axes lie changes no order
@@ -326,9 +326,9 @@ class Emitter:
         return self._reduction(node.op, x, src.shape, axes, node.dtype, node.shape, node.loc, strides, _buffered_cast(src))
 
     def _sum_in_memory_order(self, node: Node, x: str, memory: tuple) -> str:
-        """A float sum of an operand NumPy lays out in another order than C's (a transpose's view, or
-        what a ufunc makes of one): NumPy's iterator adds in memory order, so the operand is laid out
-        in that order, summed as a C-ordered one, and the result's axes put back."""
+        """A float sum or product of an operand NumPy lays out in another order than C's (a transpose's
+        view, or what a ufunc makes of one): NumPy's iterator visits memory in order, so the operand is
+        laid out in that order, reduced as a C-ordered one, and the result's axes put back."""
         src, axes = node.inputs[0], node.attrs["axes"]
         shape = tuple(src.shape[d] for d in memory)
         strides = tuple(self.strides[src.id][d] for d in memory)
@@ -343,13 +343,15 @@ class Emitter:
 
     def _reduction(self, op_name: str, x: str, src_shape: tuple, axes: tuple, dtype, out_shape: tuple, loc,
                    strides: tuple | None, cast: bool = False) -> str:
-        """``op_name`` (reduce_*) of ``x`` over ``axes``. ``strides``: for a float sum in NumPy's order,
-        NumPy's layout of the operand (its axes in C order); None for the target's own order. ``cast``:
-        NumPy casts the operand as it sums (through its buffer)."""
+        """``op_name`` (reduce_*) of ``x`` over ``axes``. ``strides``: for a float sum or product in
+        NumPy's order, NumPy's layout of the operand (its axes in C order); None for the target's own
+        order. ``cast``: NumPy casts the operand as it reduces it (through its buffer)."""
         t = dt.storage_type(dtype)  # bool max is arith.ori on stored i8 0/1
         kind = dtype.kind
         numpy_order = strides is not None
-        if numpy_order:
+        if numpy_order and op_name == "reduce_prod" and dtype == np.float16:
+            return self._half_product(x, src_shape, axes, out_shape, loc, strides, cast)
+        if numpy_order and op_name == "reduce_sum":
             plan = pairwise.numpy_sum_plan(src_shape, axes)
             if plan is not None:
                 chunk = pairwise.buffer_chunk(plan.row, layout.inner_run(src_shape, strides, plan.row_from), cast)
@@ -374,8 +376,8 @@ class Emitter:
         # longer than the pairwise tree is emitted for: ``pairwise.emitted``; the GPU) accumulate in
         # float64: NumPy sums those pairwise, which a sequential float32 loop cannot match (errors grow
         # with the row length); a wider accumulator stays within NumPy's own rounding of the exact
-        # sum. float16 sums and products there accumulate in float32, rounded once at the end, as
-        # NumPy's reduction along a contiguous axis does.
+        # sum. float16 sums there (and float16 products on the GPU) accumulate in float32, rounded once
+        # at the end, as NumPy's reduction along a contiguous axis does.
         in_order = numpy_order and pairwise.adds_in_order(src_shape, axes)
         acc_dtype = dtype
         if op_name == "reduce_sum" and dtype == np.float32 and not in_order:
@@ -393,6 +395,55 @@ class Emitter:
             return self._generic(out_shape, dtype, [(result, out_shape, acc_dtype)],
                                  lambda rb, args: cast_scalar(rb, args[0], acc_dtype, dtype), loc)
         return result
+
+    def _half_product(self, x: str, src_shape: tuple, axes: tuple, out_shape: tuple, loc, strides: tuple,
+                      cast: bool) -> str:
+        """A float16 product in NumPy's order (``x`` in memory order). NumPy's half loop multiplies in
+        float32 along its inner loop, from the output's float16 value, and rounds to float16 as the
+        loop ends: so once per row (the trailing reduced axes, merged), or per bufferful where NumPy
+        buffers the row (``pairwise.buffer_chunk``), and after every step where the inner loop runs
+        along a kept axis. One generic carries both the float16 output and the float32 running
+        product; the row position says where an inner loop starts and ends."""
+        plan = pairwise.numpy_sum_plan(src_shape, axes)
+        if plan is None:  # every step is an inner loop of its own
+            shape, reduced, period, piece = src_shape, axes, 1, 1
+        else:
+            p, run = plan.row_from, layout.inner_run(src_shape, strides, plan.row_from)
+            chunk = pairwise.buffer_chunk(plan.row, run, cast)
+            x = self._collapsed_row(x, src_shape, np.dtype(np.float16), p, loc)
+            shape, reduced = src_shape[:p] + (plan.row,), tuple(a for a in axes if a < p) + (p,)
+            # an inner loop is a ``piece`` of a ``period`` (its last piece maybe shorter)
+            period, piece = (run, pairwise.BUFFER) if chunk == pairwise.UNEVEN else (plan.row, chunk or plan.row)
+        rank = len(shape)
+        kept = [f"d{d}" for d in range(rank) if d not in reduced]
+        region = _Region(self)
+        a, held, running = self.fresh("in"), self.fresh("acc"), self.fresh("run")
+        if piece == 1:
+            first = last = region.op("arith.constant true")
+        else:
+            q = region.op(f"linalg.index {rank - 1} : index")
+            if period != shape[-1]:
+                q = region.op(f"arith.remui {q}, {region.op(f'arith.constant {period} : index')} : index")
+            r = q if piece == period else region.op(f"arith.remui {q}, {region.op(f'arith.constant {piece} : index')} : index")
+            first = region.op(f"arith.cmpi eq, {r}, {region.op('arith.constant 0 : index')} : index")
+            last = region.op(f"arith.cmpi eq, {r}, {region.op(f'arith.constant {piece - 1} : index')} : index")
+            if period % piece:  # the period's last piece is shorter
+                ends = region.op(f"arith.cmpi eq, {q}, {region.op(f'arith.constant {period - 1} : index')} : index")
+                last = region.op(f"arith.ori {last}, {ends} : i1")
+        start = region.op(f"arith.select {first}, {region.op(f'arith.extf {held} : f16 to f32')}, {running} : f32")
+        product = region.op(f"arith.mulf {start}, {region.op(f'arith.extf {a} : f16 to f32')} : f32")
+        rounded = region.op(f"arith.select {last}, {region.op(f'arith.truncf {product} : f32 to f16')}, {held} : f16")
+        its = ", ".join('"reduction"' if d in reduced else '"parallel"' for d in range(rank))
+        out_map, half = _map(rank, kept), np.dtype(np.float16)
+        kept_shape = tuple(n for d, n in enumerate(shape) if d not in reduced)
+        result = self._region_generic(
+            [_map(rank, [f"d{d}" for d in range(rank)]), out_map, out_map], its, [(x, dt.tensor_type(shape, half))],
+            [(self.filled(kept_shape, half, 1.0, loc), dt.tensor_type(kept_shape, half)),
+             (self.filled(kept_shape, np.dtype(np.float32), 1.0, loc), dt.tensor_type(kept_shape, np.dtype(np.float32)))],
+            [(a, "f16"), (held, "f16"), (running, "f32")], region, [(rounded, "f16"), (product, "f32")], loc)
+        if kept_shape != out_shape:  # kept unit axes after the row's start
+            return self._reshaped(f"{result}#0", kept_shape, half, out_shape, loc)
+        return f"{result}#0"
 
     def _linalg_reduce(self, operand, init, dims, args, region, yielded, loc) -> str:
         """A linalg.reduce of ``operand`` (value, tensor type) over ``dims`` into ``init`` (value, tensor

@@ -14,8 +14,9 @@ import warnings
 import numpy as np
 
 from . import dtypes as dt
+from . import layout
 from . import primitives as P
-from .graph import const_node
+from .graph import const_node, topological
 from .tracer import (READ_ONLY, FlatIterator, Tensor, as_node, as_operand, call_library_function, gathered, memory_order,
                      update_in_place, view)
 
@@ -841,15 +842,21 @@ def tril(m, k=0):
 def _like(value):
     def like(a, dtype=None, order="K", subok=True, shape=None, device=None, **kw):
         x = _node(a)
+        order = memory_order(order, "K")
         shp = x.shape if shape is None else (tuple(shape) if not isinstance(shape, int) else (shape,))
         fill = kw.get("fill_value", value)
         dtype = x.dtype if dtype is None else dt.check_supported(dtype, "np.ones_like/zeros_like/full_like")
-        return Tensor(const_node(np.full(shp, fill, dtype=dtype)))
+        made = const_node(np.full(shp, fill, dtype=dtype))
+        # NumPy lays the new array out as ``order`` asks, after a's layout ("K": like a), which its sums follow
+        strides = layout.ordered(made.shape, order, x.shape, layout.numpy_strides(topological([x]))[x.id])
+        if strides != layout.contiguous_strides(made.shape):
+            made.attrs["strides"] = strides
+        return Tensor(made)
     return like
 
 
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, device=None):
-    return _like(None)(a, dtype=dtype, shape=shape, fill_value=fill_value)
+    return _like(None)(a, dtype=dtype, order=order, shape=shape, fill_value=fill_value)
 
 
 def take(a, indices, axis=None, out=None, mode="raise"):
@@ -4341,7 +4348,7 @@ def getitem(t: Tensor, key):
         key = key + (slice(None),) * (x.ndim - consumed)
 
     starts, sizes, steps = [], [], []
-    gathers = []      # (dim, index node): rank-preserving (negative-step slices)
+    gathers = []      # (dim, positions, step): negative-step slices
     advanced = []     # (dim, index node)
     out_shape = []
     dim = 0
@@ -4368,7 +4375,7 @@ def getitem(t: Tensor, key):
                 starts.append(lo if count else 0), sizes.append(count), steps.append(st)
             else:
                 starts.append(0), sizes.append(n), steps.append(1)
-                gathers.append((dim, const_node(np.arange(n)[k].astype(np.int64))))
+                gathers.append((dim, np.arange(n)[k], st))
             out_shape.append(("keep", dim))
         else:
             idx = _index_node(k)
@@ -4377,8 +4384,8 @@ def getitem(t: Tensor, key):
             out_shape.append(("adv", idx.shape))
         dim += 1
     y = P.slice_(x, starts, sizes, steps)
-    for d, idx in gathers:
-        y = P.gather(y, idx, d)
+    for d, positions, st in gathers:
+        y = P.reversed_slice(y, d, positions, st)
     if not advanced:
         y = P.reshape(y, tuple(1 if kind == "new" else y.shape[axis]
                                for axis, (kind, _) in _axes(out_shape) if kind != "drop"))

@@ -924,6 +924,11 @@ def _make(op: str, inputs, shape, dtype, **attrs) -> Node:
     if inputs and all(i.is_const() for i in inputs):
         value = PRIMITIVES[op].evaluate(node, [i.value for i in inputs])
         folded = const_node(np.asarray(value, dtype=node.dtype).reshape(node.shape), node.loc)
+        # the layout NumPy would give it (a view of a constant, what np.zeros_like made), which its sums follow
+        from .layout import contiguous_strides, numpy_strides  # (layout reads this module's UFUNCS)
+        strides = numpy_strides([*inputs, node])[node.id]
+        if strides != contiguous_strides(node.shape):
+            folded.attrs["strides"] = strides
         return folded
     return node
 
@@ -1434,6 +1439,14 @@ def gather_in_range(x: Node, idx: Node, axis: int) -> Node:
     bisection's midpoints): no check, in the kernel or before it, is needed or added."""
     assert idx.dtype.kind in "iu", idx.dtype
     return _make("gather", [x, idx], x.shape[:axis] + idx.shape + x.shape[axis + 1:], x.dtype, axis=axis)
+
+
+def reversed_slice(x: Node, axis: int, positions: np.ndarray, step: int) -> Node:
+    """``x`` sliced along ``axis`` with a negative ``step`` (``positions``: the slice's, in range): a
+    gather, which NumPy's view is to the layout model (attr ``view_step``: its stride multiplier)."""
+    assert step < 0 and positions.ndim == 1, (step, positions.shape)
+    return _make("gather", [x, const_node(positions.astype(np.int64))], x.shape[:axis] + positions.shape + x.shape[axis + 1:],
+                 x.dtype, axis=axis, view_step=step)
 
 
 def _checked_index(idx: Node, axis: int, n: int) -> Node:

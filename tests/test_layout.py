@@ -34,12 +34,19 @@ def _step(x, kind: str, rng):
         return np.copy(x, order=[None, "K", "A"][int(rng.integers(0, 3))])
     if kind == "broadcast":
         return np.broadcast_to(x, (2,) + x.shape)
+    if kind == "reverse":  # a view with negative strides
+        return x[tuple(slice(None, None, int(rng.choice([-1, -2]))) if rng.random() < 0.5 else slice(None) for _ in x.shape)]
+    if kind == "like":
+        maker = [np.zeros_like, np.ones_like, np.empty_like, lambda a, **kw: np.full_like(a, 2.0, **kw)][int(rng.integers(0, 4))]
+        shape = None if rng.random() < 0.6 else tuple(int(n) for n in rng.choice([1, 2, 3], int(rng.integers(1, 4))))
+        return maker(x, order=[None, "K", "C", "F", "A"][int(rng.integers(0, 5))], shape=shape)
     if kind == "astype":
         return x.astype(np.float64, order=[None, "K", "C", "F", "A"][int(rng.integers(0, 5))], copy=bool(rng.random() < 0.8))
     return x
 
 
-KINDS = ["transpose", "slice", "ufunc", "binary", "sum", "sum keepdims", "reshape", "copy", "copy K", "broadcast", "astype"]
+KINDS = ["transpose", "slice", "ufunc", "binary", "sum", "sum keepdims", "reshape", "copy", "copy K", "broadcast", "astype",
+         "reverse", "like"]
 
 
 def _sized_strides(shape, strides):

@@ -124,6 +124,19 @@ def test_strided_slices_and_broadcasts_sum_as_numpy_buffers_them():
         _same(jit(fn)(x), fn(x))
 
 
+def test_reversed_views_and_zeros_like_arrays_sum_in_numpys_layout():
+    # a negative-step slice is a view with a negative stride, which NumPy's reduction steps through as it
+    # lies (not flipped): a reversed row is summed from its end, and rows reversed within a matrix do not
+    # run on, so they go through the buffer; np.zeros_like & co. are laid out like their operand ("K")
+    square, _ = _sums((300, 1000), None, np.float32, False)
+    cases = [lambda a: a[:, ::-1].sum(), lambda a: a[::-1].sum(), lambda a: a[::-1, ::-2].sum(axis=1),
+             lambda a: np.flip(a).sum(axis=0), lambda a: (np.zeros_like(a.T) + a.T).sum(axis=0),
+             lambda a: (np.ones_like(a.T, order="A") * a.T).sum(axis=1), lambda a: (np.full_like(a.T, 2) * a.T).sum(),
+             lambda a: (np.zeros_like(a.T, order="C") + a.T).sum(axis=0)]
+    for fn in cases:
+        _same(jit(fn)(square), fn(square))
+
+
 def test_a_sum_that_casts_goes_through_numpys_buffer_as_numpys_does():
     # np.sum(dtype=) and np.mean of float16 (which sums in float32) cast as they sum, through NumPy's
     # 8192-element buffer, so even a dense row is summed a bufferful at a time; a run longer than the
@@ -140,6 +153,31 @@ def test_a_sum_that_casts_goes_through_numpys_buffer_as_numpys_does():
     assert pairwise.buffer_chunk(20000, 20000, cast=True) == 8192
     assert pairwise.buffer_chunk(8500 * 6, 8500, cast=True) == pairwise.UNEVEN
     assert pairwise.buffer_chunk(75000, 250, cast=True) == 8000
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_products_multiply_in_numpys_memory_order_and_round_float16_where_numpy_does(dtype):
+    # NumPy multiplies in memory order, one step after another; its float16 loop multiplies in float32
+    # along its inner loop from the output's float16 value and rounds as the loop ends: once per row of
+    # trailing reduced axes, every step where the inner loop runs along a kept axis
+    rng = np.random.default_rng(33)
+    x = (1 + rng.standard_normal((6, 5, 7)) * 0.3).astype(dtype)
+    for perm in [(0, 1, 2), (2, 1, 0), (1, 2, 0), (0, 2, 1)]:
+        for axes in [0, 1, 2, (0, 1), (0, 2), (1, 2), None]:
+            fn = lambda a, perm=perm, axes=axes: np.prod(np.transpose(a, perm) * dtype(1.5), axis=axes)
+            _same(jit(fn)(x), fn(x))
+
+
+def test_float16_products_round_per_bufferful_where_numpy_buffers_the_row():
+    rng = np.random.default_rng(34)
+    half = (1 + rng.standard_normal((300, 300)) * 0.003).astype(np.float16)
+    wide = 1 + rng.standard_normal((6, 9000)) * 0.001
+    cases = [(lambda a: np.prod(a[:, :250]), half), (lambda a: np.prod(a), half),  # 8000 at a time; one loop
+             (lambda a: np.prod(np.broadcast_to(a[:, :1], (300, 40)), axis=(0, 1)), half),
+             (lambda a: np.prod(a[::2, 1:], axis=1), half), (lambda a: np.prod(a, dtype=np.float16), wide),
+             (lambda a: np.prod(a[:, :8500], dtype=np.float16), wide)]  # runs of 8192 + 308
+    for fn, x in cases:
+        _same(jit(fn)(x), fn(x))
 
 
 def test_rows_past_the_unrolled_tree_are_numpys_bit_for_bit():
