@@ -128,9 +128,13 @@ def const_node(value, loc: SourceLoc | None = None) -> Node:
     return Node("const", (), {}, tuple(arr.shape), arr.dtype, loc or user_location(), value=arr)
 
 
-def input_node(index: int, name: str, shape, dtype, device_resident: bool = False) -> Node:
-    """An argument; ``device_resident``: it arrives in GPU memory (a ``DeviceArray``), not to be copied in."""
+def input_node(index: int, name: str, shape, dtype, device_resident: bool = False, strides: tuple | None = None) -> Node:
+    """An argument; ``device_resident``: it arrives in GPU memory (a ``DeviceArray``), not to be copied in;
+    ``strides``: the caller's array is laid out so (in elements; None: C-contiguous), which NumPy's sums
+    follow (the kernel itself receives a C-contiguous copy)."""
     attrs = {"device_resident": True} if device_resident else {}
+    if strides is not None:
+        attrs["strides"] = strides
     return Node("input", (), attrs, tuple(shape), np.dtype(dtype), UNKNOWN_LOC, index=index, name=name)
 
 

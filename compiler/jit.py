@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import dtypes as dt
+from . import layout
 from . import primitives as P
 from .backend import get_target
 from .errors import located_compile_errors
@@ -203,7 +204,8 @@ def trace(fn, args, kwargs, func_name="main"):
     for i, (leaf, path) in enumerate(zip(leaves, paths)):
         if leaf.dtype not in dt.SUPPORTED:
             raise TypeError(f"argument {path}: dtype {leaf.dtype} is not supported (supported: {', '.join(sorted(str(d) for d in dt.SUPPORTED))})")
-        inputs.append(input_node(i, path, leaf.shape, leaf.dtype, device_resident=isinstance(leaf, DeviceArray)))
+        inputs.append(input_node(i, path, leaf.shape, leaf.dtype, device_resident=isinstance(leaf, DeviceArray),
+                                 strides=layout.argument_strides(leaf)))
     placeholders = iter(Tensor(n, aliases=f"the argument {path}") for n, path in zip(inputs, paths))
     traced_args = _unflatten(("tuple", tree), placeholders)
     with P.runtime_checks() as checks, warnings.catch_warnings(record=True) as met:
@@ -306,19 +308,26 @@ class JitFunction:
         static_kwargs = tuple(sorted((k, StaticValue(v)) for k, v in kwargs.items()))
         key = (tree, sig, static_kwargs, get_target(self.target).specialization_tag(),
                tuple(sorted(FAULTS.items())))
-        return key, leaves, paths
+        # an argument's layout is the order NumPy sums it in: see _traced
+        return (key, tuple(layout.argument_strides(leaf) for leaf in leaves)), leaves, paths
 
     def specialize(self, *args, **kwargs) -> Specialization:
         key, _, _ = self._key(args, kwargs)
         return self._specialization(key, args, kwargs)
 
     def _traced(self, key, args, kwargs) -> Specialization:
+        """The specialization for ``key`` (the arguments' shapes, dtypes, static values; their layouts).
+        Arguments laid out otherwise (a view passed in) are traced again, since NumPy's sums follow
+        their layout; where that changes nothing the module computes, the kernel is shared."""
         spec = self._cache.get(key)
         if spec is None:
             inputs, outputs, out_tree, paths = trace(self.fn, args, kwargs)
             lowered = build_module(inputs, outputs, faults=dict(FAULTS), device_outputs=self.device_outputs,
                                    **get_target(self.target).lowering_form())
-            spec = Specialization(inputs, outputs, out_tree, lowered, _host_checks(inputs, outputs, paths), paths)
+            spec = next((other for (shapes, _), other in self._cache.items() if shapes == key[0]
+                         and _same_module(other.lowered, lowered)), None)
+            if spec is None:
+                spec = Specialization(inputs, outputs, out_tree, lowered, _host_checks(inputs, outputs, paths), paths)
             self._cache[key] = spec
         return spec
 
@@ -357,6 +366,11 @@ class JitFunction:
             return self._build_only(key, args, kwargs, log)
         spec = self._specialization(key, args, kwargs)
         return run_specialization(spec, leaves, self.device_outputs)
+
+
+def _same_module(a: LoweredModule, b: LoweredModule) -> bool:
+    return a.text == b.text and len(a.hidden) == len(b.hidden) and all(
+        x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes() for x, y in zip(a.hidden, b.hidden))
 
 
 # --------------------------------------------------------------------------- ahead-of-time builds

@@ -2,13 +2,16 @@
 along a reversed view) NumPy's own arrays would have had, where the function ran on NumPy arrays. A
 trace keeps no layout (every value it lowers is a fresh row-major tensor), but NumPy's float sums
 follow memory order, so the CPU lowering asks this module how NumPy lays out an operand before it
-repeats NumPy's order (see ``pairwise``). The model: arguments and constants are C-contiguous;
+repeats NumPy's order (see ``pairwise``). The model: arguments are laid out as the caller's arrays
+are, constants C-contiguously;
 transposes, basic slices (reversed ones too), broadcasts and reshapes that NumPy can do without
 copying are views of their operand; ufunc and reduction results are allocated in the order NumPy's
 iterator chooses from its operands' strides; casts, copies and np.zeros_like-style arrays as they
 ask ("K": like the operand); anything else is a fresh C-contiguous array."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from .graph import Node
 from .primitives import UFUNCS
@@ -98,6 +101,15 @@ def ordered(shape: tuple, order: str, like_shape: tuple, like_strides: tuple) ->
     return contiguous_strides(shape, fortran if order == "F" else None)
 
 
+def argument_strides(array) -> tuple | None:
+    """The strides, in elements, of an argument NumPy holds otherwise than C-contiguously (a view the
+    caller passes), for its input node; None for a C-contiguous one, a device array, or one whose
+    strides are no whole number of elements (NumPy copies that through its buffer anyway)."""
+    if not isinstance(array, np.ndarray) or array.flags.c_contiguous or any(s % array.itemsize for s in array.strides):
+        return None
+    return tuple(s // array.itemsize for s in array.strides)
+
+
 def _broadcast(operand: Node, strides: tuple, shape: tuple) -> tuple:
     """An operand's strides broadcast onto ``shape``: 0 along new axes and stretched unit axes."""
     lead = len(shape) - operand.ndim
@@ -144,7 +156,7 @@ def numpy_strides(nodes: list[Node]) -> dict[int, tuple]:
 
 def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:
     fresh = contiguous_strides(node.shape)
-    if not node.inputs:  # a constant np.zeros_like (and the like) made records the strides NumPy gives it
+    if not node.inputs:  # an argument passed as a view, or what np.zeros_like (and the like) made, says so
         return node.attrs.get("strides", fresh)
     src, src_strides = node.inputs[0], known[node.inputs[0].id]
     if node.op == "copy":

@@ -76,6 +76,25 @@ def test_the_model_gives_numpys_strides(seed):
     assert laid_out > 20  # the programs do reach layouts other than C's
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_an_argument_passed_as_a_view_starts_the_model_from_its_strides(seed):
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(80):
+        base = np.ones(tuple(int(n) for n in rng.choice([2, 3, 5], int(rng.integers(2, 4)))), np.float32)
+        x = _step(base, str(rng.choice(["transpose", "slice", "reverse", "broadcast", "copy"])), rng)
+        steps = [(str(rng.choice(KINDS)), int(rng.integers(0, 1 << 30))) for _ in range(int(rng.integers(0, 3)))]
+
+        def program(a):
+            for kind, s in steps:
+                a = _step(a, kind, np.random.default_rng(s))
+            return a + 0  # a ufunc result: laid out as NumPy's iterator orders its operand
+
+        _, outputs, _, _ = trace(program, (x,), {})
+        model = layout.numpy_strides(topological(outputs))[outputs[0].id]
+        real = program(x)
+        assert _sized_strides(real.shape, model) == _sized_strides(real.shape, tuple(s // real.itemsize for s in real.strides)), steps
+
+
 def test_iteration_order_follows_strides_and_keeps_c_order_on_ties():
     assert layout.iteration_order((4, 5), [(1, 4)]) == (1, 0)          # a transpose's view
     assert layout.iteration_order((4, 5), [(1, 4), (5, 1)]) == (0, 1)  # operands disagree: C order

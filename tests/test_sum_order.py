@@ -137,6 +137,21 @@ def test_reversed_views_and_zeros_like_arrays_sum_in_numpys_layout():
         _same(jit(fn)(square), fn(square))
 
 
+def test_arguments_passed_as_views_are_summed_in_their_layout():
+    # the caller's array is what NumPy sums: a transposed, sliced, reversed, broadcast or Fortran-ordered
+    # argument is its own specialization (the kernel still receives a C-contiguous copy)
+    square, _ = _sums((300, 1000), None, np.float32, False)
+    fn = lambda a: (a.sum(), a.sum(axis=0), a.sum(axis=1), np.mean(a), (a * 2).sum(axis=0))
+    compiled = jit(fn)
+    views = [square.T, square[:, :250], square[::-1], np.asfortranarray(square),
+             np.broadcast_to(square[0], (40, 1000)), square[::2, ::3]]
+    for view in [square] + views:
+        for got, want in zip(compiled(view), fn(view)):
+            _same(got, want)
+    compiled(np.ascontiguousarray(square.T).T.copy())  # C-contiguous again: the first specialization
+    assert compiled.compile_count == 1 + len(views)
+
+
 def test_a_sum_that_casts_goes_through_numpys_buffer_as_numpys_does():
     # np.sum(dtype=) and np.mean of float16 (which sums in float32) cast as they sum, through NumPy's
     # 8192-element buffer, so even a dense row is summed a bufferful at a time; a run longer than the
