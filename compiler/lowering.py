@@ -588,7 +588,7 @@ class Emitter:
         order from -0.0 over the blocks a (leaves, most blocks) table names, -1 padding a shorter
         leaf (its lanes gain -0.0 there, which changes no sum)."""
         p, lanes = len(prefix), pairwise.LANES
-        t, ta = dt.storage_type(dtype), dt.mlir_type(acc)
+        ta = dt.mlir_type(acc)
         blocks = row // lanes
         blocks_x = self._row_slice(x, prefix, row, 0, blocks * lanes, dtype, loc) if blocks * lanes != row else x
         blocks_t = dt.tensor_type(prefix + (blocks, lanes), dtype)
@@ -1025,8 +1025,10 @@ class Emitter:
         # A 2-d transpose feeding a matmul is folded into its indexing maps, so ``x @ w.T``
         # never materializes the transposed weight (BLAS reads it transposed instead).
         # float16 operands are widened to float32 (exactly) and their products accumulated there, rounded
-        # once at the end, as NumPy's float16 matmul does; as float32 it is a gemm OpenBLAS has
+        # once at the end, as NumPy's float16 matmul does: on the CPU in NumPy's order too (its half loop
+        # adds each product in turn, no BLAS), elsewhere as a float32 matmul
         acc = dt.arithmetic_type(node.dtype)
+        in_order = self.numpy_sum_order and node.dtype == np.float16
         names, types, folded = [], [], []
         for i, inp in enumerate(node.inputs):
             folded.append(foldable_transpose(node, inp) and "transpose" not in self.faults)  # a faulted one is computed
@@ -1041,14 +1043,12 @@ class Emitter:
         op = "linalg.matmul" if node.ndim == 2 else "linalg.batch_matmul"
         maps = ""
         if any(folded):
-            a = "(d2, d0)" if folded[0] else "(d0, d2)"
-            b = "(d1, d2)" if folded[1] else "(d2, d1)"
-            maps = (f" indexing_maps = [affine_map<(d0, d1, d2) -> {a}>, affine_map<(d0, d1, d2) -> {b}>, "
-                    f"affine_map<(d0, d1, d2) -> (d0, d1)>]")
+            dims = ", ".join(f"d{i}" for i in range(node.ndim + 1))
+            maps = " indexing_maps = [" + ", ".join(f"affine_map<({dims}) -> {m}>" for m in _matmul_maps(node.ndim, folded)) + "]"
         # The matmul lives in its own private function: elementwise fusion (with its reshape
         # propagation) would otherwise rewrite it into a generic with fused producers, which
         # no longer looks like a matmul to the BLAS substitution and runs as naive loops.
-        signature = (op, maps, types[0], types[1], out_t)
+        signature = (op, maps, types[0], types[1], out_t, in_order)
         callee = self.matmul_functions.get(signature)
         if callee is None:
             callee = f"parity_matmul_{len(self.matmul_functions)}"
@@ -1059,10 +1059,11 @@ class Emitter:
             # returns nothing after bufferization (drop-equivalent-buffer-results).
             # shared by every matmul of this signature, so located by its own name, not one caller's line
             here = f'loc("{callee}")'
+            product = (_sequential_matmul(node.ndim, folded, types, out_t, here) if in_order else
+                       f"    %r = {op}{maps} ins(%a, %b : {types[0]}, {types[1]}) outs(%init : {out_t}) -> {out_t} {here}\n")
             self.extra_functions.append(
                 f"  func.func private @{callee}(%a: {types[0]} {here}, %b: {types[1]} {here}, %init: {out_t} {here}) -> {out_t} {{\n"
-                f"    %r = {op}{maps} ins(%a, %b : {types[0]}, {types[1]}) outs(%init : {out_t}) -> {out_t} {here}\n"
-                f"    return %r : {out_t} {here}\n  }} {here}\n")
+                f"{product}    return %r : {out_t} {here}\n  }} {here}\n")
         init = self.filled(node.shape, acc, 0, node.loc)
         result = self.assign(
             f"func.call @{callee}({names[0]}, {names[1]}, {init}) : ({types[0]}, {types[1]}, {out_t}) -> {out_t}", node.loc)
@@ -1170,12 +1171,40 @@ def _with_remainder(region: _Region, value: str, x: str, row_t: str, at: list, w
     return value
 
 
+def _matmul_maps(rank: int, folded: list) -> list[str]:
+    """A matmul's indexing maps (batch axis first when ``rank`` is 3, k last): an operand whose transpose
+    is ``folded`` is read with its two matrix axes swapped."""
+    batch = "d0, " if rank == 3 else ""
+    m, n, k = (f"d{rank - 2}", f"d{rank - 1}", f"d{rank}")
+    a = f"({batch}{k}, {m})" if folded[0] else f"({batch}{m}, {k})"
+    b = f"({batch}{n}, {k})" if folded[1] else f"({batch}{k}, {n})"
+    return [a, b, f"({batch}{m}, {n})"]
+
+
+def _sequential_matmul(rank: int, folded: list, types: list, out_t: str, here: str) -> str:
+    """A float32 matmul (``%r`` of ``%a``, ``%b`` into ``%init``) as a generic whose reduction adds each
+    product in turn, k innermost (NumPy's float16 loop): a generic, so no BLAS call replaces it."""
+    its = ", ".join(['"parallel"'] * rank + ['"reduction"'])
+    dims = ", ".join(f"d{i}" for i in range(rank + 1))
+    indexing = ", ".join(f"affine_map<({dims}) -> {m}>" for m in _matmul_maps(rank, folded))
+    return (f"    %r = linalg.generic {{indexing_maps = [{indexing}], iterator_types = [{its}]}} "
+            f"ins(%a, %b : {types[0]}, {types[1]}) outs(%init : {out_t}) {{\n"
+            f"    ^bb0(%x: f32 {here}, %y: f32 {here}, %sum: f32 {here}):\n"
+            f"      %p = arith.mulf %x, %y : f32 {here}\n"
+            f"      %s = arith.addf %sum, %p : f32 {here}\n"
+            f"      linalg.yield %s : f32 {here}\n"
+            f"    }} -> {out_t} {here}\n")
+
+
 def _buffered_cast(node: Node) -> bool:
     return node.op == "cast" and bool(node.attrs.get("buffered"))
 
 
 def foldable_transpose(user: Node, inp: Node) -> bool:
-    return user.op == "matmul" and user.ndim == 2 and inp.op == "transpose" and inp.attrs["perm"] == (1, 0)
+    """Whether ``inp`` is a transpose of a matrix (of each matrix of a batch) that the matmul ``user``
+    reads through its indexing maps instead (BLAS then reads the operand transposed, as NumPy does)."""
+    swapped = {2: (1, 0), 3: (0, 2, 1)}.get(user.ndim)
+    return user.op == "matmul" and inp.op == "transpose" and inp.attrs["perm"] == swapped
 
 
 class _Operands:

@@ -404,9 +404,9 @@ def test_a_miscompile_made_by_the_blas_substitution_is_traced_to_it(world, monke
     from compiler import backend
 
     shim = backend._GEMM_SHIM
-    broken = shim.replace("%one = arith.constant 1.0 : {t}",
-                          "%one = arith.constant 1.0 : {t}\n      %alpha = arith.constant 1.01 : {t}")
-    broken = broken.replace("%k, %one, %pa", "%k, %alpha, %pa")
+    broken = shim.replace("%ldc = arith.index_cast %cs0 : index to i64",
+                          "%ldc = arith.index_cast %cs0 : index to i64\n    %alpha = arith.constant 1.01 : {t}")
+    broken = broken.replace("%tb, %m, %n, %k, %one, %pa", "%tb, %m, %n, %k, %alpha, %pa")  # the gemm call
     assert broken.count("%alpha") == 2
     monkeypatch.setattr(backend, "_GEMM_SHIM", broken)
     monkeypatch.setenv("PARITY_NO_DISK_CACHE", "1")  # the cache key knows the shim by its source file
