@@ -25,7 +25,7 @@ from .errors import located_compile_errors
 from .graph import Node, input_node, topological
 from .gpu_memory import DeviceArray, empty
 from .lowering import LoweredModule, build_module
-from .tracer import Tensor
+from .tracer import Tensor, element_assignment_error
 
 # --------------------------------------------------------------------------- pytrees
 # Arrays are dynamic leaves; everything else (ints, strings, None, ...) is static and
@@ -210,7 +210,13 @@ def trace(fn, args, kwargs, func_name="main"):
     traced_args = _unflatten(("tuple", tree), placeholders)
     with P.runtime_checks() as checks, warnings.catch_warnings(record=True) as met:
         warnings.simplefilter("always")
-        out = fn(*traced_args, **kwargs)
+        try:
+            out = fn(*traced_args, **kwargs)
+        except ValueError as error:
+            clearer = element_assignment_error(error)
+            if clearer is None:
+                raise
+            raise clearer from error
     outputs, out_tree = _flatten_outputs(out)
     if checks:  # the kernel also reports them; _unflatten raises (or warns) for a failed one
         outputs = outputs + [n for check in checks for n in (check.failed, check.witness)]

@@ -146,6 +146,23 @@ def _reshaped(src: Node, strides: tuple, shape: tuple) -> tuple | None:
     return tuple(result)
 
 
+def strides_of(node: Node) -> tuple:
+    """The NumPy strides of one node, from its ancestors' (remembered on each node: a node never changes,
+    and a trace that writes in a loop asks again after every write)."""
+    stack = [(node, False)]
+    while stack:  # post-order over the ancestors not yet laid out, so every one comes after its inputs
+        n, expanded = stack.pop()
+        if "_numpy_strides" in n.__dict__:
+            continue
+        if expanded:
+            known = {i.id: i.__dict__["_numpy_strides"] for i in n.inputs}
+            n.__dict__["_numpy_strides"] = _strides_of(n, known)
+            continue
+        stack.append((n, True))
+        stack.extend((i, False) for i in n.inputs if "_numpy_strides" not in i.__dict__)
+    return node.__dict__["_numpy_strides"]
+
+
 def numpy_strides(nodes: list[Node]) -> dict[int, tuple]:
     """The NumPy strides of each node (by id) of ``nodes``, given in topological order."""
     strides: dict[int, tuple] = {}
@@ -159,6 +176,8 @@ def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:
     if not node.inputs:  # an argument passed as a view, or what np.zeros_like (and the like) made, says so
         return node.attrs.get("strides", fresh)
     src, src_strides = node.inputs[0], known[node.inputs[0].id]
+    if node.op == "copy" and "strides" in node.attrs:  # written into an array's memory: laid out as it was
+        return node.attrs["strides"]
     if node.op == "copy":
         return ordered(node.shape, node.attrs["order"], src.shape, src_strides)
     if node.op == "cast" and node.attrs.get("buffered"):  # read where it lies, through NumPy's buffer

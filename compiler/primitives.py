@@ -1379,6 +1379,16 @@ def copy(x: Node, order: str) -> Node:
     return _make("copy", [x], x.shape, x.dtype, order=order)
 
 
+def laid_out_as(x: Node, old: Node) -> Node:
+    """``x`` as the new contents of the memory that held ``old``: NumPy's in-place write keeps the
+    target's layout, whatever layout ``x`` was computed in (lowers to nothing, as ``copy``)."""
+    from .layout import strides_of  # (layout reads this module's UFUNCS)
+    strides = strides_of(old)
+    if x.shape != old.shape or strides_of(x) == strides:
+        return x
+    return _make("copy", [x], x.shape, x.dtype, order="K", strides=strides)
+
+
 def transpose(x: Node, perm=None) -> Node:
     perm = tuple(reversed(range(x.ndim))) if perm is None else tuple(normalize_axes(p, x.ndim, "transpose")[0]
                                                                       for p in perm)

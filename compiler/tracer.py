@@ -7,7 +7,9 @@ traces; the NumPy functions it understands live in ``numpy_api``."""
 from __future__ import annotations
 
 import builtins
+import linecache
 import os
+import re
 import sys
 import weakref
 
@@ -101,9 +103,18 @@ class Tensor:
     # -- values cannot escape a trace
     def __array__(self, dtype=None, copy=None):
         entry = _numpy_entry_point()
-        who = (f"{entry} tried to: the compiler does not trace that function" if entry else
-               "a NumPy function that is not supported by the compiler may have tried to")
-        hint = _VECTORIZE_HINT if entry and entry.startswith("vectorize") else _INTO_NUMPY
+        line = None if entry else _converting_line()
+        if entry:
+            who = f"{entry} tried to: the compiler does not trace that function"
+        elif line:
+            who = f"at {line[0]}: {line[1]}"
+        else:
+            who = "a NumPy function that is not supported by the compiler may have tried to"
+        hint = _INTO_NUMPY
+        if entry and entry.startswith("vectorize"):
+            hint = _VECTORIZE_HINT
+        elif line and _CONVERTERS.search(line[1]):
+            hint = _CONVERTER_HINT
         raise TypeError(
             f"a traced Tensor has no value yet: it cannot be converted to a NumPy array inside a compiled function ({who})"
             + hint)
@@ -422,6 +433,30 @@ def _numpy_entry_point() -> str | None:
     return f"{name} (in {entry.f_globals['__name__']}){where}"
 
 
+def _converting_line() -> tuple[str, str] | None:
+    """``file:LINE`` and the source text of the user's line that made NumPy's C code convert a Tensor
+    (np.asarray, np.array, ... leave no Python frame of their own), or None when it cannot be read."""
+    frame = sys._getframe(2)  # (this function's caller is __array__, and its caller the converting line)
+    text = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}", text or "(source not available)"
+
+
+def element_assignment_error(error: ValueError) -> ValueError | None:
+    """NumPy's own "setting an array element with a sequence." where a user's line assigned (a traced value,
+    NumPy's C code cannot tell) into an element of a NumPy array: the same error, naming the line and what
+    to write instead; None for any other error."""
+    if str(error) != "setting an array element with a sequence.":
+        return None
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or tb.tb_frame.f_globals.get("__name__", "").split(".")[0] in ("numpy", "compiler"):
+        return None
+    code = tb.tb_frame.f_code
+    text = linecache.getline(code.co_filename, tb.tb_lineno).strip() or "(source not available)"
+    return ValueError(f"{error} (at {os.path.basename(code.co_filename)}:{tb.tb_lineno}: {text})" + _INTO_NUMPY)
+
+
 class FlatIterator:
     """``x.flat`` of a traced array: NumPy's flatiter, indexed as one axis in C order. Reading takes a copy
     (an element a NumPy scalar), assigning writes into x's memory (a short value repeated), both by
@@ -480,6 +515,10 @@ def _flat_copies(value):
     return value
 
 
+_CONVERTERS = re.compile(r"\b(asarray|asanyarray|ascontiguousarray|asfortranarray|asarray_chkfinite|require|array)\s*\(")
+_CONVERTER_HINT = ("; NumPy's array constructors (np.asarray, np.array, np.ascontiguousarray, ...) are C functions that "
+                   "hand the compiler no traced call: a traced value is already an array, so use it as it is, or "
+                   "np.copy(x) / x.astype(dtype) / x.copy(order=...) where a copy, a dtype or a layout was asked for")
 _VECTORIZE_HINT = ("; np.vectorize calls its function once per element on NumPy values: call the function on the "
                    "traced array itself (one made of NumPy's ufuncs and operators traces elementwise as it is)")
 _DATA = "its values are only known as the kernel runs (return the array, or compute with it)"
@@ -541,7 +580,7 @@ def update_in_place(t: Tensor, node: Node, what: str, instead: str) -> None:
     cannot follow NumPy's write: into a caller's argument, or a memory with a view whose positions are
     not known."""
     if t.aliases is None:
-        t.node = node
+        t.node = P.laid_out_as(node, t.node)
         return
     root = t.bases[-1] if t.bases else t
     if READ_ONLY in (t.aliases, root.aliases):
@@ -556,14 +595,14 @@ def update_in_place(t: Tensor, node: Node, what: str, instead: str) -> None:
                   "(NumPy's view may see the update)")
     else:
         if t is root:
-            root.node = node
+            root.node = P.laid_out_as(node, root.node)
         else:
             codes = np.arange(root.size, dtype=np.intp)
             codes[t.positions.ravel()] = root.size + np.arange(t.size, dtype=np.intp)
             joined = P.concat([P.reshape(root.node, (root.size,)), P.reshape(node, (t.size,))], 0)
-            root.node = gathered(joined, codes.reshape(root.shape)).node
-        for v in views:
-            v.node = node if v is t else gathered(root.node, v.positions).node
+            root.node = P.laid_out_as(gathered(joined, codes.reshape(root.shape)).node, root.node)
+        for v in views:  # (each keeps the layout its view of the memory had)
+            v.node = P.laid_out_as(node if v is t else gathered(root.node, v.positions).node, v.node)
         return
     raise NotImplementedError(f"{what} on {shared}: NumPy writes into the memory it shares, which a compiled "
                               f"function cannot do here; {instead}")

@@ -300,8 +300,14 @@ def test_a_numpy_function_converting_a_tensor_is_named_with_the_users_line():
     with pytest.raises(TypeError, match=rf"vectorize\.__call__ \(in numpy\.[\w.]+\), called at "
                                         rf"test_compiler_errors\.py:{line} tried to: .*call the function on the traced"):
         jit(doubled)(X)
-    with pytest.raises(TypeError, match=r"\(a NumPy function that is not supported by the compiler may have tried to\)"):
-        jit(lambda x: np.asarray(x))(X)  # C code: no NumPy Python frame to name
+
+    def converted(x):  # NumPy's C constructors leave no Python frame: the user's line is named instead
+        return np.ascontiguousarray(x.T) + np.asarray(x).T
+
+    with pytest.raises(TypeError, match=rf"\(at test_compiler_errors\.py:{converted.__code__.co_firstlineno + 1}: "
+                                        r"return np\.ascontiguousarray\(x\.T\) \+ np\.asarray\(x\)\.T\); NumPy's "
+                                        r"array constructors .* use it as it is, or np\.copy\(x\)"):
+        jit(converted)(X)
 
 
 # --------------------------------------------------------------------------- results that are not tensors

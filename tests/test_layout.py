@@ -40,13 +40,29 @@ def _step(x, kind: str, rng):
         maker = [np.zeros_like, np.ones_like, np.empty_like, lambda a, **kw: np.full_like(a, 2.0, **kw)][int(rng.integers(0, 4))]
         shape = None if rng.random() < 0.6 else tuple(int(n) for n in rng.choice([1, 2, 3], int(rng.integers(1, 4))))
         return maker(x, order=[None, "K", "C", "F", "A"][int(rng.integers(0, 5))], shape=shape)
+    if kind == "write":  # into a fresh array's memory, or through a view of it: the memory keeps its layout
+        y = np.zeros_like(x, order=["C", "F", "K"][int(rng.integers(0, 3))])
+        how = int(rng.integers(0, 5))
+        if how == 0:
+            y[...] = x
+        elif how == 1:
+            np.negative(x, out=y)
+        elif how == 2:
+            y += x
+        elif how == 3:
+            y[:1] = x[:1]
+        else:
+            view = y.T
+            np.copyto(y, x)
+            return view
+        return y
     if kind == "astype":
         return x.astype(np.float64, order=[None, "K", "C", "F", "A"][int(rng.integers(0, 5))], copy=bool(rng.random() < 0.8))
     return x
 
 
 KINDS = ["transpose", "slice", "ufunc", "binary", "sum", "sum keepdims", "reshape", "copy", "copy K", "broadcast", "astype",
-         "reverse", "like"]
+         "reverse", "like", "write"]
 
 
 def _sized_strides(shape, strides):

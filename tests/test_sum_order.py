@@ -137,6 +137,31 @@ def test_reversed_views_and_zeros_like_arrays_sum_in_numpys_layout():
         _same(jit(fn)(square), fn(square))
 
 
+def _written_in_place(a, how):
+    y = np.zeros_like(a.T)  # Fortran-ordered, as a.T lies
+    if how == "setitem":
+        y[...] = a.T * 3  # a C-ordered value into the Fortran memory
+    elif how == "out":
+        np.multiply(a.T, 3, out=y)
+    elif how == "row":
+        y[1] = a[:, 0]
+        y += a.T
+    else:
+        view = y[:, ::2]
+        y[...] = np.sqrt(np.abs(a.T))
+        return view.sum(axis=1), view.sum(axis=0)
+    return y.sum(axis=1), y.sum(axis=0), y.sum()
+
+
+def test_an_array_written_in_place_keeps_its_layout():
+    # NumPy writes into the array's memory, which keeps its layout whatever layout the value was computed
+    # in, and a view of it sees it as it lies: its sums follow that layout, not the value's
+    square, _ = _sums((300, 1000), None, np.float32, False)
+    for how in ("setitem", "out", "row", "view"):
+        for got, want in zip(jit(lambda a: _written_in_place(a, how))(square), _written_in_place(square, how)):
+            _same(got, want)
+
+
 def test_arguments_passed_as_views_are_summed_in_their_layout():
     # the caller's array is what NumPy sums: a transposed, sliced, reversed, broadcast or Fortran-ordered
     # argument is its own specialization (the kernel still receives a C-contiguous copy)
