@@ -196,6 +196,16 @@ class Emitter:
         self.hidden_types.append(t)
         return f"%hidden{len(self.hidden) - 1}"
 
+    def _table(self, values: np.ndarray, loc) -> str:
+        """An integer table of the lowering's own (a pairwise tree's): in the IR while small, past
+        LARGE_TABLE entries a hidden argument, so the IR does not grow with a long row's leaves."""
+        t = dt.tensor_type(values.shape, values.dtype)
+        if values.size <= LARGE_TABLE:
+            return self.assign(f"arith.constant dense<{_const_text(values)}> : {t}", loc)
+        self.hidden.append(np.ascontiguousarray(values))
+        self.hidden_types.append(t)
+        return f"%hidden{len(self.hidden) - 1}"
+
     def _maybe_fault(self, node: Node, name: str) -> str:
         fault = self.faults.get(node.op)
         if fault is None or node.dtype.kind != "f":
@@ -633,10 +643,9 @@ class Emitter:
             table = np.full((len(starts), max(counts)), -1, np.int64)
             for k, (first, count) in enumerate(zip(starts, counts)):
                 table[k, :count] = np.arange(count) + first
-            return self.assign(f"arith.constant dense<{_const_text(table)}> : {table_t}", loc), table_t
+            return self._table(table, loc), table_t
         column_t = dt.tensor_type((len(starts),), np.dtype(np.int64))
-        first_v = self.assign(f"arith.constant dense<{_const_text(np.array(starts, np.int64))}> : {column_t}", loc)
-        count_v = self.assign(f"arith.constant dense<{_const_text(np.array(counts, np.int64))}> : {column_t}", loc)
+        first_v, count_v = self._table(np.array(starts, np.int64), loc), self._table(np.array(counts, np.int64), loc)
         region = _Region(self)
         first, count = self.fresh("first"), self.fresh("count")
         j = region.op(f"arith.index_cast {region.op('linalg.index 1 : index')} : index to i64")
@@ -663,8 +672,7 @@ class Emitter:
         first = np.array([index_of[(n if isinstance(n, pairwise.Leaf) else n[0]).offset] for n in nodes], np.int64)
         paired = np.array([not isinstance(n, pairwise.Leaf) for n in nodes], np.int64)
         column_t = dt.tensor_type((len(nodes),), np.dtype(np.int64))
-        first_v = self.assign(f"arith.constant dense<{_const_text(first)}> : {column_t}", loc)
-        paired_v = self.assign(f"arith.constant dense<{_const_text(paired)}> : {column_t}", loc)
+        first_v, paired_v = self._table(first, loc), self._table(paired, loc)
         sums_t = dt.tensor_type(prefix + (len(leaves),), acc)
         row_t = dt.tensor_type(prefix + (row,), dtype)
         region = _Region(self)
@@ -1226,7 +1234,8 @@ def _name_loc(name) -> str:
 
 
 DEVICE_RESIDENT_ATTR = "parity.device_resident"
-# a pairwise sum's block table with more entries than this is computed from two numbers per leaf
+# a pairwise sum's block table with more entries than this is computed from two numbers per leaf,
+# and a table this long is passed as a hidden argument rather than written into the IR
 LARGE_TABLE = 1 << 14
 
 

@@ -19,8 +19,9 @@ LEAF_LIMIT = 128    # PW_BLOCKSIZE: longer runs are split in two
 # a tree of up to this many leaves (rows up to 65,536 elements) is unrolled into one generic (each
 # leaf an element read and an addition); a larger one is evaluated level by level (``nodes_at``)
 UNROLLED_LEAVES = 1024
-# longer rows keep the plain loop: the tables of a tree grow with its leaves (two numbers each)
-MAX_ROW = 1 << 22
+# longer rows keep the plain loop: a tree's tables (two numbers per leaf, passed to the kernel) are
+# built in Python at compile time, seconds for a row this long (a gigabyte of float32)
+MAX_ROW = 1 << 28
 # NumPy copies a row it cannot step through with one stride (a slice's rows, say) into a buffer of
 # this many elements, whole runs at a time (see ``buffer_chunk``)
 BUFFER = 8192

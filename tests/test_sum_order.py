@@ -241,10 +241,22 @@ def test_numpys_trees_have_their_leaves_at_two_depths():
         assert all(isinstance(node, pairwise.Leaf) or all(isinstance(c, pairwise.Leaf) for c in node) for node in nodes)
 
 
-def test_rows_longer_than_the_emitted_tree_or_the_buffer_keep_the_wider_accumulator():
-    # past MAX_ROW elements at once, or where a row's last, shorter bufferful would fall between other
-    # rows' (a reduced axis before the row), float32 sums accumulate in float64: within NumPy's own
-    # rounding of the exact sum
+def test_rows_of_millions_pass_their_trees_tables_to_the_kernel():
+    # a row past 2**22 elements (32,768 leaves) has tables too long to write into the IR: they are hidden
+    # arguments, and its sum is NumPy's
+    rng = np.random.default_rng(11)
+    long_row = (rng.standard_normal(5_000_003) * 10).astype(np.float32)
+    compiled = jit(lambda a: (a.sum(), a[:4_500_000].reshape(2, -1).sum()))
+    for got, want in zip(compiled(long_row), (long_row.sum(), long_row[:4_500_000].sum())):
+        _same(got, want)
+    assert any(table.size > 16384 for table in compiled.specialize(long_row).lowered.hidden)
+
+
+def test_rows_longer_than_the_emitted_tree_or_the_buffer_keep_the_wider_accumulator(monkeypatch):
+    # past MAX_ROW elements at once (lowered here, as a gigabyte row is too long for a test), or where a
+    # row's last, shorter bufferful would fall between other rows' (a reduced axis before the row),
+    # float32 sums accumulate in float64: within NumPy's own rounding of the exact sum
+    monkeypatch.setattr(pairwise, "MAX_ROW", 1 << 16)
     assert not pairwise.emitted(pairwise.numpy_sum_plan((pairwise.MAX_ROW + 1,), (0,)), None)
     assert not pairwise.emitted(pairwise.SumPlan(1, 9900, (0,)), 8118)
     rng = np.random.default_rng(3)
