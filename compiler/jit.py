@@ -189,6 +189,9 @@ class Specialization:
     host_checks: list[tuple]    # (leaf position, argument path, problem): see _host_checks
     paths: list[str]
     kernel: object = None
+    # per result: the axes it lies in memory in (its kernel output is transposed into them, and the
+    # result is a transposed view of that), where NumPy's result would be laid out otherwise than C
+    memory_axes: tuple = ()
 
     @property
     def ir(self) -> str:
@@ -328,12 +331,15 @@ class JitFunction:
         spec = self._cache.get(key)
         if spec is None:
             inputs, outputs, out_tree, paths = trace(self.fn, args, kwargs)
-            lowered = build_module(inputs, outputs, faults=dict(FAULTS), device_outputs=self.device_outputs,
+            axes = () if self.device_outputs else _memory_axes(outputs)
+            written = [P.transpose(o, a) if a else o for o, a in zip(outputs, axes)] if any(axes) else outputs
+            lowered = build_module(inputs, written, faults=dict(FAULTS), device_outputs=self.device_outputs,
                                    **get_target(self.target).lowering_form())
             spec = next((other for (shapes, _), other in self._cache.items() if shapes == key[0]
-                         and _same_module(other.lowered, lowered)), None)
+                         and _same_module(other.lowered, lowered) and other.memory_axes == axes), None)
             if spec is None:
-                spec = Specialization(inputs, outputs, out_tree, lowered, _host_checks(inputs, outputs, paths), paths)
+                spec = Specialization(inputs, outputs, out_tree, lowered, _host_checks(inputs, outputs, paths), paths,
+                                      memory_axes=axes)
             self._cache[key] = spec
         return spec
 
@@ -357,7 +363,8 @@ class JitFunction:
             log.kernels.append(BuiltKernel(getattr(self.fn, "__name__", "?"), self.target, built,
                                            time.perf_counter() - start))
         make = empty if self.device_outputs else np.zeros  # inside build_only, empty gives placeholders
-        return _unflatten(spec.out_tree, iter([make(shape, dtype) for shape, dtype in spec.lowered.out_specs]))
+        outputs = [make(shape, dtype) for shape, dtype in spec.lowered.out_specs]
+        return _unflatten(spec.out_tree, iter(_laid_out(outputs, spec.memory_axes)))
 
     def lower(self, *args, **kwargs) -> LoweredModule:
         """Trace only: the tensor-level module, without compiling."""
@@ -463,7 +470,21 @@ def run_specialization(spec: Specialization, leaves: list[np.ndarray], device_ou
     arrays = checked_inputs(leaves, spec.host_checks)
     outputs = [(empty if device_outputs else np.empty)(shape, dtype) for shape, dtype in spec.lowered.out_specs]
     spec.kernel(arrays + list(spec.lowered.hidden) + outputs)
-    return _unflatten(spec.out_tree, iter(outputs))
+    return _unflatten(spec.out_tree, iter(_laid_out(outputs, spec.memory_axes)))
+
+
+def _memory_axes(outputs: list[Node]) -> tuple:
+    """For each result, the axes NumPy's array would lie in memory in (``layout.memory_axes``): a
+    transpose's view, a ufunc of one, a Fortran copy come back laid out as NumPy's do, so NumPy code
+    that goes on with them (a sum follows memory order) meets the same strides; None for C's order."""
+    return tuple(layout.memory_axes(o.shape, layout.strides_of(o)) if layout.known(o) else None for o in outputs)
+
+
+def _laid_out(outputs: list, memory_axes: tuple) -> list:
+    """The kernel's outputs, each written in its memory order, as views in the result's own axes."""
+    if not any(memory_axes):
+        return outputs
+    return [o if a is None else o.transpose(np.argsort(a)) for o, a in zip(outputs, memory_axes)]
 
 
 def jit(fn=None, *, target: str = "cpu", device_outputs: bool = False):

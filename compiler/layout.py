@@ -18,6 +18,8 @@ from .primitives import UFUNCS
 
 # ops whose results NumPy allocates with an iterator over their operands, in its "K" order
 _ITERATED = {"where", "frexp_mantissa", "frexp_exponent"}
+# ops whose layout the model derives from their operand's (views, "K" copies and casts)
+_DERIVED = {"copy", "cast", "transpose", "slice", "broadcast_to", "bitcast", "reshape"}
 _REDUCTIONS = {"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_any", "reduce_all"}
 
 
@@ -77,6 +79,19 @@ def inner_run(shape: tuple, strides: tuple, start: int) -> int:
 def _dense(shape: tuple, strides: tuple, order: tuple | None) -> bool:
     """Whether ``strides`` are a fresh array's in ``order`` (C's by default), unit axes aside."""
     return all(s == c for s, c, n in zip(strides, contiguous_strides(shape, order), shape) if n != 1)
+
+
+def memory_axes(shape: tuple, strides: tuple) -> tuple | None:
+    """The axes, outermost first, in which a fresh (dense, positively strided) array of ``strides`` lies
+    in memory, where that is not C's order (unit axes stay where they are); None for a C-ordered
+    array and for a view that is no fresh array (a slice's gaps, a broadcast's or a reversal's strides)."""
+    sized = [d for d, n in enumerate(shape) if n != 1]
+    order = sorted(sized, key=lambda d: -strides[d])
+    if order == sized or any(s <= 0 for d, s in enumerate(strides) if d in sized):
+        return None
+    axes = iter(order)
+    perm = tuple(next(axes) if shape[d] != 1 else d for d in range(len(shape)))
+    return perm if _dense(shape, strides, perm) else None
 
 
 def _like(shape: tuple, strides: tuple) -> tuple:
@@ -146,21 +161,41 @@ def _reshaped(src: Node, strides: tuple, shape: tuple) -> tuple | None:
     return tuple(result)
 
 
-def strides_of(node: Node) -> tuple:
-    """The NumPy strides of one node, from its ancestors' (remembered on each node: a node never changes,
-    and a trace that writes in a loop asks again after every write)."""
+def _remembered(node: Node, name: str, compute):
+    """``compute(n, {input id: its value})`` of ``node``, from its ancestors', each remembered on its node
+    under ``name`` (a node never changes, and a trace that writes in a loop asks again after every write)."""
     stack = [(node, False)]
-    while stack:  # post-order over the ancestors not yet laid out, so every one comes after its inputs
+    while stack:  # post-order over the ancestors not yet done, so every one comes after its inputs
         n, expanded = stack.pop()
-        if "_numpy_strides" in n.__dict__:
+        if name in n.__dict__:
             continue
         if expanded:
-            known = {i.id: i.__dict__["_numpy_strides"] for i in n.inputs}
-            n.__dict__["_numpy_strides"] = _strides_of(n, known)
+            n.__dict__[name] = compute(n, {i.id: i.__dict__[name] for i in n.inputs})
             continue
         stack.append((n, True))
-        stack.extend((i, False) for i in n.inputs if "_numpy_strides" not in i.__dict__)
-    return node.__dict__["_numpy_strides"]
+        stack.extend((i, False) for i in n.inputs if name not in i.__dict__)
+    return node.__dict__[name]
+
+
+def strides_of(node: Node) -> tuple:
+    """The NumPy strides of one node (as ``numpy_strides`` gives them)."""
+    return _remembered(node, "_numpy_strides", _strides_of)
+
+
+def known(node: Node) -> bool:
+    """Whether the model knows NumPy's layout of ``node``, not only a guess: false for a value marked so
+    (a view NumPy makes that the trace gathers, such as a diagonal; einsum's result) and for what is
+    laid out after such a value (its views, its ufunc results, its sums); a fresh C array is known."""
+    return _remembered(node, "_numpy_layout_known", _known)
+
+
+def _known(node: Node, inputs: dict) -> bool:
+    if node.attrs.get("layout_unknown"):
+        return False
+    fresh = node.op == "copy" and ("strides" in node.attrs or node.attrs["order"] in ("C", "F"))
+    derived = (node.op in _DERIVED or node.op in _REDUCTIONS or node.op in _ITERATED or node.op in UFUNCS
+               or node.op == "gather" and "view_step" in node.attrs)
+    return fresh or not derived or all(inputs.values())
 
 
 def numpy_strides(nodes: list[Node]) -> dict[int, tuple]:

@@ -969,7 +969,9 @@ def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe
         labels[k], nodes[k] = _einsum_diagonals(lab, nodes[k], k)
     if len(nodes) == 1 and sorted(labels[0]) == sorted(output):
         # a permutation (of a diagonal, perhaps): NumPy returns a view, before it looks at dtype= or casting=
-        return view(P.transpose(nodes[0], [labels[0].index(c) for c in output]), operands[0], scalar=True,
+        permuted = P.transpose(nodes[0], [labels[0].index(c) for c in output])
+        diagonal = nodes[0] is not _node(operands[0])  # NumPy's view of it the trace gathered
+        return view(P.layout_unknown(permuted) if diagonal else permuted, operands[0], scalar=True,
                     positions=lambda p: np.einsum(subscripts, p))
     result_dtype = np.result_type(*[np.empty(0, n.dtype) for n in nodes]) if dtype is None else \
         dt.check_supported(dtype, "np.einsum")
@@ -983,7 +985,7 @@ def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe
     result = _einsum_contract(terms, output, _einsum_sizes(terms))
     if result_dtype.kind == "b":
         result = P.elementwise("not_equal", [result, const_node(np.zeros((), np.int64))])
-    return Tensor(result, scalar=True)
+    return Tensor(P.layout_unknown(result), scalar=True)  # NumPy's iterator lays it out from the operands
 
 
 def _einsum_sublist_subscripts(sublist) -> str:
@@ -1433,7 +1435,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
         raise ValueError("axis1 and axis2 cannot be the same")
     # NumPy's diagonal is a read-only view: it refuses updates, but sees a's
     offset = operator.index(offset)
-    return view(_diagonal_node(x.node, offset, axis1, axis2), a, read_only=True,
+    return view(P.layout_unknown(_diagonal_node(x.node, offset, axis1, axis2)), a, read_only=True,
                 positions=lambda p: np.diagonal(p, offset, axis1, axis2))
 
 
@@ -2080,6 +2082,15 @@ def sinc(x):
 # axis' length (the comparisons fuse into the counting loops; nothing n x n is stored).
 
 
+def _fresh(t: Tensor, like: Tensor | None = None) -> Tensor:
+    """``t`` as the new array NumPy allocates for a function's result: C-contiguous, or in "K" order like
+    ``like`` (np.sort sorts such a copy), where the steps that computed it here (an axis moved back, say)
+    would imply another layout (``layout``: NumPy's sums and the result's strides follow it)."""
+    strides = (layout.contiguous_strides(t.shape) if like is None else
+               layout.ordered(t.shape, "K", like.shape, layout.strides_of(like.node)))
+    return Tensor(P.laid_out(t.node, strides))
+
+
 def _sort_options(kind, order, stable) -> None:
     if order is not None:  # order= names fields, and the arrays the compiler takes have none
         raise ValueError("Cannot specify order when the array has no fields.")
@@ -2097,7 +2108,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     if axis is None or x.ndim == 0:  # NumPy flattens a 0-d array too
         x, axis = ravel(x), 0
     axis = np.lib.array_utils.normalize_axis_index(axis, x.ndim)
-    return np.moveaxis(_sorting_permutation(np.moveaxis(x, axis, -1)), -1, axis)
+    return _fresh(np.moveaxis(_sorting_permutation(np.moveaxis(x, axis, -1)), -1, axis))
 
 
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
@@ -2110,7 +2121,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
         return Tensor(x.node)  # a new empty array
     rows = np.moveaxis(x, axis, -1)
     # each row's elements taken in its order (a permutation: in range, so no run-time check)
-    return np.moveaxis(_gathered_in_rows(rows, _sorting_permutation(rows)), -1, axis)
+    return _fresh(np.moveaxis(_gathered_in_rows(rows, _sorting_permutation(rows)), -1, axis), like=x)
 
 
 def _reduced_rows(x: Tensor, axis) -> tuple[Tensor, tuple, int]:
@@ -2252,7 +2263,7 @@ def _weighted_quantile(x: Tensor, q: np.ndarray, weights, axis, keepdims, method
     if x.dtype.kind == "f" and n > 0:
         last = ordered[..., -1]
         result = where(np.isnan(last), last, result)
-    return _with_keepdims(Tensor(result.node), x, axes, q.shape, bool(keepdims))
+    return _with_keepdims(_fresh(result), x, axes, q.shape, bool(keepdims))
 
 
 def _raise_at_run_time(bad: Tensor, message: str, what: str, error: type = ValueError) -> None:
@@ -2578,7 +2589,7 @@ def vander(x, N=None, increasing=False):
     if not columns:
         return Tensor(const_node(np.zeros((n, 0), dtype)))
     table = Tensor(P.concat(columns, 1))
-    return table if increasing else Tensor(_node(table[:, ::-1]))
+    return table if increasing else _fresh(Tensor(_node(table[:, ::-1])))
 
 
 def _piecewise_conditions(condlist, x: Tensor) -> list[Tensor]:
@@ -3031,7 +3042,13 @@ def delete(arr, obj, axis=None):
     if isinstance(obj, Tensor):
         raise NotImplementedError("np.delete: traced positions (they decide the result's shape)")
     x = _tensor(arr)
-    return gathered(x.node, np.delete(_positions(x), obj, axis))
+    positions = np.delete(_positions(x), obj, axis)
+    kept = gathered(x.node, positions)
+    # NumPy's own delete of the C-ordered positions lays its result out as it would x's (an index array
+    # along an axis gives its advanced indexing's layout), where x is C-ordered
+    if layout.known(x.node) and layout.strides_of(x.node) == layout.contiguous_strides(x.shape):
+        return Tensor(P.laid_out(kept.node, tuple(s // positions.itemsize for s in positions.strides)))
+    return Tensor(P.layout_unknown(kept.node))
 
 
 def insert(arr, obj, values, axis=None):
@@ -3740,7 +3757,9 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
         hist = sum_(hit, axis=1, dtype=np.intp).astype(np.float64)
     else:
         hist = sum_(where(hit, w[None, :], 0.0), axis=1)
-    hist = reshape(hist, tuple(sizes))
+    # NumPy counts into an array with an outlier bin at each end of every axis and returns the view of its
+    # core, whose strides (``layout``) skip the outlier bins; the padding's zeros are never read
+    hist = np.pad(reshape(hist, tuple(sizes)), 1)[(slice(1, -1),) * count]
     if density:
         s = sum_(hist)
         for i, e in enumerate(edges):
@@ -3996,7 +4015,7 @@ def packbits(a, /, axis=None, bitorder="big"):
     groups = reshape(bits, bits.shape[:-1] + (pad_to // 8, 8))
     weights = (2 ** np.arange(7, -1, -1) if big else 2 ** np.arange(8)).astype(np.uint8)
     packed = sum_(groups * weights, axis=-1, dtype=np.uint8)  # distinct bits: the sum is their OR
-    result = np.moveaxis(packed, -1, axis)
+    result = _fresh(np.moveaxis(packed, -1, axis))
     assert result.shape == expected.shape, (result.shape, expected.shape)
     return result
 
@@ -4017,7 +4036,7 @@ def unpackbits(a, /, axis=None, count=None, bitorder="big"):
     bits = reshape(bits, moved.shape[:-1] + (moved.shape[-1] * 8,))
     length = expected.shape[axis]
     bits = np.pad(bits[..., :length], [(0, 0)] * (bits.ndim - 1) + [(0, max(0, length - bits.shape[-1]))])
-    result = np.moveaxis(bits, -1, axis)
+    result = _fresh(np.moveaxis(bits, -1, axis))
     assert result.shape == expected.shape, (result.shape, expected.shape)
     return result
 
@@ -4187,7 +4206,8 @@ def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=Fa
                                   "memory, so a write shows in several of them")
     windows = lambda p: np.lib.stride_tricks.sliding_window_view(p, window_shape, axis)  # noqa: E731
     positions = windows(np.arange(t.size, dtype=np.intp).reshape(t.shape))
-    return view(gathered(t.node, np.ascontiguousarray(positions)).node, x, read_only=True, positions=windows)
+    return view(P.layout_unknown(gathered(t.node, np.ascontiguousarray(positions)).node), x, read_only=True,
+                positions=windows)
 
 
 def ix_(*args):
@@ -4454,5 +4474,16 @@ def _advanced_index(y, out_shape, advanced):
     perm = [i for item in want for i, label in enumerate(labels) if label == item]
     if perm != list(range(len(perm))):
         z = P.transpose(z, perm)
-    return P.reshape(z, tuple(final))
+    z = P.reshape(z, tuple(final))
+    # NumPy fills a fresh C-ordered array of the broadcast index axes, then the kept ones, and moves
+    # the index axes into place: that is its layout (``layout``), whatever the steps above imply
+    final_labels = ([] if adjacent else ["B"] * len(b_shape))
+    for axis, (kind, _) in _axes(out_shape):
+        if kind in ("new", "keep"):
+            final_labels.append(kind)
+        elif "B" not in final_labels:
+            final_labels += ["B"] * len(b_shape)
+    order = [i for i, label in enumerate(final_labels) if label == "B"] + \
+            [i for i, label in enumerate(final_labels) if label != "B"]
+    return P.laid_out(z, layout.contiguous_strides(z.shape, tuple(order)))
 

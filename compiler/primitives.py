@@ -960,7 +960,8 @@ def elementwise(name: str, operands: list, signature=None, casting=None) -> Node
         return const_node(np.full(shape, _FLOAT_CLASS[name]))
     attrs = {}
     if name == "power" and compute[1].kind == "i" and int(np.prod(shape, dtype=np.int64)) and \
-            _checked_by_kernel(_exponent_source(nodes[1])) and (safe := _checked_exponent(nodes[1])) is not None:
+            _checked_by_kernel(_exponent_source(nodes[1])) and \
+            (safe := _checked_exponent(cast(nodes[1], compute[1]))) is not None:  # (the loop's exponent: dtype= picks it)
         nodes[1], attrs["exponent_checked_in_kernel"] = safe, True
     # float16's power loop (computed in float32) has no fast paths
     if name == "power" and compute[1].kind == "f" and compute[1] != np.float16 and _scalar_to_inner_loop(nodes[1], shape):
@@ -1379,14 +1380,27 @@ def copy(x: Node, order: str) -> Node:
     return _make("copy", [x], x.shape, x.dtype, order=order)
 
 
+def laid_out(x: Node, strides: tuple) -> Node:
+    """``x`` in memory laid out with ``strides``, whatever layout the ops that computed it imply (lowers
+    to nothing, as ``copy``): a NumPy function's fresh result, an array written in place."""
+    from .layout import strides_of  # (layout reads this module's UFUNCS)
+    if strides_of(x) == tuple(strides):
+        return x
+    return _make("copy", [x], x.shape, x.dtype, order="K", strides=tuple(strides))
+
+
 def laid_out_as(x: Node, old: Node) -> Node:
     """``x`` as the new contents of the memory that held ``old``: NumPy's in-place write keeps the
-    target's layout, whatever layout ``x`` was computed in (lowers to nothing, as ``copy``)."""
-    from .layout import strides_of  # (layout reads this module's UFUNCS)
-    strides = strides_of(old)
-    if x.shape != old.shape or strides_of(x) == strides:
-        return x
-    return _make("copy", [x], x.shape, x.dtype, order="K", strides=strides)
+    target's layout, whatever layout ``x`` was computed in."""
+    from .layout import known, strides_of
+    return laid_out(x, strides_of(old)) if known(old) else layout_unknown(x)
+
+
+def layout_unknown(x: Node) -> Node:
+    """``x``, whose NumPy layout the model does not know (a view NumPy makes that the trace gathers, say):
+    its sums take it as a fresh C-ordered array, and it comes back C-ordered, as does what is laid out
+    after it (``layout.known``)."""
+    return _make("copy", [x], x.shape, x.dtype, order="K", layout_unknown=True)
 
 
 def transpose(x: Node, perm=None) -> Node:

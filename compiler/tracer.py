@@ -103,18 +103,13 @@ class Tensor:
     # -- values cannot escape a trace
     def __array__(self, dtype=None, copy=None):
         entry = _numpy_entry_point()
-        line = None if entry else _converting_line()
         if entry:
             who = f"{entry} tried to: the compiler does not trace that function"
-        elif line:
-            who = f"at {line[0]}: {line[1]}"
-        else:
-            who = "a NumPy function that is not supported by the compiler may have tried to"
-        hint = _INTO_NUMPY
-        if entry and entry.startswith("vectorize"):
-            hint = _VECTORIZE_HINT
-        elif line and _CONVERTERS.search(line[1]):
-            hint = _CONVERTER_HINT
+            hint = _VECTORIZE_HINT if entry.startswith("vectorize") else _INTO_NUMPY
+        else:  # NumPy's C code, called from this line
+            where, text = _converting_line()
+            who = f"at {where}: {text}"
+            hint = _CONVERTER_HINT if _CONVERTERS.search(text) else _INTO_NUMPY
         raise TypeError(
             f"a traced Tensor has no value yet: it cannot be converted to a NumPy array inside a compiled function ({who})"
             + hint)
@@ -433,9 +428,9 @@ def _numpy_entry_point() -> str | None:
     return f"{name} (in {entry.f_globals['__name__']}){where}"
 
 
-def _converting_line() -> tuple[str, str] | None:
-    """``file:LINE`` and the source text of the user's line that made NumPy's C code convert a Tensor
-    (np.asarray, np.array, ... leave no Python frame of their own), or None when it cannot be read."""
+def _converting_line() -> tuple[str, str]:
+    """``file:LINE`` and the source text of the line that made NumPy's C code convert a Tensor (np.asarray,
+    np.array, ... leave no Python frame of their own)."""
     frame = sys._getframe(2)  # (this function's caller is __array__, and its caller the converting line)
     text = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
     return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}", text or "(source not available)"

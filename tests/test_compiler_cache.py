@@ -44,9 +44,15 @@ def test_new_shape_dtype_or_static_value_specializes():
     assert f.compile_count == 4
     f(a32), f(a32.reshape(3, 2)), f(a32.astype(np.float64)), f(a32, factor=3.0)
     assert f.compile_count == 4
-    # a non-contiguous view of the same shape and dtype reuses the kernel: its layout changes no sum here
-    np.testing.assert_array_equal(f(np.asfortranarray(a32)), a32 * 2.0)
+    # a strided view of the same shape and dtype reuses the kernel: its layout changes no sum here, and
+    # NumPy lays the product out in C order all the same
+    strided = np.arange(12, dtype=np.float32).reshape(2, 6)[:, ::2]
+    np.testing.assert_array_equal(f(strided), strided * 2.0)
     assert f.compile_count == 4
+    # a Fortran-ordered one does not: NumPy's product is Fortran-ordered too, and so is the result
+    fortran = f(np.asfortranarray(a32))
+    np.testing.assert_array_equal(fortran, a32 * 2.0)
+    assert fortran.strides == (np.asfortranarray(a32) * 2.0).strides and f.compile_count == 5
 
 
 @pytest.mark.parametrize("x, first, second", [

@@ -15,7 +15,7 @@ from compiler.testing import inject_fault
 from harness.commands import fuzz as fuzz_cmd
 from harness.fuzzing import engine
 from harness.fuzzing.cases import decode_operand, encode_operand, sample_op_case
-from harness.fuzzing.check import SELF_TEST_CRASH, Mismatch, check_case, compare_values, numpy_eval
+from harness.fuzzing.check import SELF_TEST_CRASH, Mismatch, check_case, compare_layout, compare_values, numpy_eval
 from harness.fuzzing.graphs import _magnification, exactness, graph_case_parts, run_program, sample_graph_case
 from harness.fuzzing.isolate import IsolatedRunner, Outcome
 
@@ -33,6 +33,16 @@ def test_compare_values_is_nan_aware_and_strict_on_dtype_and_shape():
     g[0] = 1.00001
     assert compare_values(e, g, 1e-4, 0.0, "r") == []
     assert compare_values(np.array([3], np.int8), np.array([4], np.int8), 1.0, 1.0, "r")  # ints: exact
+
+
+def test_compare_layout_holds_a_result_laid_out_otherwise_than_c_to_numpys_strides():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    assert compare_layout(a.T, np.ascontiguousarray(a.T), "r") == []  # C-ordered: claims nothing
+    assert compare_layout(np.ascontiguousarray(a.T), a.T, "r") == ["r: compiled result laid out with strides (1, 4) "
+                                                                  "(elements, unit axes aside), NumPy's (3, 1)"]
+    assert compare_layout(a.T * 2, np.ascontiguousarray(a).T, "r") == []
+    assert compare_layout(a[None].transpose(2, 0, 1), np.ascontiguousarray(a.T)[:, None], "r") == []  # unit axis aside
+    assert compare_layout(np.float32(2), np.ones((2, 2), np.float32).T, "r")[0].endswith("none (not an array)")
 
 
 def test_compare_values_tells_a_numpy_scalar_from_a_zero_d_array():

@@ -8,8 +8,11 @@ import numpy as np
 import pytest
 
 from compiler import layout
+from compiler import opinfo as oi
 from compiler.graph import topological
-from compiler.jit import trace
+from compiler.jit import jit, trace
+from compiler.tracer import Tensor
+from harness.fuzzing.cases import decode_operand, sample_op_case
 
 
 def _step(x, kind: str, rng):
@@ -153,3 +156,88 @@ def test_np_copy_of_a_numpy_scalar_is_an_array_as_numpys_is():
     got, want = jit(fn)(x), fn(x)
     assert type(want) is np.ndarray and want.shape == () and want == 7
     assert got.dtype == want.dtype and got.shape == () and got.tobytes() == want.tobytes()
+
+
+def test_results_come_back_laid_out_as_numpys():
+    # a result NumPy lays out as a fresh array in another order than C's (a transpose's view, a ufunc of
+    # one, a Fortran copy) comes back with NumPy's strides, so NumPy code that goes on with it sums it in
+    # the same order; a view that is no fresh array (a slice's gaps, a broadcast) comes back C-ordered
+    rng = np.random.default_rng(40)
+    permuted = 0
+    for _ in range(50):
+        shape = tuple(int(n) for n in rng.choice([1, 2, 3, 5], int(rng.integers(2, 4)), p=[0.1, 0.3, 0.3, 0.3]))
+        kinds = [k for k in KINDS if k != "like"]  # (np.empty_like's values are whatever memory held)
+        steps = [(str(rng.choice(kinds)), int(rng.integers(0, 1 << 30))) for _ in range(int(rng.integers(1, 4)))]
+        steps = [("transpose", int(rng.integers(0, 1 << 30)))] * int(rng.random() < 0.7) + steps
+
+        def program(x):
+            for kind, s in steps:
+                x = _step(x, kind, np.random.default_rng(s))
+            return x
+
+        x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+        real, got = program(x), jit(program)(x)
+        assert got.dtype == real.dtype and np.array_equal(got, real), steps
+        real_strides = tuple(s // real.itemsize for s in real.strides)
+        if real.flags.c_contiguous or layout.memory_axes(real.shape, real_strides) is None:
+            assert got.flags.c_contiguous, steps
+        else:
+            assert _sized_strides(real.shape, got.strides) == _sized_strides(real.shape, real.strides), steps
+            permuted += 1
+    assert permuted > 10
+
+
+# ops whose NumPy result is a view the trace gathers (a diagonal, sliding windows) or laid out by NumPy's
+# own rules from its operands (einsum's): the model does not know their layout (``layout.known``), so
+# they and what is laid out after them come back C-ordered, and are summed as fresh C arrays
+LAYOUT_UNKNOWN = {"diag", "diagonal", "method.diagonal", "trace", "method.trace", "einsum", "sliding_window_view"}
+
+
+def _registry_results(seeds):
+    for name, info in oi.REGISTRY.items():
+        for seed in seeds:
+            case = sample_op_case(oi.RandomChooser(31 * seed + 7 + sum(map(ord, name))), info)
+            operands = [decode_operand(o) for o in case["operands"]]
+            try:
+                with np.errstate(all="ignore"):
+                    want = list(_leaves(info([o.copy() for o in operands], case["params"])))
+            except Exception:  # noqa: BLE001 (a case NumPy refuses: the fuzzer checks the compiler refuses it too)
+                continue
+            got = []
+
+            def fn(*xs, info=info, params=case["params"], got=got):
+                out = info([x.copy() for x in xs], params)
+                got.extend(_leaves(out))
+                return out
+
+            with np.errstate(all="ignore"):
+                trace(fn, tuple(operands), {})
+            yield name, want, got
+
+
+def _leaves(value):
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _leaves(v)
+    else:
+        yield value
+
+
+def test_every_registered_op_lays_its_result_out_as_numpy_does():
+    # the op registry drives it: a NumPy function the compiler composes of primitives (an axis moved to
+    # the end and back, say) must still give the layout NumPy's own result has, which the result's
+    # strides and later sums follow (a result with one axis longer than 1 has no layout to speak of)
+    unknown, checked = set(), 0
+    for name, want, got in _registry_results(range(6)):
+        for w, g in zip(want, got):
+            if not isinstance(w, np.ndarray) or not isinstance(g, Tensor) or sum(n > 1 for n in w.shape) < 2 \
+                    or not w.size:
+                continue
+            if not layout.known(g.node):
+                unknown.add(name)
+                continue
+            checked += 1
+            model, real = layout.strides_of(g.node), tuple(s // w.itemsize for s in w.strides)
+            assert _sized_strides(w.shape, model) == _sized_strides(w.shape, real), (name, w.shape, model, real)
+    assert checked > 500
+    assert unknown <= LAYOUT_UNKNOWN, unknown - LAYOUT_UNKNOWN

@@ -81,6 +81,20 @@ def compare_values(expected, got, rtol: float, atol, label: str, zero_sign: bool
     return []
 
 
+def compare_layout(expected, got, label: str) -> list[str]:
+    """A problem where ``got`` comes back laid out otherwise than C-contiguously (the compiler gives a
+    result NumPy's layout where NumPy's is a fresh array in another order) and NumPy's result is not
+    laid out so (strides in elements; unit axes, which stride nowhere, aside)."""
+    if not isinstance(got, np.ndarray) or got.size <= 1 or got.flags.c_contiguous:
+        return []
+    def strides(a):
+        return tuple(s // a.itemsize for s, n in zip(a.strides, a.shape) if n != 1)
+    if isinstance(expected, np.ndarray) and expected.shape == got.shape and strides(expected) == strides(got):
+        return []
+    theirs = strides(expected) if isinstance(expected, np.ndarray) else "none (not an array)"
+    return [f"{label}: compiled result laid out with strides {strides(got)} (elements, unit axes aside), NumPy's {theirs}"]
+
+
 def op_tolerance(info: oi.OpInfo, operands, params, result_dtype) -> tuple[float, object]:
     rtol, atol = info.tolerance.for_dtype(result_dtype)
     if info.scale is not None and np.dtype(result_dtype).kind == "f":
@@ -218,8 +232,9 @@ def _problems_against(info, operands, params, expected, got) -> list[str]:
     problems = []
     for k, (e, g) in enumerate(zip(exp_list, got_list)):
         rtol, atol = op_tolerance(info, operands, params, np.asarray(e).dtype)
-        problems += compare_values(e, g, rtol, atol, f"result[{k}]" if len(exp_list) > 1 else "result",
-                                   zero_sign=_defines_zero_sign(info))
+        label = f"result[{k}]" if len(exp_list) > 1 else "result"
+        problems += compare_values(e, g, rtol, atol, label, zero_sign=_defines_zero_sign(info))
+        problems += compare_layout(e, g, label)
     return problems
 
 

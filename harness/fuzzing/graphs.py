@@ -20,7 +20,7 @@ from compiler import jit
 from compiler import opinfo as oi
 
 from .cases import FOLDED, decode_array, decode_operand, encode_array, encode_operand, make_values
-from .check import ZERO_SIGN_UNDEFINED, Mismatch, compare_values, numpy_eval, with_constants
+from .check import ZERO_SIGN_UNDEFINED, Mismatch, compare_layout, compare_values, numpy_eval, with_constants
 
 MAX_ELEMENTS = 4096
 GRAPH_DOMAIN = oi.Domain(lo=-4.0, hi=4.0, special=False)
@@ -272,6 +272,7 @@ def graph_case_parts(case: dict):
             # the graph's NumPy evaluation keeps 0-d results as arrays; whether the compiled function
             # returns one as a scalar is the op fuzzer's to check
             e, g = np.asarray(values[o]), np.asarray(g) if isinstance(g, np.generic) else g
+            problems += compare_layout(e, g, f"node {o} ({case['nodes'][o]['op']})")
             rtol, atol = tolerance(o)
             near = rtol and (overflow[o] or mags[o] > float(np.finfo(e.dtype).max) / 2**20)
             if near and isinstance(g, np.ndarray) and g.shape == e.shape:
