@@ -6,6 +6,7 @@ not listed raises ``NotImplementedError`` naming the function at trace time."""
 from __future__ import annotations
 
 import builtins
+import contextlib
 import math
 import operator
 import string
@@ -969,9 +970,7 @@ def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe
         labels[k], nodes[k] = _einsum_diagonals(lab, nodes[k], k)
     if len(nodes) == 1 and sorted(labels[0]) == sorted(output):
         # a permutation (of a diagonal, perhaps): NumPy returns a view, before it looks at dtype= or casting=
-        permuted = P.transpose(nodes[0], [labels[0].index(c) for c in output])
-        diagonal = nodes[0] is not _node(operands[0])  # NumPy's view of it the trace gathered
-        return view(P.layout_unknown(permuted) if diagonal else permuted, operands[0], scalar=True,
+        return view(P.transpose(nodes[0], [labels[0].index(c) for c in output]), operands[0], scalar=True,
                     positions=lambda p: np.einsum(subscripts, p))
     result_dtype = np.result_type(*[np.empty(0, n.dtype) for n in nodes]) if dtype is None else \
         dt.check_supported(dtype, "np.einsum")
@@ -985,7 +984,7 @@ def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe
     result = _einsum_contract(terms, output, _einsum_sizes(terms))
     if result_dtype.kind == "b":
         result = P.elementwise("not_equal", [result, const_node(np.zeros((), np.int64))])
-    return Tensor(P.layout_unknown(result), scalar=True)  # NumPy's iterator lays it out from the operands
+    return Tensor(result, scalar=True)
 
 
 def _einsum_sublist_subscripts(sublist) -> str:
@@ -1435,7 +1434,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
         raise ValueError("axis1 and axis2 cannot be the same")
     # NumPy's diagonal is a read-only view: it refuses updates, but sees a's
     offset = operator.index(offset)
-    return view(P.layout_unknown(_diagonal_node(x.node, offset, axis1, axis2)), a, read_only=True,
+    return view(_diagonal_node(x.node, offset, axis1, axis2), a, read_only=True,
                 positions=lambda p: np.diagonal(p, offset, axis1, axis2))
 
 
@@ -1901,7 +1900,7 @@ def linalg_cholesky(a, /, *, upper=False):
     factor = np.stack(columns, axis=-1) if n else x * 0
     if n:
         _linalg_error_at_run_time(np.any(~(np.stack(pivots, axis=-1) > 0), axis=-1), "Matrix is not positive definite")
-    return np.swapaxes(factor, -1, -2) if upper else factor
+    return _fresh(np.swapaxes(factor, -1, -2)) if upper else factor  # (NumPy's own upper gufunc: a fresh array)
 
 
 def _householder(alpha: Tensor, below: Tensor):
@@ -2086,6 +2085,8 @@ def _fresh(t: Tensor, like: Tensor | None = None) -> Tensor:
     """``t`` as the new array NumPy allocates for a function's result: C-contiguous, or in "K" order like
     ``like`` (np.sort sorts such a copy), where the steps that computed it here (an axis moved back, say)
     would imply another layout (``layout``: NumPy's sums and the result's strides follow it)."""
+    if like is not None and not layout.known(like.node):
+        return Tensor(P.layout_unknown(t.node))
     strides = (layout.contiguous_strides(t.shape) if like is None else
                layout.ordered(t.shape, "K", like.shape, layout.strides_of(like.node)))
     return Tensor(P.laid_out(t.node, strides))
@@ -4206,8 +4207,7 @@ def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=Fa
                                   "memory, so a write shows in several of them")
     windows = lambda p: np.lib.stride_tricks.sliding_window_view(p, window_shape, axis)  # noqa: E731
     positions = windows(np.arange(t.size, dtype=np.intp).reshape(t.shape))
-    return view(P.layout_unknown(gathered(t.node, np.ascontiguousarray(positions)).node), x, read_only=True,
-                positions=windows)
+    return view(gathered(t.node, np.ascontiguousarray(positions)).node, x, read_only=True, positions=windows)
 
 
 def ix_(*args):
@@ -4232,6 +4232,67 @@ def ix_(*args):
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
     """np.histogram's edges (its checks, and its errors for a range taken from the data)."""
     return histogram(a, bins, range, weights=weights)[1]
+
+
+def _stand_in_laid_out(t: Tensor) -> np.ndarray:
+    """Zeros of ``t``'s shape and dtype laid out in memory as the model says NumPy's array is."""
+    strides = layout.strides_of(t.node)
+    if not t.size:
+        return np.zeros(t.shape, t.dtype)
+    start = sum((n - 1) * -s for n, s in zip(t.shape, strides) if s < 0 and n)
+    span = start + sum((n - 1) * s for n, s in zip(t.shape, strides) if s > 0 and n) + 1
+    return np.ndarray(t.shape, t.dtype, np.zeros(span if t.size else 1, t.dtype), start * t.dtype.itemsize,
+                      tuple(s * t.dtype.itemsize for s in strides))
+
+
+def _laid_out_by_numpy(impl, numpy_fn):
+    """``impl`` whose results are laid out as NumPy's own ``numpy_fn`` lays out its results, which it is
+    asked for on zeros laid out as the arguments are (for functions whose layout follows rules of
+    their own: a diagonal's view, apply_along_axis's buffer, einsum's iterator); a result whose
+    arguments' layouts the model does not know is marked so (``layout.known``)."""
+    def stand_in(value):
+        if isinstance(value, Tensor):
+            return _stand_in_laid_out(value)
+        if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+            return type(value)(stand_in(v) for v in value)
+        return value
+
+    def tensors(value):
+        return [value] if isinstance(value, Tensor) else \
+            [t for v in value for t in tensors(v)] if isinstance(value, (list, tuple)) else []
+
+    def laid_out(*args, **kwargs):
+        result = impl(*args, **kwargs)
+        results = _flatten_leaves(result)
+        numpys = [None] * len(results)  # (unknown, unless NumPy says)
+        if all(layout.known(t.node) for t in tensors(list(args) + list(kwargs.values()))):
+            with np.errstate(all="ignore"), warnings.catch_warnings(), contextlib.suppress(Exception):
+                warnings.simplefilter("ignore")  # (impl has given NumPy's errors and warnings already)
+                numpys = _flatten_leaves(numpy_fn(*stand_in(args), **{k: stand_in(v) for k, v in kwargs.items()}))
+        for t, n in zip(results, numpys):
+            if not isinstance(t, Tensor) or not t.ndim:
+                continue
+            if isinstance(n, np.ndarray) and n.shape == t.shape and not any(s % n.itemsize for s in n.strides):
+                t.node = P.laid_out(t.node, tuple(s // n.itemsize for s in n.strides))
+            else:
+                t.node = P.layout_unknown(t.node)
+        return result
+    laid_out.__name__, laid_out.__doc__ = impl.__name__, impl.__doc__
+    return laid_out
+
+
+def _flatten_leaves(value) -> list:
+    return [v for item in value for v in _flatten_leaves(item)] if isinstance(value, (list, tuple)) else [value]
+
+
+diagonal = _laid_out_by_numpy(diagonal, np.diagonal)
+diag = _laid_out_by_numpy(diag, np.diag)
+einsum = _laid_out_by_numpy(einsum, np.einsum)
+nanmedian = _laid_out_by_numpy(nanmedian, np.nanmedian)
+nanquantile = _laid_out_by_numpy(nanquantile, np.nanquantile)
+nanpercentile = _laid_out_by_numpy(nanpercentile, np.nanpercentile)
+unravel_index = _laid_out_by_numpy(unravel_index, np.unravel_index)
+sliding_window_view = _laid_out_by_numpy(sliding_window_view, np.lib.stride_tricks.sliding_window_view)
 
 
 FUNCTIONS = {
@@ -4416,8 +4477,13 @@ def getitem(t: Tensor, key):
     if all(isinstance(k, Tensor) and k.numpy_scalar for k in key if _is_advanced(k)) and \
             not (element and result.ndim == 0):
         # NumPy indexes by a NumPy integer (a traced one here) as by an int: the result is a view, at
-        # positions only the kernel knows, so it keeps the array from being updated while it lives
-        return view(result.node, t)
+        # positions only the kernel knows, so it keeps the array from being updated while it lives; it
+        # strides as the sliced array does along the axes it keeps (``layout``)
+        if not layout.known(y):
+            return view(P.layout_unknown(result.node), t)
+        strides = tuple(layout.strides_of(y)[axis] if kind == "keep" else 0
+                        for axis, (kind, _) in _axes(out_shape) if kind in ("keep", "new"))
+        return view(P.laid_out(result.node, strides), t)
     return result
 
 
@@ -4475,15 +4541,20 @@ def _advanced_index(y, out_shape, advanced):
     if perm != list(range(len(perm))):
         z = P.transpose(z, perm)
     z = P.reshape(z, tuple(final))
-    # NumPy fills a fresh C-ordered array of the broadcast index axes, then the kept ones, and moves
-    # the index axes into place: that is its layout (``layout``), whatever the steps above imply
-    final_labels = ([] if adjacent else ["B"] * len(b_shape))
+    # NumPy fills a fresh array of the broadcast index axes, then the kept ones in the order they lie in
+    # memory ("K"), and moves the index axes into place: that is its layout (``layout``), whatever the
+    # steps above imply (modelled where no kept axis of the operand is broadcast: NumPy's iterator orders
+    # those otherwise)
+    if not layout.known(y) or any(s == 0 and n > 1 for s, n in zip(layout.strides_of(y), y.shape)):
+        return P.layout_unknown(z)
+    final_axes = ([] if adjacent else ["B"] * len(b_shape))  # what each axis of the result is
     for axis, (kind, _) in _axes(out_shape):
         if kind in ("new", "keep"):
-            final_labels.append(kind)
-        elif "B" not in final_labels:
-            final_labels += ["B"] * len(b_shape)
-    order = [i for i, label in enumerate(final_labels) if label == "B"] + \
-            [i for i, label in enumerate(final_labels) if label != "B"]
+            final_axes.append(axis if kind == "keep" else "new")
+        elif "B" not in final_axes:
+            final_axes += ["B"] * len(b_shape)
+    memory = [d for d in layout.iteration_order(y.shape, [layout.strides_of(y)]) if d in final_axes]
+    order = [i for i, a in enumerate(final_axes) if a == "B"] + [final_axes.index(d) for d in memory] + \
+        [i for i, a in enumerate(final_axes) if a == "new"]
     return P.laid_out(z, layout.contiguous_strides(z.shape, tuple(order)))
 

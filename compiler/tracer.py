@@ -258,7 +258,7 @@ class Tensor:
         """A fresh array of the same values (so it may be updated in place), laid out in ``order`` as
         NumPy's copy is (``layout`` works out what "K" and "A" make of the operand's layout)."""
         order = memory_order(order, "C")
-        if self.ndim > 1:
+        if self.ndim:  # (a 1-d copy of a reversed view runs forward again)
             return Tensor(P.copy(self.node, order), scalar=self.scalar)
         return Tensor(self.node, scalar=self.scalar)
 

@@ -59,13 +59,23 @@ def _step(x, kind: str, rng):
             np.copyto(y, x)
             return view
         return y
+    if kind == "diagonal" and x.ndim > 1:  # a view by NumPy's own rules: asked of NumPy on a stand-in
+        axis1, axis2 = (int(a) for a in rng.choice(x.ndim, 2, replace=False))
+        return np.diagonal(x, int(rng.integers(-1, 2)), axis1, axis2)
+    if kind == "einsum" and x.ndim > 1:  # einsum's iterator lays its result out by its operands
+        letters = "abcdefgh"[:x.ndim]
+        return np.einsum(f"{letters}->{letters[1:]}", x)
+    if kind == "fancy":  # advanced indexing: the index axes first in memory, then the kept ones as they lay
+        axis = int(rng.integers(0, x.ndim))
+        index = rng.integers(0, x.shape[axis], tuple(int(n) for n in rng.choice([1, 2, 3], int(rng.integers(1, 3)))))
+        return x[(slice(None),) * axis + (index,)]
     if kind == "astype":
         return x.astype(np.float64, order=[None, "K", "C", "F", "A"][int(rng.integers(0, 5))], copy=bool(rng.random() < 0.8))
     return x
 
 
 KINDS = ["transpose", "slice", "ufunc", "binary", "sum", "sum keepdims", "reshape", "copy", "copy K", "broadcast", "astype",
-         "reverse", "like", "write"]
+         "reverse", "like", "write", "fancy", "diagonal", "einsum"]
 
 
 def _sized_strides(shape, strides):
@@ -75,7 +85,7 @@ def _sized_strides(shape, strides):
 @pytest.mark.parametrize("seed", range(8))
 def test_the_model_gives_numpys_strides(seed):
     rng = np.random.default_rng(seed)
-    laid_out = 0
+    laid_out = guessed = 0
     for _ in range(150):
         shape = tuple(int(n) for n in rng.choice([1, 2, 3, 5], int(rng.integers(2, 5))))
         steps = [(str(rng.choice(KINDS)), int(rng.integers(0, 1 << 30))) for _ in range(int(rng.integers(1, 5)))]
@@ -90,9 +100,15 @@ def test_the_model_gives_numpys_strides(seed):
         model = layout.numpy_strides(topological(outputs))[outputs[0].id]
         real = program(x)
         numpy_strides = tuple(s // real.itemsize for s in real.strides)
+        if not real.size:  # (an empty diagonal: no element to lay out)
+            continue
+        if not layout.known(outputs[0]):  # a guess, and said to be one (advanced indexing of a broadcast)
+            guessed += 1
+            continue
         assert _sized_strides(real.shape, model) == _sized_strides(real.shape, numpy_strides), (shape, steps)
         laid_out += not real.flags.c_contiguous
     assert laid_out > 20  # the programs do reach layouts other than C's
+    assert guessed < 10
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -111,7 +127,8 @@ def test_an_argument_passed_as_a_view_starts_the_model_from_its_strides(seed):
         _, outputs, _, _ = trace(program, (x,), {})
         model = layout.numpy_strides(topological(outputs))[outputs[0].id]
         real = program(x)
-        assert _sized_strides(real.shape, model) == _sized_strides(real.shape, tuple(s // real.itemsize for s in real.strides)), steps
+        if layout.known(outputs[0]) and real.size:
+            assert _sized_strides(real.shape, model) == _sized_strides(real.shape, tuple(s // real.itemsize for s in real.strides)), steps
 
 
 def test_iteration_order_follows_strides_and_keeps_c_order_on_ties():
@@ -179,18 +196,13 @@ def test_results_come_back_laid_out_as_numpys():
         real, got = program(x), jit(program)(x)
         assert got.dtype == real.dtype and np.array_equal(got, real), steps
         real_strides = tuple(s // real.itemsize for s in real.strides)
-        if real.flags.c_contiguous or layout.memory_axes(real.shape, real_strides) is None:
+        _, outputs, _, _ = trace(program, (x,), {})
+        if not layout.known(outputs[0]) or real.flags.c_contiguous or layout.memory_axes(real.shape, real_strides) is None:
             assert got.flags.c_contiguous, steps
         else:
             assert _sized_strides(real.shape, got.strides) == _sized_strides(real.shape, real.strides), steps
             permuted += 1
     assert permuted > 10
-
-
-# ops whose NumPy result is a view the trace gathers (a diagonal, sliding windows) or laid out by NumPy's
-# own rules from its operands (einsum's): the model does not know their layout (``layout.known``), so
-# they and what is laid out after them come back C-ordered, and are summed as fresh C arrays
-LAYOUT_UNKNOWN = {"diag", "diagonal", "method.diagonal", "trace", "method.trace", "einsum", "sliding_window_view"}
 
 
 def _registry_results(seeds):
@@ -240,4 +252,6 @@ def test_every_registered_op_lays_its_result_out_as_numpy_does():
             model, real = layout.strides_of(g.node), tuple(s // w.itemsize for s in w.strides)
             assert _sized_strides(w.shape, model) == _sized_strides(w.shape, real), (name, w.shape, model, real)
     assert checked > 500
-    assert unknown <= LAYOUT_UNKNOWN, unknown - LAYOUT_UNKNOWN
+    # the model knows every registered op's layout over C-ordered operands (it only guesses, and says so,
+    # after advanced indexing of a broadcast array: NumPy's iterator orders those by rules of its own)
+    assert not unknown, unknown
