@@ -4234,14 +4234,14 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     return histogram(a, bins, range, weights=weights)[1]
 
 
-def _stand_in_laid_out(t: Tensor) -> np.ndarray:
-    """Zeros of ``t``'s shape and dtype laid out in memory as the model says NumPy's array is."""
+def _stand_in_laid_out(t: Tensor, fill: int = 0) -> np.ndarray:
+    """``fill`` in ``t``'s shape and dtype, laid out in memory as the model says NumPy's array is."""
     strides = layout.strides_of(t.node)
     if not t.size:
         return np.zeros(t.shape, t.dtype)
     start = sum((n - 1) * -s for n, s in zip(t.shape, strides) if s < 0 and n)
     span = start + sum((n - 1) * s for n, s in zip(t.shape, strides) if s > 0 and n) + 1
-    return np.ndarray(t.shape, t.dtype, np.zeros(span if t.size else 1, t.dtype), start * t.dtype.itemsize,
+    return np.ndarray(t.shape, t.dtype, np.full(span, fill, t.dtype), start * t.dtype.itemsize,
                       tuple(s * t.dtype.itemsize for s in strides))
 
 
@@ -4250,11 +4250,11 @@ def _laid_out_by_numpy(impl, numpy_fn):
     asked for on zeros laid out as the arguments are (for functions whose layout follows rules of
     their own: a diagonal's view, apply_along_axis's buffer, einsum's iterator); a result whose
     arguments' layouts the model does not know is marked so (``layout.known``)."""
-    def stand_in(value):
+    def stand_in(value, fill):
         if isinstance(value, Tensor):
-            return _stand_in_laid_out(value)
+            return _stand_in_laid_out(value, fill)
         if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
-            return type(value)(stand_in(v) for v in value)
+            return type(value)(stand_in(v, fill) for v in value)
         return value
 
     def tensors(value):
@@ -4266,9 +4266,12 @@ def _laid_out_by_numpy(impl, numpy_fn):
         results = _flatten_leaves(result)
         numpys = [None] * len(results)  # (unknown, unless NumPy says)
         if all(layout.known(t.node) for t in tensors(list(args) + list(kwargs.values()))):
-            with np.errstate(all="ignore"), warnings.catch_warnings(), contextlib.suppress(Exception):
-                warnings.simplefilter("ignore")  # (impl has given NumPy's errors and warnings already)
-                numpys = _flatten_leaves(numpy_fn(*stand_in(args), **{k: stand_in(v) for k, v in kwargs.items()}))
+            for fill in (0, 1):  # (ones where zeros are no valid argument: weights that sum to 0)
+                with np.errstate(all="ignore"), warnings.catch_warnings(), contextlib.suppress(Exception):
+                    warnings.simplefilter("ignore")  # (impl has given NumPy's errors and warnings already)
+                    numpys = _flatten_leaves(numpy_fn(*stand_in(args, fill),
+                                                      **{k: stand_in(v, fill) for k, v in kwargs.items()}))
+                    break
         for t, n in zip(results, numpys):
             if not isinstance(t, Tensor) or not t.ndim:
                 continue
@@ -4293,6 +4296,18 @@ nanquantile = _laid_out_by_numpy(nanquantile, np.nanquantile)
 nanpercentile = _laid_out_by_numpy(nanpercentile, np.nanpercentile)
 unravel_index = _laid_out_by_numpy(unravel_index, np.unravel_index)
 sliding_window_view = _laid_out_by_numpy(sliding_window_view, np.lib.stride_tricks.sliding_window_view)
+median = _laid_out_by_numpy(median, np.median)
+quantile = _laid_out_by_numpy(quantile, np.quantile)
+percentile = _laid_out_by_numpy(percentile, np.percentile)
+# NumPy's concatenate allocates its result in the order its operands lie in memory where they agree
+concatenate = _laid_out_by_numpy(concatenate, np.concatenate)
+stack = _laid_out_by_numpy(stack, np.stack)
+hstack = _laid_out_by_numpy(hstack, np.hstack)
+vstack = _laid_out_by_numpy(vstack, np.vstack)
+dstack = _laid_out_by_numpy(dstack, np.dstack)
+column_stack = _laid_out_by_numpy(column_stack, np.column_stack)
+block = _laid_out_by_numpy(block, np.block)
+append = _laid_out_by_numpy(append, np.append)
 
 
 FUNCTIONS = {
