@@ -2680,7 +2680,7 @@ def select(condlist, choicelist, default=0):
         np.broadcast_shapes(condition.shape, shape)  # NumPy's copyto refuses what does not fit the result
         np.broadcast_shapes(() if weak(choice) else choice.shape, shape)
         result = np.where(condition, as_result(choice, "same_kind"), result)
-    return Tensor(P.broadcast_to(_node(result), shape))
+    return _fresh(Tensor(P.broadcast_to(_node(result), shape)))  # (NumPy's np.full, written into in place)
 
 
 def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
@@ -2706,7 +2706,7 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None
         found = np.zeros(e.shape, bool)
         return Tensor(const_node(~found if invert else found))
     found = np.any(e[..., None] == tests, axis=-1)
-    return Tensor(_node(~found if invert else found))
+    return _fresh(Tensor(_node(~found if invert else found)))  # (NumPy's in1d of the raveled array, reshaped)
 
 
 def unravel_index(indices, shape, order="C"):
