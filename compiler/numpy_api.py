@@ -1508,7 +1508,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
             raise NotImplementedError(f"np.isclose: a non-finite {name} (NumPy warns or raises per np.seterr)")
     x, y = (v if isinstance(v, (int, float, Tensor)) else np.asanyarray(v) for v in (a, b))
     if getattr(y, "dtype", None) is not None:
-        y = y.astype(np.result_type(y.dtype, 1.0)) if isinstance(y, Tensor) else np.asanyarray(y, np.result_type(y, 1.0))
+        y = y.astype(np.result_type(y.dtype, 1.0), copy=False) if isinstance(y, Tensor) else np.asanyarray(y, np.result_type(y, 1.0))
     elif isinstance(y, int):
         y = float(y)
     rtol, atol = (t if isinstance(t, (int, float)) else np.asanyarray(t) for t in (rtol, atol))
@@ -3132,8 +3132,17 @@ def _correlation(x: Tensor, w: Tensor, mode) -> Tensor:
     x, w = x.astype(dtype), w.astype(dtype)
     zeros = const_node(np.zeros(m - 1, dtype))
     padded = P.concat([zeros, x.node, zeros], 0) if m > 1 else x.node
-    windows = P.gather(padded, const_node(np.arange(n + m - 1)[:, None] + np.arange(m)[None, :]), 0)
-    full = P.reshape(P.matmul(windows, P.reshape(w.node, (m, 1))), (n + m - 1,))
+    positions = np.arange(n + m - 1)[:, None] + np.arange(m)[None, :]
+    windows = P.gather(padded, const_node(positions), 0)
+    if dtype.kind == "f" and m > 1:
+        # NumPy adds only the products of overlapping elements (a padding zero times an inf or NaN of the
+        # other operand is no term of its sum): each window's products, those past an end left out
+        inside = (positions >= m - 1) & (positions < n + m - 1)
+        wide = np.dtype(np.float32) if dtype == np.float16 else dtype  # (NumPy's half dot sums in float32)
+        products = Tensor(windows).astype(wide) * w.astype(wide)[None, :]
+        full = sum_(where(inside, products, 0), axis=1).astype(dtype).node
+    else:
+        full = P.reshape(P.matmul(windows, P.reshape(w.node, (m, 1))), (n + m - 1,))
     kind = {"v": 0, "s": 1, "f": 2}[mode.lower()[0]] if isinstance(mode, str) else operator.index(mode)
     if kind == 2:
         return Tensor(full)

@@ -224,3 +224,23 @@ def test_a_python_float_under_an_unsafe_integer_dtype_is_cast_as_numpy_casts_it(
     np.testing.assert_array_equal(got, want)
     with pytest.raises(OverflowError, match="out of bounds"):
         jit(lambda a: np.add(a, -3, dtype=np.uint8, casting="unsafe"))(x)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_convolution_adds_only_overlapping_products_as_numpy_does(dtype):
+    # Fuzzer finding (seed 1160): np.poly of NaN roots gave NaN where NumPy gives its leading 1.0. The
+    # convolution multiplied its zero padding by the other operand, and 0 * NaN (or inf) is NaN, where
+    # NumPy's correlate adds only the products of elements that overlap.
+    a = np.array([0.5, -1.5, 2.0, 3.0, -0.25, 1.0, 4.0], dtype)
+    v = np.array([1.0, np.nan, np.inf, 2.0], dtype)
+    for fn in (lambda x, y: np.convolve(x, y), lambda x, y: np.convolve(x, y, "same"), lambda x, y: np.correlate(x, y),
+               lambda x, y: np.correlate(y, x, "full")):
+        with np.errstate(invalid="ignore"):
+            want = fn(a, v)
+        got = jit(fn)(a, v)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=1e-3 if dtype == np.float16 else 1e-6)
+    roots = np.array([np.nan, 2.0, np.nan], dtype)
+    want, got = np.poly(roots), jit(np.poly)(roots)
+    assert got.dtype == want.dtype and got[0] == want[0] == 1.0 and np.isnan(got[1:]).all() == np.isnan(want[1:]).all()
