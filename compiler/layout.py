@@ -178,7 +178,7 @@ def _remembered(node: Node, name: str, compute):
 
 
 def strides_of(node: Node) -> tuple:
-    """The NumPy strides of one node (as ``numpy_strides`` gives them)."""
+    """The NumPy strides of one node, worked out from its ancestors'."""
     return _remembered(node, "_numpy_strides", _strides_of)
 
 
@@ -199,11 +199,8 @@ def _known(node: Node, inputs: dict) -> bool:
 
 
 def numpy_strides(nodes: list[Node]) -> dict[int, tuple]:
-    """The NumPy strides of each node (by id) of ``nodes``, given in topological order."""
-    strides: dict[int, tuple] = {}
-    for node in nodes:
-        strides[node.id] = _strides_of(node, strides)
-    return strides
+    """The NumPy strides of each node (by id) of ``nodes`` (``strides_of``)."""
+    return {node.id: strides_of(node) for node in nodes}
 
 
 def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:

@@ -190,19 +190,18 @@ class Emitter:
     def _constant(self, node: Node) -> str:
         t = dt.tensor_type(node.shape, node.dtype)
         value = node.value.astype(np.uint8) if dt.is_bool(node.dtype) else node.value  # stored as i8
-        if node.size <= INLINE_CONST_LIMIT or is_splat(value):
-            return self.assign(f"arith.constant dense<{_const_text(value)}> : {t}", node.loc)
-        self.hidden.append(np.ascontiguousarray(value))
-        self.hidden_types.append(t)
-        return f"%hidden{len(self.hidden) - 1}"
+        return self._array(value, t, node.size <= INLINE_CONST_LIMIT or is_splat(value), node.loc)
 
     def _table(self, values: np.ndarray, loc) -> str:
         """An integer table of the lowering's own (a pairwise tree's): in the IR while small, past
         LARGE_TABLE entries a hidden argument, so the IR does not grow with a long row's leaves."""
-        t = dt.tensor_type(values.shape, values.dtype)
-        if values.size <= LARGE_TABLE:
-            return self.assign(f"arith.constant dense<{_const_text(values)}> : {t}", loc)
-        self.hidden.append(np.ascontiguousarray(values))
+        return self._array(values, dt.tensor_type(values.shape, values.dtype), values.size <= LARGE_TABLE, loc)
+
+    def _array(self, value: np.ndarray, t: str, inline: bool, loc) -> str:
+        """A constant array of type ``t``: written into the IR when ``inline``, else a hidden argument."""
+        if inline:
+            return self.assign(f"arith.constant dense<{_const_text(value)}> : {t}", loc)
+        self.hidden.append(np.ascontiguousarray(value))
         self.hidden_types.append(t)
         return f"%hidden{len(self.hidden) - 1}"
 

@@ -17,7 +17,7 @@ import numpy as np
 from . import dtypes as dt
 from . import layout
 from . import primitives as P
-from .graph import const_node, topological
+from .graph import const_node
 from .tracer import (READ_ONLY, FlatIterator, Tensor, as_node, as_operand, call_library_function, gathered, memory_order,
                      update_in_place, view)
 
@@ -849,7 +849,7 @@ def _like(value):
         dtype = x.dtype if dtype is None else dt.check_supported(dtype, "np.ones_like/zeros_like/full_like")
         made = const_node(np.full(shp, fill, dtype=dtype))
         # NumPy lays the new array out as ``order`` asks, after a's layout ("K": like a), which its sums follow
-        strides = layout.ordered(made.shape, order, x.shape, layout.numpy_strides(topological([x]))[x.id])
+        strides = layout.ordered(made.shape, order, x.shape, layout.strides_of(x))
         if strides != layout.contiguous_strides(made.shape):
             made.attrs["strides"] = strides
         return Tensor(made)

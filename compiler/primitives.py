@@ -925,8 +925,8 @@ def _make(op: str, inputs, shape, dtype, **attrs) -> Node:
         value = PRIMITIVES[op].evaluate(node, [i.value for i in inputs])
         folded = const_node(np.asarray(value, dtype=node.dtype).reshape(node.shape), node.loc)
         # the layout NumPy would give it (a view of a constant, what np.zeros_like made), which its sums follow
-        from .layout import contiguous_strides, numpy_strides  # (layout reads this module's UFUNCS)
-        strides = numpy_strides([*inputs, node])[node.id]
+        from .layout import contiguous_strides, strides_of  # (layout reads this module's UFUNCS)
+        strides = strides_of(node)
         if strides != contiguous_strides(node.shape):
             folded.attrs["strides"] = strides
         return folded

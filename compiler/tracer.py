@@ -432,8 +432,13 @@ def _converting_line() -> tuple[str, str]:
     """``file:LINE`` and the source text of the line that made NumPy's C code convert a Tensor (np.asarray,
     np.array, ... leave no Python frame of their own)."""
     frame = sys._getframe(2)  # (this function's caller is __array__, and its caller the converting line)
-    text = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
-    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}", text or "(source not available)"
+    return _source_line(frame.f_code.co_filename, frame.f_lineno)
+
+
+def _source_line(filename: str, line: int) -> tuple[str, str]:
+    """``file:LINE`` and the line's source text, for an error message."""
+    text = linecache.getline(filename, line).strip() or "(source not available)"
+    return f"{os.path.basename(filename)}:{line}", text
 
 
 def element_assignment_error(error: ValueError) -> ValueError | None:
@@ -447,9 +452,8 @@ def element_assignment_error(error: ValueError) -> ValueError | None:
         tb = tb.tb_next
     if tb is None or tb.tb_frame.f_globals.get("__name__", "").split(".")[0] in ("numpy", "compiler"):
         return None
-    code = tb.tb_frame.f_code
-    text = linecache.getline(code.co_filename, tb.tb_lineno).strip() or "(source not available)"
-    return ValueError(f"{error} (at {os.path.basename(code.co_filename)}:{tb.tb_lineno}: {text})" + _INTO_NUMPY)
+    where, text = _source_line(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+    return ValueError(f"{error} (at {where}: {text})" + _INTO_NUMPY)
 
 
 class FlatIterator:

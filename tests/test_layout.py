@@ -4,18 +4,21 @@ ufuncs and reductions, the strides the model gives a traced value are those NumP
 
 from __future__ import annotations
 
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from compiler import layout
-from compiler import opinfo as oi
 from compiler.graph import topological
 from compiler.jit import jit, trace
 from compiler.tracer import Tensor
-from harness.fuzzing.cases import decode_operand, sample_op_case
 from harness.fuzzing.check import compare_layout
+
+sys.path.insert(0, str(Path(__file__).parent / "support"))
+from registry_cases import leaves, registry_cases  # noqa: E402
 
 
 def _step(x, kind: str, rng):
@@ -209,33 +212,22 @@ def test_results_come_back_laid_out_as_numpys():
 
 
 def _registry_results(seeds):
-    for name, info in oi.REGISTRY.items():
-        for seed in seeds:
-            case = sample_op_case(oi.RandomChooser(31 * seed + 7 + sum(map(ord, name))), info)
-            operands = [decode_operand(o) for o in case["operands"]]
-            try:
-                with np.errstate(all="ignore"):
-                    want = list(_leaves(info([o.copy() for o in operands], case["params"])))
-            except Exception:  # noqa: BLE001 (a case NumPy refuses: the fuzzer checks the compiler refuses it too)
-                continue
-            got = []
-
-            def fn(*xs, info=info, params=case["params"], got=got):
-                out = info([x.copy() for x in xs], params)
-                got.extend(_leaves(out))
-                return out
-
+    for name, info, params, operands in registry_cases(seeds):
+        try:
             with np.errstate(all="ignore"):
-                trace(fn, tuple(operands), {})
-            yield name, want, got
+                want = list(leaves(info([o.copy() for o in operands], params)))
+        except Exception:  # noqa: BLE001 (a case NumPy refuses: the fuzzer checks the compiler refuses it too)
+            continue
+        got = []
 
+        def fn(*xs, info=info, params=params, got=got):
+            out = info([x.copy() for x in xs], params)
+            got.extend(leaves(out))
+            return out
 
-def _leaves(value):
-    if isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _leaves(v)
-    else:
-        yield value
+        with np.errstate(all="ignore"):
+            trace(fn, tuple(operands), {})
+        yield name, want, got
 
 
 def test_every_registered_op_lays_its_result_out_as_numpy_does():
@@ -265,27 +257,25 @@ def test_registered_ops_on_views_come_back_laid_out_as_numpys():
     # the caller's strides): a result that comes back laid out otherwise than C-contiguously has NumPy's
     # strides (the fuzzer's check, over C-ordered operands, is the same)
     problems, ran = [], 0
-    for name, info in oi.REGISTRY.items():
-        for seed in range(2):
-            case = sample_op_case(oi.RandomChooser(53 * seed + 11), info)
-            operands = [decode_operand(o) for o in case["operands"]]
+    for seed in range(2):
+        for name, info, params, operands in registry_cases([seed]):
             views = [(np.asfortranarray(o) if seed else o.T.copy().T) if isinstance(o, np.ndarray) and o.ndim > 1 else o
                      for o in operands]
             if not any(isinstance(o, np.ndarray) and o.ndim > 1 for o in operands):
                 continue
 
-            def fn(*xs, info=info, params=case["params"]):
+            def fn(*xs, info=info, params=params):
                 return info(list(xs), params)
 
             try:
                 with np.errstate(all="ignore"), warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    want = list(_leaves(fn(*[o.copy(order="K") if isinstance(o, np.ndarray) else o for o in views])))
-                    got = list(_leaves(jit(fn)(*views)))
+                    want = list(leaves(fn(*[o.copy(order="K") if isinstance(o, np.ndarray) else o for o in views])))
+                    got = list(leaves(jit(fn)(*views)))
             except Exception:  # noqa: BLE001 (refusals and NumPy's errors are the fuzzer's to compare)
                 continue
             ran += 1
             for w, g in zip(want, got):
-                problems += compare_layout(w, g, f"{name} {case['params']}")
+                problems += compare_layout(w, g, f"{name} {params}")
     assert ran > 250
     assert not problems, problems

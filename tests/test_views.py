@@ -7,30 +7,26 @@ to NumPy's sharing: a result is a view of an operand exactly where NumPy's is.""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from compiler import jit
-from compiler import opinfo as oi
 from compiler.jit import trace
 from compiler.tracer import READ_ONLY, Tensor
-from harness.fuzzing.cases import decode_operand, sample_op_case
+
+sys.path.insert(0, str(Path(__file__).parent / "support"))
+from registry_cases import leaves, registry_cases  # noqa: E402
 
 X = np.arange(12.0).reshape(3, 4) - 4.5
-
-
-def _leaves(value):
-    if isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _leaves(v)
-    else:
-        yield value
 
 
 def assert_same_as_numpy(fn, *args):
     want = fn(*[np.copy(a) for a in args])
     got = jit(fn)(*args)
-    want, got = list(_leaves(want)), list(_leaves(got))
+    want, got = list(leaves(want)), list(leaves(got))
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert type(g) is type(w), (type(g), type(w))
@@ -450,18 +446,13 @@ def _relation(result, operands) -> str:
 
 
 def _cases(seeds):
-    for name, info in oi.REGISTRY.items():
-        for seed in seeds:
-            case = sample_op_case(oi.RandomChooser(31 * seed + 7 + sum(map(ord, name))), info)
-            operands = [decode_operand(o) for o in case["operands"]]
-            if all(isinstance(o, np.ndarray) for o in operands):
-                yield name, info, case["params"], operands
+    return registry_cases(seeds, arrays_only=True)
 
 
 def _numpy_relations(info, params, operands):
     fresh = [o.copy() for o in operands]
     with np.errstate(all="ignore"):
-        results = list(_leaves(info(fresh, params)))
+        results = list(leaves(info(fresh, params)))
     return [_relation(r, fresh) if np.size(r) else None for r in results]  # an empty result shares nothing
 
 
@@ -471,7 +462,7 @@ def _traced_relations(info, params, operands):
     def fn(*xs):
         fresh = [x.copy() for x in xs]
         out = info(fresh, params)
-        relations.extend(_relation(r, fresh) for r in _leaves(out))
+        relations.extend(_relation(r, fresh) for r in leaves(out))
         return out
     trace(fn, tuple(operands), {})
     return relations
@@ -500,7 +491,7 @@ def _views_of_operands():
     for name, info, params, operands in _cases(range(2)):
         try:
             fresh = [o.copy() for o in operands]
-            results = list(_leaves(info(fresh, params)))
+            results = list(leaves(info(fresh, params)))
         except Exception:  # noqa: BLE001
             continue
         if name not in found and any(isinstance(r, np.ndarray) and r.size and r.flags.writeable
@@ -532,7 +523,7 @@ def test_a_view_op_writes_through_as_numpy(name):
     def fn(*xs):
         fresh = [x.copy() for x in xs]
         out = info(fresh, params)
-        for r in _leaves(out):
+        for r in leaves(out):
             if isinstance(r, np.ndarray) and r.flags.writeable or isinstance(r, Tensor) and r.aliases != READ_ONLY:
                 _bump(r)
         for f in fresh:
@@ -546,7 +537,7 @@ def test_a_view_op_writes_through_as_numpy(name):
         assert name in ("reshape", "method.reshape", "ravel", "method.ravel", "meshgrid", "broadcast_arrays", "view")
         return
     want = fn(*operands)
-    for g, w in zip(_leaves(got), _leaves(want)):
+    for g, w in zip(leaves(got), leaves(want)):
         g, w = np.asarray(g), np.asarray(w)
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_array_equal(g, w)
