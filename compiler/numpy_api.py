@@ -1162,11 +1162,34 @@ def flipud(m):
     return x[::-1, ...]
 
 
+def _fft_shift(x, axes, sign: int):
+    """np.fft.fftshift (sign 1) and ifftshift (sign -1): a roll by half of each axis (rounded down), every
+    axis when ``axes`` is None."""
+    x = _tensor(x)
+    if axes is None:
+        axes, shift = tuple(range(x.ndim)), [sign * (n // 2) for n in x.shape]
+    elif isinstance(axes, (int, np.integer)):
+        shift = sign * (x.shape[axes] // 2)
+    else:
+        shift = [sign * (x.shape[ax] // 2) for ax in axes]
+    return roll(x, shift, axes)
+
+
+def fftshift(x, axes=None):
+    return _fft_shift(x, axes, 1)
+
+
+def ifftshift(x, axes=None):
+    return _fft_shift(x, axes, -1)
+
+
 def roll(a, shift, axis=None):
     x = _tensor(a)
     if axis is None:
         return Tensor(P.reshape(roll(x.ravel(), shift, 0).node, x.shape))
     axes = [P.normalize_axes(ax, x.ndim, "np.roll")[0] for ax in np.atleast_1d(np.asarray(axis)).tolist()]
+    if not x.ndim and not axes:  # NumPy's roll builds no index for a 0-d array and fails unpacking it
+        raise ValueError("np.roll of a 0-d array along no axes: NumPy raises 'not enough values to unpack'")
     pairs = np.broadcast(np.asarray(shift), np.asarray(axes))
     if pairs.nd > 1:
         raise ValueError("'shift' and 'axis' should be scalars or 1D sequences")
@@ -4328,7 +4351,8 @@ FUNCTIONS = {
     np.geomspace: geomspace, np.packbits: packbits, np.unpackbits: unpackbits, np.linalg.cond: linalg_cond,
     np.histogramdd: histogramdd, np.histogram2d: np.histogram2d._implementation,
     np.sum: sum_, np.prod: prod, np.max: amax, np.amax: amax, np.min: amin, np.amin: amin, np.argmax: argmax, np.argmin: argmin, np.mean: mean, np.var: var, np.std: std, np.cumsum: cumsum, np.cumprod: cumprod, np.linalg.norm: linalg_norm,
-    np.flip: flip, np.fliplr: fliplr, np.flipud: flipud, np.roll: roll, np.repeat: repeat, np.tile: tile, np.diff: diff,
+    np.flip: flip, np.fliplr: fliplr, np.flipud: flipud, np.roll: roll, np.fft.fftshift: fftshift,
+    np.fft.ifftshift: ifftshift, np.repeat: repeat, np.tile: tile, np.diff: diff,
     np.pad: pad, np.nan_to_num: nan_to_num, np.moveaxis: moveaxis, np.atleast_1d: atleast_1d,
     np.atleast_2d: atleast_2d, np.atleast_3d: atleast_3d, np.column_stack: column_stack, np.dstack: dstack,
     np.diagonal: diagonal, np.trace: trace, np.diag: diag, np.take_along_axis: take_along_axis, np.ptp: ptp,
@@ -4359,10 +4383,41 @@ FUNCTIONS = {
 }
 
 
+_DATA_DEPENDENT = "the length of its result depends on the values, which a trace does not know"
+_ITERATIVE = ("LAPACK's iterative eigenvalue and singular value algorithms run until they converge, and the compiler "
+              "unrolls only factorizations of a fixed number of steps (solve, inv, det, cholesky, qr)")
+_COMPLEX = "its result is complex, and the compiler's dtypes are bool, integers and real floats"
+_VALUES = "a traced array's values are known only as the kernel runs: return the array and use the result"
+# why the functions that NumPy dispatches to a traced array but the compiler does not trace are refused
+_REFUSED = {
+    **dict.fromkeys((np.argwhere, np.nonzero, np.flatnonzero, np.extract, np.unique, np.unique_all, np.unique_counts,
+                     np.unique_inverse, np.unique_values, np.intersect1d, np.setdiff1d, np.setxor1d, np.union1d,
+                     np.trim_zeros, np.polydiv), _DATA_DEPENDENT),
+    np.bincount: "the length of its result is the largest value plus one, which a trace does not know "
+                 "(where the values are known to lie below n, (x[:, None] == np.arange(n)).sum(axis=0) counts them)",
+    **dict.fromkeys((np.linalg.eig, np.linalg.eigh, np.linalg.eigvals, np.linalg.eigvalsh, np.linalg.svd,
+                     np.linalg.svdvals, np.linalg.pinv, np.linalg.matrix_rank, np.linalg.lstsq, np.polyfit,
+                     np.roots), _ITERATIVE),
+    **dict.fromkeys((np.fft.fft, np.fft.fft2, np.fft.fftn, np.fft.ifft, np.fft.ifft2, np.fft.ifftn, np.fft.rfft,
+                     np.fft.rfft2, np.fft.rfftn, np.fft.irfft, np.fft.irfft2, np.fft.irfftn, np.fft.hfft,
+                     np.fft.ihfft, np.sort_complex), _COMPLEX),
+    **dict.fromkeys((np.partition, np.argpartition),
+                    "NumPy's introselect leaves the elements other than the k-th in an order of its own "
+                    "(np.sort gives the k-th element in its place and a defined order around it)"),
+    **dict.fromkeys((np.array2string, np.array_repr, np.array_str, np.printoptions, np.save, np.savetxt, np.savez,
+                     np.savez_compressed), _VALUES),
+    **dict.fromkeys((np.may_share_memory, np.shares_memory),
+                    "a compiled function's arrays have values, not a memory layout NumPy code could inspect"),
+    **dict.fromkeys((np.busday_count, np.busday_offset, np.is_busday, np.datetime_as_string),
+                    "datetime64 is not among the compiler's dtypes"),
+}
+
+
 def apply_function(func, args, kwargs):
     impl = FUNCTIONS.get(func)
     if impl is None:
-        raise NotImplementedError(f"{_public_name(func)} is not supported by the compiler")
+        why = _REFUSED.get(func)
+        raise NotImplementedError(f"{_public_name(func)} is not supported by the compiler" + (f": {why}" if why else ""))
     return call_library_function(impl, *args, **kwargs)
 
 

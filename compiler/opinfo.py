@@ -1297,6 +1297,16 @@ def _pad_call(xs, p):
     return np.pad(xs[0], p["pad_width"], p["mode"], **{k: v for k, v in p.items() if k not in ("pad_width", "mode")})
 
 
+def _fft_shift_params(c, shape):
+    """Every axis (None), one axis, or a list of axes (negative ones, repeats: NumPy rolls twice)."""
+    nd = len(shape)
+    if not nd or c.pick((0, 1)):
+        return {"axes": None}
+    if c.pick((0, 1)):
+        return {"axes": c.integer(-nd, nd - 1)}
+    return {"axes": [c.integer(-nd, nd - 1) for _ in range(c.integer(1, 3))]}
+
+
 def _pad_mean_scale(xs, p):
     """The largest magnitude, times the root of the most elements one band's mean sums."""
     a = np.abs(_as_float(xs[0]))
@@ -1308,6 +1318,8 @@ _single("flip", lambda xs, p: np.flip(xs[0], tuple(p["axis"]) if isinstance(p["a
 _single("fliplr", lambda xs, p: np.fliplr(xs[0]), lambda c, s: {}, "np.fliplr", min_rank=2)
 _single("flipud", lambda xs, p: np.flipud(xs[0]), lambda c, s: {}, "np.flipud", min_rank=1)
 _single("roll", lambda xs, p: np.roll(xs[0], p["shift"], p["axis"]), _roll_params, "np.roll")
+_single("fftshift", lambda xs, p: np.fft.fftshift(xs[0], p["axes"]), _fft_shift_params, "np.fft.fftshift")
+_single("ifftshift", lambda xs, p: np.fft.ifftshift(xs[0], p["axes"]), _fft_shift_params, "np.fft.ifftshift")
 _single("repeat", lambda xs, p: np.repeat(xs[0], p["repeats"], p["axis"]), _repeat_params, "np.repeat")
 _single("method.repeat", lambda xs, p: xs[0].repeat(p["repeats"], p["axis"]), _repeat_params, "x.repeat")
 _single("tile", lambda xs, p: np.tile(xs[0], p["reps"]), _tile_params, "np.tile", max_rank=3)

@@ -120,6 +120,9 @@ class Tensor:
     def __float__(self):
         raise TypeError("a traced Tensor cannot be converted to float inside a compiled function" + _INTO_NUMPY)
 
+    def __complex__(self):
+        raise TypeError("a traced Tensor cannot be converted to complex inside a compiled function" + _INTO_NUMPY)
+
     def __int__(self):
         raise TypeError("a traced Tensor cannot be converted to int inside a compiled function" + _INTO_NUMPY)
 

@@ -268,6 +268,35 @@ def test_data_dependent_control_flow_is_a_type_error():
         jit(relu_branch)(X)
     with pytest.raises(TypeError, match="cannot be converted to float"):
         jit(lambda x: x * float(x[0, 0]))(X)
+    with pytest.raises(TypeError, match="cannot be converted to complex"):
+        jit(lambda x: x * complex(x[0, 0]).real)(X)
+
+
+@pytest.mark.parametrize("fn, why", [
+    (lambda x: np.unique(x), "the length of its result depends on the values"),
+    (lambda x: np.flatnonzero(x), "the length of its result depends on the values"),
+    (lambda x: np.bincount(x.astype(np.int64).ravel() + 1), r"largest value plus one.*np\.arange\(n\)"),
+    (lambda x: np.linalg.svd(x), "iterative eigenvalue and singular value algorithms"),
+    (lambda x: np.linalg.pinv(x), "iterative eigenvalue and singular value algorithms"),
+    (lambda x: np.fft.rfft(x), "its result is complex"),
+    (lambda x: np.partition(x, 1), "introselect"),
+    (lambda x: np.array2string(x), "values are known only as the kernel runs"),
+    (lambda x: np.shares_memory(x, x[0]), "not a memory layout"),
+], ids=["unique", "flatnonzero", "bincount", "svd", "pinv", "rfft", "partition", "array2string", "shares_memory"])
+def test_refused_numpy_functions_say_why(fn, why):
+    with pytest.raises(NotImplementedError, match="is not supported by the compiler: .*" + why):
+        jit(fn)(X)
+
+
+def test_every_numpy_function_a_trace_meets_is_traced_or_refused_with_a_reason():
+    """NumPy hands the trace every function of its array-function protocol: each one the NumPy installed
+    here has is either traced or on the list of refusals with their reasons (a new NumPy's functions
+    show up here)."""
+    from compiler.numpy_api import _REFUSED, FUNCTIONS
+    dispatched = {f"{mod.__name__}.{name}" for mod in (np, np.linalg, np.fft, np.lib.stride_tricks)
+                  for name in dir(mod) if type(getattr(mod, name)).__name__ == "_ArrayFunctionDispatcher"
+                  and getattr(mod, name) not in FUNCTIONS and getattr(mod, name) not in _REFUSED}
+    assert dispatched == set()
 
 
 @pytest.mark.parametrize("fn, match", [
