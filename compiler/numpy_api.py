@@ -4412,11 +4412,23 @@ _REFUSED = {
                     "datetime64 is not among the compiler's dtypes"),
 }
 
+# ... and whole modules of them, by the module NumPy names as theirs
+_REFUSED_MODULES = {
+    "numpy.lib.scimath": "its result is complex where an argument lies outside the real function's domain, so the "
+                         "values decide its dtype (np.sqrt, np.log, np.power, ... are the real functions)",
+    "numpy.char": "it works on string arrays, and the compiler's dtypes are bool, integers and real floats",
+    "numpy.strings": "it works on string arrays, and the compiler's dtypes are bool, integers and real floats",
+    "numpy.lib.recfunctions": "it works on structured arrays, and the compiler's dtypes are bool, integers and real "
+                              "floats",
+    "numpy.polynomial.polynomial": "NumPy's own code converts its arguments with np.asanyarray, which a traced array "
+                                   "cannot pass through",
+}
+
 
 def apply_function(func, args, kwargs):
     impl = FUNCTIONS.get(func)
     if impl is None:
-        why = _REFUSED.get(func)
+        why = _REFUSED.get(func) or _REFUSED_MODULES.get(getattr(func, "__module__", None))
         raise NotImplementedError(f"{_public_name(func)} is not supported by the compiler" + (f": {why}" if why else ""))
     return call_library_function(impl, *args, **kwargs)
 
@@ -4434,6 +4446,13 @@ def _public_name(func) -> str:
 
 def _holds_tensor(seq) -> bool:
     return any(isinstance(v, Tensor) or (isinstance(v, (list, tuple)) and _holds_tensor(v)) for v in seq)
+
+
+def array_of_sequence(seq) -> Tensor:
+    """NumPy's array of a (nested) list or tuple that holds traced values: the elements stacked, inner lists
+    first, Python numbers converted as NumPy converts them (int64, float64: not weak), into a fresh
+    C-contiguous array (np.array's layout, whatever its elements')."""
+    return _fresh(stack([array_of_sequence(v) if isinstance(v, (list, tuple)) else v for v in seq]))
 
 
 def _index_node(idx):

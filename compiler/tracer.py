@@ -103,13 +103,16 @@ class Tensor:
     # -- values cannot escape a trace
     def __array__(self, dtype=None, copy=None):
         entry = _numpy_entry_point()
-        if entry:
+        if entry and _traced_function(entry):  # np.sum([x[0], x[1]]): NumPy dispatched on the list, not on x
+            who = f"{entry} was handed it inside a list or tuple"
+            hint = _NESTED_HINT
+        elif entry:
             who = f"{entry} tried to: the compiler does not trace that function"
             hint = _VECTORIZE_HINT if entry.startswith("vectorize") else _INTO_NUMPY
         else:  # NumPy's C code, called from this line
             where, text = _converting_line()
             who = f"at {where}: {text}"
-            hint = _CONVERTER_HINT if _CONVERTERS.search(text) else _INTO_NUMPY
+            hint = _CONVERTER_HINT if _CONVERTERS.search(text) else _INTO_NUMPY + _OR_NESTED
         raise TypeError(
             f"a traced Tensor has no value yet: it cannot be converted to a NumPy array inside a compiled function ({who})"
             + hint)
@@ -388,6 +391,10 @@ def as_operand(x):
         return const_node(np.asarray(x))
     if dt.is_python_scalar(x):
         return dt.Weak(x)
+    if isinstance(x, (list, tuple)):
+        from .numpy_api import _holds_tensor, array_of_sequence
+        if _holds_tensor(x):  # a + [y[0], 1]: NumPy makes an array of the list
+            return array_of_sequence(x).node
     if isinstance(x, (np.ndarray, np.generic, list, tuple)):
         arr = np.asarray(x)
         dt.check_supported(arr.dtype, "constant operand")
@@ -428,7 +435,27 @@ def _numpy_entry_point() -> str | None:
         return None
     name = getattr(entry.f_code, "co_qualname", entry.f_code.co_name)  # 3.11+: Class.method
     where = f", called at {os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}" if frame is not None else ""
-    return f"{name} (in {entry.f_globals['__name__']}){where}"
+    return _EntryPoint(f"{name} (in {entry.f_globals['__name__']}){where}",
+                       function=entry.f_globals.get(entry.f_code.co_name))
+
+
+class _EntryPoint(str):
+    """The text naming NumPy's entry point, and the module-level function object of that name (or None)."""
+
+    def __new__(cls, text: str, function=None):
+        entry = super().__new__(cls, text)
+        entry.function = function
+        return entry
+
+
+def _traced_function(entry: _EntryPoint) -> bool:
+    """Whether the NumPy function the user called is one the compiler traces (it reached NumPy's own code only
+    because the traced value was hidden from NumPy's dispatch)."""
+    from .numpy_api import FUNCTIONS
+    try:
+        return entry.function in FUNCTIONS
+    except TypeError:  # an unhashable module attribute
+        return False
 
 
 def _converting_line() -> tuple[str, str]:
@@ -520,7 +547,12 @@ def _flat_copies(value):
 _CONVERTERS = re.compile(r"\b(asarray|asanyarray|ascontiguousarray|asfortranarray|asarray_chkfinite|require|array)\s*\(")
 _CONVERTER_HINT = ("; NumPy's array constructors (np.asarray, np.array, np.ascontiguousarray, ...) are C functions that "
                    "hand the compiler no traced call: a traced value is already an array, so use it as it is, or "
-                   "np.copy(x) / x.astype(dtype) / x.copy(order=...) where a copy, a dtype or a layout was asked for")
+                   "np.copy(x) / x.astype(dtype) / x.copy(order=...) where a copy, a dtype or a layout was asked for; "
+                   "a list of traced values is np.stack([...]) of them")
+_NESTED_HINT = ("; NumPy looks for traced arrays among a function's array arguments, not inside the lists and tuples "
+                "it will convert: make one array of them first (np.stack([...]), or index the array itself)")
+_OR_NESTED = ("; if it was inside a list or tuple handed to a NumPy function with no traced array among its "
+              "arguments, NumPy converted the list itself: make one array of its elements first (np.stack([...]))")
 _VECTORIZE_HINT = ("; np.vectorize calls its function once per element on NumPy values: call the function on the "
                    "traced array itself (one made of NumPy's ufuncs and operators traces elementwise as it is)")
 _DATA = "its values are only known as the kernel runs (return the array, or compute with it)"

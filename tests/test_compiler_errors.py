@@ -282,7 +282,10 @@ def test_data_dependent_control_flow_is_a_type_error():
     (lambda x: np.partition(x, 1), "introselect"),
     (lambda x: np.array2string(x), "values are known only as the kernel runs"),
     (lambda x: np.shares_memory(x, x[0]), "not a memory layout"),
-], ids=["unique", "flatnonzero", "bincount", "svd", "pinv", "rfft", "partition", "array2string", "shares_memory"])
+    (lambda x: np.emath.sqrt(x), "the values decide its dtype"),
+    (lambda x: np.char.center(x, 3), "string arrays"),
+], ids=["unique", "flatnonzero", "bincount", "svd", "pinv", "rfft", "partition", "array2string", "shares_memory",
+        "emath.sqrt", "char.center"])
 def test_refused_numpy_functions_say_why(fn, why):
     with pytest.raises(NotImplementedError, match="is not supported by the compiler: .*" + why):
         jit(fn)(X)
@@ -292,11 +295,18 @@ def test_every_numpy_function_a_trace_meets_is_traced_or_refused_with_a_reason()
     """NumPy hands the trace every function of its array-function protocol: each one the NumPy installed
     here has is either traced or on the list of refusals with their reasons (a new NumPy's functions
     show up here)."""
-    from compiler.numpy_api import _REFUSED, FUNCTIONS
-    dispatched = {f"{mod.__name__}.{name}" for mod in (np, np.linalg, np.fft, np.lib.stride_tricks)
-                  for name in dir(mod) if type(getattr(mod, name)).__name__ == "_ArrayFunctionDispatcher"
-                  and getattr(mod, name) not in FUNCTIONS and getattr(mod, name) not in _REFUSED}
-    assert dispatched == set()
+    import numpy.lib.recfunctions
+    import numpy.polynomial.polynomial
+
+    from compiler.numpy_api import _REFUSED, _REFUSED_MODULES, FUNCTIONS
+    modules = (np, np.linalg, np.fft, np.lib.stride_tricks, np.lib.scimath, np.char, np.strings, np.lib.recfunctions,
+               np.polynomial.polynomial, np.ma, np.random, np.lib.array_utils)
+    functions = [getattr(mod, name) for mod in modules for name in dir(mod)]
+    dispatched = [f for f in functions if type(f).__name__ == "_ArrayFunctionDispatcher"]
+    assert len(dispatched) > 300
+    unexplained = {f"{f.__module__}.{f.__name__}" for f in dispatched
+                   if f not in FUNCTIONS and f not in _REFUSED and f.__module__ not in _REFUSED_MODULES}
+    assert unexplained == set()
 
 
 @pytest.mark.parametrize("fn, match", [
@@ -337,6 +347,18 @@ def test_a_numpy_function_converting_a_tensor_is_named_with_the_users_line():
                                         r"return np\.ascontiguousarray\(x\.T\) \+ np\.asarray\(x\)\.T\); NumPy's "
                                         r"array constructors .* use it as it is, or np\.copy\(x\)"):
         jit(converted)(X)
+
+
+def test_traced_values_hidden_in_a_list_from_numpys_dispatch_are_named_as_such():
+    def summed(x):
+        return np.sum([x[0], x[1]])  # np.sum is traced, but NumPy dispatches on the list, not on x
+
+    line = summed.__code__.co_firstlineno + 1
+    with pytest.raises(TypeError, match=rf"sum \(in numpy\.[\w.]+\), called at test_compiler_errors\.py:{line} was "
+                                        r"handed it inside a list or tuple\); .*np\.stack\(\[\.\.\.\]\)"):
+        jit(summed)(X)
+    with pytest.raises(TypeError, match=r"inside a list or tuple handed to a NumPy function with no traced array"):
+        jit(lambda x: np.add([x[0, 0], 1], 2))(X)  # a ufunc's C code converts the list: no NumPy frame to name
 
 
 # --------------------------------------------------------------------------- results that are not tensors

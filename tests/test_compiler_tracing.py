@@ -267,3 +267,30 @@ def test_item_assignment_updates_a_fresh_array_and_every_name_bound_to_it():
     got = jit(assign)(np.ones(3, np.float32))
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, np.array([5, 1, 1], np.float32))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: np.concatenate([a[0], [a[1, 0]]]),
+    lambda a: a[0] + [a[1, 0], 1.5, 2],  # Python numbers in the list are NumPy's int64/float64, not weak
+    lambda a: np.where(a > 2, [[a[0, 0]], [a[1, 1]]], 0),
+    lambda a: a * ((a[0, 0], a[0, 1], a[0, 2]),),
+    lambda a: np.maximum(a, [a[1], a[0]]),
+    lambda a: a.astype(np.int8)[0] + [a.astype(np.int8)[1, 0], 3, 300],
+    lambda a: np.clip(a, [a[0, 0], 0, 0], 4),
+    lambda a: np.dot([a[0, 0], a[0, 1]], a),
+    lambda a: a[0] + [True, a[1, 0] > 1, False],
+    lambda a: np.subtract((a.T[0], a.T[1]), a[0, :2]),  # np.array's layout: C, whatever its elements'
+])
+def test_lists_holding_traced_values_are_the_arrays_numpy_makes_of_them(fn):
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    want, got = fn(a), jit(fn)(a)
+    assert got.dtype == want.dtype and got.strides == want.strides
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_ragged_list_of_traced_values_is_a_value_error():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with pytest.raises(ValueError):
+        (lambda a: a[0] + [a[1, 0], a[1]])(a)  # NumPy's own
+    with pytest.raises(ValueError):
+        jit(lambda a: a[0] + [a[1, 0], a[1]])(a)
