@@ -295,12 +295,12 @@ def test_every_numpy_function_a_trace_meets_is_traced_or_refused_with_a_reason()
     """NumPy hands the trace every function of its array-function protocol: each one the NumPy installed
     here has is either traced or on the list of refusals with their reasons (a new NumPy's functions
     show up here)."""
-    import numpy.lib.recfunctions
-    import numpy.polynomial.polynomial
+    import numpy.lib.recfunctions as recfunctions
+    import numpy.polynomial.polynomial as polynomial
 
     from compiler.numpy_api import _REFUSED, _REFUSED_MODULES, FUNCTIONS
-    modules = (np, np.linalg, np.fft, np.lib.stride_tricks, np.lib.scimath, np.char, np.strings, np.lib.recfunctions,
-               np.polynomial.polynomial, np.ma, np.random, np.lib.array_utils)
+    modules = (np, np.linalg, np.fft, np.lib.stride_tricks, np.lib.scimath, np.char, np.strings, recfunctions, polynomial,
+               np.ma, np.random, np.lib.array_utils)
     functions = [getattr(mod, name) for mod in modules for name in dir(mod)]
     dispatched = [f for f in functions if type(f).__name__ == "_ArrayFunctionDispatcher"]
     assert len(dispatched) > 300
