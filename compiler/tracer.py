@@ -7,6 +7,7 @@ traces; the NumPy functions it understands live in ``numpy_api``."""
 from __future__ import annotations
 
 import builtins
+import dis
 import linecache
 import os
 import re
@@ -104,15 +105,20 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         entry = _numpy_entry_point()
         if entry and _traced_function(entry):  # np.sum([x[0], x[1]]): NumPy dispatched on the list, not on x
-            who = f"{entry} was handed it inside a list or tuple"
+            who = f"{entry} was handed it in an argument NumPy's dispatch does not look at"
             hint = _NESTED_HINT
         elif entry:
             who = f"{entry} tried to: the compiler does not trace that function"
             hint = _VECTORIZE_HINT if entry.startswith("vectorize") else _INTO_NUMPY
         else:  # NumPy's C code, called from this line
-            where, text = _converting_line()
+            where, text, instruction = _converting_line()
             who = f"at {where}: {text}"
-            hint = _CONVERTER_HINT if _CONVERTERS.search(text) else _INTO_NUMPY + _OR_NESTED
+            if instruction == "BINARY_SUBSCR":  # np.eye(n)[i]
+                hint = _INDEXED_HINT
+            elif instruction == "STORE_SUBSCR":  # out[i] = x, out[i] = 1
+                hint = _STORED_HINT
+            else:
+                hint = _CONVERTER_HINT if _CONVERTERS.search(text) else _INTO_NUMPY + _OR_NESTED
         raise TypeError(
             f"a traced Tensor has no value yet: it cannot be converted to a NumPy array inside a compiled function ({who})"
             + hint)
@@ -458,11 +464,13 @@ def _traced_function(entry: _EntryPoint) -> bool:
         return False
 
 
-def _converting_line() -> tuple[str, str]:
-    """``file:LINE`` and the source text of the line that made NumPy's C code convert a Tensor (np.asarray,
-    np.array, ... leave no Python frame of their own)."""
+def _converting_line() -> tuple[str, str, str | None]:
+    """``file:LINE``, the source text of the line that made NumPy's C code convert a Tensor (np.asarray,
+    np.array, ... leave no Python frame of their own) and the name of the bytecode instruction that did
+    (BINARY_SUBSCR where a NumPy array was indexed, STORE_SUBSCR where one was assigned into, CALL...)."""
     frame = sys._getframe(2)  # (this function's caller is __array__, and its caller the converting line)
-    return _source_line(frame.f_code.co_filename, frame.f_lineno)
+    instruction = next((i.opname for i in dis.get_instructions(frame.f_code) if i.offset == frame.f_lasti), None)
+    return (*_source_line(frame.f_code.co_filename, frame.f_lineno), instruction)
 
 
 def _source_line(filename: str, line: int) -> tuple[str, str]:
@@ -549,8 +557,15 @@ _CONVERTER_HINT = ("; NumPy's array constructors (np.asarray, np.array, np.ascon
                    "hand the compiler no traced call: a traced value is already an array, so use it as it is, or "
                    "np.copy(x) / x.astype(dtype) / x.copy(order=...) where a copy, a dtype or a layout was asked for; "
                    "a list of traced values is np.stack([...]) of them")
-_NESTED_HINT = ("; NumPy looks for traced arrays among a function's array arguments, not inside the lists and tuples "
-                "it will convert: make one array of them first (np.stack([...]), or index the array itself)")
+_NESTED_HINT = ("; NumPy hands a function to the compiler only for traced arrays among its array arguments, not for "
+                "elements of a list or tuple nor for arguments such as np.take's indices: make one array of a list's "
+                "elements first (np.stack([...])), and gather with np.take_along_axis, which NumPy dispatches on "
+                "its indices")
+_INDEXED_HINT = ("; a NumPy array indexed by a traced value is NumPy's own indexing, which cannot be traced: pass the "
+                 "array to the compiled function as an argument, or gather from it with a function NumPy dispatches "
+                 "on the index (np.take_along_axis(table, i[:, None], axis=0) is table[i] for a 1-d i)")
+_STORED_HINT = ("; a NumPy array cannot take a traced value or index in an assignment: make that array from a traced "
+                "one -- np.zeros_like(x, shape=n) -- and the assignment is traced")
 _OR_NESTED = ("; if it was inside a list or tuple handed to a NumPy function with no traced array among its "
               "arguments, NumPy converted the list itself: make one array of its elements first (np.stack([...]))")
 _VECTORIZE_HINT = ("; np.vectorize calls its function once per element on NumPy values: call the function on the "

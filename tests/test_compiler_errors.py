@@ -355,10 +355,35 @@ def test_traced_values_hidden_in_a_list_from_numpys_dispatch_are_named_as_such()
 
     line = summed.__code__.co_firstlineno + 1
     with pytest.raises(TypeError, match=rf"sum \(in numpy\.[\w.]+\), called at test_compiler_errors\.py:{line} was "
-                                        r"handed it inside a list or tuple\); .*np\.stack\(\[\.\.\.\]\)"):
+                                        r"handed it in an argument NumPy's dispatch does not look at\); "
+                                        r".*np\.stack\(\[\.\.\.\]\)"):
         jit(summed)(X)
     with pytest.raises(TypeError, match=r"inside a list or tuple handed to a NumPy function with no traced array"):
         jit(lambda x: np.add([x[0, 0], 1], 2))(X)  # a ufunc's C code converts the list: no NumPy frame to name
+    with pytest.raises(TypeError, match=r"dispatch does not look at\); .*np\.take_along_axis"):
+        jit(lambda x, i: np.take(np.eye(4), i, axis=0))(X, np.array([1, 2]))  # np.take dispatches on the table only
+
+
+def test_a_numpy_array_indexed_or_assigned_with_a_traced_value_says_what_to_write():
+    def one_hot(x, i):
+        return np.eye(4, dtype=x.dtype)[i] * x
+
+    with pytest.raises(TypeError, match=rf"test_compiler_errors\.py:{one_hot.__code__.co_firstlineno + 1}: return "
+                                        r"np\.eye.*a NumPy array indexed by a traced value .*np\.take_along_axis\("
+                                        r"table, i\[:, None\], axis=0\) is table\[i\]"):
+        jit(one_hot)(X, np.array([1, 3, 0]))
+    want = np.eye(4, dtype=X.dtype)[[1, 3, 0]] * X  # the hint's spelling computes NumPy's result
+    got = jit(lambda x, i: np.take_along_axis(np.eye(4, dtype=x.dtype), i[:, None], axis=0) * x)(X, np.array([1, 3, 0]))
+    assert got.dtype == want.dtype and np.array_equal(got, want)
+
+    def marked(x, i):
+        z = np.zeros(4)
+        z[i] = 1
+        return x + z
+
+    with pytest.raises(TypeError, match=r"z\[i\] = 1\); a NumPy array cannot take a traced value or index in an "
+                                        r"assignment: .*np\.zeros_like\(x, shape=n\)"):
+        jit(marked)(X, np.array([1, 2]))
 
 
 # --------------------------------------------------------------------------- results that are not tensors
