@@ -1022,6 +1022,8 @@ class Emitter:
                                                             operand_dtypes=wide, half=compute[-1] == np.float16),
                                  out, dtype)
             return region.op(f"arith.extui {result} : i1 to i8") if dt.is_bool(dtype) else result
+        if dt.is_bool(dtype):  # NumPy's bool add is OR and its multiply AND, on the stored 0/1 bytes
+            return region.op(f"arith.{'ori' if node.op == 'cumsum' else 'andi'} {acc}, {a} : i8")
         wide = dt.arithmetic_type(dtype)
         combine = f"arith.{'add' if node.op == 'cumsum' else 'mul'}{'f' if dtype.kind == 'f' else 'i'}"
         folded = region.op(f"{combine} {cast_scalar(region, acc, dtype, wide)}, {cast_scalar(region, a, dtype, wide)} "

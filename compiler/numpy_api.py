@@ -220,7 +220,78 @@ def _ufunc_outer(ufunc, a, b, **kwargs):
     return apply_ufunc(ufunc, "__call__", (Tensor(P.reshape(x, x.shape + (1,) * y.ndim)), Tensor(y)), kwargs)
 
 
-_UFUNC_METHODS = {"reduce": _ufunc_reduce, "accumulate": _ufunc_accumulate, "outer": _ufunc_outer}
+# np.add.at of repeated positions whose loop is not the target's own type: one traced step per repeat
+_AT_MAX_STEPS = 64
+
+
+def _ufunc_at(ufunc, a, indices, b=None):
+    """NumPy's unbuffered ``ufunc.at(a, indices, b)``: every element of ``a[indices]`` (in C order of that
+    indexing's result; ``b`` broadcast to it) updated in turn, so a position indexed twice takes both,
+    in that order, each step computed in the ufunc's loop for (a's dtype, b's) and cast back to a's
+    dtype (``b`` converted as np.asarray converts it: a Python number is NumPy's int64/float64 here).
+    NumPy runs its own ufunc.at on stand-ins first (its index, shape and type errors). The positions
+    must be constants: they decide which elements combine. Where the loop is a's own type, each
+    position's contributions are one row of a matrix accumulated along it (``ufunc.accumulate``, in
+    order, rounding each step), the row's last real column taken; otherwise one traced step per
+    repeat, up to ``_AT_MAX_STEPS``."""
+    what = f"np.{ufunc.__name__}.at"
+    if ufunc.nout != 1 or ufunc.nin not in (1, 2) or ufunc.signature is not None:
+        raise NotImplementedError(f"{what} is not supported by the compiler")
+    target = _writable_target(a, what)
+    if _holds_tensor((indices,)):
+        raise NotImplementedError(f"{what} at traced positions: which elements combine would depend on the values "
+                                  "(positions known at trace time are supported)")
+    if (b is None) != (ufunc.nin == 1):
+        raise ValueError(f"second operand needed for ufunc" if b is None else "second operand provided when ufunc is unary")
+    values = None if b is None else (b if isinstance(b, Tensor) else Tensor(const_node(np.asarray(b))))
+    with np.errstate(all="ignore"):  # NumPy's own checks: indices, shapes, the loop's casts
+        ufunc.at(np.zeros(target.shape, target.dtype), indices,
+                 *([] if values is None else [np.zeros(values.shape, values.dtype)]))
+    positions = np.ravel(_positions(target)[indices])  # a[indices]'s elements, in C order
+    if values is not None:
+        values = ravel(broadcast_to(values, np.shape(_positions(target)[indices])))
+    flat = Tensor(P.reshape(target.node, (target.size,)))  # its values, not a view that would block the update
+    if positions.size == 0:
+        return None
+    # each position's contributions in order: the k-th update of position p is its depth-k one
+    order = np.argsort(positions, kind="stable")
+    updated, first, counts = np.unique(positions[order], return_index=True, return_counts=True)
+    depth = np.arange(positions.size) - np.repeat(first, counts)
+    loop, out = dt.resolve_ufunc(ufunc, [target.dtype] + ([] if values is None else [values.dtype]))
+    if values is not None and ufunc in UFUNC_PRIMITIVES and set(loop) | {out} == {target.dtype}:
+        # [a[p], its contributions..., padding]: accumulated along the row, the column of its last one taken
+        width = counts.max() + 1
+        slots = np.zeros((updated.size, width), dtype=np.intp)  # padding repeats element 0: never read
+        slots[:, 0] = updated
+        slots[np.repeat(np.arange(updated.size), counts), depth + 1] = flat.size + order
+        table = Tensor(gathered(P.concat([flat.node, values.astype(target.dtype).node], 0), slots).node)
+        combined = _ufunc_accumulate(ufunc, table, axis=1, dtype=target.dtype)  # (add's default would widen ints)
+        final = Tensor(gathered(combined.node, np.arange(updated.size) * width + counts).node)
+    else:
+        if counts.max() > _AT_MAX_STEPS:
+            raise NotImplementedError(
+                f"{what}: a position updated {counts.max()} times, in a loop of another type than the array's "
+                f"({', '.join(map(str, loop))} -> {out} for {target.dtype}): one traced step per repeat, at most "
+                f"{_AT_MAX_STEPS}")
+        final = Tensor(gathered(flat.node, updated).node)
+        index_of = {p: i for i, p in enumerate(updated.tolist())}
+        for step in range(counts.max()):
+            at_step = order[depth == step]  # the updates at this depth, one per position that has one
+            rows = np.array([index_of[p] for p in positions[at_step].tolist()], dtype=np.intp)
+            current = Tensor(gathered(final.node, rows).node)
+            operands = [current] + ([] if values is None else [Tensor(gathered(values.node, at_step).node)])
+            new = apply_ufunc(ufunc, "__call__", operands, {}).astype(target.dtype)
+            codes = np.arange(updated.size, dtype=np.intp)
+            codes[rows] = updated.size + np.arange(rows.size)
+            final = Tensor(gathered(P.concat([final.node, new.node], 0), codes).node)
+    codes = np.arange(flat.size, dtype=np.intp)
+    codes[updated] = flat.size + np.arange(updated.size)
+    result = gathered(P.concat([flat.node, final.node], 0), codes.reshape(target.shape))
+    update_in_place(target, result.node, what, "compute the sums with np.where or a reduction instead")
+    return None
+
+
+_UFUNC_METHODS = {"reduce": _ufunc_reduce, "accumulate": _ufunc_accumulate, "outer": _ufunc_outer, "at": _ufunc_at}
 
 
 # --------------------------------------------------------------------------- reductions

@@ -1030,7 +1030,7 @@ def _single(name, call, params_for, numpy_name, dtypes=ALL, min_rank=0, max_rank
 
 def _scan_params(c: Chooser, shape) -> dict:
     return {"axis": pick_axis(c, len(shape), allow_tuple=False) if shape else None,
-            "dtype": c.pick((None, None, None, "int8", "uint16", "int64", "float16", "float32", "float64"))}
+            "dtype": c.pick((None, None, None, "bool", "int8", "uint16", "int64", "float16", "float32", "float64"))}
 
 
 # in order, each step rounded to the result dtype as NumPy's accumulate does: bit for bit (integers wrap)
@@ -1057,6 +1057,25 @@ def _accumulate_params(c: Chooser, shape) -> dict | None:
 
 # ufunc.accumulate of the other binary ufuncs: the first element, then ufunc(previous, next) in NumPy's
 # accumulator type (bool for the logical ones; NumPy's TypeError where its loops have none)
+def _at_params(c: Chooser, shape) -> dict:
+    """Up to 12 updates at positions along axis 0 (negative ones and repeats: each repeat combines in turn),
+    the values rows of the array itself picked by ``source``."""
+    n = shape[0]
+    count = c.integer(0, 12) if n else 0
+    return {"ufunc": c.pick(("add", "add", "subtract", "multiply", "maximum", "minimum", "negative", "absolute")),
+            "indices": [c.integer(-n, n - 1) for _ in range(count)], "source": [c.integer(0, n - 1) for _ in range(count)]}
+
+
+def _at_call(xs, p):
+    """``ufunc.at`` into a fresh copy of the operand (NumPy's in-place update), which is the result."""
+    z, ufunc = np.copy(xs[0]), getattr(np, p["ufunc"])
+    indices = np.asarray(p["indices"], dtype=np.intp)
+    ufunc.at(z, indices, *([] if ufunc.nin == 1 else [xs[0][np.asarray(p["source"], dtype=np.intp)]]))
+    return z
+
+
+# unbuffered, so a position indexed twice combines twice, in order: bit for bit
+_single("at", _at_call, _at_params, "np.ufunc.at", min_rank=1, family="scan")
 _single("accumulate", lambda xs, p: getattr(np, p["ufunc"]).accumulate(xs[0], axis=p["axis"]), _accumulate_params,
         "np.<ufunc>.accumulate", family="scan", min_rank=1)
 
@@ -1479,7 +1498,9 @@ for _name, _dtypes in _REDUCING_UFUNCS.items():
     _single(f"{_name}.reduce", _ufunc_reduce_call(_name), _ufunc_reduce_params, f"np.{_name}.reduce", dtypes=_dtypes,
             family="reduction" if _summing else "ufunc_method",
             domains=((MODERATE if _name == "add" else PROD_DOMAIN),) if _summing else (ANY,),
-            tolerance=REDUCTION if _summing else EXACT, exact=not _summing, zero_sign=_name not in _C_ZERO_SIGN,
+            # maximum/minimum.reduce are np.max/np.min, whose zero of a +0.0/-0.0 mix NumPy's SIMD split decides
+            tolerance=REDUCTION if _summing else EXACT, exact=not _summing,
+            zero_sign=_name not in _C_ZERO_SIGN + ("maximum", "minimum"),
             scale=(lambda xs, p, n=_name: _ufunc_reduce_scale(n, xs, p)) if _summing else None)
 
 

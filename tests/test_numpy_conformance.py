@@ -1625,3 +1625,72 @@ def test_frexp_modf_and_ldexp_of_integers_and_scalars_are_numpys():
             assert_like_numpy(g, w)
     assert_like_numpy(jit(lambda e: np.ldexp(np.float32(3), e))(np.array([1, 2])), np.ldexp(np.float32(3), np.array([1, 2])))
     assert_like_numpy(jit(lambda p: np.frexp(p[0]))(np.array([12.0])), np.frexp(np.array([12.0])[0]))
+
+
+# --------------------------------------------------------------------------- ufunc.at (unbuffered, in order)
+
+# a repeated position combines each of its updates in turn: these magnitudes make every order's float32
+# sum differ (1e8 + 1 - 1e8 is 0 in one order, 1 in another)
+AT_VALUES = np.array([1e8, 1.0, -1e8, 3.0, 0.5, -0.0, 2.5e-3, 7.0], dtype=np.float32)
+AT_INDEX = np.array([2, 2, 2, 0, -1, 0, 2, 4])
+
+
+def _at(ufunc, dtype, indices, values=None, shape=(5,), start=None):
+    def fn(v):
+        z = (np.zeros_like(v, shape=shape, dtype=dtype) if start is None
+             else np.zeros_like(v, shape=shape, dtype=dtype) + start)
+        ufunc.at(z, indices, *([] if values is None else [values(v)]))
+        return z
+    return fn
+
+
+@pytest.mark.parametrize("fn", [
+    _at(np.add, np.float32, AT_INDEX, lambda v: v),
+    _at(np.subtract, np.float32, AT_INDEX, lambda v: v),
+    _at(np.multiply, np.float32, AT_INDEX, lambda v: v / 3 + 1, start=1),
+    _at(np.maximum, np.float32, AT_INDEX, lambda v: v),
+    _at(np.add, np.float16, AT_INDEX, lambda v: v.astype(np.float16) / 1e4),
+    _at(np.add, np.float16, AT_INDEX, lambda v: v / 1e4),  # float32 loop, rounded to float16 after each update
+    _at(np.add, np.float64, AT_INDEX, lambda v: v),
+    _at(np.add, np.int8, AT_INDEX, lambda v: (v % 100).astype(np.int8) * 3),  # wraps as it goes
+    _at(np.add, np.int8, [0, 0, 1], lambda v: 300),  # a Python int is int64 here (NumPy converts it first)
+    _at(np.add, np.int32, [0, 0, 1], lambda v: 1.5),  # float64 loop, truncated after each update
+    _at(np.add, np.float16, [0, 0, 0, 1], lambda v: 0.1),  # float64 loop: 0.3, not float16's 0.2998
+    _at(np.add, np.bool_, [0, 0, 1], lambda v: v[:3] > 1),  # bool add is OR
+    _at(np.negative, np.float32, [0, 0, 1, 2, 2, 2], start=np.float32(1.5)),
+    _at(np.add, np.float32, (slice(None), [0, 0, 2]), lambda v: v[:3], shape=(2, 3)),
+    _at(np.add, np.float32, ([0, 1, 1, 0], [2, 2, 2, 2]), lambda v: v[:4], shape=(2, 3)),
+    _at(np.add, np.float32, np.array([], dtype=np.intp), lambda v: v[:0]),
+], ids=["add", "subtract", "multiply", "maximum", "float16", "float16-of-float32", "float64-of-float32", "int8",
+        "int8-python-int", "int32-python-float", "float16-python-float", "bool", "negative", "slice-and-list",
+        "two-lists", "empty"])
+def test_ufunc_at_updates_each_repeat_in_order_as_numpy(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = fn(AT_VALUES)
+    assert_like_numpy(jit(fn)(AT_VALUES), want)
+
+
+def test_ufunc_at_into_a_view_updates_its_base():
+    def fn(v):
+        z = np.zeros_like(v, shape=6)
+        np.add.at(z[1::2], [0, 0, 2], v[:3])
+        return z
+
+    assert_like_numpy(jit(fn)(AT_VALUES), fn(AT_VALUES))
+
+
+@pytest.mark.parametrize("fn, error, match", [
+    (_at(np.add, np.float32, [5], lambda v: v[:1]), IndexError, "index 5 is out of bounds"),
+    (_at(np.add, np.float32, [0, 1], lambda v: v[:3]), ValueError, "not broadcastable"),
+    (_at(np.subtract, np.bool_, [0], lambda v: v[:1] > 0), TypeError, "subtract"),
+    (lambda v: np.add.at(v, [0], 1.0), NotImplementedError, "np.add.at on the argument v"),
+    (lambda v, i: np.add.at(np.zeros_like(v, shape=5), i, v), NotImplementedError,
+     "np.add.at at traced positions: which elements combine would depend on the values"),
+    (_at(np.add, np.float16, np.zeros(65, dtype=np.intp), lambda v: np.resize(v, 65)), NotImplementedError,
+     "a position updated 65 times, in a loop of another type than the array's"),
+])
+def test_ufunc_at_errors_are_numpys_or_name_the_limit(fn, error, match):
+    args = (AT_VALUES, AT_INDEX[:8] % 5) if fn.__code__.co_argcount == 2 else (AT_VALUES,)
+    with pytest.raises(error, match=match):
+        jit(fn)(*args)
