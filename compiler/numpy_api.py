@@ -800,10 +800,9 @@ def squeeze(a, axis=None):
 
 
 def ravel(a, order="C"):
-    if order != "C":
-        raise NotImplementedError("np.ravel: only order='C' is supported")
-    x = _node(a)
-    return view(P.reshape(x, (x.size,)), a)
+    """A view where NumPy can make one (which memory a reshape shares depends on the layout, so an update
+    of either is refused later), read in ``order`` (``Tensor._read_axes``)."""
+    return view(_tensor(a)._read_flat(order, "np.ravel"), a)
 
 
 def broadcast_to(array, shape, subok=False):

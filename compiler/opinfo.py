@@ -1200,11 +1200,14 @@ _single("method.argmax", lambda xs, p: xs[0].argmax(axis=p["axis"], keepdims=p["
 
 
 def _reshape_params(c, shape):
-    return {"shape": random_reshape(c, shape)}
+    return {"shape": random_reshape(c, shape), "order": c.pick(("C", "C", "F", "A"))}
 
 
-_single("reshape", lambda xs, p: np.reshape(xs[0], tuple(p["shape"])), _reshape_params, "np.reshape")
-_single("method.reshape", lambda xs, p: xs[0].reshape(*p["shape"]), _reshape_params, "x.reshape")
+# the order elements are read (and written) in: C's, Fortran's, or Fortran's for a Fortran-contiguous array ("A")
+_single("reshape", lambda xs, p: np.reshape(xs[0], tuple(p["shape"]), order=p.get("order", "C")), _reshape_params,
+        "np.reshape")
+_single("method.reshape", lambda xs, p: xs[0].reshape(*p["shape"], order=p.get("order", "C")), _reshape_params,
+        "x.reshape")
 
 
 def _transpose_params(c, shape):
@@ -1522,9 +1525,14 @@ def _outer_ufunc_sample(c: Chooser) -> Call:
 register(OpInfo("ufunc.outer", lambda xs, p: getattr(np, p["ufunc"]).outer(xs[0], xs[1]), 2, ALL, "elementwise_outer",
                 _outer_ufunc_sample, tolerance=TRANSCENDENTAL, exact=False, numpy_name="np.<ufunc>.outer"))
 _single("method.swapaxes", lambda xs, p: xs[0].swapaxes(p["a"], p["b"]), _swapaxes_params, "x.swapaxes")
-_single("ravel", lambda xs, p: np.ravel(xs[0]), lambda c, s: {}, "np.ravel")
-_single("method.ravel", lambda xs, p: xs[0].ravel(), lambda c, s: {}, "x.ravel")
-_single("method.flatten", lambda xs, p: xs[0].flatten(), lambda c, s: {}, "x.flatten")
+def _ravel_params(c, shape):
+    """The order elements are read in ("K": as they lie in memory, a reversed axis still forwards)."""
+    return {"order": c.pick(("C", "C", "F", "A", "K"))}
+
+
+_single("ravel", lambda xs, p: np.ravel(xs[0], p.get("order", "C")), _ravel_params, "np.ravel")
+_single("method.ravel", lambda xs, p: xs[0].ravel(p.get("order", "C")), _ravel_params, "x.ravel")
+_single("method.flatten", lambda xs, p: xs[0].flatten(p.get("order", "C")), _ravel_params, "x.flatten")
 
 
 def _expand_dims_params(c, shape):

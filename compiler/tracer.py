@@ -253,12 +253,46 @@ class Tensor:
 
     # -- methods
     def reshape(self, *shape, order="C"):
-        if order != "C":
-            raise NotImplementedError("reshape: only order='C' is supported")
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
-        # a NumPy scalar stays one (np.float64(1).reshape(())); an array of one element becomes a 0-d array
-        return view(P.reshape(self.node, shape), self, scalar=self.numpy_scalar)
+        order = memory_order(order, "C")
+        if order == "K":
+            raise ValueError("order 'K' is not permitted for reshaping")
+        fortran = order == "F" or order == "A" and self.ndim > 1 and self._read_axes("A", "reshape")[0] != 0
+        if not fortran:
+            # a NumPy scalar stays one (np.float64(1).reshape(())); an array of one element becomes a 0-d array
+            return view(P.reshape(self.node, shape), self, scalar=self.numpy_scalar)
+        # Fortran's index order: the reversed axes read, and written, C's way
+        reversed_shape = tuple(shape)[::-1] if isinstance(shape, (tuple, list)) else shape
+        written = P.reshape(P.transpose(self.node, None), reversed_shape)
+        return view(P.transpose(written, None), self, scalar=self.numpy_scalar)
+
+    def _read_axes(self, order: str, what: str) -> tuple:
+        """The axes, outermost first, in which NumPy's ravel, flatten and reshape read the elements in
+        ``order``: C's; Fortran's (reversed); for "A" Fortran's where the array is Fortran- and not
+        C-contiguous, else C's; for "K" the order NumPy's iterator visits the array in (by decreasing
+        stride size; an axis with a negative stride is still read forwards, as NumPy's ravel does)."""
+        axes = tuple(range(self.ndim))
+        if order in ("C", "F"):
+            return axes if order == "C" else axes[::-1]
+        from . import layout
+        if not layout.known(self.node):
+            raise NotImplementedError(f"{what} with order={order!r} of an array whose memory layout the compiler only "
+                                      "guesses (advanced indexing of a broadcast array): use 'C' or 'F'")
+        strides = layout.strides_of(self.node)
+        if order == "K":  # NumPy's iterator's order (a broadcast's zero strides decide nothing)
+            return layout.iteration_order(self.shape, [strides])
+        sized = [d for d, n in enumerate(self.shape) if n != 1]
+        fortran = layout.contiguous_strides(self.shape, axes[::-1])
+        c = layout.contiguous_strides(self.shape)
+        is_fortran = all(strides[d] == fortran[d] for d in sized)
+        return axes[::-1] if is_fortran and not all(strides[d] == c[d] for d in sized) else axes
+
+    def _read_flat(self, order: str, what: str) -> Node:
+        """The elements in one axis, in the order ``order`` reads them."""
+        axes = self._read_axes(memory_order(order, "C"), what)
+        read = self.node if axes == tuple(range(self.ndim)) else P.transpose(self.node, axes)
+        return P.reshape(read, (self.size,))
 
     def transpose(self, *axes):
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
@@ -318,9 +352,7 @@ class Tensor:
 
     def flatten(self, order="C"):
         """A copy, unlike ``ravel``'s view (so it may be updated in place)."""
-        if order != "C":
-            raise NotImplementedError("flatten: only order='C' is supported")
-        return Tensor(P.reshape(self.node, (self.size,)))
+        return Tensor(self._read_flat(order, "flatten"))
 
     def view(self, dtype=None, type=None):
         """A view of the same memory: with a dtype of the same itemsize, the same bits read as that dtype

@@ -279,3 +279,39 @@ def test_registered_ops_on_views_come_back_laid_out_as_numpys():
                 problems += compare_layout(w, g, f"{name} {params}")
     assert ran > 250
     assert not problems, problems
+
+
+# --------------------------------------------------------------------------- orders that read memory
+
+_LAID_OUT = {
+    "C": lambda a: a, "transposed": lambda a: a.T, "permuted": lambda a: a.transpose(1, 2, 0),
+    "reversed": lambda a: a[:, ::-1], "permuted-reversed": lambda a: a.transpose(2, 0, 1)[::-1],
+    "sliced": lambda a: a[:, ::2, 1:], "Fortran": lambda a: a.T.copy().T, "broadcast": lambda a: np.broadcast_to(a[:, :1], a.shape),
+    "broadcast-element": lambda a: np.broadcast_to(a[0, 0], a.shape), "unit-axis": lambda a: a[:, :1].transpose(2, 1, 0),
+    "Fortran-2d": lambda a: a[0].T.copy().T, "sliced-copy": lambda a: a.T.copy()[::2],
+}
+
+
+@pytest.mark.parametrize("order", ["C", "F", "A", "K"])
+@pytest.mark.parametrize("laid_out", list(_LAID_OUT))
+def test_ravel_flatten_and_reshape_read_in_numpys_order(laid_out, order):
+    """"K" reads as NumPy's iterator visits memory (a reversed axis forwards, a broadcast's zero strides deciding
+    nothing), "A" Fortran's order only for a Fortran- and not C-contiguous array: both follow the layout model."""
+    v = _LAID_OUT[laid_out]
+    fns = [lambda a: np.ravel(v(a), order), lambda a: v(a).ravel(order), lambda a: v(a).flatten(order)]
+    if order != "K":
+        fns += [lambda a: v(a).reshape(2, -1, order=order) * 1, lambda a: np.reshape(v(a), (-1, 2), order=order) * 1]
+    a = np.arange(24, dtype=np.int16).reshape(2, 3, 4)
+    for fn in fns:
+        want, got = fn(a), jit(fn)(a)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        assert got.strides == want.strides or 1 in want.shape
+
+
+def test_reshape_in_order_k_and_unknown_orders_are_numpys_errors():
+    a = np.arange(6.0).reshape(2, 3)
+    with pytest.raises(ValueError, match="order 'K' is not permitted for reshaping"):
+        jit(lambda x: x.reshape(3, 2, order="K"))(a)
+    with pytest.raises(ValueError, match=r"order must be one of 'C', 'F', 'A', or 'K' \(got 'X'\)"):
+        jit(lambda x: np.ravel(x, "X"))(a)
