@@ -242,7 +242,7 @@ def _ufunc_at(ufunc, a, indices, b=None):
         raise NotImplementedError(f"{what} at traced positions: which elements combine would depend on the values "
                                   "(positions known at trace time are supported)")
     if (b is None) != (ufunc.nin == 1):
-        raise ValueError(f"second operand needed for ufunc" if b is None else "second operand provided when ufunc is unary")
+        raise ValueError("second operand needed for ufunc" if b is None else "second operand provided when ufunc is unary")
     values = None if b is None else (b if isinstance(b, Tensor) else Tensor(const_node(np.asarray(b))))
     with np.errstate(all="ignore"):  # NumPy's own checks: indices, shapes, the loop's casts
         ufunc.at(np.zeros(target.shape, target.dtype), indices,

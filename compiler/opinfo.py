@@ -1057,9 +1057,15 @@ def _accumulate_params(c: Chooser, shape) -> dict | None:
 
 # ufunc.accumulate of the other binary ufuncs: the first element, then ufunc(previous, next) in NumPy's
 # accumulator type (bool for the logical ones; NumPy's TypeError where its loops have none)
-def _at_params(c: Chooser, shape) -> dict:
+_single("accumulate", lambda xs, p: getattr(np, p["ufunc"]).accumulate(xs[0], axis=p["axis"]), _accumulate_params,
+        "np.<ufunc>.accumulate", family="scan", min_rank=1)
+
+
+def _at_params(c: Chooser, shape) -> dict | None:
     """Up to 12 updates at positions along axis 0 (negative ones and repeats: each repeat combines in turn),
     the values rows of the array itself picked by ``source``."""
+    if not shape:
+        return None  # (a graph node: the op needs an axis)
     n = shape[0]
     count = c.integer(0, 12) if n else 0
     return {"ufunc": c.pick(("add", "add", "subtract", "multiply", "maximum", "minimum", "negative", "absolute")),
@@ -1076,8 +1082,7 @@ def _at_call(xs, p):
 
 # unbuffered, so a position indexed twice combines twice, in order: bit for bit
 _single("at", _at_call, _at_params, "np.ufunc.at", min_rank=1, family="scan")
-_single("accumulate", lambda xs, p: getattr(np, p["ufunc"]).accumulate(xs[0], axis=p["axis"]), _accumulate_params,
-        "np.<ufunc>.accumulate", family="scan", min_rank=1)
+
 
 _NORM_ORDERS = {"inf": np.inf, "-inf": -np.inf}
 
