@@ -735,8 +735,9 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue, 
         raise TypeError(f"clip() missing 1 required positional argument: '{missing}'")
     elif min is not np._NoValue or max is not np._NoValue:
         raise ValueError("Passing `min` or `max` keyword argument when `a_min` and `a_max` are provided is forbidden.")
-    _no_extras("clip", out=out, **kwargs)
-    return _clip(a, a_min, a_max)
+    _no_extras("clip", **kwargs)
+    result = _clip(a, a_min, a_max)
+    return result if out is None else _into_out(np._core.umath.clip, result, (out,), True)
 
 
 def _clip(a, lo, hi):

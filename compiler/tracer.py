@@ -397,10 +397,9 @@ class Tensor:
         update_in_place(self, call_library_function(sort, self, axis, kind, order, stable=stable).node, "x.sort()",
                         "use np.sort(x) (a sorted copy) instead")
 
-    def clip(self, min=None, max=None, out=None):
-        from .numpy_api import _clip, _no_extras
-        _no_extras("clip", out=out)
-        return _clip(self, min, max)
+    def clip(self, min=None, max=None, out=None, **kwargs):
+        from .numpy_api import clip
+        return clip(self, min, max, out, **kwargs)
 
     def __setitem__(self, key, value):
         from .numpy_api import setitem

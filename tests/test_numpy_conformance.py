@@ -1694,3 +1694,39 @@ def test_ufunc_at_errors_are_numpys_or_name_the_limit(fn, error, match):
     args = (AT_VALUES, AT_INDEX[:8] % 5) if fn.__code__.co_argcount == 2 else (AT_VALUES,)
     with pytest.raises(error, match=match):
         jit(fn)(*args)
+
+
+def _clip_into_itself(a):
+    z = a.copy()
+    returned = np.clip(z, -0.5, 0.5, out=z)
+    return z, returned
+
+
+def _clip_into_wider(a):
+    z = np.zeros_like(a, dtype=np.float64)
+    np.clip(a, None, 0.5, z)  # out= positionally; one bound: NumPy's np.minimum into z
+    return z
+
+
+def _clip_into_a_view(a):
+    z = np.zeros_like(a)
+    np.clip(a[:, :2], 0, 1, out=z[:, 1:3])
+    return z
+
+
+def _clip_method_into(a):
+    z = np.ones_like(a, dtype=np.float64)
+    a.clip(-1, 1, z)
+    return z
+
+
+@pytest.mark.parametrize("fn", [_clip_into_itself, _clip_into_wider, _clip_into_a_view, _clip_method_into])
+def test_clip_writes_into_out_as_numpy(fn):
+    a = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    assert_like_numpy(jit(fn)(a), fn(a))
+
+
+def test_clip_into_a_narrower_out_is_numpys_casting_error():
+    a = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    with pytest.raises(TypeError, match="Cannot cast ufunc 'clip' output from dtype\\('float32'\\) to dtype\\('int8'\\)"):
+        jit(lambda x: x.clip(-1, 1, out=np.zeros_like(x, dtype=np.int8)))(a)
