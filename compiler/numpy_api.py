@@ -182,7 +182,7 @@ def _ufunc_reduce(ufunc, a, axis=0, dtype=None, out=None, keepdims=False, initia
     same = {np.add: sum_, np.multiply: prod, np.maximum: amax, np.minimum: amin, np.logical_and: all_,
             np.logical_or: any_}.get(ufunc)
     if same is None:
-        raise NotImplementedError(f"np.{ufunc.__name__}.reduce is not supported by the compiler")
+        return _ufunc_fold(ufunc, a, axis, dtype, out, keepdims, initial, where)
     logical = ufunc in (np.logical_and, np.logical_or)
     extras = [k for k, v in (("dtype", dtype if ufunc not in (np.add, np.multiply) else None),
                              ("initial", None if initial is np._NoValue or not logical else initial)) if v is not None]
@@ -193,6 +193,55 @@ def _ufunc_reduce(ufunc, a, axis=0, dtype=None, out=None, keepdims=False, initia
         kwargs["initial"] = initial
     a = a if out is None or not _is_numpy_scalar(a) else Tensor(_node(a))  # ufunc.reduce returns out itself
     return same(a, axis=axis, keepdims=keepdims, where=where, out=out, **kwargs)
+
+
+# reductions whose NumPy loops do not fold in order, by (ufunc, float16 or not)
+_SIMD_REDUCE = ("NumPy's SIMD loop for it (AVX-512) reads the output's first element once where a reduction "
+                "needs it updated, so along a contiguous axis it gives ufunc(first, last), by the machine")
+_HALF_REDUCE = ("NumPy's float16 loop keeps a reduction's running value in float32 while its inner loop runs and "
+                "rounds it where the loop ends, which depends on the iteration")
+_UNFOLDED = {(np.arctan2, False): _SIMD_REDUCE, (np.arctan2, True): _SIMD_REDUCE, (np.power, False): _SIMD_REDUCE,
+             (np.power, True): _SIMD_REDUCE, (np.subtract, True): _HALF_REDUCE, (np.divide, True): _HALF_REDUCE}
+
+
+def _ufunc_fold(ufunc, a, axis, dtype, out, keepdims, initial, where):
+    """``ufunc.reduce`` of the other binary ufuncs (subtract, logaddexp, bitwise_or, ...): NumPy folds the
+    first element with the next, in index order along the axis (a reversed view's too: reductions do not
+    negate strides), which is ``ufunc.accumulate``'s last element. Over every axis NumPy folds in its
+    iterator's order, the array read as ``ravel(order="K")`` reads it; over some but not all axes of
+    several its order interleaves the kept ones, and that is refused. NumPy's own reduce of zeros of the
+    same shape and dtype gives its errors (an axis tuple of a non-reorderable ufunc, an empty reduction
+    without identity), the result's dtype, and an empty reduction's value."""
+    what = f"np.{ufunc.__name__}.reduce"
+    name = UFUNC_PRIMITIVES.get(ufunc)
+    if name is None or ufunc.nin != 2 or ufunc.nout != 1:
+        raise NotImplementedError(f"{what} is not supported by the compiler")
+    _no_extras(f"{ufunc.__name__}.reduce", out=out, where=where, initial=initial)
+    x = _tensor(a)
+    with np.errstate(all="ignore"):
+        empty = ufunc.reduce(np.zeros(x.shape, x.dtype), axis=axis, dtype=dtype, keepdims=keepdims)
+    result_type = np.asarray(empty).dtype
+    why = _UNFOLDED.get((ufunc, result_type.kind == "f" and result_type.itemsize == 2)) if result_type.kind == "f" else None
+    if why:
+        raise NotImplementedError(f"{what} of {result_type}: {why}")
+    if not x.size:  # nothing to fold: the identity (or NumPy's error, above)
+        return Tensor(const_node(np.asarray(empty)), scalar=not np.ndim(empty))
+    if not x.ndim:  # the one element
+        return Tensor(P.cast(x.node, result_type), scalar=True)
+    axes = tuple(range(x.ndim)) if axis is None else P.normalize_axes(axis, x.ndim, what)
+    if len(axes) > 1:
+        if len(axes) != x.ndim:
+            raise NotImplementedError(f"{what} over {len(axes)} of {x.ndim} axes: NumPy folds in an order that "
+                                      "interleaves the kept axes (reduce one axis at a time, or all of them)")
+        x, axes = Tensor(x._read_flat("K", what)), (0,)
+    folded = P.accumulate(name, x.node, axes[0], dtype, what)
+    if folded.dtype != result_type:
+        raise NotImplementedError(f"{what}: the accumulator type {folded.dtype} is not NumPy's result type "
+                                  f"{result_type}")
+    n = folded.shape[axes[0]]
+    last = P.slice_(folded, [n - 1 if d == axes[0] else 0 for d in range(folded.ndim)],
+                    [1 if d == axes[0] else m for d, m in enumerate(folded.shape)], [1] * folded.ndim)
+    return Tensor(P.reshape(last, np.shape(empty)), scalar=not np.ndim(empty))
 
 
 def _ufunc_accumulate(ufunc, a, axis=0, dtype=None, out=None):

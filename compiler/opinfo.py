@@ -1488,6 +1488,24 @@ def _ufunc_reduce_params(c, shape):
         if shape else {"axis": None, "keepdims": False}
 
 
+# ufunc.reduce of the other binary ufuncs: NumPy's fold in index order along one axis (every axis: in
+# its iterator's order); float16 left out, whose subtract/divide reductions keep float32 while a loop runs
+_FOLDED = ("subtract", "divide", "floor_divide", "remainder", "fmod", "logaddexp", "logaddexp2", "hypot", "copysign",
+           "heaviside", "nextafter", "bitwise_and", "bitwise_or", "bitwise_xor", "logical_xor", "gcd", "lcm", "equal",
+           "greater", "less_equal")
+
+
+def _fold_params(c, shape):
+    if not shape:
+        return {"ufunc": c.pick(_FOLDED), "axis": None, "keepdims": False}
+    axis = c.pick((None, c.integer(-len(shape), len(shape) - 1), c.integer(0, len(shape) - 1)))
+    return {"ufunc": c.pick(_FOLDED), "axis": axis, "keepdims": c.pick((False, True))}
+
+
+_single("fold", lambda xs, p: getattr(np, p["ufunc"]).reduce(xs[0], axis=p["axis"], keepdims=p["keepdims"]),
+        _fold_params, "np.<ufunc>.reduce", dtypes=BOOL + INTS + FLOATS[1:], family="ufunc_method")
+
+
 def _ufunc_reduce_call(name):
     def call(xs, p):
         axis = tuple(p["axis"]) if isinstance(p["axis"], list) else p["axis"]

@@ -1730,3 +1730,56 @@ def test_clip_into_a_narrower_out_is_numpys_casting_error():
     a = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
     with pytest.raises(TypeError, match="Cannot cast ufunc 'clip' output from dtype\\('float32'\\) to dtype\\('int8'\\)"):
         jit(lambda x: x.clip(-1, 1, out=np.zeros_like(x, dtype=np.int8)))(a)
+
+
+# --------------------------------------------------------------------------- ufunc.reduce of the other ufuncs
+
+FOLD_X = (np.random.default_rng(11).standard_normal((5, 4)) * 10).astype(np.float32)
+FOLD_I = np.random.default_rng(12).integers(-50, 50, (5, 4)).astype(np.int16)
+
+
+def _fold_by_hand(ufunc, rows):
+    """The first element, then ufunc(previous, next): the definition NumPy's reduce follows."""
+    acc = rows[0]
+    for row in rows[1:]:
+        acc = ufunc(acc, row)
+    return acc
+
+
+def _as_numpy_or_its_error(fn, x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            want = fn(x)
+        except (ValueError, TypeError) as error:  # (an axis tuple of a ufunc NumPy cannot reorder, no loop)
+            with pytest.raises(type(error)):
+                jit(fn)(x)
+            return
+    assert_like_numpy(jit(fn)(x), want)
+
+
+@pytest.mark.parametrize("ufunc", [np.subtract, np.divide, np.logaddexp, np.hypot, np.copysign, np.fmod])
+def test_ufunc_reduce_folds_in_index_order_as_numpy(ufunc):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        np.testing.assert_array_equal(ufunc.reduce(FOLD_X[::-1], axis=0), _fold_by_hand(ufunc, FOLD_X[::-1]))
+    for fn in [lambda a: ufunc.reduce(a, axis=0), lambda a: ufunc.reduce(a, axis=1, keepdims=True),
+               lambda a: ufunc.reduce(a[::-1], axis=0),  # a reversed view still folds forwards
+               lambda a: ufunc.reduce(a.T, axis=None), lambda a: ufunc.reduce(a[0])]:
+        _as_numpy_or_its_error(fn, FOLD_X)
+
+
+@pytest.mark.parametrize("ufunc", [np.bitwise_or, np.bitwise_xor, np.subtract, np.gcd, np.floor_divide, np.equal])
+def test_ufunc_reduce_of_integers_as_numpy(ufunc):
+    for fn in [lambda a: ufunc.reduce(a, axis=0), lambda a: ufunc.reduce(a, axis=-1),
+               lambda a: ufunc.reduce(a, axis=None), lambda a: ufunc.reduce(a.T[:, ::-1], axis=(0, 1))]:
+        _as_numpy_or_its_error(fn, FOLD_I)
+
+
+def test_ufunc_reduce_of_nothing_is_the_identity_or_numpys_error():
+    assert_like_numpy(jit(lambda a: np.logaddexp.reduce(a[:0], axis=0))(FOLD_X), np.logaddexp.reduce(FOLD_X[:0], axis=0))
+    assert_like_numpy(jit(lambda a: np.subtract.reduce(a[0, 0]))(FOLD_X), np.subtract.reduce(FOLD_X[0, 0]))
+    with pytest.raises(ValueError, match="zero-size array to reduction operation subtract which has no identity"):
+        jit(lambda a: np.subtract.reduce(a[:0], axis=0))(FOLD_X)
+    with pytest.raises(ValueError, match="reduction operation 'subtract' is not reorderable"):
+        jit(lambda a: np.subtract.reduce(a, axis=None))(FOLD_X)
