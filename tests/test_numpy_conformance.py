@@ -1758,7 +1758,7 @@ def _as_numpy_or_its_error(fn, x):
     assert_like_numpy(jit(fn)(x), want)
 
 
-@pytest.mark.parametrize("ufunc", [np.subtract, np.divide, np.logaddexp, np.hypot, np.copysign, np.fmod])
+@pytest.mark.parametrize("ufunc", [np.subtract, np.divide, np.copysign, np.fmod, np.nextafter, np.heaviside])
 def test_ufunc_reduce_folds_in_index_order_as_numpy(ufunc):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -1774,6 +1774,15 @@ def test_ufunc_reduce_of_integers_as_numpy(ufunc):
     for fn in [lambda a: ufunc.reduce(a, axis=0), lambda a: ufunc.reduce(a, axis=-1),
                lambda a: ufunc.reduce(a, axis=None), lambda a: ufunc.reduce(a.T[:, ::-1], axis=(0, 1))]:
         _as_numpy_or_its_error(fn, FOLD_I)
+
+
+@pytest.mark.parametrize("ufunc", [np.logaddexp, np.logaddexp2, np.hypot])
+def test_ufunc_reduce_of_math_functions_within_their_ulps(ufunc):
+    """The C library's functions, folded in NumPy's order: within the rounding the op tests allow them."""
+    for fn in [lambda a: ufunc.reduce(a, axis=0), lambda a: ufunc.reduce(a.T, axis=None)]:
+        want, got = fn(FOLD_X), jit(fn)(FOLD_X)
+        assert type(got) is type(want) and got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=16 * np.finfo(np.float32).eps)
 
 
 def test_ufunc_reduce_of_nothing_is_the_identity_or_numpys_error():
