@@ -221,7 +221,7 @@ def _ufunc_fold(ufunc, a, axis, dtype, out, keepdims, initial, where):
     with np.errstate(all="ignore"):
         empty = ufunc.reduce(np.zeros(x.shape, x.dtype), axis=axis, dtype=dtype, keepdims=keepdims)
     result_type = np.asarray(empty).dtype
-    why = _UNFOLDED.get((ufunc, result_type.kind == "f" and result_type.itemsize == 2)) if result_type.kind == "f" else None
+    why = _UNFOLDED.get((ufunc, result_type.itemsize == 2)) if result_type.kind == "f" else None
     if why:
         raise NotImplementedError(f"{what} of {result_type}: {why}")
     if not x.size:  # nothing to fold: the identity (or NumPy's error, above)
@@ -323,10 +323,9 @@ def _ufunc_at(ufunc, a, indices, b=None):
                 f"({', '.join(map(str, loop))} -> {out} for {target.dtype}): one traced step per repeat, at most "
                 f"{_AT_MAX_STEPS}")
         final = Tensor(gathered(flat.node, updated).node)
-        index_of = {p: i for i, p in enumerate(updated.tolist())}
         for step in range(counts.max()):
             at_step = order[depth == step]  # the updates at this depth, one per position that has one
-            rows = np.array([index_of[p] for p in positions[at_step].tolist()], dtype=np.intp)
+            rows = np.searchsorted(updated, positions[at_step])  # their rows of ``final`` (updated is sorted)
             current = Tensor(gathered(final.node, rows).node)
             operands = [current] + ([] if values is None else [Tensor(gathered(values.node, at_step).node)])
             new = apply_ufunc(ufunc, "__call__", operands, {}).astype(target.dtype)
