@@ -263,8 +263,7 @@ class Tensor:
             # a NumPy scalar stays one (np.float64(1).reshape(())); an array of one element becomes a 0-d array
             return view(P.reshape(self.node, shape), self, scalar=self.numpy_scalar)
         # Fortran's index order: the reversed axes read, and written, C's way
-        reversed_shape = tuple(shape)[::-1] if isinstance(shape, (tuple, list)) else shape
-        written = P.reshape(P.transpose(self.node, None), reversed_shape)
+        written = P.reshape(P.transpose(self.node, None), tuple(shape)[::-1])
         return view(P.transpose(written, None), self, scalar=self.numpy_scalar)
 
     def _read_axes(self, order: str, what: str) -> tuple:
