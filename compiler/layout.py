@@ -20,6 +20,7 @@ from .primitives import UFUNCS
 _ITERATED = {"where", "frexp_mantissa", "frexp_exponent"}
 # ops whose layout the model derives from their operand's (views, "K" copies and casts)
 _DERIVED = {"copy", "cast", "transpose", "slice", "broadcast_to", "bitcast", "reshape"}
+_SCANS = {"cumsum", "cumprod", "accumulate"}
 _REDUCTIONS = {"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_any", "reduce_all"}
 
 
@@ -193,7 +194,8 @@ def _known(node: Node, inputs: dict) -> bool:
     if node.attrs.get("layout_unknown"):
         return False
     fresh = node.op == "copy" and ("strides" in node.attrs or node.attrs["order"] in ("C", "F"))
-    derived = (node.op in _DERIVED or node.op in _REDUCTIONS or node.op in _ITERATED or node.op in UFUNCS
+    derived = (node.op in _DERIVED or node.op in _REDUCTIONS or node.op in _SCANS or node.op in _ITERATED
+               or node.op in UFUNCS
                or node.op == "gather" and "view_step" in node.attrs)
     return fresh or not derived or all(inputs.values())
 
@@ -207,6 +209,8 @@ def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:
     fresh = contiguous_strides(node.shape)
     if not node.inputs:  # an argument passed as a view, or what np.zeros_like (and the like) made, says so
         return node.attrs.get("strides", fresh)
+    if any(not i.size for i in node.inputs):  # nothing to lay out: NumPy allocates what it makes of it in C order
+        return fresh
     src, src_strides = node.inputs[0], known[node.inputs[0].id]
     if node.op == "copy" and "strides" in node.attrs:  # written into an array's memory: laid out as it was
         return node.attrs["strides"]
@@ -228,6 +232,10 @@ def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:
     if node.op == "reshape":
         view = _reshaped(src, src_strides, node.shape) if src.size else None
         return fresh if view is None else view
+    if node.op in _SCANS:  # ufunc.accumulate's result: allocated by its iterator over the operand
+        if src.op == "cast":  # (the operand as it lies, which the loop converts as it reads)
+            src_strides = strides_of(src.inputs[0])
+        return contiguous_strides(node.shape, iteration_order(node.shape, [src_strides]))
     if node.op in _REDUCTIONS:
         axes = node.attrs["axes"]
         order = sum_order(src.shape, src_strides)

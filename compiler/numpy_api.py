@@ -142,7 +142,8 @@ def _ufunc_results(ufunc, inputs, signature=None, casting=None):
     if ufunc is np.matmul:
         return Tensor(P.matmul(_node(inputs[0]), _node(inputs[1])), scalar=True)
     if ufunc.__name__ in _GUFUNC_CORES and ufunc is getattr(np, ufunc.__name__):
-        return _vector_gufunc(ufunc.__name__, *inputs)
+        # the loop dimensions of NumPy's result follow its iterator over the operands': asked of NumPy
+        return _laid_out_by_numpy(lambda *xs: _vector_gufunc(ufunc.__name__, *xs), ufunc)(*inputs)
     if ufunc is np.frexp:
         return tuple(Tensor(n, scalar=True) for n in P.frexp(_node(inputs[0])))
     if ufunc is np.modf:
@@ -1324,7 +1325,7 @@ def roll(a, shift, axis=None):
             head = P.slice_(node, starts, sizes[:ax] + [k] + sizes[ax + 1:], steps)
             tail = P.slice_(node, starts[:ax] + [k] + starts[ax + 1:], sizes[:ax] + [n - k] + sizes[ax + 1:], steps)
             node = P.concat([tail, head], ax)
-    return Tensor(node)
+    return _fresh(Tensor(node), like=x)  # NumPy's np.empty_like(a), written piece by piece
 
 
 def repeat(a, repeats, axis=None):
@@ -2223,15 +2224,30 @@ def sinc(x):
 # axis' length (the comparisons fuse into the counting loops; nothing n x n is stored).
 
 
-def _fresh(t: Tensor, like: Tensor | None = None) -> Tensor:
-    """``t`` as the new array NumPy allocates for a function's result: C-contiguous, or in "K" order like
-    ``like`` (np.sort sorts such a copy), where the steps that computed it here (an axis moved back, say)
-    would imply another layout (``layout``: NumPy's sums and the result's strides follow it)."""
+def _fresh(t: Tensor, like: Tensor | None = None, order: str = "K") -> Tensor:
+    """``t`` as the new array NumPy allocates for a function's result: C-contiguous, or in ``order`` after
+    ``like`` ("K": like it, as np.sort sorts such a copy; "A": Fortran's for a Fortran-contiguous one), where
+    the steps that computed it here (an axis moved back, say) would imply another layout (``layout``:
+    NumPy's sums and the result's strides follow it)."""
     if like is not None and not layout.known(like.node):
         return Tensor(P.layout_unknown(t.node))
     strides = (layout.contiguous_strides(t.shape) if like is None else
-               layout.ordered(t.shape, "K", like.shape, layout.strides_of(like.node)))
+               layout.ordered(t.shape, order, like.shape, layout.strides_of(like.node)))
     return Tensor(P.laid_out(t.node, strides))
+
+
+def _allocated(impl, order: str):
+    """``impl`` whose array results are the fresh arrays NumPy's own code allocates for them in ``order``
+    after its first argument (np.empty_like's "K", np.pad's and np.insert's "A": Fortran's for a
+    Fortran-contiguous array, else C's)."""
+    def allocated(a, *args, **kwargs):
+        result, like = impl(a, *args, **kwargs), _tensor(a)
+
+        def laid_out(r):
+            return _fresh(r, like=like, order=order) if isinstance(r, Tensor) and r.ndim else r
+        return type(result)(laid_out(r) for r in result) if isinstance(result, (tuple, list)) else laid_out(result)
+    allocated.__name__, allocated.__doc__ = impl.__name__, impl.__doc__
+    return allocated
 
 
 def _sort_options(kind, order, stable) -> None:
@@ -2955,8 +2971,8 @@ def iscomplex(x):
 
 
 def isreal(x):
-    t = _tensor(x)
-    return Tensor(const_node(np.ones(t.shape, bool)), scalar=True)
+    """True everywhere: NumPy's ``imag(x) == 0``, laid out as that comparison of np.imag's array is."""
+    return imag(x) == 0
 
 
 def real(val):
@@ -2966,8 +2982,13 @@ def real(val):
 def imag(val):
     """Zeros of the array's dtype; read-only in NumPy, so refused as an in-place target."""
     t = _tensor(val)
-    # NumPy's val.imag: an array for an array, even a 0-d one
-    return Tensor(const_node(np.zeros(t.shape, t.dtype)), aliases=READ_ONLY, scalar=t.scalar)
+    # NumPy's val.imag: an array for an array, even a 0-d one, allocated in "A" order after val
+    zeros = const_node(np.zeros(t.shape, t.dtype))
+    if layout.known(t.node):
+        strides = layout.ordered(t.shape, "A", t.shape, layout.strides_of(t.node))
+        if strides != layout.contiguous_strides(t.shape):
+            zeros.attrs["strides"] = strides
+    return Tensor(zeros, aliases=READ_ONLY, scalar=t.scalar)
 
 
 # Data movement that NumPy decides by positions alone (np.insert, np.delete, np.resize, np.compress with
@@ -3187,10 +3208,11 @@ def delete(arr, obj, axis=None):
     x = _tensor(arr)
     positions = np.delete(_positions(x), obj, axis)
     kept = gathered(x.node, positions)
-    # NumPy's own delete of the C-ordered positions lays its result out as it would x's (an index array
-    # along an axis gives its advanced indexing's layout), where x is C-ordered
-    if layout.known(x.node) and layout.strides_of(x.node) == layout.contiguous_strides(x.shape):
-        return Tensor(P.laid_out(kept.node, tuple(s // positions.itemsize for s in positions.strides)))
+    # laid out as NumPy's own delete lays out its result from an array laid out as x (an index array
+    # along an axis gives its advanced indexing's layout)
+    if layout.known(x.node):
+        numpys = np.delete(_stand_in_laid_out(x), obj, axis)
+        return Tensor(P.laid_out(kept.node, tuple(s // numpys.itemsize for s in numpys.strides)))
     return Tensor(P.layout_unknown(kept.node))
 
 
@@ -3430,8 +3452,9 @@ def _cumulative(ufunc, x, axis, dtype, out, include_initial):
     result = ufunc.accumulate(t, axis=axis, dtype=dtype)
     if include_initial:
         axis = np.lib.array_utils.normalize_axis_index(axis, t.ndim)
-        first = const_node(np.full(t.shape[:axis] + (1,) + t.shape[axis + 1:], ufunc.identity, result.dtype))
-        result = Tensor(P.concat([first, result.node], axis))
+        # NumPy's np.concat of np.full_like(res, identity, shape=...) and res: laid out as those are
+        first = full_like(result, ufunc.identity, shape=t.shape[:axis] + (1,) + t.shape[axis + 1:])
+        result = concatenate([first, result], axis)
     return result
 
 
@@ -4459,6 +4482,14 @@ dstack = _laid_out_by_numpy(dstack, np.dstack)
 column_stack = _laid_out_by_numpy(column_stack, np.column_stack)
 block = _laid_out_by_numpy(block, np.block)
 append = _laid_out_by_numpy(append, np.append)
+# functions whose NumPy code fills a fresh array allocated after its argument's layout
+gradient = _allocated(gradient, "K")  # np.empty_like(f)
+unwrap = _allocated(unwrap, "K")  # np.array(p, copy=True)
+piecewise = _allocated(piecewise, "K")  # np.zeros_like(x)
+pad = _allocated(pad, "A")  # np.empty(..., order='F' if array.flags.fnc else 'C')
+insert = _allocated(insert, "A")  # (the same)
+packbits = _allocated(packbits, "A")  # (C: a Fortran result for a Fortran-contiguous array)
+unpackbits = _allocated(unpackbits, "A")
 
 
 FUNCTIONS = {

@@ -957,7 +957,7 @@ def elementwise(name: str, operands: list, signature=None, casting=None) -> Node
     nodes = [const_node(dt.weak_to_array(o.value, c)) if isinstance(o, dt.Weak) else o for o, c in zip(operands, compute)]
     shape = broadcast_shapes(*[n.shape for n in nodes], what=what)
     if name in _FLOAT_CLASS and compute[0].kind != "f":  # an integer is never NaN or infinite
-        return const_node(np.full(shape, _FLOAT_CLASS[name]))
+        return _laid_out_like(const_node(np.full(shape, _FLOAT_CLASS[name])), nodes[0])
     attrs = {}
     if name == "power" and compute[1].kind == "i" and int(np.prod(shape, dtype=np.int64)) and \
             _checked_by_kernel(_exponent_source(nodes[1])) and \
@@ -1372,6 +1372,17 @@ def reshape(x: Node, shape) -> Node:
     if shape == x.shape:
         return x
     return _make("reshape", [x], shape, x.dtype)
+
+
+def _laid_out_like(made: Node, operand: Node) -> Node:
+    """A constant a ufunc of one operand folded to, laid out as NumPy's iterator allocates that ufunc's
+    result (the operand's order)."""
+    from .layout import contiguous_strides, iteration_order, strides_of  # (layout reads this module's UFUNCS)
+    if operand.shape == made.shape:
+        strides = contiguous_strides(made.shape, iteration_order(made.shape, [strides_of(operand)]))
+        if strides != contiguous_strides(made.shape):
+            made.attrs["strides"] = strides
+    return made
 
 
 def copy(x: Node, order: str) -> Node:

@@ -578,3 +578,45 @@ def test_a_float16_reduction_is_judged_against_numpy_and_against_float32_accumul
     x = [np.array([-20.0, 0.0, 11.0], np.float16)]
     assert check._float32_accumulation(oi.REGISTRY["exp"], x, {}, np.exp(x[0])) is None
     assert check._float32_accumulation(oi.REGISTRY["sum"], [x[0].astype(np.float32)], case["params"], np.float32(0)) is None
+
+
+class _FlipFlopRunner:
+    """Fails a case the first time it sees it and passes it after: a compiler whose answer is not stable."""
+
+    def __init__(self):
+        self.seen = set()
+
+    def run(self, case):
+        key = json.dumps(case, sort_keys=True)
+        first = key not in self.seen
+        self.seen.add(key)
+        return Outcome("fail", "wrong answer") if first else Outcome("pass")
+
+
+class _FailFromRunner:
+    """Fails every case at or above a threshold, as a real bug does."""
+
+    def run(self, case):
+        return Outcome("fail", f"n={case['n']}") if case["n"] >= 7 else Outcome("pass")
+
+
+def _cases():
+    from hypothesis import strategies as st
+    return st.builds(lambda n: {"kind": "op", "op": "negative", "n": n}, st.integers(0, 1000))
+
+
+def test_a_case_that_fails_then_passes_is_reported_flaky_not_an_internal_error():
+    runs, case, outcome = engine.search(_cases(), 50, 1, _FlipFlopRunner(), deadline=float("inf"), shrink_seconds=60)
+    assert case is not None and outcome.failed
+    assert outcome.message == "wrong answer (then passed when run again: flaky)"
+
+
+@pytest.mark.parametrize("shrink_seconds", [0.0, 60.0])
+def test_search_out_of_shrinking_time_still_fails_every_case_seen_failing(shrink_seconds):
+    # past the shrinking time only failures already seen fail, so Hypothesis's final replay of its smallest
+    # one fails again whichever failure was seen last
+    runs, case, outcome = engine.search(_cases(), 200, 3, _FailFromRunner(), deadline=float("inf"),
+                                        shrink_seconds=shrink_seconds)
+    assert case is not None and case["n"] >= 7 and outcome.message == f"n={case['n']}"
+    if shrink_seconds:
+        assert case["n"] == 7  # shrunk to the threshold

@@ -315,3 +315,44 @@ def test_reshape_in_order_k_and_unknown_orders_are_numpys_errors():
         jit(lambda x: x.reshape(3, 2, order="K"))(a)
     with pytest.raises(ValueError, match=r"order must be one of 'C', 'F', 'A', or 'K' \(got 'X'\)"):
         jit(lambda x: np.ravel(x, "X"))(a)
+
+
+def test_every_registered_op_on_fortran_and_transposed_operands_lays_its_result_out_as_numpy_does():
+    """The model against NumPy from operands laid out otherwise than C (passed so, the model starts from the
+    caller's strides): every fresh, dense result has NumPy's strides, which later sums, ravel(order='K')
+    and the returned array follow. (Shapes with unit axes aside: which stride NumPy's iterator gives a
+    unit axis, and so where np.zeros_like(x, shape=...) puts it when it grows, is its own choice.)"""
+    mismatches, checked = [], 0
+    for seed in range(4):
+        for name, info, params, operands in registry_cases([seed]):
+            views = [(np.asfortranarray(o) if seed % 2 else o.T.copy().T) if isinstance(o, np.ndarray) and o.ndim > 1
+                     else o for o in operands]
+            if not any(isinstance(o, np.ndarray) and o.ndim > 1 and 1 not in o.shape for o in views):
+                continue
+            try:
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    want = list(leaves(info([o.copy(order="K") if isinstance(o, np.ndarray) else o for o in views],
+                                            params)))
+                    got = []
+
+                    def fn(*xs, info=info, params=params, got=got):
+                        out = info(list(xs), params)
+                        got.extend(leaves(out))
+                        return out
+
+                    trace(fn, tuple(views), {})
+            except Exception:  # noqa: BLE001 (refusals and NumPy's errors are the fuzzer's to compare)
+                continue
+            for w, g in zip(want, got):
+                if not isinstance(w, np.ndarray) or not isinstance(g, Tensor) or 1 in w.shape or w.ndim < 2 \
+                        or not w.size or not layout.known(g.node):
+                    continue
+                real = tuple(s // w.itemsize for s in w.strides)
+                if not (w.flags.c_contiguous or layout.memory_axes(w.shape, real) is not None):
+                    continue  # a view with gaps, a broadcast, a reversal: NumPy's strides, not a layout
+                checked += 1
+                if layout.strides_of(g.node) != real:
+                    mismatches.append((name, params, w.shape, layout.strides_of(g.node), real))
+    assert checked > 300
+    assert not mismatches, mismatches
