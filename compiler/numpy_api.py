@@ -288,9 +288,11 @@ def _ufunc_at(ufunc, a, indices, b=None):
     if ufunc.nout != 1 or ufunc.nin not in (1, 2) or ufunc.signature is not None:
         raise NotImplementedError(f"{what} is not supported by the compiler")
     target = _writable_target(a, what)
+    if isinstance(indices, Tensor) and b is not None:
+        return _ufunc_at_traced(ufunc, target, indices, b, what)
     if _holds_tensor((indices,)):
-        raise NotImplementedError(f"{what} at traced positions: which elements combine would depend on the values "
-                                  "(positions known at trace time are supported)")
+        raise NotImplementedError(f"{what} at traced positions inside a tuple or list: index with one traced integer "
+                                  "array (the rows of axis 0), or with positions known at trace time")
     if (b is None) != (ufunc.nin == 1):
         raise ValueError("second operand needed for ufunc" if b is None else "second operand provided when ufunc is unary")
     values = None if b is None else (b if isinstance(b, Tensor) else Tensor(const_node(np.asarray(b))))
@@ -337,6 +339,67 @@ def _ufunc_at(ufunc, a, indices, b=None):
     codes[updated] = flat.size + np.arange(updated.size)
     result = gathered(P.concat([flat.node, final.node], 0), codes.reshape(target.shape))
     update_in_place(target, result.node, what, "compute the sums with np.where or a reduction instead")
+    return None
+
+
+# what a row that a position does not take holds in ``_ufunc_at_traced``: ufunc(x, e) is x for every x
+# (NaN payloads and the sign of zero included), by ufunc and the array's dtype kind
+_RIGHT_IDENTITY = {
+    np.add: {"f": -0.0, "i": 0, "u": 0, "b": False}, np.subtract: {"f": 0.0, "i": 0, "u": 0},
+    np.multiply: {"f": 1.0, "i": 1, "u": 1, "b": True}, np.divide: {"f": 1.0},
+    np.maximum: {"f": -np.inf, "i": "min", "u": "min", "b": False},
+    np.minimum: {"f": np.inf, "i": "max", "u": "max", "b": True},
+    np.fmax: {"f": np.nan, "i": "min", "u": "min", "b": False}, np.fmin: {"f": np.nan, "i": "max", "u": "max", "b": True},
+    np.bitwise_or: {"i": 0, "u": 0, "b": False}, np.bitwise_xor: {"i": 0, "u": 0, "b": False},
+    np.bitwise_and: {"i": -1, "u": "max", "b": True},
+}
+# the most elements ``_ufunc_at_traced`` lays out (positions x updates x elements per row)
+_AT_TRACED_MAX = 1 << 24
+
+
+def _ufunc_at_traced(ufunc, target: Tensor, indices: Tensor, b, what: str):
+    """``ufunc.at(a, i, b)`` with ``i`` a traced integer array (rows of axis 0, negative ones from the end):
+    which updates meet at a row only the data tell, so every row folds every update in order, each update
+    it does not take replaced by the ufunc's right identity (``_RIGHT_IDENTITY``): ``ufunc.accumulate``
+    along the updates of [a's row, update or identity, ...], the last column taken. Linear in rows times
+    updates; the loop must be a's own type (as np.add.at of a float32 array and float32 values is). An index
+    out of range is NumPy's IndexError, checked as the kernel runs."""
+    if indices.dtype.kind not in "iu":
+        raise IndexError(f"arrays used as indices must be of integer type, got {indices.dtype}")
+    if not target.ndim:
+        raise IndexError("too many indices for array: array is 0-dimensional, but 1 were indexed")
+    values = b if isinstance(b, Tensor) else Tensor(const_node(np.asarray(b)))
+    loop, out = dt.resolve_ufunc(ufunc, [target.dtype, values.dtype])
+    kind = target.dtype.kind
+    identity = _RIGHT_IDENTITY.get(ufunc, {}).get(kind)
+    if identity is None or set(loop) | {out} != {target.dtype} or ufunc not in UFUNC_PRIMITIVES:
+        raise NotImplementedError(
+            f"{what} at traced positions of a {target.dtype} array with {values.dtype} values: supported where the "
+            "ufunc's loop is the array's own type and the ufunc has a right identity (add, subtract, multiply, "
+            "divide, maximum, minimum, fmax, fmin, bitwise and/or/xor); positions known at trace time take any")
+    if isinstance(identity, str):
+        identity = getattr(np.iinfo(target.dtype), identity)
+    n, rest = target.shape[0], target.shape[1:]
+    row = int(np.prod(rest, dtype=np.int64))
+    k = indices.size
+    if n * k * max(row, 1) > _AT_TRACED_MAX:
+        raise NotImplementedError(f"{what} at traced positions: {n} rows x {k} updates x {row} elements each is more "
+                                  f"than the {_AT_TRACED_MAX} elements the compiler lays out for it (every row folds "
+                                  "every update); pass positions known at trace time")
+    if not k or not target.size:
+        return None
+    index = ravel(indices).astype(np.int64)
+    _raise_at_run_time(np.any((index < -n) | (index >= n)), f"index out of bounds for axis 0 with size {n}", what,
+                       IndexError)
+    index = np.where(index < 0, index + n, index)
+    updates = reshape(broadcast_to(values, indices.shape + rest), (k, row)).astype(target.dtype)
+    takes = reshape(index, (1, k)) == np.arange(n).reshape(n, 1)  # (row, update)
+    filled = np.where(reshape(takes, (n, k, 1)), reshape(updates, (1, k, row)),
+                      Tensor(const_node(np.asarray(identity, target.dtype))))
+    start = Tensor(P.reshape(target.node, (n, 1, row)))  # its values (a view would block the update)
+    folded = _ufunc_accumulate(ufunc, concatenate([start, filled], axis=1), axis=1, dtype=target.dtype)
+    update_in_place(target, reshape(folded[:, k, :], target.shape).node, what,
+                    "compute the sums with np.where or a reduction instead")
     return None
 
 

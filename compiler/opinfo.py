@@ -1084,6 +1084,25 @@ def _at_call(xs, p):
 _single("at", _at_call, _at_params, "np.ufunc.at", min_rank=1, family="scan")
 
 
+def _at_traced_params(c: Chooser, shape) -> dict | None:
+    params = _at_params(c, shape)
+    if params is not None and params["ufunc"] in ("negative", "absolute"):
+        params["ufunc"] = "add"  # (the traced positions take a binary ufunc with a right identity)
+    return params
+
+
+def _at_traced_call(xs, p):
+    """``ufunc.at`` at positions computed from the operand (so traced in a compiled function): a row of
+    zeros of the operand's shape plus the positions."""
+    z, ufunc = np.copy(xs[0]), getattr(np, p["ufunc"])
+    positions = np.zeros_like(xs[0], dtype=np.intp, shape=len(p["indices"])) + np.asarray(p["indices"], np.intp)
+    ufunc.at(z, positions, xs[0][np.asarray(p["source"], dtype=np.intp)])
+    return z
+
+
+_single("at.traced_positions", _at_traced_call, _at_traced_params, "np.ufunc.at", min_rank=1, family="scan")
+
+
 _NORM_ORDERS = {"inf": np.inf, "-inf": -np.inf}
 
 

@@ -1671,6 +1671,35 @@ def test_ufunc_at_updates_each_repeat_in_order_as_numpy(fn):
     assert_like_numpy(jit(fn)(AT_VALUES), want)
 
 
+def _at_traced(ufunc, dtype, values=lambda v: v, start=0, columns=None):
+    def fn(v, i):
+        shape = (5,) if columns is None else (5, columns)
+        z = np.zeros_like(v, shape=shape, dtype=dtype) + np.asarray(start, dtype)
+        ufunc.at(z, i, values(v) if columns is None else np.stack([values(v)] * columns, axis=1))
+        return z
+    return fn
+
+
+@pytest.mark.parametrize("fn", [
+    _at_traced(np.add, np.float32), _at_traced(np.subtract, np.float32),
+    _at_traced(np.multiply, np.float32, lambda v: v / 3 + 1, start=1), _at_traced(np.maximum, np.float32),
+    _at_traced(np.minimum, np.float32, lambda v: np.where(v > 5, np.nan, v)), _at_traced(np.add, np.float32, columns=3),
+    _at_traced(np.add, np.float16, lambda v: (v / 1e4).astype(np.float16)),
+    _at_traced(np.add, np.float64),  # float32 values: float64's loop, the array's own
+    _at_traced(np.add, np.int8, lambda v: (v % 100).astype(np.int8) * 3), _at_traced(np.bitwise_or, np.int16, lambda v: (v % 100).astype(np.int16)),
+    _at_traced(np.add, np.bool_, lambda v: v > 1),
+], ids=["add", "subtract", "multiply", "maximum", "minimum-nan", "rows", "float16", "float64-of-float32", "int8", "bitwise_or",
+        "bool"])
+def test_ufunc_at_at_traced_positions_updates_each_repeat_in_order_as_numpy(fn):
+    """Positions the kernel computes (np.argmax's, say): every row folds every update in order, the updates
+    it does not take replaced by the ufunc's right identity (-0.0 for a float add: signed zeros survive)."""
+    positions = AT_INDEX[np.argsort(AT_VALUES, kind="stable")]  # repeats, a negative one
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = fn(AT_VALUES, positions)
+    assert_like_numpy(jit(fn)(AT_VALUES, positions), want)
+
+
 def test_ufunc_at_into_a_view_updates_its_base():
     def fn(v):
         z = np.zeros_like(v, shape=6)
@@ -1685,13 +1714,15 @@ def test_ufunc_at_into_a_view_updates_its_base():
     (_at(np.add, np.float32, [0, 1], lambda v: v[:3]), ValueError, "not broadcastable"),
     (_at(np.subtract, np.bool_, [0], lambda v: v[:1] > 0), TypeError, "subtract"),
     (lambda v: np.add.at(v, [0], 1.0), NotImplementedError, "np.add.at on the argument v"),
-    (lambda v, i: np.add.at(np.zeros_like(v, shape=5), i, v), NotImplementedError,
-     "np.add.at at traced positions: which elements combine would depend on the values"),
+    (lambda v, i: np.add.at(np.zeros_like(v, shape=5, dtype=np.float16), i, v), NotImplementedError,
+     "np.add.at at traced positions of a float16 array with float32 values: supported where the ufunc's loop"),
+    (lambda v, i: (lambda z: (np.add.at(z, i + 1, v), z)[1])(np.zeros_like(v, shape=5)), IndexError,
+     "index out of bounds for axis 0 with size 5 .*checked as the kernel ran"),
     (_at(np.add, np.float16, np.zeros(65, dtype=np.intp), lambda v: np.resize(v, 65)), NotImplementedError,
      "a position updated 65 times, in a loop of another type than the array's"),
 ])
 def test_ufunc_at_errors_are_numpys_or_name_the_limit(fn, error, match):
-    args = (AT_VALUES, AT_INDEX[:8] % 5) if fn.__code__.co_argcount == 2 else (AT_VALUES,)
+    args = (AT_VALUES, AT_INDEX % 5) if fn.__code__.co_argcount == 2 else (AT_VALUES,)
     with pytest.raises(error, match=match):
         jit(fn)(*args)
 
