@@ -28,6 +28,8 @@ def contiguous_strides(shape: tuple, order: tuple | None = None) -> tuple:
     """The strides of a fresh array of ``shape`` whose axes lie in memory in ``order`` (outermost first;
     default C's)."""
     order = tuple(range(len(shape))) if order is None else order
+    if 0 in shape:  # NumPy gives an array it allocates empty zero strides: it has no layout
+        return (0,) * len(shape)
     strides, step = [0] * len(shape), 1
     for axis in reversed(order):
         strides[axis] = step
@@ -209,8 +211,6 @@ def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:
     fresh = contiguous_strides(node.shape)
     if not node.inputs:  # an argument passed as a view, or what np.zeros_like (and the like) made, says so
         return node.attrs.get("strides", fresh)
-    if any(not i.size for i in node.inputs):  # nothing to lay out: NumPy allocates what it makes of it in C order
-        return fresh
     src, src_strides = node.inputs[0], known[node.inputs[0].id]
     if node.op == "copy" and "strides" in node.attrs:  # written into an array's memory: laid out as it was
         return node.attrs["strides"]
@@ -237,15 +237,20 @@ def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:
             src_strides = strides_of(src.inputs[0])
         return contiguous_strides(node.shape, iteration_order(node.shape, [src_strides]))
     if node.op in _REDUCTIONS:
-        axes = node.attrs["axes"]
-        order = sum_order(src.shape, src_strides)
-        kept = [d for d in range(src.ndim) if d not in axes]
-        position = {d: k for k, d in enumerate(kept)}
-        return contiguous_strides(node.shape, tuple(position[d] for d in order if d in position))
+        return reduced(src.shape, src_strides, node.attrs["axes"])
     if node.op in _ITERATED or node.op in UFUNCS:
         operands = [_broadcast(n, known[n.id], node.shape) for n in node.inputs if n.ndim]
         return contiguous_strides(node.shape, iteration_order(node.shape, operands))
     return fresh
+
+
+def reduced(shape: tuple, strides: tuple, axes) -> tuple:
+    """The strides of the result NumPy's reduction over ``axes`` allocates for an operand of ``shape`` laid
+    out with ``strides`` (the kept axes, keepdims aside, in the order its iterator visits them)."""
+    order = sum_order(shape, strides)
+    kept = [d for d in range(len(shape)) if d not in axes]
+    position = {d: k for k, d in enumerate(kept)}
+    return contiguous_strides(tuple(shape[d] for d in kept), tuple(position[d] for d in order if d in position))
 
 
 def sum_order(shape: tuple, strides: tuple) -> tuple:

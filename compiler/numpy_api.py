@@ -239,10 +239,13 @@ def _ufunc_fold(ufunc, a, axis, dtype, out, keepdims, initial, where):
     if folded.dtype != result_type:
         raise NotImplementedError(f"{what}: the accumulator type {folded.dtype} is not NumPy's result type "
                                   f"{result_type}")
-    n = folded.shape[axes[0]]
-    last = P.slice_(folded, [n - 1 if d == axes[0] else 0 for d in range(folded.ndim)],
-                    [1 if d == axes[0] else m for d, m in enumerate(folded.shape)], [1] * folded.ndim)
-    return Tensor(P.reshape(last, np.shape(empty)), scalar=not np.ndim(empty))
+    n, axis = folded.shape[axes[0]], axes[0]
+    last = P.slice_(folded, [n - 1 if d == axis else 0 for d in range(folded.ndim)],
+                    [1 if d == axis else m for d, m in enumerate(folded.shape)], [1] * folded.ndim)
+    kept = P.reshape(last, folded.shape[:axis] + folded.shape[axis + 1:])
+    if layout.known(x.node):  # the array NumPy's reduction allocates, laid out after the operand
+        kept = P.laid_out(kept, layout.reduced(x.shape, layout.strides_of(x.node), (axis,)))
+    return Tensor(P.reshape(kept, np.shape(empty)), scalar=not np.ndim(empty))
 
 
 def _ufunc_accumulate(ufunc, a, axis=0, dtype=None, out=None):
@@ -1098,7 +1101,7 @@ def dot(a, b, out=None):
     _no_extras("dot", out=out)
     x, y = _node(a), _node(b)
     if x.ndim == 0 or y.ndim == 0:
-        return Tensor(_sum_of_one_product(x, y), scalar=True)
+        return _one_product_laid_out(x, y)
     # the sum runs over the last axis of a and the second-to-last of b (the only one of a vector)
     axis_b = max(y.ndim - 2, 0)
     if x.shape[-1] != y.shape[axis_b]:
@@ -1110,11 +1113,20 @@ def dot(a, b, out=None):
 def inner(a, b):
     x, y = _node(a), _node(b)
     if x.ndim == 0 or y.ndim == 0:
-        return Tensor(_sum_of_one_product(x, y), scalar=True)
+        return _one_product_laid_out(x, y)
     if x.shape[-1] != y.shape[-1]:
         raise ValueError(f"np.inner: shapes {x.shape} and {y.shape} not aligned: {x.shape[-1]} (dim {x.ndim - 1}) "
                          f"!= {y.shape[-1]} (dim {y.ndim - 1})")
     return Tensor(_contract(x, y, [x.ndim - 1], [y.ndim - 1]), scalar=True)
+
+
+def _one_product_laid_out(x: P.Node, y: P.Node) -> Tensor:
+    """np.dot/np.inner with a 0-d operand, laid out as NumPy's: its BLAS types (float32, float64) with an array
+    of at most 2 axes go through cblas's path, which allocates a C-contiguous result; the others through a
+    multiply, laid out after the array as a ufunc's result is."""
+    product = Tensor(_sum_of_one_product(x, y), scalar=True)
+    blas = product.dtype in (np.float32, np.float64) and 1 <= product.ndim <= 2
+    return _fresh(product) if blas else product
 
 
 def _sum_of_one_product(x: P.Node, y: P.Node) -> P.Node:
@@ -4553,6 +4565,7 @@ pad = _allocated(pad, "A")  # np.empty(..., order='F' if array.flags.fnc else 'C
 insert = _allocated(insert, "A")  # (the same)
 packbits = _allocated(packbits, "A")  # (C: a Fortran result for a Fortran-contiguous array)
 unpackbits = _allocated(unpackbits, "A")
+interp = _allocated(interp, "C")  # (NumPy's C loop fills a new C-contiguous array)
 
 
 FUNCTIONS = {
