@@ -4878,7 +4878,17 @@ def _advanced_index(y, out_shape, advanced):
         elif "B" not in final_axes:
             final_axes += ["B"] * len(b_shape)
     memory = [d for d in layout.iteration_order(y.shape, [layout.strides_of(y)]) if d in final_axes]
-    order = [i for i, a in enumerate(final_axes) if a == "B"] + [final_axes.index(d) for d in memory] + \
+    # the index axes in C order, or, where no axis of the operand is kept, in the order NumPy's iterator
+    # visits the index arrays (an F-ordered index's result is then F-ordered)
+    arrays = [idx for idx in indices if idx.ndim]
+    b_order = list(range(len(b_shape)))
+    if not memory:
+        if not all(layout.known(idx) for idx in arrays):
+            return P.layout_unknown(z)
+        b_order = layout.iteration_order(tuple(b_shape), [layout.broadcast_strides(idx, tuple(b_shape))
+                                                          for idx in arrays])
+    b_positions = [i for i, a in enumerate(final_axes) if a == "B"]
+    order = [b_positions[j] for j in b_order] + [final_axes.index(d) for d in memory] + \
         [i for i, a in enumerate(final_axes) if a == "new"]
     return P.laid_out(z, layout.contiguous_strides(z.shape, tuple(order)))
 

@@ -410,3 +410,16 @@ def test_a_zero_d_index_broadcast_with_an_empty_one_is_still_checked():
 ], ids=["two", "with-ints", "nested", "one-per-axis"])
 def test_a_list_of_traced_indices_is_an_index_array_as_in_numpy(fn):
     check(fn, np.arange(30.0).reshape(5, 6), np.array([3.0, 9.0, 1.0, 4.0]))
+
+
+def test_integer_array_indexing_is_laid_out_as_numpys_from_fortran_ordered_indices():
+    """With no axis of the operand kept, NumPy's result follows its iterator over the index arrays (an F-ordered
+    index gives an F-ordered result); with kept axes, the index axes are C-ordered. A constant index array is
+    modelled as it lies, as an argument is."""
+    x = np.arange(20.0).reshape(4, 5)
+    index = np.asfortranarray(np.array([[0, 1, 2], [3, 2, 1], [1, 1, 0]]))
+    for fn in [lambda a, i: a.ravel()[i], lambda a, i: a[i, i], lambda a, i: a[i], lambda a, i: a[:, i],
+               lambda a, i: a[i.T], lambda a, i: a.ravel()[index] + 0 * i[0, 0]]:
+        want, got = fn(x, index), jit(fn)(x, index)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype and got.strides == want.strides
