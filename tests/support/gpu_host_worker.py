@@ -92,7 +92,9 @@ class FakeCudaRuntime:
         slots = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
         # each kernel parameter's first 8 bytes: memref arguments show their device pointers there
         values = [ctypes.c_uint64.from_address(slots[i]).value for i in range(n_params)]
-        self.calls.append(["launch", [gx, gy, gz], [bx, by, bz], stream, n_params, values])
+        # (a 4-byte parameter's 8 bytes end in whatever follows it: only the device pointers are comparable)
+        pointers = sorted({v for v in values if v in self.device})
+        self.calls.append(["launch", [gx, gy, gz], [bx, by, bz], stream, n_params, values, pointers])
 
 
 def scenarios():
