@@ -215,8 +215,6 @@ def numpy_strides(nodes: list[Node]) -> dict[int, tuple]:
 def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:
     fresh = contiguous_strides(node.shape)
     if not node.inputs:  # an argument passed as a view, or what np.zeros_like (and the like) made, says so
-        if "strides" not in node.attrs and node.value is not None:  # a constant: as the NumPy array lies
-            return argument_strides(node.value) or fresh
         return node.attrs.get("strides", fresh)
     src, src_strides = node.inputs[0], known[node.inputs[0].id]
     if node.op == "copy" and "strides" in node.attrs:  # written into an array's memory: laid out as it was

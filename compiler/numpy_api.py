@@ -17,7 +17,7 @@ import numpy as np
 from . import dtypes as dt
 from . import layout
 from . import primitives as P
-from .graph import const_node
+from .graph import const_node, user_array_node
 from .tracer import (READ_ONLY, FlatIterator, Tensor, as_node, as_operand, call_library_function, gathered, memory_order,
                      update_in_place, view)
 
@@ -4695,7 +4695,7 @@ def _index_node(idx):
         raise NotImplementedError("boolean mask indexing has a data-dependent shape and is not supported by the compiler")
     if arr.dtype.kind not in "iu":
         raise IndexError(f"arrays used as indices must be of integer type, got {arr.dtype}")
-    return const_node(arr)
+    return user_array_node(arr)
 
 
 def setitem(t: Tensor, key, value) -> None:

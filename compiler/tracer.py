@@ -18,7 +18,7 @@ import numpy as np
 
 from . import dtypes as dt
 from . import primitives as P
-from .graph import Node, const_node
+from .graph import Node, const_node, user_array_node
 
 
 def memory_order(order, default: str) -> str:
@@ -434,7 +434,7 @@ def as_operand(x):
     if isinstance(x, (np.ndarray, np.generic, list, tuple)):
         arr = np.asarray(x)
         dt.check_supported(arr.dtype, "constant operand")
-        return const_node(arr)
+        return user_array_node(arr)
     return NotImplemented
 
 
