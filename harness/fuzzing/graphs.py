@@ -110,7 +110,8 @@ def _finite_max(v) -> float:
     a = np.asarray(v)
     if a.dtype.kind == "b" or a.size == 0:
         return 0.0
-    a = a.astype(np.float64)
+    with np.errstate(invalid="ignore"):  # (a signaling NaN's conversion flags "invalid"; it is dropped next)
+        a = a.astype(np.float64)
     a = a[np.isfinite(a)]
     return float(np.abs(a).max()) if a.size else 0.0
 
