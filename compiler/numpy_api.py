@@ -3178,6 +3178,10 @@ def flat_setitem(a, key, value) -> None:
     written = np.zeros(target.shape, target.dtype)
     written.flat[key] = _zeros_stand_in(value)
     if isinstance(value, Tensor):
+        if isinstance(key, (int, np.integer)) and value.size == 1:
+            # one item set from a one-element array (NumPy's bool item takes it, above): its one element, which
+            # the positions' intp array would refuse
+            value = value.reshape(())
         _written_by_numpy(target, value, "x.flat[...] =", lambda codes, values: codes.flat.__setitem__(key, values), [])
         return
     # the positions NumPy wrote: a value differs from zeros or from ones wherever it landed (an empty list

@@ -244,3 +244,21 @@ def test_convolution_adds_only_overlapping_products_as_numpy_does(dtype):
     roots = np.array([np.nan, 2.0, np.nan], dtype)
     want, got = np.poly(roots), jit(np.poly)(roots)
     assert got.dtype == want.dtype and got[0] == want[0] == 1.0 and np.isnan(got[1:]).all() == np.isnan(want[1:]).all()
+
+
+def test_one_bool_item_set_through_flat_from_a_one_element_array():
+    # Fuzzer finding (seed 1172): NumPy's bool item takes a one-element array (its element's truth), where the
+    # compiler's array of positions (intp) refused it with NumPy's "Error setting single item of array."
+    def fn(a):
+        y = np.zeros_like(a, dtype=bool, shape=3)
+        y.flat[1] = a > 0
+        z = np.all(a).copy()
+        z.flat[0] = np.all(a).ravel()[::-1]
+        return y, z
+
+    for x in (np.array([1.5], np.float16), np.array([-1.5], np.float16)):
+        for got, want in zip(jit(fn)(x), fn(x)):
+            assert type(got) is type(want) and got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="Error setting single item of array"):  # NumPy's own, for a float item
+        jit(lambda a: (lambda y: (y.flat.__setitem__(0, a), y)[1])(np.zeros_like(a, shape=2)))(np.ones(1))
