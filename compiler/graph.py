@@ -128,17 +128,6 @@ def const_node(value, loc: SourceLoc | None = None) -> Node:
     return Node("const", (), {}, tuple(arr.shape), arr.dtype, loc or user_location(), value=arr)
 
 
-def user_array_node(array: np.ndarray) -> Node:
-    """A constant the user's code handed the trace (a closure's array, an index array): modelled laid out as that
-    NumPy array lies, as an argument is (a constant the compiler computes is C-ordered, whatever its value's
-    memory)."""
-    node = const_node(array)
-    if isinstance(array, np.ndarray) and not array.flags.c_contiguous and array.size > 1 and \
-            not any(s % array.itemsize for s in array.strides):
-        node.attrs["strides"] = tuple(s // array.itemsize for s in array.strides)
-    return node
-
-
 def input_node(index: int, name: str, shape, dtype, device_resident: bool = False, strides: tuple | None = None) -> Node:
     """An argument; ``device_resident``: it arrives in GPU memory (a ``DeviceArray``), not to be copied in;
     ``strides``: the caller's array is laid out so (in elements; None: C-contiguous), which NumPy's sums

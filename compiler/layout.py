@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .graph import Node
+from .graph import Node, const_node
 from .primitives import UFUNCS
 
 # ops whose results NumPy allocates with an iterator over their operands, in its "K" order
@@ -103,6 +103,12 @@ def _like(shape: tuple, strides: tuple) -> tuple:
     return contiguous_strides(shape, tuple(sorted(range(len(shape)), key=lambda d: (-abs(strides[d]), d))))
 
 
+def fortran_only(shape: tuple, strides: tuple) -> bool:
+    """Whether an array of ``strides`` is Fortran-contiguous and not C-contiguous (NumPy's ``flags.fnc``, which
+    its "A" order reads), unit axes aside."""
+    return _dense(shape, strides, tuple(reversed(range(len(shape))))) and not _dense(shape, strides, None)
+
+
 def ordered(shape: tuple, order: str, like_shape: tuple, like_strides: tuple) -> tuple:
     """The strides of a fresh array of ``shape`` made in NumPy's ``order`` ("C", "F", "A" or "K") after a
     prototype of ``like_shape`` laid out with ``like_strides`` (a copy; np.zeros_like and the like):
@@ -110,8 +116,7 @@ def ordered(shape: tuple, order: str, like_shape: tuple, like_strides: tuple) ->
     prototype's own order (C's where a new shape has another number of axes)."""
     fortran = tuple(reversed(range(len(shape))))
     if order == "A":
-        prototype_fortran = tuple(reversed(range(len(like_shape))))
-        order = "F" if _dense(like_shape, like_strides, prototype_fortran) and not _dense(like_shape, like_strides, None) else "C"
+        order = "F" if fortran_only(like_shape, like_strides) else "C"
     if order == "K" and len(shape) != len(like_shape):
         order = "C"
     if order == "K":
@@ -126,6 +131,22 @@ def argument_strides(array) -> tuple | None:
     if not isinstance(array, np.ndarray) or array.flags.c_contiguous or any(s % array.itemsize for s in array.strides):
         return None
     return tuple(s // array.itemsize for s in array.strides)
+
+
+def with_strides(node: Node, strides: tuple) -> Node:
+    """A node with no inputs (a constant) marked laid out with ``strides`` where those are not C's."""
+    if tuple(strides) != contiguous_strides(node.shape):
+        node.attrs["strides"] = tuple(strides)
+    return node
+
+
+def user_array_node(array) -> Node:
+    """A constant the user's code handed the trace (a closure's array, an index array): modelled laid out as that
+    NumPy array lies, as an argument is (a constant the compiler computes is C-ordered, whatever its value's
+    memory)."""
+    node = const_node(array)
+    strides = argument_strides(array)
+    return node if strides is None else with_strides(node, strides)
 
 
 def broadcast_strides(operand: Node, shape: tuple) -> tuple:

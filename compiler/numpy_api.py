@@ -17,7 +17,7 @@ import numpy as np
 from . import dtypes as dt
 from . import layout
 from . import primitives as P
-from .graph import const_node, user_array_node
+from .graph import const_node
 from .tracer import (READ_ONLY, FlatIterator, Tensor, as_node, as_operand, call_library_function, gathered, memory_order,
                      update_in_place, view)
 
@@ -196,13 +196,13 @@ def _ufunc_reduce(ufunc, a, axis=0, dtype=None, out=None, keepdims=False, initia
     return same(a, axis=axis, keepdims=keepdims, where=where, out=out, **kwargs)
 
 
-# reductions whose NumPy loops do not fold in order, by (ufunc, float16 or not)
-_SIMD_REDUCE = ("NumPy's SIMD loop for it (AVX-512) reads the output's first element once where a reduction "
-                "needs it updated, so along a contiguous axis it gives ufunc(first, last), by the machine")
-_HALF_REDUCE = ("NumPy's float16 loop keeps a reduction's running value in float32 while its inner loop runs and "
-                "rounds it where the loop ends, which depends on the iteration")
-_UNFOLDED = {(np.arctan2, False): _SIMD_REDUCE, (np.arctan2, True): _SIMD_REDUCE, (np.power, False): _SIMD_REDUCE,
-             (np.power, True): _SIMD_REDUCE, (np.subtract, True): _HALF_REDUCE, (np.divide, True): _HALF_REDUCE}
+# float reductions whose NumPy loops do not fold in order: every float type's, and float16's only
+_SIMD_UNFOLDED = dict.fromkeys((np.arctan2, np.power), "NumPy's SIMD loop for it (AVX-512) reads the output's first "
+                               "element once where a reduction needs it updated, so along a contiguous axis it gives "
+                               "ufunc(first, last), by the machine")
+_HALF_UNFOLDED = dict.fromkeys((np.subtract, np.divide), "NumPy's float16 loop keeps a reduction's running value in "
+                               "float32 while its inner loop runs and rounds it where the loop ends, which depends on "
+                               "the iteration")
 
 
 def _ufunc_fold(ufunc, a, axis, dtype, out, keepdims, initial, where):
@@ -222,7 +222,8 @@ def _ufunc_fold(ufunc, a, axis, dtype, out, keepdims, initial, where):
     with np.errstate(all="ignore"):
         empty = ufunc.reduce(np.zeros(x.shape, x.dtype), axis=axis, dtype=dtype, keepdims=keepdims)
     result_type = np.asarray(empty).dtype
-    why = _UNFOLDED.get((ufunc, result_type.itemsize == 2)) if result_type.kind == "f" else None
+    why = result_type.kind == "f" and (_SIMD_UNFOLDED.get(ufunc) or
+                                       result_type == np.float16 and _HALF_UNFOLDED.get(ufunc))
     if why:
         raise NotImplementedError(f"{what} of {result_type}: {why}")
     if not x.size:  # nothing to fold: the identity (or NumPy's error, above)
@@ -302,9 +303,10 @@ def _ufunc_at(ufunc, a, indices, b=None):
     with np.errstate(all="ignore"):  # NumPy's own checks: indices, shapes, the loop's casts
         ufunc.at(np.zeros(target.shape, target.dtype), indices,
                  *([] if values is None else [np.zeros(values.shape, values.dtype)]))
-    positions = np.ravel(_positions(target)[indices])  # a[indices]'s elements, in C order
+    indexed = _positions(target)[indices]  # a[indices]'s positions, whose C order is the updates' order
+    positions = np.ravel(indexed)
     if values is not None:
-        values = ravel(broadcast_to(values, np.shape(_positions(target)[indices])))
+        values = ravel(broadcast_to(values, np.shape(indexed)))
     flat = Tensor(P.reshape(target.node, (target.size,)))  # its values, not a view that would block the update
     if positions.size == 0:
         return None
@@ -1035,10 +1037,7 @@ def _like(value):
         dtype = x.dtype if dtype is None else dt.check_supported(dtype, "np.ones_like/zeros_like/full_like")
         made = const_node(np.full(shp, fill, dtype=dtype))
         # NumPy lays the new array out as ``order`` asks, after a's layout ("K": like a), which its sums follow
-        strides = layout.ordered(made.shape, order, x.shape, layout.strides_of(x))
-        if strides != layout.contiguous_strides(made.shape):
-            made.attrs["strides"] = strides
-        return Tensor(made)
+        return Tensor(layout.with_strides(made, layout.ordered(made.shape, order, x.shape, layout.strides_of(x))))
     return like
 
 
@@ -3060,9 +3059,7 @@ def imag(val):
     # NumPy's val.imag: an array for an array, even a 0-d one, allocated in "A" order after val
     zeros = const_node(np.zeros(t.shape, t.dtype))
     if layout.known(t.node):
-        strides = layout.ordered(t.shape, "A", t.shape, layout.strides_of(t.node))
-        if strides != layout.contiguous_strides(t.shape):
-            zeros.attrs["strides"] = strides
+        zeros = layout.with_strides(zeros, layout.ordered(t.shape, "A", t.shape, layout.strides_of(t.node)))
     return Tensor(zeros, aliases=READ_ONLY, scalar=t.scalar)
 
 
@@ -4613,10 +4610,11 @@ FUNCTIONS = {
 }
 
 
+_OUR_DTYPES = "and the compiler's dtypes are bool, integers and real floats"
 _DATA_DEPENDENT = "the length of its result depends on the values, which a trace does not know"
 _ITERATIVE = ("LAPACK's iterative eigenvalue and singular value algorithms run until they converge, and the compiler "
               "unrolls only factorizations of a fixed number of steps (solve, inv, det, cholesky, qr)")
-_COMPLEX = "its result is complex, and the compiler's dtypes are bool, integers and real floats"
+_COMPLEX = f"its result is complex, {_OUR_DTYPES}"
 _VALUES = "a traced array's values are known only as the kernel runs: return the array and use the result"
 # why the functions that NumPy dispatches to a traced array but the compiler does not trace are refused
 _REFUSED = {
@@ -4646,10 +4644,9 @@ _REFUSED = {
 _REFUSED_MODULES = {
     "numpy.lib.scimath": "its result is complex where an argument lies outside the real function's domain, so the "
                          "values decide its dtype (np.sqrt, np.log, np.power, ... are the real functions)",
-    "numpy.char": "it works on string arrays, and the compiler's dtypes are bool, integers and real floats",
-    "numpy.strings": "it works on string arrays, and the compiler's dtypes are bool, integers and real floats",
-    "numpy.lib.recfunctions": "it works on structured arrays, and the compiler's dtypes are bool, integers and real "
-                              "floats",
+    "numpy.char": f"it works on string arrays, {_OUR_DTYPES}",
+    "numpy.strings": f"it works on string arrays, {_OUR_DTYPES}",
+    "numpy.lib.recfunctions": f"it works on structured arrays, {_OUR_DTYPES}",
     "numpy.polynomial.polynomial": "NumPy's own code converts its arguments with np.asanyarray, which a traced array "
                                    "cannot pass through",
 }
@@ -4687,7 +4684,7 @@ def array_of_sequence(seq) -> Tensor:
 
 def _index_node(idx):
     if isinstance(idx, list) and _holds_tensor(idx):  # t[[np.argmax(y), 0]]: NumPy makes an array of it
-        idx = stack([Tensor(_index_node(v)) if isinstance(v, (list, tuple)) else v for v in idx])
+        idx = array_of_sequence(idx)
     if isinstance(idx, Tensor):
         if idx.dtype.kind == "b":
             raise NotImplementedError("boolean mask indexing has a data-dependent shape and is not supported by the compiler")
@@ -4699,7 +4696,7 @@ def _index_node(idx):
         raise NotImplementedError("boolean mask indexing has a data-dependent shape and is not supported by the compiler")
     if arr.dtype.kind not in "iu":
         raise IndexError(f"arrays used as indices must be of integer type, got {arr.dtype}")
-    return user_array_node(arr)
+    return layout.user_array_node(arr)
 
 
 def setitem(t: Tensor, key, value) -> None:

@@ -1072,10 +1072,14 @@ def _at_params(c: Chooser, shape) -> dict | None:
             "indices": [c.integer(-n, n - 1) for _ in range(count)], "source": [c.integer(0, n - 1) for _ in range(count)]}
 
 
-def _at_call(xs, p):
-    """``ufunc.at`` into a fresh copy of the operand (NumPy's in-place update), which is the result."""
+def _at_call(xs, p, traced_positions: bool = False):
+    """``ufunc.at`` into a fresh copy of the operand (NumPy's in-place update), which is the result; with
+    ``traced_positions`` the positions are computed from the operand (zeros made like it, plus the positions),
+    so a compiled function has them only as the kernel runs."""
     z, ufunc = np.copy(xs[0]), getattr(np, p["ufunc"])
     indices = np.asarray(p["indices"], dtype=np.intp)
+    if traced_positions:
+        indices = np.zeros_like(xs[0], dtype=np.intp, shape=indices.shape) + indices
     ufunc.at(z, indices, *([] if ufunc.nin == 1 else [xs[0][np.asarray(p["source"], dtype=np.intp)]]))
     return z
 
@@ -1091,16 +1095,8 @@ def _at_traced_params(c: Chooser, shape) -> dict | None:
     return params
 
 
-def _at_traced_call(xs, p):
-    """``ufunc.at`` at positions computed from the operand (so traced in a compiled function): a row of
-    zeros of the operand's shape plus the positions."""
-    z, ufunc = np.copy(xs[0]), getattr(np, p["ufunc"])
-    positions = np.zeros_like(xs[0], dtype=np.intp, shape=len(p["indices"])) + np.asarray(p["indices"], np.intp)
-    ufunc.at(z, positions, xs[0][np.asarray(p["source"], dtype=np.intp)])
-    return z
-
-
-_single("at.traced_positions", _at_traced_call, _at_traced_params, "np.ufunc.at", min_rank=1, family="scan")
+_single("at.traced_positions", lambda xs, p: _at_call(xs, p, traced_positions=True), _at_traced_params,
+        "np.ufunc.at", min_rank=1, family="scan")
 
 
 _NORM_ORDERS = {"inf": np.inf, "-inf": -np.inf}

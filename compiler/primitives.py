@@ -1377,12 +1377,10 @@ def reshape(x: Node, shape) -> Node:
 def _laid_out_like(made: Node, operand: Node) -> Node:
     """A constant a ufunc of one operand folded to, laid out as NumPy's iterator allocates that ufunc's
     result (the operand's order)."""
-    from .layout import contiguous_strides, iteration_order, strides_of  # (layout reads this module's UFUNCS)
-    if operand.shape == made.shape:
-        strides = contiguous_strides(made.shape, iteration_order(made.shape, [strides_of(operand)]))
-        if strides != contiguous_strides(made.shape):
-            made.attrs["strides"] = strides
-    return made
+    from .layout import contiguous_strides, iteration_order, strides_of, with_strides  # (layout reads UFUNCS)
+    if operand.shape != made.shape:
+        return made
+    return with_strides(made, contiguous_strides(made.shape, iteration_order(made.shape, [strides_of(operand)])))
 
 
 def copy(x: Node, order: str) -> Node:

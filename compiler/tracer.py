@@ -18,7 +18,8 @@ import numpy as np
 
 from . import dtypes as dt
 from . import primitives as P
-from .graph import Node, const_node, user_array_node
+from . import layout
+from .graph import Node, const_node
 
 
 def memory_order(order, default: str) -> str:
@@ -103,8 +104,8 @@ class Tensor:
 
     # -- values cannot escape a trace
     def __array__(self, dtype=None, copy=None):
-        entry = _numpy_entry_point()
-        if entry and _traced_function(entry):  # np.sum([x[0], x[1]]): NumPy dispatched on the list, not on x
+        entry, function = _numpy_entry_point()
+        if entry and _traced_function(function):  # np.sum([x[0], x[1]]): NumPy dispatched on the list, not on x
             who = f"{entry} was handed it in an argument NumPy's dispatch does not look at"
             hint = _NESTED_HINT
         elif entry:
@@ -258,8 +259,7 @@ class Tensor:
         order = memory_order(order, "C")
         if order == "K":
             raise ValueError("order 'K' is not permitted for reshaping")
-        fortran = order == "F" or order == "A" and self.ndim > 1 and self._read_axes("A", "reshape")[0] != 0
-        if not fortran:
+        if order == "C" or order == "A" and self._read_axes("A", "reshape") == tuple(range(self.ndim)):
             # a NumPy scalar stays one (np.float64(1).reshape(())); an array of one element becomes a 0-d array
             return view(P.reshape(self.node, shape), self, scalar=self.numpy_scalar)
         # Fortran's index order: the reversed axes read, and written, C's way
@@ -274,18 +274,13 @@ class Tensor:
         axes = tuple(range(self.ndim))
         if order in ("C", "F"):
             return axes if order == "C" else axes[::-1]
-        from . import layout
         if not layout.known(self.node):
             raise NotImplementedError(f"{what} with order={order!r} of an array whose memory layout the compiler only "
                                       "guesses (advanced indexing of a broadcast array): use 'C' or 'F'")
         strides = layout.strides_of(self.node)
         if order == "K":  # NumPy's iterator's order (a broadcast's zero strides decide nothing)
             return layout.iteration_order(self.shape, [strides])
-        sized = [d for d, n in enumerate(self.shape) if n != 1]
-        fortran = layout.contiguous_strides(self.shape, axes[::-1])
-        c = layout.contiguous_strides(self.shape)
-        is_fortran = all(strides[d] == fortran[d] for d in sized)
-        return axes[::-1] if is_fortran and not all(strides[d] == c[d] for d in sized) else axes
+        return axes[::-1] if layout.fortran_only(self.shape, strides) else axes
 
     def _read_flat(self, order: str, what: str) -> Node:
         """The elements in one axis, in the order ``order`` reads them."""
@@ -434,7 +429,7 @@ def as_operand(x):
     if isinstance(x, (np.ndarray, np.generic, list, tuple)):
         arr = np.asarray(x)
         dt.check_supported(arr.dtype, "constant operand")
-        return user_array_node(arr)
+        return layout.user_array_node(arr)
     return NotImplemented
 
 
@@ -455,10 +450,11 @@ def wrap(node: Node) -> Tensor:
 
 
 # the likeliest way a traced value meets a NumPy array's own code: ``out = np.zeros(n); out[i] = x``
-def _numpy_entry_point() -> str | None:
+def _numpy_entry_point() -> tuple[str | None, object]:
     """The NumPy function user code called that is now converting a Tensor to an array (NumPy's outermost
-    Python frame on the stack, with the user's line that called it), or None when no NumPy Python code is
-    on the stack (np.asarray and other C functions called directly)."""
+    Python frame on the stack, with the user's line that called it), and the module-level object of that
+    function's name; (None, None) when no NumPy Python code is on the stack (np.asarray and other C functions
+    called directly)."""
     frame, entry = sys._getframe(2), None
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
@@ -468,28 +464,18 @@ def _numpy_entry_point() -> str | None:
             break
         frame = frame.f_back
     if entry is None:
-        return None
+        return None, None
     name = getattr(entry.f_code, "co_qualname", entry.f_code.co_name)  # 3.11+: Class.method
     where = f", called at {os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}" if frame is not None else ""
-    return _EntryPoint(f"{name} (in {entry.f_globals['__name__']}){where}",
-                       function=entry.f_globals.get(entry.f_code.co_name))
+    return f"{name} (in {entry.f_globals['__name__']}){where}", entry.f_globals.get(entry.f_code.co_name)
 
 
-class _EntryPoint(str):
-    """The text naming NumPy's entry point, and the module-level function object of that name (or None)."""
-
-    def __new__(cls, text: str, function=None):
-        entry = super().__new__(cls, text)
-        entry.function = function
-        return entry
-
-
-def _traced_function(entry: _EntryPoint) -> bool:
+def _traced_function(function) -> bool:
     """Whether the NumPy function the user called is one the compiler traces (it reached NumPy's own code only
     because the traced value was hidden from NumPy's dispatch)."""
     from .numpy_api import FUNCTIONS
     try:
-        return entry.function in FUNCTIONS
+        return function in FUNCTIONS
     except TypeError:  # an unhashable module attribute
         return False
 
