@@ -259,15 +259,23 @@ def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:
         view = _reshaped(src, src_strides, node.shape) if src.size else None
         return fresh if view is None else view
     if node.op in _SCANS:  # ufunc.accumulate's result: allocated by its iterator over the operand
-        if src.op == "cast":  # (the operand as it lies, which the loop converts as it reads)
-            src_strides = strides_of(src.inputs[0])
-        return contiguous_strides(node.shape, iteration_order(node.shape, [src_strides]))
+        return contiguous_strides(node.shape, iteration_order(node.shape, [_as_read(src, src_strides)]))
     if node.op in _REDUCTIONS:
         return reduced(src.shape, src_strides, node.attrs["axes"])
     if node.op in _ITERATED or node.op in UFUNCS:
-        operands = [_broadcast(n, known[n.id], node.shape) for n in node.inputs if n.ndim]
+        operands = [_broadcast(n, _as_read(n, known[n.id]), node.shape) for n in node.inputs if n.ndim]
         return contiguous_strides(node.shape, iteration_order(node.shape, operands))
     return fresh
+
+
+def _as_read(operand: Node, strides: tuple) -> tuple:
+    """The strides a NumPy loop reads ``operand`` (laid out with ``strides``) with: a cast to the loop's type is
+    no array NumPy allocates but a conversion as the loop reads, so the cast's operand as it lies (a
+    broadcast's zero strides included, which decide nothing)."""
+    while operand.op == "cast" and not operand.attrs.get("buffered"):
+        operand = operand.inputs[0]
+        strides = strides_of(operand)
+    return strides
 
 
 def reduced(shape: tuple, strides: tuple, axes) -> tuple:

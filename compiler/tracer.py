@@ -309,8 +309,9 @@ class Tensor:
         order = memory_order(order, "K")
         if np.dtype(dtype) == self.dtype:  # NumPy returns the array itself, or copies it
             return self.copy(order) if copy else self
-        cast = Tensor(P.cast(self.node, dtype), scalar=self.scalar)  # laid out like self ("K")
-        return cast if order == "K" else cast.copy(order)
+        # an array NumPy allocates (a copy in ``order``), not a cast a loop makes as it reads: its layout decides
+        # the layout of a ufunc over it (a broadcast operand's astype lays the broadcast axis innermost)
+        return Tensor(P.cast(self.node, dtype), scalar=self.scalar).copy(order)
 
     # methods that are NumPy functions of the array (their signatures, positional out included): one
     # definition each in numpy_api

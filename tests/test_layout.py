@@ -75,12 +75,14 @@ def _step(x, kind: str, rng):
         axis = int(rng.integers(0, x.ndim))
         index = rng.integers(0, x.shape[axis], tuple(int(n) for n in rng.choice([1, 2, 3], int(rng.integers(1, 3)))))
         return x[(slice(None),) * axis + (index,)]
+    if kind == "widening":  # a ufunc whose loop converts its operand as it reads: no array of its own
+        return np.multiply(x, 0.5, dtype=np.float64) if rng.random() < 0.5 else np.modf(x)[0]
     if kind == "astype":
         return x.astype(np.float64, order=[None, "K", "C", "F", "A"][int(rng.integers(0, 5))], copy=bool(rng.random() < 0.8))
     return x
 
 
-KINDS = ["transpose", "slice", "ufunc", "binary", "sum", "sum keepdims", "reshape", "copy", "copy K", "broadcast", "astype",
+KINDS = ["transpose", "slice", "ufunc", "binary", "sum", "sum keepdims", "reshape", "copy", "copy K", "broadcast", "astype", "widening",
          "reverse", "like", "write", "fancy", "diagonal", "einsum"]
 
 
@@ -179,6 +181,20 @@ def test_np_copy_of_a_numpy_scalar_is_an_array_as_numpys_is():
     got, want = jit(fn)(x), fn(x)
     assert type(want) is np.ndarray and want.shape == () and want == 7
     assert got.dtype == want.dtype and got.shape == () and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("program", [lambda b: np.modf(b)[1], lambda b: np.sin(b), lambda b: b / 3,
+                                     lambda b: np.where(b > 0, b, 0.5), lambda b: np.sin(b.astype(np.float64)),
+                                     lambda b: np.sin(b.astype(np.int8)), lambda b: np.cumsum(b.astype(np.float32), axis=0)],
+                         ids=["modf", "sin", "divide", "where", "sin-of-astype", "sin-of-int8-astype", "cumsum-of-astype"])
+def test_a_loop_converting_a_broadcast_reads_it_where_astype_allocates_it(program):
+    # a ufunc whose loop converts an int32 broadcast (zero strides along axis 0) reads it as it lies, so its
+    # iterator keeps C order; astype allocates an array of its own, the broadcast axis innermost, and a ufunc
+    # over that follows it (fuzz seed 1175: modf of a broadcast came back Fortran-ordered)
+    b = np.broadcast_to(np.arange(3, dtype=np.int32) - 1, (4, 3))
+    real, got = program(b), jit(program)(b)
+    assert got.dtype == real.dtype and np.array_equal(got, real)
+    assert got.strides == real.strides
 
 
 def test_results_come_back_laid_out_as_numpys():
