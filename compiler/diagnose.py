@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .jit import FAULTS, _flatten, _host_checks, checked_inputs, trace
-from .backend import get_target
-from .errors import located_compile_errors
+from .jit import FAULTS, _flatten, _host_checks, _unflatten, checked_inputs, trace
+from .backend import TENSOR_PASSES, CpuPipeline, CpuTarget, get_target
+from .errors import CompileError, located_compile_errors
 from .graph import topological
 from .lowering import build_module
 from .primitives import PRIMITIVES
@@ -165,9 +165,8 @@ BLAS_STEP = "BLAS substitution"
 RIGHT, WRONG, NO_COMPILE = "right", "wrong", "does not compile"
 
 
-def pipeline_steps() -> list[tuple[str, "CpuPipeline"]]:
+def pipeline_steps() -> list[tuple[str, CpuPipeline]]:
     """(step, the pipeline up to and including it), in pipeline order; the last is production's."""
-    from .backend import TENSOR_PASSES, CpuPipeline
     steps = [(NO_OPTIONAL_STEP, CpuPipeline((), blas=False))]
     steps += [(f"{name} (tensor pass {k} of {len(TENSOR_PASSES)})", CpuPipeline(TENSOR_PASSES[:k], blas=False))
               for k, name in enumerate(TENSOR_PASSES, 1)]
@@ -200,9 +199,6 @@ def bisect_passes(fn, args, kwargs=None, *, is_wrong) -> PassBisection:
     wrong or does not compile. Wrong already without any optional step: the lowering or a step
     every kernel gets (bufferization, the libm substitution, lowering to LLVM and LLVM's own
     optimization) made it so; otherwise the first step whose addition makes it wrong did."""
-    from .backend import CpuTarget
-    from .errors import CompileError
-    from .jit import _unflatten
     kwargs = kwargs or {}
     inputs, outputs, out_tree, paths = trace(fn, args, kwargs)
     lowered, arrays = _lowered_with_arrays(inputs, outputs, paths, args)
