@@ -103,22 +103,32 @@ def _like(shape: tuple, strides: tuple) -> tuple:
     return contiguous_strides(shape, tuple(sorted(range(len(shape)), key=lambda d: (-abs(strides[d]), d))))
 
 
+def contiguous(shape: tuple, strides: tuple, fortran: bool = False) -> bool:
+    """NumPy's ``flags.c_contiguous`` (``f_contiguous``) of an array laid out with ``strides``: unit axes
+    aside, and an empty array is both."""
+    return 0 in shape or _dense(shape, strides, tuple(reversed(range(len(shape)))) if fortran else None)
+
+
 def fortran_only(shape: tuple, strides: tuple) -> bool:
     """Whether an array of ``strides`` is Fortran-contiguous and not C-contiguous (NumPy's ``flags.fnc``, which
     its "A" order reads), unit axes aside."""
-    return _dense(shape, strides, tuple(reversed(range(len(shape))))) and not _dense(shape, strides, None)
+    return contiguous(shape, strides, fortran=True) and not contiguous(shape, strides)
 
 
 def ordered(shape: tuple, order: str, like_shape: tuple, like_strides: tuple) -> tuple:
     """The strides of a fresh array of ``shape`` made in NumPy's ``order`` ("C", "F", "A" or "K") after a
     prototype of ``like_shape`` laid out with ``like_strides`` (a copy; np.zeros_like and the like):
     "A" is Fortran's where the prototype is Fortran-contiguous and not C-contiguous, "K" the
-    prototype's own order (C's where a new shape has another number of axes)."""
+    prototype's own order (C's where a new shape has another number of axes; C's or Fortran's for a
+    prototype contiguous so, whatever strides its unit axes have, which matters where one grows:
+    np.zeros_like(x, shape=...))."""
     fortran = tuple(reversed(range(len(shape))))
     if order == "A":
         order = "F" if fortran_only(like_shape, like_strides) else "C"
-    if order == "K" and len(shape) != len(like_shape):
+    if order == "K" and (len(shape) != len(like_shape) or contiguous(like_shape, like_strides)):
         order = "C"
+    if order == "K" and fortran_only(like_shape, like_strides):
+        order = "F"
     if order == "K":
         return _like(shape, like_strides)
     return contiguous_strides(shape, fortran if order == "F" else None)
@@ -240,12 +250,12 @@ def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:
     src, src_strides = node.inputs[0], known[node.inputs[0].id]
     if node.op == "copy" and "strides" in node.attrs:  # written into an array's memory: laid out as it was
         return node.attrs["strides"]
-    if node.op == "copy":
-        return ordered(node.shape, node.attrs["order"], src.shape, src_strides)
+    if node.op == "copy":  # (astype's: a copy of the array it converts, which is the prototype)
+        return ordered(node.shape, node.attrs["order"], src.shape, as_read(src))
     if node.op == "cast" and node.attrs.get("buffered"):  # read where it lies, through NumPy's buffer
         return src_strides
-    if node.op == "cast":
-        return _like(node.shape, src_strides)
+    if node.op == "cast":  # (as a result: a unary ufunc's, whose loop converts as it reads; see as_read)
+        return contiguous_strides(node.shape, iteration_order(node.shape, [src_strides]))
     if node.op == "transpose":
         return tuple(src_strides[p] for p in node.attrs["perm"])
     if node.op == "slice":
@@ -253,29 +263,31 @@ def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:
     if node.op == "gather" and "view_step" in node.attrs:  # a negative-step slice: NumPy's view
         axis = node.attrs["axis"]
         return src_strides[:axis] + (src_strides[axis] * node.attrs["view_step"],) + src_strides[axis + 1:]
-    if node.op in ("broadcast_to", "bitcast"):
+    if node.op == "broadcast_to":  # (NumPy's broadcast_to gives every unit axis stride 0, as its iterator does)
+        return tuple(0 if n == 1 else s for s, n in zip(_broadcast(src, src_strides, node.shape), node.shape))
+    if node.op == "bitcast":
         return _broadcast(src, src_strides, node.shape)
     if node.op == "reshape":
         view = _reshaped(src, src_strides, node.shape) if src.size else None
         return fresh if view is None else view
     if node.op in _SCANS:  # ufunc.accumulate's result: allocated by its iterator over the operand
-        return contiguous_strides(node.shape, iteration_order(node.shape, [_as_read(src, src_strides)]))
+        return contiguous_strides(node.shape, iteration_order(node.shape, [as_read(src)]))
     if node.op in _REDUCTIONS:
         return reduced(src.shape, src_strides, node.attrs["axes"])
     if node.op in _ITERATED or node.op in UFUNCS:
-        operands = [_broadcast(n, _as_read(n, known[n.id]), node.shape) for n in node.inputs if n.ndim]
+        operands = [_broadcast(n, as_read(n), node.shape) for n in node.inputs if n.ndim]
         return contiguous_strides(node.shape, iteration_order(node.shape, operands))
     return fresh
 
 
-def _as_read(operand: Node, strides: tuple) -> tuple:
-    """The strides a NumPy loop reads ``operand`` (laid out with ``strides``) with: a cast to the loop's type is
-    no array NumPy allocates but a conversion as the loop reads, so the cast's operand as it lies (a
-    broadcast's zero strides included, which decide nothing)."""
+def as_read(operand: Node) -> tuple:
+    """The strides a NumPy loop (a ufunc's, a scan's; a copy's of its prototype) reads ``operand`` with: a
+    cast to the loop's type is no array NumPy allocates but a conversion as the loop reads, so the cast's
+    operand as it lies (a broadcast's zero strides included, which decide nothing). Alone, as a result,
+    a cast is a unary ufunc's array (``_strides_of``); folded to a constant, it keeps both."""
     while operand.op == "cast" and not operand.attrs.get("buffered"):
         operand = operand.inputs[0]
-        strides = strides_of(operand)
-    return strides
+    return operand.attrs.get("read_strides") or strides_of(operand)
 
 
 def reduced(shape: tuple, strides: tuple, axes) -> tuple:

@@ -619,7 +619,8 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
     else:  # NumPy's _count_reduce_items: the mask's own sum is each mean's count
         count = P.reduce("sum", mask, axes, keepdims, "np.mean", dtype=np.dtype(np.intp))
         P.warn_at_run_time(P.elementwise("equal", [count, dt.Weak(0)]), RuntimeWarning, "Mean of empty slice")
-        quotient = P.cast(P.elementwise("divide", [total, count]), total.dtype)  # true_divide(out=total, 'unsafe')
+        # true_divide(total, count, out=total, casting='unsafe'): into the sum's memory, laid out as it is
+        quotient = P.laid_out_as(P.cast(P.elementwise("divide", [total, count]), total.dtype), total)
     return Tensor(P.cast(quotient, acc) if half else quotient, scalar=True)
 
 
@@ -660,7 +661,8 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
     if mean is not None:
         centre = _operand(mean)
     elif masked:
-        centre = P.cast(P.elementwise("divide", [total(x, True), count(True)]), acc)  # true_divide(out=, 'unsafe')
+        summed = total(x, True)  # divided by true_divide(out=, 'unsafe') into its own memory, laid out as it is
+        centre = P.laid_out_as(P.cast(P.elementwise("divide", [summed, count(True)]), acc), summed)
     else:
         centre = _divide_into(total(x, True), _count(x, axes))
     # NumPy's _var warns before it computes, where a count is at most ddof
@@ -677,7 +679,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
     if not masked:
         return Tensor(_divide_into(squares, max(_count(x, axes) - ddof, 0)), scalar=True)
     dof = P.elementwise("maximum", [P.elementwise("subtract", [count(keepdims), _operand(ddof)]), dt.Weak(0)])
-    return Tensor(P.cast(P.elementwise("divide", [squares, dof]), squares.dtype), scalar=True)
+    return Tensor(P.laid_out_as(P.cast(P.elementwise("divide", [squares, dof]), squares.dtype), squares), scalar=True)
 
 
 def _scan_maybe_into(kind: str, a, axis, dtype, out) -> Tensor:
@@ -1037,7 +1039,10 @@ def _like(value):
         dtype = x.dtype if dtype is None else dt.check_supported(dtype, "np.ones_like/zeros_like/full_like")
         made = const_node(np.full(shp, fill, dtype=dtype))
         # NumPy lays the new array out as ``order`` asks, after a's layout ("K": like a), which its sums follow
-        return Tensor(layout.with_strides(made, layout.ordered(made.shape, order, x.shape, layout.strides_of(x))))
+        made = layout.with_strides(made, layout.ordered(made.shape, order, x.shape, layout.strides_of(x)))
+        if order in ("A", "K") and not layout.known(x):  # after a layout the model only guesses: so is this one
+            made.attrs["layout_unknown"] = True
+        return Tensor(made)
     return like
 
 
@@ -4486,13 +4491,27 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
 
 def _stand_in_laid_out(t: Tensor, fill: int = 0) -> np.ndarray:
     """``fill`` in ``t``'s shape and dtype, laid out in memory as the model says NumPy's array is."""
-    strides = layout.strides_of(t.node)
-    if not t.size:
-        return np.zeros(t.shape, t.dtype)
-    start = sum((n - 1) * -s for n, s in zip(t.shape, strides) if s < 0 and n)
-    span = start + sum((n - 1) * s for n, s in zip(t.shape, strides) if s > 0 and n) + 1
-    return np.ndarray(t.shape, t.dtype, np.full(span, fill, t.dtype), start * t.dtype.itemsize,
-                      tuple(s * t.dtype.itemsize for s in strides))
+    return _laid_out_array(t.shape, t.dtype, layout.strides_of(t.node), fill)
+
+
+def _laid_out_array(shape: tuple, dtype: np.dtype, strides: tuple, fill: int = 0) -> np.ndarray:
+    """A writable array of ``fill`` laid out with ``strides`` (in elements; where they are 0 or overlap,
+    elements share memory)."""
+    if 0 in shape:
+        return np.zeros(shape, dtype)
+    start = sum((n - 1) * -s for n, s in zip(shape, strides) if s < 0)
+    span = start + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + 1
+    return np.ndarray(shape, dtype, np.full(span, fill, dtype), start * dtype.itemsize,
+                      tuple(s * dtype.itemsize for s in strides))
+
+
+def _solve_laid_out_as_given(a, b):
+    """np.linalg.solve of identity matrices laid out as ``a`` is (the zeros a stand-in holds are singular)
+    against ``b``: the layout NumPy's gufunc gives the solution, whose loop axes follow its operands'."""
+    a = np.asarray(a)
+    identities = _laid_out_array(a.shape, a.dtype, tuple(s // a.itemsize for s in a.strides))
+    identities[...] = np.eye(a.shape[-1], dtype=a.dtype)  # (the same values where a's memory is shared)
+    return np.linalg.solve(identities, b)
 
 
 def _laid_out_by_numpy(impl, numpy_fn):
@@ -4558,6 +4577,7 @@ dstack = _laid_out_by_numpy(dstack, np.dstack)
 column_stack = _laid_out_by_numpy(column_stack, np.column_stack)
 block = _laid_out_by_numpy(block, np.block)
 append = _laid_out_by_numpy(append, np.append)
+linalg_solve = _laid_out_by_numpy(linalg_solve, _solve_laid_out_as_given)
 # functions whose NumPy code fills a fresh array allocated after its argument's layout
 gradient = _allocated(gradient, "K")  # np.empty_like(f)
 unwrap = _allocated(unwrap, "K")  # np.array(p, copy=True)

@@ -925,10 +925,14 @@ def _make(op: str, inputs, shape, dtype, **attrs) -> Node:
         value = PRIMITIVES[op].evaluate(node, [i.value for i in inputs])
         folded = const_node(np.asarray(value, dtype=node.dtype).reshape(node.shape), node.loc)
         # the layout NumPy would give it (a view of a constant, what np.zeros_like made), which its sums follow
-        from .layout import contiguous_strides, strides_of  # (layout reads this module's UFUNCS)
+        from .layout import as_read, contiguous_strides, known, strides_of  # (layout reads this module's UFUNCS)
         strides = strides_of(node)
         if strides != contiguous_strides(node.shape):
             folded.attrs["strides"] = strides
+        if as_read(node) != strides:  # a conversion a loop makes as it reads: its operand as it lies, to a loop
+            folded.attrs["read_strides"] = as_read(node)
+        if not known(node):  # (and where the model only guesses it, it still says so)
+            folded.attrs["layout_unknown"] = True
         return folded
     return node
 

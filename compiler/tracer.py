@@ -282,6 +282,16 @@ class Tensor:
             return layout.iteration_order(self.shape, [strides])
         return axes[::-1] if layout.fortran_only(self.shape, strides) else axes
 
+    def _laid_out_in(self, order: str) -> bool:
+        """Whether NumPy's array is laid out as ``order`` asks of a copy-free astype: any layout for "K";
+        C- or Fortran-contiguous for "A"; C-contiguous for "C", Fortran-contiguous for "F" (a layout the
+        model only guesses is taken to be so)."""
+        if order == "K" or not layout.known(self.node):
+            return True
+        strides = layout.strides_of(self.node)
+        c, f = layout.contiguous(self.shape, strides), layout.contiguous(self.shape, strides, fortran=True)
+        return {"A": c or f, "C": c, "F": f}[order]
+
     def _read_flat(self, order: str, what: str) -> Node:
         """The elements in one axis, in the order ``order`` reads them."""
         axes = self._read_axes(memory_order(order, "C"), what)
@@ -307,8 +317,9 @@ class Tensor:
             raise TypeError(f"Cannot cast array data from {self.dtype!r} to {np.dtype(dtype)!r} according to the "
                             f"rule {casting!r}")
         order = memory_order(order, "K")
-        if np.dtype(dtype) == self.dtype:  # NumPy returns the array itself, or copies it
-            return self.copy(order) if copy else self
+        if np.dtype(dtype) == self.dtype:  # NumPy returns the array itself where it may (not copy, laid out as
+            # ``order`` asks), or copies it
+            return self if not copy and self._laid_out_in(order) else self.copy(order)
         # an array NumPy allocates (a copy in ``order``), not a cast a loop makes as it reads: its layout decides
         # the layout of a ufunc over it (a broadcast operand's astype lays the broadcast axis innermost)
         return Tensor(P.cast(self.node, dtype), scalar=self.scalar).copy(order)
