@@ -3859,7 +3859,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     return Tensor(result.node, scalar=True)
 
 
-def histogram(a, bins=10, range=None, density=None, weights=None):
+def histogram(a, bins=10, range=None, density=None, weights=None, *, _edges_only=False):
     """np.histogram with edges known at trace time: ``bins`` an array of edges, or a count with ``range=``.
     The edges (and NumPy's checks of them) are NumPy's own, from its _get_bin_edges; each bin counts the
     elements NumPy puts there: equal bins by its range test in the array's dtype and the bin's edges in
@@ -3880,7 +3880,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     if not isinstance(bins, str) and np.ndim(bins) == 0 and range is None:
         np.histogram(np.zeros(0), bins)  # NumPy's errors for a count that is not one
         if x.size:
-            return _histogram_of_data_range(x, w, operator.index(bins), density)
+            return _histogram_of_data_range(x, w, operator.index(bins), density, _edges_only)
     if isinstance(bins, str):
         raise NotImplementedError(f"np.histogram: bins={bins!r} estimates the bins from the data, which decides their "
                                   "number; pass a count and range=, or an array of edges")
@@ -3948,14 +3948,19 @@ def _data_range(x: Tensor, what: str) -> tuple[Tensor, Tensor, np.dtype]:
     return Tensor(lo.node, scalar=True), Tensor(hi.node, scalar=True), kind
 
 
-def _histogram_of_data_range(x: Tensor, w: Tensor | None, count: int, density):
+def _histogram_of_data_range(x: Tensor, w: Tensor | None, count: int, density, edges_only: bool = False):
     """bins as a count, the range the data's: the edges are computed in the kernel by np.linspace's steps,
     and NumPy's data-dependent errors (a range that is not finite, too many bins for it) are checked as the
-    kernel runs."""
+    kernel runs. (A float16 range wider than float16 holds makes linspace's first edge NaN: for one bin,
+    np.histogram then indexes its edges with that NaN converted to np.intp, where np.histogram_bin_edges
+    returns them.)"""
     lo, hi, kind = _data_range(x, "np.histogram")
     edges = linspace(lo, hi, count + 1, dtype=kind)
     _raise_at_run_time(np.any(edges[:-1] >= edges[1:]),
                        f"Too many bins for data range. Cannot create {count} finite-sized bins.", "np.histogram")
+    if count == 1 and not edges_only and kind.kind == "f":
+        _raise_at_run_time(np.isnan(edges[0]), f"index {np.iinfo(np.intp).min} is out of bounds for axis 0 with "
+                           "size 2", "np.histogram", IndexError)
     return _histogram_result(_bin_totals(x, w, True, edges), edges, density)
 
 
@@ -3997,15 +4002,22 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
             e = _tensor(np.asarray(b))
         edges.append(e)
         sizes.append(e.shape[0] - 1)
-    # each sample's core bin per dimension (0 .. n-1; outliers -1 or n), combined into one flat index
-    flat, outside = None, None
+    # each sample's core bin per dimension (0 .. n-1; outliers -1 or n), combined into one flat index: NumPy's
+    # searchsorted(edges, v, 'right'), less one on the last edge. Its binary search is also NumPy's answer
+    # for edges that are not sorted: float16 data whose range overflows float16 gives np.linspace's
+    # [nan, inf, .., max], where the maximum lands before the first bin and NumPy's ravel_multi_index raises
+    flat, outside, invalid = None, None, None
     for column, e, n in zip(columns, edges, sizes):
         common = np.result_type(column.dtype, e.dtype)
         v, ee = column.astype(common), e.astype(common)
-        place = sum_(ee[None, :] <= v[:, None], axis=1, dtype=np.intp) - (v == ee[-1]).astype(np.intp) - 1
+        found = _bisection(ee, v, "right") - (v == ee[-1]).astype(np.intp)
+        invalid = found < 0 if invalid is None else invalid | (found < 0)
+        place = found - 1
         out = (place < 0) | (place >= n)
         outside = out if outside is None else outside | out
         flat = place if flat is None else flat * n + place
+    if invalid is not None and invalid.size:
+        _raise_at_run_time(any_(invalid), "invalid entry in coordinates array", "np.histogramdd")
     total = int(np.prod(sizes, dtype=np.int64))
     bin_ids = np.arange(total, dtype=np.intp)[:, None]
     hit = (flat[None, :] == bin_ids) & ~outside[None, :]
@@ -4486,7 +4498,7 @@ def ix_(*args):
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
     """np.histogram's edges (its checks, and its errors for a range taken from the data)."""
-    return histogram(a, bins, range, weights=weights)[1]
+    return histogram(a, bins, range, weights=weights, _edges_only=True)[1]
 
 
 def _stand_in_laid_out(t: Tensor, fill: int = 0) -> np.ndarray:

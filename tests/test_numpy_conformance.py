@@ -1195,6 +1195,39 @@ def test_histogram_data_range_errors_are_checked_as_the_kernel_runs(fn, data, ma
         jit(fn)(data)
 
 
+# a float16 range wider than float16 holds: np.linspace's edges are [nan, inf, .., max] (fuzz seed 1183)
+WIDE_HALF = np.array([-65504.0, 1.0, 3.0, 16376.0, 16376.0], dtype=np.float16)
+
+
+@pytest.mark.parametrize("fn, error, match", [
+    (lambda a: np.histogramdd(a[:, None], bins=3), ValueError, r"^invalid entry in coordinates array \(np.histogramdd"),
+    (lambda a: np.histogramdd(np.stack([a, a * 0], axis=1), bins=[2, 1]), ValueError, r"^invalid entry in coordinates"),
+    (lambda a: np.histogram(a, bins=1), IndexError, r"^index -9223372036854775808 is out of bounds for axis 0 with size 2"),
+    (lambda a: np.histogram(a, bins=2), ValueError, r"^Too many bins for data range. Cannot create 2 finite-sized bins."),
+])
+def test_histograms_of_a_range_wider_than_the_dtype_fail_as_numpys(fn, error, match):
+    """NumPy bins by searchsorted on edges that are no longer sorted: the maximum lands before the first
+    bin, and ravel_multi_index refuses it; np.histogram's one bin indexes its edges with NaN as np.intp."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(error):
+            fn(WIDE_HALF)
+        with pytest.raises(error, match=match):
+            jit(fn)(WIDE_HALF)
+
+
+def test_histogramdd_of_one_bin_over_a_range_wider_than_the_dtype_counts_the_maximum_as_numpy():
+    # edges [nan, max]: NumPy's binary search puts only the maximum past the NaN, into the one bin
+    fn = lambda a: np.histogramdd(a[:, None], bins=1)  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want, got = fn(WIDE_HALF), jit(fn)(WIDE_HALF)
+    assert_like_numpy(got[0], want[0])
+    np.testing.assert_array_equal(want[0], [2.0])
+    assert_like_numpy(got[1][0], want[1][0])
+    np.testing.assert_array_equal(np.histogram_bin_edges(WIDE_HALF, 1), jit(lambda a: np.histogram_bin_edges(a, 1))(WIDE_HALF))
+
+
 LINSPACE_ENDS = np.array([[-1.5, 2.0, 1e-320], [0.0, 3.0, 7.25]])
 
 

@@ -95,7 +95,7 @@ def exact_node(info: oi.OpInfo, value, inputs_exact: bool) -> bool:
     zero sign (signbit, copysign or 1/x of a max of +0.0 and -0.0 would otherwise see NumPy's SIMD order)."""
     float_result = np.asarray(value).dtype.kind == "f"
     return info.exact and inputs_exact and not (float_result and (info.family in ZERO_SIGN_UNDEFINED
-                                                                     or not info.zero_sign))
+                                                                     or not info.zero_sign or not info.exact_floats))
 
 
 def exactness(program: dict, values: list) -> list[bool]:
