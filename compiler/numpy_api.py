@@ -1041,7 +1041,7 @@ def _like(value):
         # NumPy lays the new array out as ``order`` asks, after a's layout ("K": like a), which its sums follow
         made = layout.with_strides(made, layout.ordered(made.shape, order, x.shape, layout.strides_of(x)))
         if order in ("A", "K") and not layout.known(x):  # after a layout the model only guesses: so is this one
-            made.attrs["layout_unknown"] = True
+            made = P.layout_unknown(made)
         return Tensor(made)
     return like
 
@@ -2418,7 +2418,8 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue)
         scale = np.asarray(w.sum(axis=axes, dtype=result_dtype, **kept))
         if np.any(scale == 0.0):
             raise ZeroDivisionError("Weights sum to zero, can't be normalized")
-        weighted = np.multiply(x.astype(result_dtype), np.asarray(w, result_dtype))
+        # the loop converts a as it reads it (NumPy's dtype=), so the product is laid out after a, not after a copy
+        weighted = np.multiply(x, w, dtype=result_dtype)
         avg = sum_(weighted, axes, **kept) / scale
     if not returned:
         return avg
@@ -3958,7 +3959,7 @@ def _histogram_of_data_range(x: Tensor, w: Tensor | None, count: int, density, e
     edges = linspace(lo, hi, count + 1, dtype=kind)
     _raise_at_run_time(np.any(edges[:-1] >= edges[1:]),
                        f"Too many bins for data range. Cannot create {count} finite-sized bins.", "np.histogram")
-    if count == 1 and not edges_only and kind.kind == "f":
+    if count == 1 and not edges_only:
         _raise_at_run_time(np.isnan(edges[0]), f"index {np.iinfo(np.intp).min} is out of bounds for axis 0 with "
                            "size 2", "np.histogram", IndexError)
     return _histogram_result(_bin_totals(x, w, True, edges), edges, density)

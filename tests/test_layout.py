@@ -263,6 +263,15 @@ def test_masked_mean_and_var_divide_into_their_sums_memory():
         assert got.strides == real.strides == (8, 32, 32)
 
 
+def test_weighted_average_converts_as_it_multiplies_as_numpy_does():
+    # np.average multiplies with dtype=: the loop reads a broadcast where it lies, so the product (and the
+    # average) is C-ordered; a converted copy first put the broadcast's zero-stride axis innermost
+    x = np.arange(14, dtype=np.float16).reshape(2, 7)
+    real, got = _numpy_and_compiled(
+        lambda a: np.average(np.broadcast_to(a, (3, 2, 7)), axis=1, weights=[1, 1]), x)
+    assert got.dtype == np.float64
+    assert got.strides == real.strides == (56, 8)
+
 def test_linalg_solve_lays_its_loop_axes_out_as_numpys_gufunc():
     # the solution's batch axes follow b's Fortran order, as NumPy's gufunc iterator lays them out
     a = np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 2.0]])
