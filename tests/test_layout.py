@@ -272,6 +272,18 @@ def test_weighted_average_converts_as_it_multiplies_as_numpy_does():
     assert got.dtype == np.float64
     assert got.strides == real.strides == (56, 8)
 
+
+def test_ravel_multi_index_of_broadcast_coordinates_is_laid_out_as_numpys_iterator():
+    # NumPy's iterator over coordinates broadcast along their first axis allocates a C-ordered result; the
+    # model's sum of converted copies put the zero-stride axis innermost
+    def program(x, y):
+        spread = (np.broadcast_to(x[:1], x.shape), np.broadcast_to(y[:1], y.shape))
+        return np.ravel_multi_index(spread, (3, 2), mode="wrap", order="F")
+    rows = np.tile(np.arange(8), (3, 1))
+    real, got = _numpy_and_compiled(program, rows, 1 - rows)
+    assert got.dtype == np.intp
+    assert got.strides == real.strides == (64, 8)
+
 def test_linalg_solve_lays_its_loop_axes_out_as_numpys_gufunc():
     # the solution's batch axes follow b's Fortran order, as NumPy's gufunc iterator lays them out
     a = np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 2.0]])
@@ -389,6 +401,34 @@ def test_registered_ops_on_views_come_back_laid_out_as_numpys():
             for w, g in zip(want, got):
                 problems += compare_layout(w, g, f"{name} {params}")
     assert ran > 250
+    assert not problems, problems
+
+
+@pytest.mark.parametrize("spread", [lambda a: np.broadcast_to(a[:1], a.shape),
+                                    lambda a: np.broadcast_to(a[..., :1], a.shape)], ids=["first-axis", "last-axis"])
+def test_registered_ops_on_broadcasts_lay_their_results_out_as_numpy_does(spread):
+    # every op of the registry on operands broadcast inside the program (zero strides, which decide nothing
+    # in NumPy's iterator: np.average and np.ravel_multi_index went wrong over them, fuzz seed 1190; the
+    # cases of seed 3 hold the ravel_multi_index that did)
+    problems, ran = [], 0
+    for name, info, params, operands in registry_cases([3]):
+        if not any(isinstance(o, np.ndarray) and o.ndim > 1 for o in operands):
+            continue
+
+        def fn(*xs, info=info, params=params):
+            return info([spread(x) if getattr(x, "ndim", 0) > 1 else x for x in xs], params)
+
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                want = list(leaves(fn(*operands)))
+                got = list(leaves(jit(fn)(*operands)))
+        except Exception:  # noqa: BLE001 (refusals and NumPy's errors are the fuzzer's to compare)
+            continue
+        ran += 1
+        for w, g in zip(want, got):
+            problems += compare_layout(w, g, f"{name} {params}")
+    assert ran > 150
     assert not problems, problems
 
 
