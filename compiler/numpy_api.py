@@ -4846,6 +4846,19 @@ def getitem(t: Tensor, key):
     return result
 
 
+def _advanced_index_laid_out_by_numpy(z: P.Node, y: P.Node, out_shape, indices) -> P.Node:
+    """``z``, the advanced indexing of ``y`` that ``out_shape`` describes, laid out as NumPy lays out its own
+    indexing of zeros laid out as ``y`` by zeros laid out as the index arrays (the layout follows the
+    operands' strides, not their values); unknown where an index array's layout is."""
+    if not all(layout.known(i) for i in indices):
+        return P.layout_unknown(z)
+    arrays = iter([_laid_out_array(i.shape, i.dtype, layout.strides_of(i)) for i in indices])
+    entry = {"new": lambda: None, "keep": lambda: slice(None), "drop": lambda: 0, "gap": lambda: Ellipsis,
+             "adv": lambda: next(arrays)}
+    indexed = _laid_out_array(y.shape, y.dtype, layout.strides_of(y))[tuple(entry[kind]() for kind, _ in out_shape)]
+    return P.laid_out(z, tuple(s // indexed.itemsize for s in indexed.strides))
+
+
 def _is_advanced(k) -> bool:
     return not (k is None or k is Ellipsis or k is _NO_AXIS or isinstance(k, (int, np.integer, slice)))
 
@@ -4903,9 +4916,11 @@ def _advanced_index(y, out_shape, advanced):
     # NumPy fills a fresh array of the broadcast index axes, then the kept ones in the order they lie in
     # memory ("K"), and moves the index axes into place: that is its layout (``layout``), whatever the
     # steps above imply (modelled where no kept axis of the operand is broadcast: NumPy's iterator orders
-    # those otherwise)
-    if not layout.known(y) or any(s == 0 and n > 1 for s, n in zip(layout.strides_of(y), y.shape)):
+    # those by rules of its own, which NumPy is asked for)
+    if not layout.known(y):
         return P.layout_unknown(z)
+    if any(s == 0 and n > 1 for s, n in zip(layout.strides_of(y), y.shape)):
+        return _advanced_index_laid_out_by_numpy(z, y, out_shape, indices)
     final_axes = ([] if adjacent else ["B"] * len(b_shape))  # what each axis of the result is
     for axis, (kind, _) in _axes(out_shape):
         if kind in ("new", "keep"):

@@ -276,7 +276,7 @@ class Tensor:
             return axes if order == "C" else axes[::-1]
         if not layout.known(self.node):
             raise NotImplementedError(f"{what} with order={order!r} of an array whose memory layout the compiler only "
-                                      "guesses (advanced indexing of a broadcast array): use 'C' or 'F'")
+                                      "guesses (NumPy's own call on stand-ins of it failed): use 'C' or 'F'")
         strides = layout.strides_of(self.node)
         if order == "K":  # NumPy's iterator's order (a broadcast's zero strides decide nothing)
             return layout.iteration_order(self.shape, [strides])
