@@ -3627,7 +3627,9 @@ def _nan_replaced(a, value):
     if x.dtype.kind != "f":
         return (Tensor(x.node) if x.numpy_scalar else x), None  # NumPy's asanyarray: a 0-d array
     mask = np.isnan(x)
-    return np.where(mask, np.asarray(value, x.dtype), x), mask
+    # NumPy writes the value into a copy of a where a is NaN: the copy's layout ('K', after a), which sums follow
+    replaced = np.where(mask, np.asarray(value, x.dtype), x)
+    return Tensor(P.laid_out_as(replaced.node, x.copy(order="K").node)), mask
 
 
 def _inexact_dtype(dtype):
@@ -4191,8 +4193,8 @@ def nanargmin(a, axis=None, out=None, *, keepdims=np._NoValue):
 
 
 def _divided_by_count(total: Tensor, count: Tensor) -> P.Node:
-    """NumPy's _divide_by_count: ``divide(total, count, out=total, casting='unsafe')``."""
-    return P.cast(P.elementwise("divide", [total.node, _operand(count)]), total.dtype)
+    """NumPy's _divide_by_count: ``divide(total, count, out=total, casting='unsafe')`` (in total's memory)."""
+    return P.laid_out_as(P.cast(P.elementwise("divide", [total.node, _operand(count)]), total.dtype), total.node)
 
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=np._NoValue, *, where=np._NoValue):
@@ -4231,16 +4233,19 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *, 
         centre = _operand(mean)
     deviation = P.cast(P.elementwise("subtract", [x.node, centre]), x.dtype)
     deviation = Tensor(P.where(mask.node, const_node(np.zeros((), x.dtype)), deviation))
+    # (NumPy subtracts, zeroes the NaNs' places and squares in arr's own memory: its layout, which the sum follows)
+    squares = P.laid_out_as((deviation * deviation).node, x.node)
     keep = _given(keepdims=keepdims)
-    total = sum_(Tensor((deviation * deviation).node), axis, dtype, out, **keep, **masked)  # an array, as NumPy's
+    total = sum_(Tensor(squares), axis, dtype, out, **keep, **masked)  # an array, as NumPy's
     dof = sum_(~mask, axis, np.intp, **keep, **masked) - ddof
     P.warn_at_run_time((dof <= 0).node, RuntimeWarning, "Degrees of freedom <= 0 for slice.")
     if out is not None:  # NumPy's: divide in place into out, then _copyto(out, nan, dof <= 0) 'unsafe'
         np.divide(total, dof, out=total, casting="unsafe")
         np.copyto(total, np.nan, where=dof <= 0, casting="unsafe")
         return total
-    quotient = _divided_by_count(total, dof)
-    return Tensor(P.where((dof <= 0).node, const_node(np.asarray(np.nan, total.dtype)), quotient), scalar=True)
+    quotient = _divided_by_count(total, dof)  # (NaN copied into its memory where dof <= 0: its layout)
+    return Tensor(P.laid_out_as(P.where((dof <= 0).node, const_node(np.asarray(np.nan, total.dtype)), quotient),
+                                quotient), scalar=True)
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *, where=np._NoValue,

@@ -531,3 +531,16 @@ def test_advanced_indexing_of_a_broadcast_is_laid_out_as_numpys(index):
     real, got = _numpy_and_compiled(lambda a: _BROADCAST_INDEXED[index](a) * 2, x)
     assert got.strides == real.strides
     real, got = _numpy_and_compiled(lambda a: np.ravel(_BROADCAST_INDEXED[index](a), order="K"), x)
+
+
+@pytest.mark.parametrize("function", [np.nansum, np.nanprod, np.nanmean, np.nanvar, np.nanstd, np.nancumsum],
+                         ids=lambda f: f.__name__)
+def test_nan_functions_of_a_broadcast_reduce_numpys_copy_of_it(function):
+    # NumPy's nan functions write 0 (1) into a 'K' copy of the array where it is NaN (its layout: a broadcast's
+    # zero-stride axis innermost), sum that copy, and divide (nanvar: subtract, square, put NaN) in place:
+    # the result is laid out after the copy, not as a fresh array of the broadcast
+    x = np.arange(20.0, dtype=np.float32).reshape(4, 5) / 7
+    x[1, 2] = np.nan
+    real, got = _numpy_and_compiled(lambda a: function(np.broadcast_to(a[:, None, :], (4, 3, 5)), axis=0), x)
+    assert got.dtype == np.float32
+    assert got.strides == real.strides and not real.flags.c_contiguous
