@@ -378,6 +378,19 @@ def test_every_registered_op_lays_its_result_out_as_numpy_does():
     assert not unknown, unknown
 
 
+def _compiled_layout_problems(label: str, program, numpy_arguments, compiled_arguments) -> list | None:
+    """compare_layout's problems of each compiled result of ``program`` against NumPy's; None where either
+    raises (refusals and NumPy's errors are the fuzzer's to compare)."""
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = list(leaves(program(*numpy_arguments)))
+            got = list(leaves(jit(program)(*compiled_arguments)))
+    except Exception:  # noqa: BLE001
+        return None
+    return [problem for w, g in zip(want, got) for problem in compare_layout(w, g, label)]
+
+
 def test_registered_ops_on_views_come_back_laid_out_as_numpys():
     # every op of the registry on operands passed Fortran-ordered or transposed (so the model starts from
     # the caller's strides): a result that comes back laid out otherwise than C-contiguously has NumPy's
@@ -393,16 +406,11 @@ def test_registered_ops_on_views_come_back_laid_out_as_numpys():
             def fn(*xs, info=info, params=params):
                 return info(list(xs), params)
 
-            try:
-                with np.errstate(all="ignore"), warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    want = list(leaves(fn(*[o.copy(order="K") if isinstance(o, np.ndarray) else o for o in views])))
-                    got = list(leaves(jit(fn)(*views)))
-            except Exception:  # noqa: BLE001 (refusals and NumPy's errors are the fuzzer's to compare)
-                continue
-            ran += 1
-            for w, g in zip(want, got):
-                problems += compare_layout(w, g, f"{name} {params}")
+            found = _compiled_layout_problems(f"{name} {params}", fn,
+                                              [o.copy(order="K") if isinstance(o, np.ndarray) else o for o in views], views)
+            if found is not None:
+                ran += 1
+                problems += found
     assert ran > 250
     assert not problems, problems
 
@@ -421,16 +429,10 @@ def test_registered_ops_on_broadcasts_lay_their_results_out_as_numpy_does(spread
         def fn(*xs, info=info, params=params):
             return info([spread(x) if getattr(x, "ndim", 0) > 1 else x for x in xs], params)
 
-        try:
-            with np.errstate(all="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                want = list(leaves(fn(*operands)))
-                got = list(leaves(jit(fn)(*operands)))
-        except Exception:  # noqa: BLE001 (refusals and NumPy's errors are the fuzzer's to compare)
-            continue
-        ran += 1
-        for w, g in zip(want, got):
-            problems += compare_layout(w, g, f"{name} {params}")
+        found = _compiled_layout_problems(f"{name} {params}", fn, operands, operands)
+        if found is not None:
+            ran += 1
+            problems += found
     assert ran > 150
     assert not problems, problems
 
