@@ -820,7 +820,7 @@ def round_(a, decimals=0, out=None):
         scale = const_node(np.float64(10.0 ** -decimals))
         y = P.elementwise("divide", [P.cast(x, np.float64), scale])
         y = P.elementwise("multiply", [P.elementwise("rint", [y]), scale])
-        return Tensor(P.cast(y, x.dtype), scalar=True)
+        return _scaled_round_result(P.cast(y, x.dtype), x)
     if decimals == 0:
         return Tensor(P.elementwise("rint", [x]), scalar=True)
     if x.dtype.kind == "b":  # NumPy scales into a bool result array and refuses: its own error, raised by NumPy
@@ -828,7 +828,15 @@ def round_(a, decimals=0, out=None):
     scale = dt.Weak(10.0 ** abs(decimals))
     into, back = ("multiply", "divide") if decimals > 0 else ("divide", "multiply")
     y = P.elementwise("rint", [P.elementwise(into, [x, scale])])
-    return Tensor(P.elementwise(back, [y, scale]), scalar=True)
+    return _scaled_round_result(P.elementwise(back, [y, scale]), x)
+
+
+def _scaled_round_result(rounded: P.Node, x: P.Node) -> Tensor:
+    # PyArray_Round scales into an array it allocates itself, Fortran-ordered for a Fortran-contiguous
+    # operand and C-ordered for any other (a broadcast or a transposed copy among them), not as its ufuncs would
+    if not rounded.ndim:
+        return Tensor(rounded, scalar=True)
+    return Tensor(_fresh(Tensor(rounded), like=Tensor(x), order="A").node, scalar=True)
 
 
 def _no_extras(name, **kwargs):
@@ -4598,6 +4606,7 @@ block = _laid_out_by_numpy(block, np.block)
 append = _laid_out_by_numpy(append, np.append)
 linalg_solve = _laid_out_by_numpy(linalg_solve, _solve_laid_out_as_given)
 # functions whose NumPy code fills a fresh array allocated after its argument's layout
+nan_to_num = _allocated(nan_to_num, "K")  # np.array(x, copy=True), the replacements written into it
 gradient = _allocated(gradient, "K")  # np.empty_like(f)
 unwrap = _allocated(unwrap, "K")  # np.array(p, copy=True)
 piecewise = _allocated(piecewise, "K")  # np.zeros_like(x)

@@ -546,3 +546,28 @@ def test_nan_functions_of_a_broadcast_reduce_numpys_copy_of_it(function):
     real, got = _numpy_and_compiled(lambda a: function(np.broadcast_to(a[:, None, :], (4, 3, 5)), axis=0), x)
     assert got.dtype == np.float32
     assert got.strides == real.strides and not real.flags.c_contiguous
+
+
+_SPREAD = {  # operands NumPy lays out neither C- nor Fortran-contiguous, and one Fortran-contiguous
+    "broadcast-middle": lambda a: np.broadcast_to(a[:, None, :], (4, 3, 5)),
+    "broadcast-transposed": lambda a: np.broadcast_to(a.T[:, None, :], (5, 3, 4)),
+    "fortran-3d": lambda a: np.stack([a, a + 1, a * 2], axis=1).copy(order="F"),
+}
+
+
+@pytest.mark.parametrize("spread", _SPREAD, ids=str)
+@pytest.mark.parametrize("program", [
+    pytest.param(lambda v: np.nan_to_num(v), id="nan_to_num"),  # np.array(x, copy=True): a 'K' copy
+    pytest.param(lambda v: np.nan_to_num(v, nan=1.5, posinf=2.0), id="nan_to_num-values"),
+    pytest.param(lambda v: np.gradient(np.nan_to_num(v), axis=0), id="gradient-of-nan_to_num"),
+    pytest.param(lambda v: np.round(v, 2), id="round-decimals"),  # PyArray_Round's own allocation: C or Fortran
+    pytest.param(lambda v: np.round(v, -1), id="round-negative-decimals"),
+    pytest.param(lambda v: np.round((v * 7).astype(np.int16), -1), id="round-integers-to-tens"),
+    pytest.param(lambda v: np.round(v), id="round-rint"),  # decimals=0: the rint ufunc, laid out as ufuncs are
+])
+def test_nan_to_num_and_round_lay_their_results_out_as_numpy_does(program, spread):
+    x = np.arange(20.0, dtype=np.float32).reshape(4, 5) / 7
+    x[1, 2], x[0, 1], x[3, 4] = np.nan, np.inf, -np.inf
+    real, got = _numpy_and_compiled(lambda a: program(_SPREAD[spread](a)), x)
+    assert got.strides == real.strides
+    _numpy_and_compiled(lambda a: np.ravel(program(_SPREAD[spread](a)), order="K"), x)
