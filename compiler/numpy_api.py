@@ -46,6 +46,7 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
     kwargs = dict(kwargs)
     out, where = kwargs.pop("out", None), kwargs.pop("where", True)
     loop = _loop_arguments(ufunc, kwargs)
+    placement = {k: kwargs.pop(k) for k in _CORE_PLACEMENT if k in kwargs} if _is_vector_gufunc(ufunc) else {}
     # the memory layout of the result (order=) and whether a subclass survives (subok=) change no value
     unsupported = {k: v for k, v in kwargs.items()
                    if not (k == "order" and v in (None, "K", "A", "C") or k == "subok" and isinstance(v, bool))}
@@ -54,7 +55,7 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
     if where is not True and out is None:
         raise NotImplementedError(f"np.{ufunc.__name__}: where= without out= leaves NumPy's uninitialized memory where "
                                   "the mask is False; pass out= too")
-    results = _ufunc_results(ufunc, inputs, **loop)
+    results = _gufunc_placed(ufunc, inputs, placement, loop) if placement else _ufunc_results(ufunc, inputs, **loop)
     return results if out is None else _into_out(ufunc, results, out, where, loop["casting"] or "same_kind")
 
 
@@ -3559,6 +3560,52 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=Fa
 _GUFUNC_CORES = {"vecdot": (1, 1), "matvec": (2, 1), "vecmat": (1, 2)}  # core dimensions of each operand
 
 
+_CORE_PLACEMENT = ("axes", "axis", "keepdims")  # a gufunc's keywords that place its core dimensions
+
+
+def _is_vector_gufunc(ufunc) -> bool:
+    return ufunc is np.matmul or ufunc.__name__ in _GUFUNC_CORES and ufunc is getattr(np, ufunc.__name__)
+
+
+def _gufunc_placed(ufunc, inputs, placement: dict, loop: dict):
+    """np.matmul, np.vecdot, np.matvec or np.vecmat with ``axes=``, ``axis=`` or ``keepdims=``: each
+    operand's core axes moved last, the gufunc, and its result's core axes moved to where the output's
+    entry puts them (``keepdims``: vecdot's reduced axis kept with size 1). NumPy's own call on stand-ins
+    of the operands checks the arguments (its errors are raised as they are) and lays the result out."""
+    operands = [_tensor(x) for x in inputs]
+    stand_ins = [_stand_in_laid_out(t) if layout.known(t.node) else np.zeros(t.shape, t.dtype) for t in operands]
+    with np.errstate(all="ignore"):
+        expected = ufunc(*stand_ins, **placement)
+    if ufunc is np.matmul:  # a 1-d operand has one core dimension (its missing one is no axis of the result)
+        cores = tuple(min(t.ndim, 2) for t in operands)
+        out_core = sum(t.ndim >= 2 for t in operands)
+    else:
+        cores, out_core = _GUFUNC_CORES[ufunc.__name__], 0 if ufunc is np.vecdot else 1
+    keepdims = bool(placement.get("keepdims", False))
+    if "axes" in placement:
+        entries = list(placement["axes"])
+    else:
+        axis = placement.get("axis", -1)
+        entries = [axis] * len(operands) + [axis]
+    if keepdims:
+        out_core = cores[0]  # (NumPy allows keepdims only where every input has as many core axes, the output none)
+    if len(entries) <= len(operands):  # the output's entry left out: its core axes last
+        entries.append(tuple(range(-out_core, 0)))
+    entries = [(e,) if isinstance(e, (int, np.integer)) else tuple(e) for e in entries]
+    moved = [moveaxis(t, entry, tuple(range(-core, 0))) if core else t
+             for t, entry, core in zip(operands, entries, cores)]
+    result = _ufunc_results(ufunc, moved, **loop)
+    if keepdims:
+        result = Tensor(P.reshape(result.node, result.shape + (1,) * out_core))
+    if out_core:
+        result = moveaxis(result, tuple(range(-out_core, 0)), entries[len(operands)])
+    if not result.ndim:
+        return result
+    if all(layout.known(t.node) for t in operands):
+        return Tensor(P.laid_out(result.node, tuple(s // expected.itemsize for s in expected.strides)))
+    return Tensor(P.layout_unknown(result.node))
+
+
 def _vector_gufunc(name: str, x1, x2) -> Tensor:
     """np.vecdot, np.matvec and np.vecmat as matmuls of a vector made a row or column (their loop
     dimensions broadcast as matmul's do); NumPy's errors for missing or mismatched core dimensions."""
@@ -4591,6 +4638,7 @@ nanquantile = _laid_out_by_numpy(nanquantile, np.nanquantile)
 nanpercentile = _laid_out_by_numpy(nanpercentile, np.nanpercentile)
 unravel_index = _laid_out_by_numpy(unravel_index, np.unravel_index)
 ravel_multi_index = _laid_out_by_numpy(ravel_multi_index, np.ravel_multi_index)
+linalg_vecdot = _laid_out_by_numpy(linalg_vecdot, np.linalg.vecdot)  # (np.vecdot, its axis moved last)
 sliding_window_view = _laid_out_by_numpy(sliding_window_view, np.lib.stride_tricks.sliding_window_view)
 median = _laid_out_by_numpy(median, np.median)
 quantile = _laid_out_by_numpy(quantile, np.quantile)

@@ -879,6 +879,22 @@ for _name in ("vecdot", "matvec", "vecmat"):
                     numpy_name=f"np.{_name}", scale=_gufunc_scale(_name)))
 
 
+def _vecdot_axis_sample(c: Chooser) -> Call:
+    """np.vecdot along a chosen axis (axis=, keepdims=): the second operand's loop axes 1 here and there."""
+    shape = random_shape(c, 1, 3)
+    axis = c.integer(-len(shape), len(shape) - 1)
+    other = tuple(1 if k != axis % len(shape) and c.pick((0, 0, 1)) else d for k, d in enumerate(shape))
+    shapes = (shape, other) if c.pick((0, 1)) else (other, shape)
+    return Call(shapes, params={"axis": axis, "keepdims": c.pick((False, True))})
+
+
+register(OpInfo("vecdot_axis", lambda xs, p: np.vecdot(xs[0], xs[1], **p), 2, ALL, "contraction",
+                _vecdot_axis_sample, domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False,
+                numpy_name="np.vecdot(axis=)",
+                scale=lambda xs, p: np.vecdot(np.abs(_as_float(xs[0])), np.abs(_as_float(xs[1])), **p)
+                * math.sqrt(np.shape(xs[0])[p["axis"]])))
+
+
 def _correlate_sample(c: Chooser) -> Call:
     return Call(((c.pick(DIMS),), (c.pick(DIMS),)), params={"mode": c.pick(("valid", "same", "full"))})
 

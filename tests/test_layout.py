@@ -571,3 +571,19 @@ def test_nan_to_num_and_round_lay_their_results_out_as_numpy_does(program, sprea
     real, got = _numpy_and_compiled(lambda a: program(_SPREAD[spread](a)), x)
     assert got.strides == real.strides
     _numpy_and_compiled(lambda a: np.ravel(program(_SPREAD[spread](a)), order="K"), x)
+
+
+@pytest.mark.parametrize("spread", _SPREAD, ids=str)
+@pytest.mark.parametrize("program", [
+    pytest.param(lambda v: np.vecdot(v, v * 2, axis=1), id="vecdot-axis"),
+    pytest.param(lambda v: np.vecdot(v, v, axis=0, keepdims=True), id="vecdot-axis-keepdims"),
+    pytest.param(lambda v: np.linalg.vecdot(v, v[:1], axis=2), id="linalg-vecdot"),
+    pytest.param(lambda v: np.matmul(v, v, axes=[(0, 2), (2, 0), (1, 2)]), id="matmul-axes"),
+])
+def test_gufuncs_with_placed_core_axes_lay_their_results_out_as_numpy_does(program, spread):
+    # the loop axes of a gufunc's result follow NumPy's iterator over its operands' loop axes, wherever
+    # axes= put the core ones
+    x = np.arange(20.0, dtype=np.float32).reshape(4, 5) / 8
+    real, got = _numpy_and_compiled(lambda a: program(_SPREAD[spread](a)), x, exact=False)
+    assert [s for s, n in zip(got.strides, got.shape) if n != 1] == \
+        [s for s, n in zip(real.strides, real.shape) if n != 1]

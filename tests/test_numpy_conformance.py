@@ -458,6 +458,17 @@ AGREES = {
         lambda a: _flat_of_a_numpy_scalar(a), X),
     "NumPy functions and ufuncs of x.flat (a 1-d copy, as NumPy converts a flatiter)": (
         lambda a: (np.cumsum(a.T.flat), np.maximum(a.flat, 0), np.stack([a.flat, a.flat]), np.copy(a.flat)), X),
+    # a gufunc's core axes placed by axes=, axis= and keepdims= (NumPy's "generalized ufunc" keywords)
+    "np.vecdot along axis 0": (lambda a: np.vecdot(a, a * 2, axis=0), X),
+    "np.vecdot along axis 0, keepdims": (lambda a: np.vecdot(a, a[:, :1], axis=0, keepdims=True), X),
+    "np.vecdot with axes, keepdims (the kept axis last)": (lambda a: np.vecdot(a[None], a[:, None], axes=[1, 0], keepdims=True), X),
+    "np.vecdot with axes naming the output's": (lambda a: np.vecdot(a, a, axes=[0, 0, ()]), X),
+    "np.matmul with axes": (lambda a: np.matmul(a[None], a[None], axes=[(1, 2), (2, 1), (2, 0)]), X),
+    "np.matmul of vectors with axes": (lambda a: np.matmul(a[0], a[1], axes=[0, 0, ()]), X),
+    "np.matmul of a matrix and a vector with axes": (lambda a: np.matmul(a, V[:2], axes=[(1, 0), 0, 0]), X),
+    "np.matvec with axes": (lambda a: np.matvec(a[None] * np.ones((2, 1, 1)), V[:2], axes=[(2, 1), 0, 0]), X),
+    "np.vecmat with axes": (lambda a: np.vecmat(V, a[:, None] * np.ones((1, 4, 1)), axes=[0, (2, 0), -1]), X),
+    "np.vecdot along an axis into out": (lambda a: (lambda o: (np.vecdot(a, a, axis=0, out=o), o)[1])(np.zeros_like(a[0])), X),
 }
 
 
@@ -670,6 +681,12 @@ REFUSED = {
     "np.apply_along_axis over an empty iteration": (lambda a: np.apply_along_axis(np.sum, 1, a[:0]), X),
     "x.flat = v of a NumPy scalar": (lambda a: setattr(a.sum(), "flat", 5.0), X),
     "np.apply_over_axes of a function losing two axes": (lambda a: np.apply_over_axes(lambda v, ax: v.sum(), a, 0), X),
+    "np.matvec with axis= (two core axes)": (lambda a: np.matvec(a, V, axis=0), X),
+    "np.vecdot with axis= and axes=": (lambda a: np.vecdot(a, a, axis=0, axes=[0, 0]), X),
+    "np.vecdot along an axis past the operands'": (lambda a: np.vecdot(a, a, axis=2), X),
+    "np.vecdot with axes of unequal lengths": (lambda a: np.vecdot(a, a, axes=[0, 1]), X),
+    "np.matmul with keepdims": (lambda a: np.matmul(a, a.T, keepdims=True), X),
+    "np.matmul with too few axes entries": (lambda a: np.matmul(a, a.T, axes=[(0, 1)]), X),
 }
 
 
