@@ -3002,8 +3002,9 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
             bad = bad | (v < 0) | (v >= n)
         total = total + v * stride
     total = _tensor(total)
-    if bad is not False:
-        _raise_at_run_time(np.any(bad), "invalid entry in coordinates array", "np.ravel_multi_index")
+    if bad is not False:  # (NumPy checks the broadcast coordinates: none where another coordinate is empty)
+        _raise_at_run_time(np.any(np.broadcast_to(bad, total.shape)), "invalid entry in coordinates array",
+                           "np.ravel_multi_index")
     return Tensor(total.node, scalar=True)
 
 

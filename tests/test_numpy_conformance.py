@@ -458,6 +458,9 @@ AGREES = {
         lambda a: _flat_of_a_numpy_scalar(a), X),
     "NumPy functions and ufuncs of x.flat (a 1-d copy, as NumPy converts a flatiter)": (
         lambda a: (np.cumsum(a.T.flat), np.maximum(a.flat, 0), np.stack([a.flat, a.flat]), np.copy(a.flat)), X),
+    "np.ravel_multi_index of a coordinate out of range broadcast against an empty one (nothing checked)": (
+        lambda a: np.ravel_multi_index((a[0, 0].astype(np.intp) + 9, a[:0, :1].astype(np.intp)), (1, 1),
+                                       mode=("raise", "wrap")), X),
     # a gufunc's core axes placed by axes=, axis= and keepdims= (NumPy's "generalized ufunc" keywords)
     "np.vecdot along axis 0": (lambda a: np.vecdot(a, a * 2, axis=0), X),
     "np.vecdot along axis 0, keepdims": (lambda a: np.vecdot(a, a[:, :1], axis=0, keepdims=True), X),
