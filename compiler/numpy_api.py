@@ -3020,12 +3020,14 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     sign = np.sign(lo)
     lo, hi = lo / sign, hi / sign
     result = np.logspace(np.log10(lo), np.log10(hi), num=num, endpoint=endpoint, base=10.0, dtype=calc)
+    # NumPy sets the ends and puts the sign back in place: the result keeps the memory logspace gave it
+    spaced = result.node
     if num > 0:  # the ends exactly the endpoints (10 ** log10(x) need not be x)
         ends = np.broadcast_to(lo, result.shape[1:])[None]
         result = concatenate([ends, result[1:]])
         if num > 1 and endpoint:
             result = concatenate([result[:-1], np.broadcast_to(hi, result.shape[1:])[None]])
-    result = sign * result
+    result = Tensor(P.laid_out_as((sign * result).node, spaced))
     if axis != 0:
         result = np.moveaxis(result, 0, axis)
     return result.astype(dtype)
@@ -4199,8 +4201,12 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     calc = np.linspace(_stand_in(start), _stand_in(stop), 0).dtype  # the endpoints' inexact type
     num = operator.index(num)
     div = (num - 1) if endpoint else num
-    lo, hi = _tensor(start).astype(calc), _tensor(stop).astype(calc)
-    delta = hi - lo
+    # NumPy's _array_converter keeps a Python scalar endpoint as it is (weak) beside an array
+    python = [type(v) in (int, float) for v in (start, stop)]
+    start, stop = (v if weak and not all(python) else _tensor(v) for v, weak in zip((start, stop), python))
+    hi = _tensor(stop).astype(calc)
+    # in the endpoints' memory as they lie (np.subtract's dtype= loop), not a converted copy's
+    delta = np.subtract(stop, start, dtype=calc)
     ramp = np.arange(0, num, dtype=calc).reshape((-1,) + (1,) * delta.ndim)
     if div > 0:
         step = delta / div
@@ -4208,9 +4214,11 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     else:
         step = np.nan
         samples = ramp * delta
-    samples = samples + lo
+    # NumPy adds start and sets the last sample in place: the samples keep the memory y * step was given
+    samples = Tensor(P.laid_out_as((samples + start).astype(calc).node, samples.node))
     if endpoint and num > 1:
-        samples = concatenate([samples[:-1], np.broadcast_to(hi, samples.shape[1:])[None]])
+        ended = concatenate([samples[:-1], np.broadcast_to(hi, samples.shape[1:])[None]])
+        samples = Tensor(P.laid_out_as(ended.node, samples.node))
     if axis != 0:
         samples = np.moveaxis(samples, 0, axis)
     if np.issubdtype(shaped.dtype, np.integer):

@@ -575,6 +575,24 @@ def test_nan_to_num_and_round_lay_their_results_out_as_numpy_does(program, sprea
 
 @pytest.mark.parametrize("spread", _SPREAD, ids=str)
 @pytest.mark.parametrize("program", [
+    # linspace's np.subtract(stop, start, dtype=...) runs over the endpoints as they lie (a broadcast's zero
+    # strides ignored), not over a converted 'K' copy; start is added and the last sample set in place
+    pytest.param(lambda v: np.linspace(v.astype(np.uint64), 9, num=3), id="linspace-uint64"),
+    pytest.param(lambda v: np.linspace(v, v * 2 + 1, num=4, endpoint=False, axis=-1), id="linspace-axis"),
+    pytest.param(lambda v: np.logspace(v.astype(np.int16), 2, num=2, axis=1), id="logspace-int16"),
+    # geomspace sets its ends and puts the sign back in place, in the memory logspace gave it
+    pytest.param(lambda v: np.geomspace(v + 1, 50, num=1), id="geomspace-one-sample"),
+    pytest.param(lambda v: np.geomspace(-v - 1, -50, num=3, axis=2), id="geomspace-negative"),
+])
+def test_spaced_samples_are_laid_out_as_numpys(program, spread):
+    x = np.arange(20.0, dtype=np.float32).reshape(4, 5) / 3
+    real, got = _numpy_and_compiled(lambda a: program(_SPREAD[spread](a)), x, exact=False)
+    assert [s for s, n in zip(got.strides, got.shape) if n != 1] == \
+        [s for s, n in zip(real.strides, real.shape) if n != 1]
+
+
+@pytest.mark.parametrize("spread", _SPREAD, ids=str)
+@pytest.mark.parametrize("program", [
     pytest.param(lambda v: np.vecdot(v, v * 2, axis=1), id="vecdot-axis"),
     pytest.param(lambda v: np.vecdot(v, v, axis=0, keepdims=True), id="vecdot-axis-keepdims"),
     pytest.param(lambda v: np.linalg.vecdot(v, v[:1], axis=2), id="linalg-vecdot"),
