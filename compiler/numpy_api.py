@@ -4792,7 +4792,9 @@ def _index_node(idx):
         idx = array_of_sequence(idx)
     if isinstance(idx, Tensor):
         if idx.dtype.kind == "b":
-            raise NotImplementedError("boolean mask indexing has a data-dependent shape and is not supported by the compiler")
+            raise NotImplementedError(
+                "boolean mask indexing has a data-dependent shape and is not supported by the compiler (assigning "
+                "through a mask is, x[mask] = v; for x[mask] += v write np.where(mask, x + v, x))")
         return idx.node
     arr = np.asarray(idx)
     if arr.size == 0 and not isinstance(idx, np.ndarray):
@@ -4814,6 +4816,10 @@ def setitem(t: Tensor, key, value) -> None:
         raise TypeError(f"'numpy.{t.dtype}' object does not support item assignment")
     if t.aliases == READ_ONLY:
         raise ValueError("assignment destination is read-only")
+    mask = key[0] if isinstance(key, tuple) and len(key) == 1 else key
+    if isinstance(mask, Tensor) and mask.dtype.kind == "b":
+        _assign_where_masked(t, mask, value)
+        return
     if _holds_tensor(key if isinstance(key, tuple) else (key,)):
         raise NotImplementedError(
             "item assignment at traced positions (x[i] = v with i computed) is not supported by the compiler; "
@@ -4837,6 +4843,59 @@ def setitem(t: Tensor, key, value) -> None:
     updated = gathered(P.concat([P.reshape(t.node, (t.size,)), P.reshape(v, (stand_in.size,))], 0), codes).node
     update_in_place(t, updated, "item assignment (x[...] = v)",
                     "build the result instead (np.where(mask, v, x), np.concatenate, ...)")
+
+
+def _shape_text(shape) -> str:
+    return "(" + ",".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"  # as NumPy's messages print one
+
+
+def _assign_where_masked(t: Tensor, mask: Tensor, value) -> None:
+    """``x[mask] = v`` with a traced boolean mask over x's leading axes: x where the mask is false, the value
+    where it holds -- a value without a row per selected element broadcast to each, one with such rows (as many
+    as the mask selects, which only the data tells: NumPy's error otherwise, checked as the kernel runs) taken
+    in C order by a running count of the mask. NumPy itself assigns the value on stand-ins that select as many
+    elements as the value has rows, for its checks of the mask's shape, of the value's and of its conversion
+    (its errors, as they are, but for the count a broadcasting message names: the stand-in's); the result is
+    written into x's memory (update_in_place)."""
+    rest = t.shape[mask.ndim:]
+    fast = mask.ndim == t.ndim  # NumPy's own path for a mask of every axis: a value of 0 or 1 dimension
+    given = tuple(value.shape) if isinstance(value, Tensor) else np.shape(value)
+    shape = given
+    while not fast and len(shape) > len(rest) + 1 and shape[0] == 1:  # NumPy drops a value's leading unit axes
+        shape = shape[1:]
+    counted = len(shape) == len(rest) + 1 and shape[0] != 1  # a row per selected element
+    rows = shape[0] if counted else 1
+    if not counted and len(shape) > len(rest):
+        shape = shape[1:]  # a single row, broadcast to every selected element
+    chooses = np.zeros(mask.shape, np.bool_)
+    chooses.reshape(-1)[:min(rows, mask.size)] = True
+    stand_in = np.zeros(value.shape, value.dtype) if isinstance(value, Tensor) else value
+    np.zeros(t.shape, t.dtype)[chooses] = stand_in  # NumPy's checks, on as many elements as the value has rows
+    if isinstance(value, Tensor):
+        v = value.node
+    else:  # NumPy's conversion (an out-of-range Python int is its OverflowError, already raised above)
+        v = const_node(value.astype(t.dtype) if isinstance(value, np.ndarray) else np.asarray(value, dtype=t.dtype))
+    v = P.cast(P.reshape(v, shape), t.dtype)
+    if mask.size == 0 or t.size == 0:
+        return
+    selected = ravel(mask)
+    if counted:
+        count = Tensor(P.reduce("sum", P.cast(selected.node, np.dtype(np.int64)), 0, False, "x[mask] = v"))
+        line = P.user_location().short()
+        problem = (lambda n: f"NumPy boolean array indexing assignment cannot assign {rows} input values to the {n} "
+                   "output values where the mask is true") if fast else \
+            (lambda n: f"shape mismatch: value array of shape {_shape_text(given)} could not be broadcast to "
+                       f"indexing result of shape {_shape_text((n,) + rest)}")
+        if P.check_at_run_time(count.node, (count != rows).node, "first", ValueError,
+                               lambda n: f"{problem(n)} (x[mask] = v at {line}, checked as the kernel ran)") is None:
+            raise NotImplementedError("x[mask] = v outside a traced function: its check of the mask's count needs a kernel")
+        if rows == 0:
+            return  # (the mask must select nothing)
+        running = (cumsum(selected.astype(np.intp)) - 1) % rows  # the value's row at each selected element
+        v = P.gather_in_range(P.broadcast_to(v, (rows,) + rest), reshape(running, mask.shape).node, 0)
+    holds = reshape(mask, mask.shape + (1,) * len(rest))
+    _write_where(t, v, np.broadcast_to(holds, t.shape), "item assignment (x[mask] = v)",
+                 "build the result instead (np.where(mask, v, x))")
 
 
 def getitem(t: Tensor, key):

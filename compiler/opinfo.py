@@ -2700,6 +2700,36 @@ register(OpInfo("setitem", _setitem, 2, NUMERIC, "index", _setitem_sample, numpy
                 mixed_dtypes=False, notes="operand 1 the value (one dtype: a float NaN or one out of an integer "
                                           "type's range converts to what the machine gives)"))
 
+def _setitem_mask_sample(c: Chooser) -> Call:
+    """``x[mask] = v`` with a traced boolean mask over x's first ``axes`` axes: either a comparison of x's
+    values (data-dependent count) with a value that broadcasts to every selected element, or a pattern the
+    sample fixes (made traced in the call) with one value row per element it selects."""
+    shape = random_shape(c, 1, 3, empty=True)
+    axes = c.integer(1, len(shape))
+    lead, rest = shape[:axes], shape[axes:]
+    ones = lambda dims: tuple(1 if c.pick((0, 0, 1)) else d for d in dims)  # noqa: E731
+    if c.pick((0, 1)):
+        pattern = [bool(c.pick((0, 1))) for _ in range(math.prod(lead))]
+        return Call((shape, (sum(pattern),) + ones(rest)), {"axes": axes, "pattern": pattern})
+    return Call((shape, ones(rest[c.integer(0, len(rest)):])), {"axes": axes})
+
+
+def _setitem_mask(xs, p):
+    y = xs[0] * 1
+    lead = y[(slice(None),) * p["axes"] + (0,) * (y.ndim - p["axes"])]
+    if "pattern" in p:
+        mask = np.zeros_like(lead, dtype=np.bool_) | np.array(p["pattern"], np.bool_).reshape(lead.shape)
+    else:
+        mask = lead > 0
+    y[mask] = xs[1]
+    return y
+
+
+# x where the mask is false; the value (broadcast, or its rows in C order by a running count) where it holds
+register(OpInfo("setitem_mask", _setitem_mask, 2, NUMERIC, "index", _setitem_mask_sample, numpy_name="x[mask] = v",
+                mixed_dtypes=False, notes="operand 1 the value; the mask computed from operand 0 or a fixed pattern"))
+
+
 def _update_sample(c: Chooser) -> Call:
     """``setitem``'s index and value, an in-place operator, and whether the update goes through a view
     kept in a name (basic indices only) or is an augmented assignment ``y[key] op= v``."""

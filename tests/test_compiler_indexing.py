@@ -423,3 +423,79 @@ def test_integer_array_indexing_is_laid_out_as_numpys_from_fortran_ordered_indic
         want, got = fn(x, index), jit(fn)(x, index)
         np.testing.assert_array_equal(got, want)
         assert got.dtype == want.dtype and got.strides == want.strides
+
+
+def _masked(x, mask_of, value, dtype=None):
+    y = x.astype(dtype) if dtype else x * 1
+    y[mask_of(y)] = value(y) if callable(value) else value
+    return y
+
+
+_PICKED = np.array([[1, 0, 0, 1, 1], [0, 1, 0, 0, 1]], bool)  # 5 of X's 10 rows, fixed: a known count
+MASKED_ASSIGNMENTS = {
+    "every element, a scalar": lambda a: _masked(a, lambda y: y > 3, -1.5),
+    "every element, one value per selected element": lambda a: _masked(
+        a, lambda y: (y % 2 == 0) & (y > 0), lambda y: np.arange(11.0) * -1),
+    "every element, a one-element value": lambda a: _masked(a, lambda y: y < 0, np.array([9.0])),
+    "rows, a traced row broadcast to each": lambda a: _masked(a, lambda y: y[:, :, 0] > 3, lambda y: y[0, 0] * 10),
+    "rows, a column broadcast along them": lambda a: _masked(a, lambda y: y[:, 0, 0] > 0, np.ones((5, 1)) * 4),
+    "rows, leading unit axes dropped": lambda a: _masked(a, lambda y: y[:, :, 1] < 8, np.full((1, 1, 1, 6), 2.0)),
+    "rows, one row per selected row in C order": lambda a: _masked(
+        a, lambda y: np.zeros_like(y[:, :, 0], dtype=bool) | _PICKED, lambda y: y[1, :, ::-1] * 100),
+    "an int16 array, float values truncated": lambda a: _masked(
+        a, lambda y: y[:, :, 2] > 5, lambda y: y[0, 3].astype(np.float32) * 1.7, np.int16),
+    "a uint8 array, a Python int in range": lambda a: _masked(a, lambda y: y % 3 == 1, 255, np.uint8),
+    "a 0-d mask": lambda a: _masked(a, lambda y: y.sum() > 0, np.arange(6.0)),
+    "a one-element key tuple": lambda a: _masked(a, lambda y: (y > 3,), 0.0),
+    "nothing selected, no value rows": lambda a: _masked(a, lambda y: y > 100, np.zeros(0)),
+}
+
+
+@pytest.mark.parametrize("name", list(MASKED_ASSIGNMENTS))
+def test_assignment_through_a_traced_boolean_mask_is_numpys(name):
+    # NumPy's x[mask] = v: the value broadcast to each selected element, or its rows taken by them in C order
+    fn = MASKED_ASSIGNMENTS[name]
+    expected, actual = fn(X), jit(fn)(X)
+    assert_same(actual, expected)
+    assert actual.strides == expected.strides
+
+
+def test_a_masked_assignment_through_a_view_is_seen_in_the_array():
+    def fn(a):
+        y = a.T * 1
+        view = y[1:]
+        view[view > 0] = -3.0
+        return y, view
+    check(fn, X[0])
+
+
+def test_a_masked_assignment_of_the_wrong_number_of_values_is_numpys_error_as_the_kernel_runs():
+    every = lambda a: _masked(a, lambda y: y > 3, np.arange(5.0))  # noqa: E731
+    rows = lambda a: _masked(a, lambda y: y[:, :, 0] > 0, np.ones((3, 6)))  # noqa: E731
+    fits = X.copy()
+    fits[fits <= 20] = 0  # five elements left above 3
+    assert_same(jit(every)(fits), every(fits))
+    with pytest.raises(ValueError, match=r"cannot assign 5 input values to the 39 output values where the mask is true \("
+                                         r"x\[mask\] = v at .*test_compiler_indexing.py:\d+, checked as the kernel ran\)"):
+        jit(every)(X)
+    with pytest.raises(ValueError, match=r"cannot assign 5 input values to the 39 output values"):
+        every(X)
+    with pytest.raises(ValueError, match=r"value array of shape \(3,6\) could not be broadcast to indexing result of shape "
+                                         r"\(7,6\) \(x\[mask\] = v at"):
+        jit(rows)(X)
+    with pytest.raises(ValueError, match=r"value array of shape \(3,6\) could not be broadcast to indexing result of shape \(7,6\)"):
+        rows(X)
+
+
+@pytest.mark.parametrize("fn,error", [
+    (lambda a: _masked(a, lambda y: y > 3, -1, np.uint8), OverflowError),  # NumPy's conversion of a Python int
+    (lambda a: _masked(a, lambda y: y > 3, np.nan, np.int32), ValueError),
+    (lambda a: _masked(a, lambda y: y[0, :, 0] > 3, 0.0), IndexError),  # the mask's shape is not x's leading axes'
+    (lambda a: _masked(a, lambda y: y > 3, np.ones((1, 4))), TypeError),  # a value of 2 dimensions for every axis
+    (lambda a: _masked(a, lambda y: y[:, :, 0] > 3, np.ones(4)), ValueError),  # fits no selected row
+], ids=["uint8-negative", "int-nan", "mask-shape", "value-dimensions", "value-row-shape"])
+def test_a_masked_assignment_numpy_refuses_is_refused_with_its_exception(fn, error):
+    with pytest.raises(error):
+        fn(X)
+    with pytest.raises(error):
+        jit(fn)(X)
