@@ -208,8 +208,8 @@ _HALF_UNFOLDED = dict.fromkeys((np.subtract, np.divide), "NumPy's float16 loop k
 
 def _ufunc_fold(ufunc, a, axis, dtype, out, keepdims, initial, where):
     """``ufunc.reduce`` of the other binary ufuncs (subtract, logaddexp, bitwise_or, ...): NumPy folds the
-    first element with the next, in index order along the axis (a reversed view's too: reductions do not
-    negate strides), which is ``ufunc.accumulate``'s last element. Over every axis NumPy folds in its
+    ufunc's identity where it has one (else the first element) with the next, in index order along the axis
+    (a reversed view's too: reductions do not negate strides), which is ``ufunc.accumulate``'s last element. Over every axis NumPy folds in its
     iterator's order, the array read as ``ravel(order="K")`` reads it; over some but not all axes of
     several its order interleaves the kept ones, and that is refused. NumPy's own reduce of zeros of the
     same shape and dtype gives its errors (an axis tuple of a non-reorderable ufunc, an empty reduction
@@ -229,15 +229,21 @@ def _ufunc_fold(ufunc, a, axis, dtype, out, keepdims, initial, where):
         raise NotImplementedError(f"{what} of {result_type}: {why}")
     if not x.size:  # nothing to fold: the identity (or NumPy's error, above)
         return Tensor(const_node(np.asarray(empty)), scalar=not np.ndim(empty))
-    if not x.ndim:  # the one element
-        return Tensor(P.cast(x.node, result_type), scalar=True)
+    if not x.ndim:  # the one element, folded as a row of one (with the identity, where there is one)
+        x, axis = Tensor(P.reshape(x.node, (1,))), None
     axes = tuple(range(x.ndim)) if axis is None else P.normalize_axes(axis, x.ndim, what)
     if len(axes) > 1:
         if len(axes) != x.ndim:
             raise NotImplementedError(f"{what} over {len(axes)} of {x.ndim} axes: NumPy folds in an order that "
                                       "interleaves the kept axes (reduce one axis at a time, or all of them)")
         x, axes = Tensor(x._read_flat("K", what)), (0,)
-    folded = P.accumulate(name, x.node, axes[0], dtype, what)
+    operand = x.node
+    if ufunc.identity is not None:
+        # NumPy's reduction starts from the ufunc's identity, in the result's type (get_initial_from_ufunc):
+        # np.hypot.reduce([-3.0]) is hypot(0, -3.0) = 3.0, np.gcd.reduce([-6]) is 6, np.logaddexp's of [-0.0] is 0.0
+        start = const_node(np.full(x.shape[:axes[0]] + (1,) + x.shape[axes[0] + 1:], ufunc.identity).astype(result_type))
+        operand = P.concat([start, P.cast(operand, result_type)], axes[0])
+    folded = P.accumulate(name, operand, axes[0], dtype, what)
     if folded.dtype != result_type:
         raise NotImplementedError(f"{what}: the accumulator type {folded.dtype} is not NumPy's result type "
                                   f"{result_type}")

@@ -176,6 +176,10 @@ AGREES = {
                                                                                        mode="maximum"), X),
     "np.add.reduce of int8 (to int64, like np.sum)": (lambda a: np.add.reduce(a.astype(np.int8)), X),
     "np.maximum.reduce over all axes": (lambda a: np.maximum.reduce(a, axis=None), X),
+    # a reduction starts from the ufunc's identity where it has one: hypot(0, x) is |x|, gcd(0, x) too
+    "np.hypot.reduce and np.gcd.reduce of one element (the identity first)": (
+        lambda a: (np.hypot.reduce(-a[:1]), np.gcd.reduce(-a[:1].astype(np.int16) - 1, axis=0),
+                   np.hypot.reduce(a[0, 0]), np.logaddexp.reduce(a[:1, :1] * 0.0, axis=None)), X),
     "np.logical_and.reduce of floats": (lambda a: np.logical_and.reduce(a), X),
     "np.add.outer with a Python int (strong)": (lambda a: np.add.outer(a.astype(np.float32), 2), V),
     "np.multiply.accumulate": (lambda a: np.multiply.accumulate(a, axis=1), X),
