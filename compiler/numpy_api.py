@@ -4822,9 +4822,10 @@ def setitem(t: Tensor, key, value) -> None:
         raise TypeError(f"'numpy.{t.dtype}' object does not support item assignment")
     if t.aliases == READ_ONLY:
         raise ValueError("assignment destination is read-only")
-    mask = key[0] if isinstance(key, tuple) and len(key) == 1 else key
-    if isinstance(mask, Tensor) and mask.dtype.kind == "b":
-        _assign_where_masked(t, mask, value)
+    parts = key if isinstance(key, tuple) else (key,)
+    if parts and isinstance(parts[0], Tensor) and parts[0].dtype.kind == "b" and \
+            all(k is Ellipsis or (isinstance(k, slice) and k == slice(None)) for k in parts[1:]):
+        _assign_where_masked(t, parts[0], value, parts[1:])  # x[mask] = v, x[mask, ...] = v, x[mask, :] = v
         return
     if _holds_tensor(key if isinstance(key, tuple) else (key,)):
         raise NotImplementedError(
@@ -4855,16 +4856,16 @@ def _shape_text(shape) -> str:
     return "(" + ",".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"  # as NumPy's messages print one
 
 
-def _assign_where_masked(t: Tensor, mask: Tensor, value) -> None:
+def _assign_where_masked(t: Tensor, mask: Tensor, value, trailing: tuple = ()) -> None:
     """``x[mask] = v`` with a traced boolean mask over x's leading axes: x where the mask is false, the value
     where it holds -- a value without a row per selected element broadcast to each, one with such rows (as many
     as the mask selects, which only the data tells: NumPy's error otherwise, checked as the kernel runs) taken
     in C order by a running count of the mask. NumPy itself assigns the value on stand-ins that select as many
     elements as the value has rows, for its checks of the mask's shape, of the value's and of its conversion
     (its errors, as they are, but for the count a broadcasting message names: the stand-in's); the result is
-    written into x's memory (update_in_place)."""
+    written into x's memory (update_in_place). ``trailing``: the key's whole slices and ellipsis after the mask."""
     rest = t.shape[mask.ndim:]
-    fast = mask.ndim == t.ndim  # NumPy's own path for a mask of every axis: a value of 0 or 1 dimension
+    fast = mask.ndim == t.ndim and not trailing  # NumPy's own path for a lone mask of every axis: 0 or 1-d values
     given = tuple(value.shape) if isinstance(value, Tensor) else np.shape(value)
     shape = given
     while not fast and len(shape) > len(rest) + 1 and shape[0] == 1:  # NumPy drops a value's leading unit axes
@@ -4876,7 +4877,7 @@ def _assign_where_masked(t: Tensor, mask: Tensor, value) -> None:
     chooses = np.zeros(mask.shape, np.bool_)
     chooses.reshape(-1)[:min(rows, mask.size)] = True
     stand_in = np.zeros(value.shape, value.dtype) if isinstance(value, Tensor) else value
-    np.zeros(t.shape, t.dtype)[chooses] = stand_in  # NumPy's checks, on as many elements as the value has rows
+    np.zeros(t.shape, t.dtype)[(chooses,) + trailing] = stand_in  # NumPy's checks, on as many elements as rows
     if isinstance(value, Tensor):
         v = value.node
     else:  # NumPy's conversion (an out-of-range Python int is its OverflowError, already raised above)

@@ -447,6 +447,9 @@ MASKED_ASSIGNMENTS = {
     "a uint8 array, a Python int in range": lambda a: _masked(a, lambda y: y % 3 == 1, 255, np.uint8),
     "a 0-d mask": lambda a: _masked(a, lambda y: y.sum() > 0, np.arange(6.0)),
     "a one-element key tuple": lambda a: _masked(a, lambda y: (y > 3,), 0.0),
+    "the mask and an ellipsis (no longer NumPy's path for a lone mask: rows broadcast)": lambda a: _masked(
+        a, lambda y: (y > 3, ...), np.ones((1, 1)) * 8),
+    "the mask and whole slices": lambda a: _masked(a, lambda y: (y[:, :, 0] > 0, slice(None)), np.arange(6.0)),
     "nothing selected, no value rows": lambda a: _masked(a, lambda y: y > 100, np.zeros(0)),
 }
 
@@ -493,7 +496,10 @@ def test_a_masked_assignment_of_the_wrong_number_of_values_is_numpys_error_as_th
     (lambda a: _masked(a, lambda y: y[0, :, 0] > 3, 0.0), IndexError),  # the mask's shape is not x's leading axes'
     (lambda a: _masked(a, lambda y: y > 3, np.ones((1, 4))), TypeError),  # a value of 2 dimensions for every axis
     (lambda a: _masked(a, lambda y: y[:, :, 0] > 3, np.ones(4)), ValueError),  # fits no selected row
-], ids=["uint8-negative", "int-nan", "mask-shape", "value-dimensions", "value-row-shape"])
+    (lambda a: _masked(a, lambda y: (y > 3, ...), np.ones(5)), ValueError),  # a value row per element, 5 for 39
+    (lambda a: _masked(a, lambda y: (y > 3, slice(None)), 0.0), IndexError),  # too many indices
+], ids=["uint8-negative", "int-nan", "mask-shape", "value-dimensions", "value-row-shape", "ellipsis-rows",
+        "too-many-indices"])
 def test_a_masked_assignment_numpy_refuses_is_refused_with_its_exception(fn, error):
     with pytest.raises(error):
         fn(X)
