@@ -173,6 +173,9 @@ def _flatten_outputs(out, path="result"):
             nodes += n
             trees.append(t)
         return nodes, ("dict", tuple(out), tuple(trees))
+    from .numpy_api import MaskedRead
+    if isinstance(out, MaskedRead):
+        out.refuse()  # x[mask]: the data decides its shape
     raise TypeError(
         f"a compiled function must return tensors computed from its arguments; {path} is a {type(out).__name__}")
 

@@ -4822,10 +4822,14 @@ def setitem(t: Tensor, key, value) -> None:
         raise TypeError(f"'numpy.{t.dtype}' object does not support item assignment")
     if t.aliases == READ_ONLY:
         raise ValueError("assignment destination is read-only")
-    parts = key if isinstance(key, tuple) else (key,)
-    if parts and isinstance(parts[0], Tensor) and parts[0].dtype.kind == "b" and \
-            all(k is Ellipsis or (isinstance(k, slice) and k == slice(None)) for k in parts[1:]):
-        _assign_where_masked(t, parts[0], value, parts[1:])  # x[mask] = v, x[mask, ...] = v, x[mask, :] = v
+    masked = _mask_key(key)
+    if isinstance(value, MaskedRead):  # x[mask] op= v: NumPy's read, update in place and write back of a selection
+        if masked is None or value.update is None or value.base is not t or value.key is not key:
+            value.refuse()
+        _update_where_masked(t, *masked, value.update)
+        return
+    if masked is not None:  # x[mask] = v, x[mask, ...] = v, x[mask, :] = v
+        _assign_where_masked(t, masked[0], value, masked[1])
         return
     if _holds_tensor(key if isinstance(key, tuple) else (key,)):
         raise NotImplementedError(
@@ -4852,8 +4856,58 @@ def setitem(t: Tensor, key, value) -> None:
                     "build the result instead (np.where(mask, v, x), np.concatenate, ...)")
 
 
+def _mask_key(key) -> tuple[Tensor, tuple] | None:
+    """A key that is a traced boolean mask, alone or before whole slices and an ellipsis: the mask and those."""
+    parts = key if isinstance(key, tuple) else (key,)
+    if parts and isinstance(parts[0], Tensor) and parts[0].dtype.kind == "b" and \
+            all(k is Ellipsis or (isinstance(k, slice) and k == slice(None)) for k in parts[1:]):
+        return parts[0], parts[1:]
+    return None
+
+
 def _shape_text(shape) -> str:
     return "(" + ",".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"  # as NumPy's messages print one
+
+
+def _value_rows(shape: tuple, rest: tuple, strip: bool) -> tuple[tuple, int | None]:
+    """How a value of ``shape`` meets the elements a mask selects (each shaped ``rest``): its shape once
+    broadcast to one of them, and its number of rows where it has one per selected element (None: one row
+    for all). ``strip``: NumPy's assignment drops a value's leading unit axes first."""
+    while strip and len(shape) > len(rest) + 1 and shape[0] == 1:
+        shape = shape[1:]
+    if len(shape) == len(rest) + 1:
+        return (shape, shape[0]) if shape[0] != 1 else (shape[1:], None)
+    return shape, None
+
+
+def _at_selected(t: Tensor, mask: Tensor, v: P.Node, rows: int | None, problem, what: str) -> P.Node | None:
+    """``v`` (its rows, where it has one per selected element, else broadcast) at every element of ``t``
+    the mask selects: the k-th selected element in C order takes row k, by a running count of the mask, and
+    the kernel checks the count is the rows' (``problem(count)``: NumPy's message otherwise). None where
+    nothing is to be written."""
+    if mask.size == 0:
+        return None
+    rest = t.shape[mask.ndim:]
+    if rows is not None:
+        selected = ravel(mask)
+        count = Tensor(P.reduce("sum", P.cast(selected.node, np.dtype(np.int64)), 0, False, what))
+        line = P.user_location().short()
+        if P.check_at_run_time(count.node, (count != rows).node, "first", ValueError,
+                               lambda n: f"{problem(n)} ({what} at {line}, checked as the kernel ran)") is None:
+            raise NotImplementedError(f"{what} outside a traced function: its check of the mask's count needs a kernel")
+        if rows == 0 or t.size == 0:
+            return None  # (the mask must select nothing)
+        running = (cumsum(selected.astype(np.intp)) - 1) % rows  # the value's row at each selected element
+        return P.gather_in_range(P.broadcast_to(v, (rows,) + rest), reshape(running, mask.shape).node, 0)
+    return None if t.size == 0 else P.broadcast_to(v, t.shape)
+
+
+def _selected_stand_in(t: Tensor, mask: Tensor, trailing: tuple, rows: int | None) -> np.ndarray:
+    """A key for NumPy's own checks on stand-ins: the mask's shape, selecting as many elements as the value
+    has rows (one where it has one for all), then the key's trailing whole slices."""
+    chooses = np.zeros(mask.shape, np.bool_)
+    chooses.reshape(-1)[:min(1 if rows is None else rows, mask.size)] = True
+    return (chooses,) + trailing
 
 
 def _assign_where_masked(t: Tensor, mask: Tensor, value, trailing: tuple = ()) -> None:
@@ -4867,45 +4921,98 @@ def _assign_where_masked(t: Tensor, mask: Tensor, value, trailing: tuple = ()) -
     rest = t.shape[mask.ndim:]
     fast = mask.ndim == t.ndim and not trailing  # NumPy's own path for a lone mask of every axis: 0 or 1-d values
     given = tuple(value.shape) if isinstance(value, Tensor) else np.shape(value)
-    shape = given
-    while not fast and len(shape) > len(rest) + 1 and shape[0] == 1:  # NumPy drops a value's leading unit axes
-        shape = shape[1:]
-    counted = len(shape) == len(rest) + 1 and shape[0] != 1  # a row per selected element
-    rows = shape[0] if counted else 1
-    if not counted and len(shape) > len(rest):
-        shape = shape[1:]  # a single row, broadcast to every selected element
-    chooses = np.zeros(mask.shape, np.bool_)
-    chooses.reshape(-1)[:min(rows, mask.size)] = True
+    shape, rows = _value_rows(given, rest, strip=not fast)
     stand_in = np.zeros(value.shape, value.dtype) if isinstance(value, Tensor) else value
-    np.zeros(t.shape, t.dtype)[(chooses,) + trailing] = stand_in  # NumPy's checks, on as many elements as rows
+    np.zeros(t.shape, t.dtype)[_selected_stand_in(t, mask, trailing, rows)] = stand_in  # NumPy's checks
     if isinstance(value, Tensor):
         v = value.node
     else:  # NumPy's conversion (an out-of-range Python int is its OverflowError, already raised above)
         v = const_node(value.astype(t.dtype) if isinstance(value, np.ndarray) else np.asarray(value, dtype=t.dtype))
-    v = P.cast(P.reshape(v, shape), t.dtype)
-    if mask.size == 0 or t.size == 0:
+    problem = (lambda n: f"NumPy boolean array indexing assignment cannot assign {rows} input values to the {n} "
+               "output values where the mask is true") if fast else \
+        (lambda n: f"shape mismatch: value array of shape {_shape_text(given)} could not be broadcast to "
+                   f"indexing result of shape {_shape_text((n,) + rest)}")
+    v = _at_selected(t, mask, P.cast(P.reshape(v, shape), t.dtype), rows, problem, "x[mask] = v")
+    if v is not None:
+        _write_where(t, v, np.broadcast_to(reshape(mask, mask.shape + (1,) * len(rest)), t.shape),
+                     "item assignment (x[mask] = v)", "build the result instead (np.where(mask, v, x))")
+
+
+class MaskedRead:
+    """``x[mask]`` with a traced boolean mask. How many elements it holds is the data's, so the compiler
+    follows it only into an augmented assignment back through the same key -- ``x[mask] += v``, which Python
+    runs as this read, the operator in place, and a write of the key it read: the operator is recorded here
+    and ``setitem`` applies it where the mask holds. Any other use is refused, naming the line that read it."""
+
+    __slots__ = ("base", "key", "line", "update")
+
+    def __init__(self, base: Tensor, key, line: str, update=None):
+        self.base, self.key, self.line, self.update = base, key, line, update
+
+    def refuse(self, *args, **kwargs):
+        raise NotImplementedError(
+            f"boolean mask indexing (x[mask] at {self.line}) has a data-dependent shape and is not supported by the "
+            "compiler but for assigning through the mask (x[mask] = v, x[mask] += v); write np.where(mask, f(x), x)")
+
+    def __getattr__(self, name):
+        self.refuse()
+
+    __hash__ = None
+
+
+def _masked_in_place(binary: str):
+    def op(self: MaskedRead, other):
+        if self.update is not None:
+            self.refuse()
+        return MaskedRead(self.base, self.key, self.line, (binary, other))
+    return op
+
+
+_OPERATORS = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift")
+for _name in _OPERATORS:
+    setattr(MaskedRead, f"__i{_name}__", _masked_in_place(f"__{_name}__"))
+for _name in _OPERATORS + tuple("r" + n for n in _OPERATORS) + (
+        "matmul", "rmatmul", "imatmul", "divmod", "rdivmod", "lt", "le", "gt", "ge", "eq", "ne", "neg", "pos", "abs",
+        "invert", "len", "iter", "bool", "float", "int", "index", "getitem", "setitem", "array", "array_ufunc",
+        "array_function"):
+    setattr(MaskedRead, f"__{_name}__", MaskedRead.refuse)
+del _name
+
+
+def _update_where_masked(t: Tensor, mask: Tensor, trailing: tuple, update) -> None:
+    """``x[mask] op= v`` (a MaskedRead's recorded operator): NumPy computes ``x[mask] op v`` in place in the
+    selection (its 'same_kind' casting back into x's type, the operand broadcast to the selected elements or
+    one row of it per element) and assigns it back. The kernel computes ``x op v`` where the mask holds (the
+    operand at each selected element, as ``x[mask] = v`` puts it) and keeps x elsewhere; NumPy's own update of
+    a stand-in selection checks the operator's types and shapes."""
+    binary, other = update
+    rest = t.shape[mask.ndim:]
+    if isinstance(other, (list, tuple)):
+        other = np.asarray(other)  # as the in-place ufunc converts it
+    given = tuple(other.shape) if isinstance(other, Tensor) else np.shape(other)
+    shape, rows = _value_rows(given, rest, strip=False)
+    selection = np.zeros(t.shape, t.dtype)[_selected_stand_in(t, mask, trailing, rows)]
+    with np.errstate(all="ignore"):
+        getattr(selection, binary.replace("__", "__i", 1))(
+            np.zeros(given, other.dtype) if isinstance(other, Tensor) else other)  # NumPy's errors, as they are
+    if isinstance(other, Tensor) or isinstance(other, np.ndarray) and other.ndim:
+        v = other.node if isinstance(other, Tensor) else const_node(other)
+        problem = (lambda n: f"operands could not be broadcast together with shapes {_shape_text((n,) + rest)} "
+                             f"{_shape_text(given)}")
+        v = _at_selected(t, mask, P.reshape(v, shape), rows, problem, "x[mask] op= v")
+        if v is None:
+            return
+        other = Tensor(v)
+    elif mask.size == 0 or t.size == 0:
         return
-    selected = ravel(mask)
-    if counted:
-        count = Tensor(P.reduce("sum", P.cast(selected.node, np.dtype(np.int64)), 0, False, "x[mask] = v"))
-        line = P.user_location().short()
-        problem = (lambda n: f"NumPy boolean array indexing assignment cannot assign {rows} input values to the {n} "
-                   "output values where the mask is true") if fast else \
-            (lambda n: f"shape mismatch: value array of shape {_shape_text(given)} could not be broadcast to "
-                       f"indexing result of shape {_shape_text((n,) + rest)}")
-        if P.check_at_run_time(count.node, (count != rows).node, "first", ValueError,
-                               lambda n: f"{problem(n)} (x[mask] = v at {line}, checked as the kernel ran)") is None:
-            raise NotImplementedError("x[mask] = v outside a traced function: its check of the mask's count needs a kernel")
-        if rows == 0:
-            return  # (the mask must select nothing)
-        running = (cumsum(selected.astype(np.intp)) - 1) % rows  # the value's row at each selected element
-        v = P.gather_in_range(P.broadcast_to(v, (rows,) + rest), reshape(running, mask.shape).node, 0)
-    holds = reshape(mask, mask.shape + (1,) * len(rest))
-    _write_where(t, v, np.broadcast_to(holds, t.shape), "item assignment (x[mask] = v)",
-                 "build the result instead (np.where(mask, v, x))")
+    result = getattr(t, binary)(other)  # x op v, as the in-place ufunc computes it, then cast back into x's type
+    _write_where(t, P.cast(result.node, t.dtype), np.broadcast_to(reshape(mask, mask.shape + (1,) * len(rest)), t.shape),
+                 "item assignment (x[mask] op= v)", "build the result instead (np.where(mask, x op v, x))")
 
 
 def getitem(t: Tensor, key):
+    if _mask_key(key) is not None:  # its shape is the data's: only an update written back is followed
+        return MaskedRead(t, key, P.user_location().short())
     x = t.node
     index = key
     key = key if isinstance(key, tuple) else (key,)

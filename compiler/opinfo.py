@@ -2708,10 +2708,11 @@ def _setitem_mask_sample(c: Chooser) -> Call:
     axes = c.integer(1, len(shape))
     lead, rest = shape[:axes], shape[axes:]
     ones = lambda dims: tuple(1 if c.pick((0, 0, 1)) else d for d in dims)  # noqa: E731
+    update = {"op": c.pick((None, "iadd", "isub", "imul"))}  # y[mask] = v, or y[mask] op= v
     if c.pick((0, 1)):
         pattern = [bool(c.pick((0, 1))) for _ in range(math.prod(lead))]
-        return Call((shape, (sum(pattern),) + ones(rest)), {"axes": axes, "pattern": pattern})
-    return Call((shape, ones(rest[c.integer(0, len(rest)):])), {"axes": axes})
+        return Call((shape, (sum(pattern),) + ones(rest)), {"axes": axes, "pattern": pattern, **update})
+    return Call((shape, ones(rest[c.integer(0, len(rest)):])), {"axes": axes, **update})
 
 
 def _setitem_mask(xs, p):
@@ -2721,12 +2722,17 @@ def _setitem_mask(xs, p):
         mask = np.zeros_like(lead, dtype=np.bool_) | np.array(p["pattern"], np.bool_).reshape(lead.shape)
     else:
         mask = lead > 0
-    y[mask] = xs[1]
+    if p.get("op"):  # as Python runs y[mask] op= v: the read, the operator in place, the write of the same key
+        selection = getattr(operator, p["op"])(y[mask], xs[1])
+        y[mask] = selection
+    else:
+        y[mask] = xs[1]
     return y
 
 
 # x where the mask is false; the value (broadcast, or its rows in C order by a running count) where it holds
-register(OpInfo("setitem_mask", _setitem_mask, 2, NUMERIC, "index", _setitem_mask_sample, numpy_name="x[mask] = v",
+register(OpInfo("setitem_mask", _setitem_mask, 2, NUMERIC, "index", _setitem_mask_sample,
+                numpy_name="x[mask] = v  /  x[mask] op= v",
                 mixed_dtypes=False, notes="operand 1 the value; the mask computed from operand 0 or a fixed pattern"))
 
 

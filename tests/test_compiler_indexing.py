@@ -505,3 +505,76 @@ def test_a_masked_assignment_numpy_refuses_is_refused_with_its_exception(fn, err
         fn(X)
     with pytest.raises(error):
         jit(fn)(X)
+
+
+MASKED_UPDATES = {
+    "+= a scalar": lambda a: _masked_update(a, "iadd", lambda y: y > 3, 1.5),
+    "-= a row broadcast to each selected row": lambda a: _masked_update(a, "isub", lambda y: y[:, :, 0] > 0, np.arange(6.0)),
+    "*= one row per selected row": lambda a: _masked_update(a, "imul", lambda y: np.zeros_like(y[:, :, 0], dtype=bool)
+                                                            | _PICKED, np.arange(5.0)[:, None] - 2),
+    "//= into int16": lambda a: _masked_update(a, "ifloordiv", lambda y: y > 2, 3, np.int16),
+    "**= of negative elements": lambda a: _masked_update(a, "ipow", lambda y: y < 0, 2),
+    "&= into uint8, another array's mask": lambda a: _masked_update(a, "iand", lambda y: y % 3 == 0, np.uint8(6), np.uint8),
+    "<<= through the mask and an ellipsis": lambda a: _masked_update(a, "ilshift", lambda y: (y > 5, ...), 2, np.int32),
+    "+= a traced scalar, every element one value": lambda a: _masked_update(a, "iadd", lambda y: y > 0, lambda y: y[0, 0, 0]),
+    "+= one value per selected element": lambda a: _masked_update(a, "iadd", lambda y: (y % 2 == 0) & (y > 0),
+                                                                  np.arange(11.0) * 10),
+}
+
+
+def _masked_update(a, op, mask_of, v, dtype=None):
+    y = a.astype(dtype) if dtype else a * 1
+    key = mask_of(y)
+    operand = v(y) if callable(v) else v
+    if op == "iadd":
+        y[key] += operand
+    elif op == "isub":
+        y[key] -= operand
+    elif op == "imul":
+        y[key] *= operand
+    elif op == "ifloordiv":
+        y[key] //= operand
+    elif op == "ipow":
+        y[key] **= operand
+    elif op == "iand":
+        y[key] &= operand
+    elif op == "ilshift":
+        y[key] <<= operand
+    return y
+
+
+@pytest.mark.parametrize("name", list(MASKED_UPDATES))
+def test_augmented_assignment_through_a_traced_boolean_mask_is_numpys(name):
+    # Python runs y[mask] op= v as a read of y[mask], the operator in place, and a write of the same key back
+    fn = MASKED_UPDATES[name]
+    expected, actual = fn(X), jit(fn)(X)
+    assert_same(actual, expected)
+    assert actual.strides == expected.strides
+
+
+def test_a_read_through_a_traced_mask_is_refused_where_it_is_used_naming_its_line():
+    def total(a):
+        picked = a[a > 0]
+        return picked.sum()
+
+    def written_elsewhere(a):
+        y, z = a * 1, a * 2
+        picked = y[y > 0]
+        picked += 1
+        z[y > 0] = picked
+        return z
+
+    for fn in (total, written_elsewhere, lambda a: a[a > 0], lambda a: np.sum(a[a > 0])):
+        with pytest.raises(NotImplementedError, match=r"boolean mask indexing \(x\[mask\] at .*test_compiler_indexing.py:"
+                                                      r"\d+\) has a data-dependent shape"):
+            jit(fn)(X)
+
+
+def test_an_augmented_assignment_through_a_mask_refuses_what_numpy_refuses():
+    into_int = lambda a: _masked_update(a, "iadd", lambda y: y > 0, 1.5, np.int16)  # noqa: E731 - 'same_kind'
+    rows = lambda a: _masked_update(a, "imul", lambda y: y[:, :, 0] > 0, np.ones((2, 1)))  # noqa: E731 - 7 rows selected
+    for fn, error in ((into_int, TypeError), (rows, ValueError)):
+        with pytest.raises(error):
+            fn(X)
+        with pytest.raises(error):
+            jit(fn)(X)
