@@ -4952,7 +4952,8 @@ class MaskedRead:
     def refuse(self, *args, **kwargs):
         raise NotImplementedError(
             f"boolean mask indexing (x[mask] at {self.line}) has a data-dependent shape and is not supported by the "
-            "compiler but for assigning through the mask (x[mask] = v, x[mask] += v); write np.where(mask, f(x), x)")
+            "compiler but for assigning through the mask (x[mask] = v, x[mask] += v); write np.where(mask, f(x), x), or "
+            "reduce with where=mask (np.sum(x, where=mask), np.max(x, where=mask, initial=...))")
 
     def __getattr__(self, name):
         self.refuse()
