@@ -4799,8 +4799,8 @@ def _index_node(idx):
     if isinstance(idx, Tensor):
         if idx.dtype.kind == "b":
             raise NotImplementedError(
-                "boolean mask indexing has a data-dependent shape and is not supported by the compiler (assigning "
-                "through a mask is, x[mask] = v; for x[mask] += v write np.where(mask, x + v, x))")
+                "boolean mask indexing has a data-dependent shape and is not supported by the compiler (a mask of "
+                "the leading axes can be assigned through: x[mask] = v, x[mask] += v; else write np.where(mask, v, x))")
         return idx.node
     arr = np.asarray(idx)
     if arr.size == 0 and not isinstance(idx, np.ndarray):
@@ -4831,6 +4831,10 @@ def setitem(t: Tensor, key, value) -> None:
     if masked is not None:  # x[mask] = v, x[mask, ...] = v, x[mask, :] = v
         _assign_where_masked(t, masked[0], value, masked[1])
         return
+    if any(isinstance(k, Tensor) and k.dtype.kind == "b" for k in (key if isinstance(key, tuple) else (key,))):
+        raise NotImplementedError(
+            "item assignment through a traced boolean mask beside other indices (x[:, mask] = v) is not supported by "
+            "the compiler; a mask of the leading axes is (x[mask] = v, x[mask, ...] = v), or write np.where(mask, v, x)")
     if _holds_tensor(key if isinstance(key, tuple) else (key,)):
         raise NotImplementedError(
             "item assignment at traced positions (x[i] = v with i computed) is not supported by the compiler; "
@@ -4902,7 +4906,7 @@ def _at_selected(t: Tensor, mask: Tensor, v: P.Node, rows: int | None, problem, 
     return None if t.size == 0 else P.broadcast_to(v, t.shape)
 
 
-def _selected_stand_in(t: Tensor, mask: Tensor, trailing: tuple, rows: int | None) -> np.ndarray:
+def _selected_stand_in(t: Tensor, mask: Tensor, trailing: tuple, rows: int | None) -> tuple:
     """A key for NumPy's own checks on stand-ins: the mask's shape, selecting as many elements as the value
     has rows (one where it has one for all), then the key's trailing whole slices."""
     chooses = np.zeros(mask.shape, np.bool_)

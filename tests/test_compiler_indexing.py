@@ -570,6 +570,18 @@ def test_a_read_through_a_traced_mask_is_refused_where_it_is_used_naming_its_lin
             jit(fn)(X)
 
 
+def test_a_traced_mask_beside_other_indices_is_refused_by_name():
+    def fn(a):
+        y = a * 1
+        y[:, a[0, :, 0] > 0] = 0.0
+        return y
+    fn(X)  # NumPy's answer exists
+    with pytest.raises(NotImplementedError, match=r"traced boolean mask beside other indices \(x\[:, mask\] = v\)"):
+        jit(fn)(X)
+    with pytest.raises(NotImplementedError, match="boolean mask indexing has a data-dependent shape"):
+        jit(lambda a: a[:, a[0, :, 0] > 0])(X)
+
+
 def test_an_augmented_assignment_through_a_mask_refuses_what_numpy_refuses():
     into_int = lambda a: _masked_update(a, "iadd", lambda y: y > 0, 1.5, np.int16)  # noqa: E731 - 'same_kind'
     rows = lambda a: _masked_update(a, "imul", lambda y: y[:, :, 0] > 0, np.ones((2, 1)))  # noqa: E731 - 7 rows selected
