@@ -211,10 +211,9 @@ def _ufunc_fold(ufunc, a, axis, dtype, out, keepdims, initial, where):
     ufunc's identity where it has one (else the first element) with the next, in index order along the axis
     (a reversed view's too: reductions do not negate strides), which is ``ufunc.accumulate``'s last element.
     Over every axis NumPy folds in its iterator's order, the array read as ``ravel(order="K")`` reads it; over
-    some but not all axes of
-    several its order interleaves the kept ones, and that is refused. NumPy's own reduce of zeros of the
-    same shape and dtype gives its errors (an axis tuple of a non-reorderable ufunc, an empty reduction
-    without identity), the result's dtype, and an empty reduction's value."""
+    some but not all axes of several its order interleaves the kept ones, and that is refused. NumPy's own
+    reduce of zeros of the same shape and dtype gives its errors (an axis tuple of a non-reorderable ufunc, an
+    empty reduction without identity), the result's dtype, and an empty reduction's value."""
     what = f"np.{ufunc.__name__}.reduce"
     name = UFUNC_PRIMITIVES.get(ufunc)
     if name is None or ufunc.nin != 2 or ufunc.nout != 1:
