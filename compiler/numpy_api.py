@@ -4823,10 +4823,19 @@ def setitem(t: Tensor, key, value) -> None:
     if t.aliases == READ_ONLY:
         raise ValueError("assignment destination is read-only")
     masked = _mask_key(key)
-    if isinstance(value, MaskedRead):  # x[mask] op= v: NumPy's read, update in place and write back of a selection
-        if masked is None or value.update is None or value.base is not t or value.key is not key:
+    if isinstance(value, MaskedRead):
+        if masked is None:
             value.refuse()
-        _update_where_masked(t, *masked, value.update)
+        if _mask_key(value.key)[0] is not masked[0]:  # which elements each selects is the data's: one mask, named
+            raise NotImplementedError(
+                f"x[mask] = y[mask] (y[mask] read at {value.line}) through two masks: the compiler follows a selection "
+                "only into an assignment through the same mask object (m = y > 0; x[m] = y[m]; x[m] += 1)")
+        if value.update is None:  # x[mask] = y[mask]: y where the mask holds
+            _copy_where_masked(t, *masked, value.base)
+        elif value.base is t:  # x[mask] op= v: NumPy's read, update in place and write back of a selection
+            _update_where_masked(t, *masked, value.update)
+        else:
+            value.refuse()
         return
     if masked is not None:  # x[mask] = v, x[mask, ...] = v, x[mask, :] = v
         _assign_where_masked(t, masked[0], value, masked[1])
@@ -5015,8 +5024,26 @@ def _update_where_masked(t: Tensor, mask: Tensor, trailing: tuple, update) -> No
                  "item assignment (x[mask] op= v)", "build the result instead (np.where(mask, x op v, x))")
 
 
+def _copy_where_masked(t: Tensor, mask: Tensor, trailing: tuple, source: Tensor) -> None:
+    """``x[mask] = y[mask]`` through one key: y's element (broadcast over x's trailing axes) wherever the mask
+    holds, as NumPy copies the selection y[mask] into the one x[mask] -- as many rows as elements selected. NumPy's
+    own assignment of a stand-in selection of y to one of x checks the shapes; x's dtype, cast as assignment casts."""
+    chooses = _selected_stand_in(t, mask, trailing, 2)
+    np.zeros(t.shape, t.dtype)[chooses] = np.zeros(source.shape, source.dtype)[chooses]  # NumPy's errors
+    rest, given = t.shape[mask.ndim:], source.shape[mask.ndim:]
+    if len(given) > len(rest):
+        raise NotImplementedError(f"x[mask] = y[mask] with y of more axes than x ({source.shape} into {t.shape})")
+    if mask.size == 0 or t.size == 0:
+        return
+    v = P.broadcast_to(P.reshape(source.node, mask.shape + (1,) * (len(rest) - len(given)) + given), t.shape)
+    _write_where(t, P.cast(v, t.dtype), np.broadcast_to(reshape(mask, mask.shape + (1,) * len(rest)), t.shape),
+                 "item assignment (x[mask] = y[mask])", "build the result instead (np.where(mask, y, x))")
+
+
 def getitem(t: Tensor, key):
-    if _mask_key(key) is not None:  # its shape is the data's: only an update written back is followed
+    masked = _mask_key(key)
+    if masked is not None:  # its shape is the data's: only an assignment through the same key is followed
+        np.empty(t.shape, np.bool_)[_selected_stand_in(t, *masked, 0)]  # NumPy's check of the mask's shape
         return MaskedRead(t, key, P.user_location().short())
     x = t.node
     index = key

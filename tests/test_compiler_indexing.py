@@ -564,10 +564,49 @@ def test_a_read_through_a_traced_mask_is_refused_where_it_is_used_naming_its_lin
         z[y > 0] = picked
         return z
 
-    for fn in (total, written_elsewhere, lambda a: a[a > 0], lambda a: np.sum(a[a > 0])):
+    for fn in (total, lambda a: a[a > 0], lambda a: np.sum(a[a > 0])):
         with pytest.raises(NotImplementedError, match=r"boolean mask indexing \(x\[mask\] at .*test_compiler_indexing.py:"
                                                       r"\d+\) has a data-dependent shape"):
             jit(fn)(X)
+    with pytest.raises(NotImplementedError, match=r"\(y\[mask\] read at .*test_compiler_indexing.py:\d+\) through two "
+                                                  "masks"):
+        jit(written_elsewhere)(X)
+
+
+def _copied(a, mask_of, source_of, dtype=None):
+    z = (a * 0).astype(dtype) if dtype else a * 0
+    m = mask_of(a)
+    z[m] = source_of(a)[m]  # NumPy copies one selection into the other: a row per selected element
+    return z
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: _copied(a, lambda x: x > 3, lambda x: x * 2),
+    lambda a: _copied(a, lambda x: x[:, :, 0] > -4, lambda x: x * 1.5, np.int8),  # cast as assignment casts
+    lambda a: _copied(a, lambda x: x[:, :, 0] > -4, lambda x: x[:, :, :1]),  # broadcast along the kept axis
+    lambda a: _copied(a[0], lambda x: x[:, 0] > -4, lambda x: x[::-1] + 1),
+], ids=["every-element", "int8", "broadcast-axis", "reversed"])
+def test_a_selection_assigned_through_the_same_mask_is_numpys(fn):
+    expected, actual = fn(X), jit(fn)(X)
+    assert_same(actual, expected)
+    assert actual.strides == expected.strides
+
+
+def test_selections_through_other_masks_are_refused_and_a_mask_of_the_wrong_shape_at_the_read():
+    def two_masks(a):
+        z = a * 1
+        z[a > 0] = a[a > 0]
+        return z
+
+    two_masks(X)
+    with pytest.raises(NotImplementedError, match="through two masks: .* the same mask object"):
+        jit(two_masks)(X)
+    with pytest.raises(ValueError, match=r"value array of shape \(2,2\) could not be broadcast"):  # the stand-in's count
+        jit(lambda a: _copied(a, lambda x: x[:, :, 0] > -4, lambda x: x[:, :, :2]))(X)
+    with pytest.raises(IndexError, match="boolean index did not match indexed array along axis 0"):
+        X[X[0] > 0]
+    with pytest.raises(IndexError, match="boolean index did not match indexed array along axis 0"):
+        jit(lambda a: a[a[0] > 0])(X)
 
 
 def test_a_traced_mask_beside_other_indices_is_refused_by_name():
