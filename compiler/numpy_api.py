@@ -39,6 +39,8 @@ def _operand(x):
 
 
 def apply_ufunc(ufunc, method, inputs, kwargs):
+    if any(isinstance(v, MaskedRead) for v in inputs):
+        return NotImplemented  # a selection's own __array_ufunc__ takes it
     if method in _UFUNC_METHODS:
         return _UFUNC_METHODS[method](ufunc, *inputs, **kwargs)
     if method != "__call__":
@@ -4826,16 +4828,11 @@ def setitem(t: Tensor, key, value) -> None:
     if isinstance(value, MaskedRead):
         if masked is None:
             value.refuse()
-        if _mask_key(value.key)[0] is not masked[0]:  # which elements each selects is the data's: one mask, named
+        if value.mask is not masked[0]:  # which elements each selects is the data's: one mask, named
             raise NotImplementedError(
                 f"x[mask] = y[mask] (y[mask] read at {value.line}) through two masks: the compiler follows a selection "
                 "only into an assignment through the same mask object (m = y > 0; x[m] = y[m]; x[m] += 1)")
-        if value.update is None:  # x[mask] = y[mask]: y where the mask holds
-            _copy_where_masked(t, *masked, value.base)
-        elif value.base is t:  # x[mask] op= v: NumPy's read, update in place and write back of a selection
-            _update_where_masked(t, *masked, value.update)
-        else:
-            value.refuse()
+        _copy_where_masked(t, *masked, value.values)  # x[m] = f(y[m]), x[m] op= v: f(y) where the mask holds
         return
     if masked is not None:  # x[mask] = v, x[mask, ...] = v, x[mask, :] = v
         _assign_where_masked(t, masked[0], value, masked[1])
@@ -4893,14 +4890,14 @@ def _value_rows(shape: tuple, rest: tuple, strip: bool) -> tuple[tuple, int | No
     return shape, None
 
 
-def _at_selected(t: Tensor, mask: Tensor, v: P.Node, rows: int | None, problem, what: str) -> P.Node | None:
-    """``v`` (its rows, where it has one per selected element, else broadcast) at every element of ``t``
-    the mask selects: the k-th selected element in C order takes row k, by a running count of the mask, and
-    the kernel checks the count is the rows' (``problem(count)``: NumPy's message otherwise). None where
-    nothing is to be written."""
+def _at_selected(full: tuple, mask: Tensor, v: P.Node, rows: int | None, problem, what: str) -> P.Node | None:
+    """``v`` (its rows, where it has one per selected element, else broadcast) at every element of an array
+    of shape ``full`` the mask selects: the k-th selected element in C order takes row k, by a running count of
+    the mask, and the kernel checks the count is the rows' (``problem(count)``: NumPy's message otherwise). None
+    where nothing is to be written."""
     if mask.size == 0:
         return None
-    rest = t.shape[mask.ndim:]
+    rest, empty = full[mask.ndim:], math.prod(full) == 0
     if rows is not None:
         selected = ravel(mask)
         count = Tensor(P.reduce("sum", P.cast(selected.node, np.dtype(np.int64)), 0, False, what))
@@ -4908,11 +4905,11 @@ def _at_selected(t: Tensor, mask: Tensor, v: P.Node, rows: int | None, problem, 
         if P.check_at_run_time(count.node, (count != rows).node, "first", ValueError,
                                lambda n: f"{problem(n)} ({what} at {line}, checked as the kernel ran)") is None:
             raise NotImplementedError(f"{what} outside a traced function: its check of the mask's count needs a kernel")
-        if rows == 0 or t.size == 0:
+        if rows == 0 or empty:
             return None  # (the mask must select nothing)
         running = (cumsum(selected.astype(np.intp)) - 1) % rows  # the value's row at each selected element
         return P.gather_in_range(P.broadcast_to(v, (rows,) + rest), reshape(running, mask.shape).node, 0)
-    return None if t.size == 0 else P.broadcast_to(v, t.shape)
+    return None if empty else P.broadcast_to(v, full)
 
 
 def _selected_stand_in(t: Tensor, mask: Tensor, trailing: tuple, rows: int | None) -> tuple:
@@ -4945,89 +4942,149 @@ def _assign_where_masked(t: Tensor, mask: Tensor, value, trailing: tuple = ()) -
                "output values where the mask is true") if fast else \
         (lambda n: f"shape mismatch: value array of shape {_shape_text(given)} could not be broadcast to "
                    f"indexing result of shape {_shape_text((n,) + rest)}")
-    v = _at_selected(t, mask, P.cast(P.reshape(v, shape), t.dtype), rows, problem, "x[mask] = v")
+    v = _at_selected(t.shape, mask, P.cast(P.reshape(v, shape), t.dtype), rows, problem, "x[mask] = v")
     if v is not None:
         _write_where(t, v, np.broadcast_to(reshape(mask, mask.shape + (1,) * len(rest)), t.shape),
                      "item assignment (x[mask] = v)", "build the result instead (np.where(mask, v, x))")
 
 
 class MaskedRead:
-    """``x[mask]`` with a traced boolean mask. How many elements it holds is the data's, so the compiler
-    follows it only into an augmented assignment back through the same key -- ``x[mask] += v``, which Python
-    runs as this read, the operator in place, and a write of the key it read: the operator is recorded here
-    and ``setitem`` applies it where the mask holds. Any other use is refused, naming the line that read it."""
+    """``x[mask]`` with a traced boolean mask over x's leading axes. How many elements it holds is the data's,
+    so the compiler follows a selection only where its count never shows: elementwise ufuncs and operators of
+    selections through the same mask object (with scalars, and arrays that broadcast to one selected element or
+    hold a row per selected element), in place or not, and an assignment back through that mask (``z[m] =
+    f(y[m])``, ``x[m] += v``, which Python runs as a read, the operator in place and a write of the key).
+    ``values`` is a full-shape array whose elements where the mask holds are the selection's: x itself, then
+    the ufuncs of such arrays. Any other use is refused, naming the line that read it."""
 
-    __slots__ = ("base", "key", "line", "update")
+    __slots__ = ("values", "mask", "line")
 
-    def __init__(self, base: Tensor, key, line: str, update=None):
-        self.base, self.key, self.line, self.update = base, key, line, update
+    def __init__(self, values: Tensor, mask: Tensor, line: str):
+        self.values, self.mask, self.line = values, mask, line
 
     def refuse(self, *args, **kwargs):
         raise NotImplementedError(
             f"boolean mask indexing (x[mask] at {self.line}) has a data-dependent shape and is not supported by the "
-            "compiler but for assigning through the mask (x[mask] = v, x[mask] += v); write np.where(mask, f(x), x), or "
-            "reduce with where=mask (np.sum(x, where=mask), np.max(x, where=mask, initial=...))")
+            "compiler but for elementwise functions of selections and assigning them through the mask (x[m] = v, "
+            "x[m] += v, x[m] = np.exp(y[m])); write np.where(mask, f(x), x), or reduce with where=mask "
+            "(np.sum(x, where=mask), np.max(x, where=mask, initial=...))")
 
     def __getattr__(self, name):
         self.refuse()
 
     __hash__ = None
 
+    @property
+    def rest(self) -> tuple:
+        return self.values.shape[self.mask.ndim:]
 
-def _masked_in_place(binary: str):
-    def op(self: MaskedRead, other):
-        if self.update is not None:
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method != "__call__" or "out" in kwargs or "where" in kwargs or ufunc.signature is not None:
             self.refuse()
-        return MaskedRead(self.base, self.key, self.line, (binary, other))
+        return _selection_ufunc(self, ufunc, inputs, kwargs)
+
+
+def _selection_ufunc(read: MaskedRead, ufunc, inputs, kwargs=None) -> MaskedRead | tuple:
+    """An elementwise ufunc of selections through one mask (``read``'s), as NumPy computes it on the selected
+    elements: on the full arrays the selections came from, which hold them where the mask holds (the other
+    elements are never written back). NumPy's own call on stand-ins of as many selected elements as an operand
+    has rows (else two) gives its errors, the result's dtype and whether it is still one value per element."""
+    mask, rest = read.mask, read.rest
+    counts = [_value_rows(np.shape(v), rest, strip=False)[1] for v in inputs
+              if not isinstance(v, MaskedRead) and isinstance(v, (Tensor, np.ndarray, list, tuple))]
+    count = next((c for c in counts if c is not None), 2)  # selected elements, as the stand-ins have them
+    stand_ins, operands = [], []
+    for v in inputs:
+        if isinstance(v, MaskedRead):
+            if v.mask is not mask:
+                raise NotImplementedError(f"a ufunc of selections through two masks (x[mask] read at {read.line} and "
+                                          f"{v.line}): the compiler follows selections through the same mask object "
+                                          "only (m = y > 0; z[m] = y[m] + x[m])")
+            if len(v.rest) != len(rest):
+                read.refuse()
+            stand_ins.append(np.zeros((count,) + v.rest, v.values.dtype))
+        elif isinstance(v, Tensor):
+            stand_ins.append(np.zeros(v.shape, v.dtype))
+        elif isinstance(v, (np.ndarray, list, tuple)):
+            v = np.asarray(v)
+            stand_ins.append(v)
+        else:
+            stand_ins.append(v)  # a Python or NumPy scalar, as it is
+        operands.append(v)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = ufunc(*stand_ins, **(kwargs or {}))  # NumPy's errors, as they are
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    if any(np.ndim(e) != len(rest) + 1 or np.shape(e)[0] != count for e in expected):
+        read.refuse()  # a result that is no longer one value per selected element
+    integers = all(np.asarray(e).dtype.kind in "iu" for e in expected)
+    for i, v in enumerate(operands):
+        if isinstance(v, MaskedRead):
+            operands[i] = v.values
+            if ufunc is np.power and i == 1 and integers:  # an unselected negative exponent is none of NumPy's errors
+                operands[i] = where(reshape(v.mask, v.mask.shape + (1,) * len(rest)), v.values, 0)
+        elif np.ndim(v):
+            shape, rows = _value_rows(np.shape(v), rest, strip=False)
+            node = P.reshape(v.node if isinstance(v, Tensor) else const_node(v), shape)
+            if rows is not None:  # a row per selected element
+                given = np.shape(v)
+                problem = (lambda n: f"operands could not be broadcast together with shapes {_shape_text((n,) + rest)} "
+                                     f"{_shape_text(given)}")
+                node = _at_selected(mask.shape + shape[1:], mask, node, rows, problem, "a ufunc of x[mask]")
+                if node is None:  # nothing selected: any value will do
+                    node = const_node(np.zeros(mask.shape + shape[1:], v.dtype))
+            operands[i] = Tensor(node)
+    results = ufunc(*operands, **(kwargs or {}))
+    if ufunc.nout > 1:
+        return tuple(MaskedRead(r, mask, read.line) for r in results)
+    return MaskedRead(results, mask, read.line)
+
+
+def _selection_operator(ufunc, reflected: bool = False):
+    def op(self: MaskedRead, other):
+        return ufunc(other, self) if reflected else ufunc(self, other)
     return op
 
 
-_OPERATORS = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift")
-for _name in _OPERATORS:
-    setattr(MaskedRead, f"__i{_name}__", _masked_in_place(f"__{_name}__"))
-for _name in _OPERATORS + tuple("r" + n for n in _OPERATORS) + (
-        "matmul", "rmatmul", "imatmul", "divmod", "rdivmod", "lt", "le", "gt", "ge", "eq", "ne", "neg", "pos", "abs",
-        "invert", "len", "iter", "bool", "float", "int", "index", "getitem", "setitem", "array", "array_ufunc",
-        "array_function"):
+def _selection_in_place(ufunc):
+    """``s op= v`` of a selection: NumPy computes in place in the selection (a copy of x's elements: every name
+    of it sees the update, x does not), its 'same_kind' cast back into the selection's type (NumPy's own error
+    otherwise)."""
+    def op(self: MaskedRead, other):
+        result = ufunc(self, other)
+        target = self.values.dtype
+        if not np.can_cast(result.values.dtype, target, casting="same_kind"):
+            with np.errstate(all="ignore"):  # NumPy's own error, as it is
+                ufunc(np.zeros(2, target), np.zeros(2, result.values.dtype), out=np.zeros(2, target))
+        self.values = result.values.astype(target)
+        return self
+    return op
+
+
+_SELECTION_OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+                        "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power, "and": np.bitwise_and,
+                        "or": np.bitwise_or, "xor": np.bitwise_xor, "lshift": np.left_shift, "rshift": np.right_shift}
+for _name, _ufunc in _SELECTION_OPERATORS.items():
+    setattr(MaskedRead, f"__{_name}__", _selection_operator(_ufunc))
+    setattr(MaskedRead, f"__r{_name}__", _selection_operator(_ufunc, reflected=True))
+    setattr(MaskedRead, f"__i{_name}__", _selection_in_place(_ufunc))
+for _name, _ufunc in {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
+                      "ne": np.not_equal, "divmod": np.divmod}.items():
+    setattr(MaskedRead, f"__{_name}__", _selection_operator(_ufunc))
+setattr(MaskedRead, "__rdivmod__", _selection_operator(np.divmod, reflected=True))
+for _name, _ufunc in {"neg": np.negative, "pos": np.positive, "abs": np.absolute, "invert": np.invert}.items():
+    setattr(MaskedRead, f"__{_name}__", lambda self, _ufunc=_ufunc: _ufunc(self))
+for _name in ("matmul", "rmatmul", "imatmul", "len", "iter", "bool", "float", "int", "index", "getitem", "setitem",
+              "array", "array_function"):
     setattr(MaskedRead, f"__{_name}__", MaskedRead.refuse)
-del _name
-
-
-def _update_where_masked(t: Tensor, mask: Tensor, trailing: tuple, update) -> None:
-    """``x[mask] op= v`` (a MaskedRead's recorded operator): NumPy computes ``x[mask] op v`` in place in the
-    selection (its 'same_kind' casting back into x's type, the operand broadcast to the selected elements or
-    one row of it per element) and assigns it back. The kernel computes ``x op v`` where the mask holds (the
-    operand at each selected element, as ``x[mask] = v`` puts it) and keeps x elsewhere; NumPy's own update of
-    a stand-in selection checks the operator's types and shapes."""
-    binary, other = update
-    rest = t.shape[mask.ndim:]
-    if isinstance(other, (list, tuple)):
-        other = np.asarray(other)  # as the in-place ufunc converts it
-    given = tuple(other.shape) if isinstance(other, Tensor) else np.shape(other)
-    shape, rows = _value_rows(given, rest, strip=False)
-    selection = np.zeros(t.shape, t.dtype)[_selected_stand_in(t, mask, trailing, rows)]
-    with np.errstate(all="ignore"):
-        getattr(selection, binary.replace("__", "__i", 1))(
-            np.zeros(given, other.dtype) if isinstance(other, Tensor) else other)  # NumPy's errors, as they are
-    if isinstance(other, Tensor) or isinstance(other, np.ndarray) and other.ndim:
-        v = other.node if isinstance(other, Tensor) else const_node(other)
-        problem = (lambda n: f"operands could not be broadcast together with shapes {_shape_text((n,) + rest)} "
-                             f"{_shape_text(given)}")
-        v = _at_selected(t, mask, P.reshape(v, shape), rows, problem, "x[mask] op= v")
-        if v is None:
-            return
-        other = Tensor(v)
-    elif mask.size == 0 or t.size == 0:
-        return
-    result = getattr(t, binary)(other)  # x op v, as the in-place ufunc computes it, then cast back into x's type
-    _write_where(t, P.cast(result.node, t.dtype), np.broadcast_to(reshape(mask, mask.shape + (1,) * len(rest)), t.shape),
-                 "item assignment (x[mask] op= v)", "build the result instead (np.where(mask, x op v, x))")
+del _name, _ufunc
 
 
 def _copy_where_masked(t: Tensor, mask: Tensor, trailing: tuple, source: Tensor) -> None:
-    """``x[mask] = y[mask]`` through one key: y's element (broadcast over x's trailing axes) wherever the mask
-    holds, as NumPy copies the selection y[mask] into the one x[mask] -- as many rows as elements selected. NumPy's
-    own assignment of a stand-in selection of y to one of x checks the shapes; x's dtype, cast as assignment casts."""
+    """``x[mask] = s``, ``s`` a selection through the same mask (y[mask], or ufuncs of such; ``source`` the full
+    array holding it where the mask holds): source's element (broadcast over x's trailing axes) wherever the mask
+    holds, as NumPy copies one selection into the other -- as many rows as elements selected. NumPy's own
+    assignment of a stand-in selection to one of x checks the shapes; x's dtype, cast as assignment casts."""
     chooses = _selected_stand_in(t, mask, trailing, 2)
     np.zeros(t.shape, t.dtype)[chooses] = np.zeros(source.shape, source.dtype)[chooses]  # NumPy's errors
     rest, given = t.shape[mask.ndim:], source.shape[mask.ndim:]
@@ -5044,7 +5101,7 @@ def getitem(t: Tensor, key):
     masked = _mask_key(key)
     if masked is not None:  # its shape is the data's: only an assignment through the same key is followed
         np.empty(t.shape, np.bool_)[_selected_stand_in(t, *masked, 0)]  # NumPy's check of the mask's shape
-        return MaskedRead(t, key, P.user_location().short())
+        return MaskedRead(t, masked[0], P.user_location().short())
     x = t.node
     index = key
     key = key if isinstance(key, tuple) else (key,)

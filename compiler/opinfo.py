@@ -2708,7 +2708,7 @@ def _setitem_mask_sample(c: Chooser) -> Call:
     axes = c.integer(1, len(shape))
     lead, rest = shape[:axes], shape[axes:]
     ones = lambda dims: tuple(1 if c.pick((0, 0, 1)) else d for d in dims)  # noqa: E731
-    update = {"op": c.pick((None, "iadd", "isub", "imul"))}  # y[mask] = v, or y[mask] op= v
+    update = {"op": c.pick((None, "iadd", "isub", "imul", "add", "mul"))}  # y[mask] = v, y[mask] op= v, y[mask] op v
     if c.pick((0, 1)):
         pattern = [bool(c.pick((0, 1))) for _ in range(math.prod(lead))]
         return Call((shape, (sum(pattern),) + ones(rest)), {"axes": axes, "pattern": pattern, **update})
@@ -2722,7 +2722,7 @@ def _setitem_mask(xs, p):
         mask = np.zeros_like(lead, dtype=np.bool_) | np.array(p["pattern"], np.bool_).reshape(lead.shape)
     else:
         mask = lead > 0
-    if p.get("op"):  # as Python runs y[mask] op= v: the read, the operator in place, the write of the same key
+    if p.get("op"):  # y[mask] = y[mask] op v, or as Python runs y[mask] op= v: the read, the operator, the write
         selection = getattr(operator, p["op"])(y[mask], xs[1])
         y[mask] = selection
     else:
@@ -2732,7 +2732,7 @@ def _setitem_mask(xs, p):
 
 # x where the mask is false; the value (broadcast, or its rows in C order by a running count) where it holds
 register(OpInfo("setitem_mask", _setitem_mask, 2, NUMERIC, "index", _setitem_mask_sample,
-                numpy_name="x[mask] = v  /  x[mask] op= v",
+                numpy_name="x[mask] = v  /  x[mask] op= v  /  x[mask] = x[mask] op v",
                 mixed_dtypes=False, notes="operand 1 the value; the mask computed from operand 0 or a fixed pattern"))
 
 

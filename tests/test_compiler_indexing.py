@@ -629,3 +629,52 @@ def test_an_augmented_assignment_through_a_mask_refuses_what_numpy_refuses():
             fn(X)
         with pytest.raises(error):
             jit(fn)(X)
+
+
+def _through(a, mask_of, expression, dtype=None):
+    z = (a * 0).astype(dtype) if dtype else a * 0
+    m = mask_of(a)
+    z[m] = expression(a, m)
+    return z
+
+
+SELECTION_EXPRESSIONS = {
+    "ufuncs and operators of selections": lambda a: _through(a, lambda x: x > 0, lambda x, m: np.sqrt(x[m] * 0.1) * 2 + x[m]),
+    "divmod's two selections": lambda a: _through(a, lambda x: x > 0, lambda x, m: (lambda q, r: q * 10 + r)(*divmod(x[m], 3))),
+    "frexp's exponents": lambda a: _through(a, lambda x: x > 0, lambda x, m: np.frexp(x[m])[1]),
+    "a row broadcast to each selected row": lambda a: _through(a, lambda x: x[:, :, 0] > 0, lambda x, m: x[0, 0] * x[m]),
+    "a NumPy scalar, reflected": lambda a: _through(a, lambda x: x > 0, lambda x, m: np.float32(2) * x[m]),
+    "integer powers, unselected exponents negative": lambda a: _through(
+        a, lambda x: x > 0, lambda x, m: 2 ** x.astype(np.int64)[m], np.int64),
+    "one row per selected row": lambda a: _through(
+        a, lambda x: x[:, :, 0] > -4, lambda x, m: x[m] + np.arange(6.0).reshape(1, 6) * np.arange(8.0)[:, None]),
+    "a unary operator": lambda a: _through(a, lambda x: x > 0, lambda x, m: -x[m]),
+    "in place, twice": lambda a: _through(a, lambda x: x > 0, lambda x, m: (lambda s: (s.__imul__(3), s)[1])(x[m]) + 1),
+    "a ufunc's dtype=": lambda a: _through(a, lambda x: x > 0, lambda x, m: np.add(x[m], 1, dtype=np.float32)),
+    "into float32, divided": lambda a: _through(a, lambda x: x > 0, lambda x, m: x[m] / 3, np.float32),
+    "a comparison into a bool array": lambda a: _through(a > 100, lambda x: x > -3, lambda x, m: x[m] > 2),
+}
+
+
+@pytest.mark.parametrize("name", list(SELECTION_EXPRESSIONS))
+def test_elementwise_functions_of_selections_assigned_through_their_mask_are_numpys(name):
+    # NumPy computes on the selected elements; the kernel on the arrays they came from, written back where the mask holds
+    fn = SELECTION_EXPRESSIONS[name]
+    expected, actual = fn(X), jit(fn)(X)
+    assert_same(actual, expected)
+    assert actual.strides == expected.strides
+
+
+def test_what_a_selection_cannot_do_is_refused():
+    for fn in (lambda a: np.sum(a[a > 0] * 2),  # a reduction: the count decides its order
+               lambda a: _through(a, lambda x: x > 0, lambda x, m: x[m] @ x[m]),
+               lambda a: _through(a, lambda x: x > 0, lambda x, m: np.add(x[m], 1, out=x[m]))):
+        with pytest.raises(NotImplementedError, match="boolean mask indexing .* has a data-dependent shape"):
+            jit(fn)(X)
+    with pytest.raises(NotImplementedError, match="a ufunc of selections through two masks"):
+        jit(lambda a: _through(a, lambda x: x > 0, lambda x, m: x[m] + x[x > 0]))(X)
+    whole = lambda a: _through(a, lambda x: x > 0, lambda x, m: x + x[m])  # noqa: E731 - (2,3,4) with (count,)
+    with pytest.raises(ValueError, match="operands could not be broadcast together"):
+        whole(X)
+    with pytest.raises(ValueError, match="operands could not be broadcast together"):
+        jit(whole)(X)
