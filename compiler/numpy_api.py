@@ -4828,10 +4828,11 @@ def setitem(t: Tensor, key, value) -> None:
     if isinstance(value, MaskedRead):
         if masked is None:
             value.refuse()
-        if value.mask is not masked[0]:  # which elements each selects is the data's: one mask, named
+        if value.mask is not masked[0] or value.selected is not masked[0].node:  # one mask, named and unchanged
             raise NotImplementedError(
-                f"x[mask] = y[mask] (y[mask] read at {value.line}) through two masks: the compiler follows a selection "
-                "only into an assignment through the same mask object (m = y > 0; x[m] = y[m]; x[m] += 1)")
+                f"x[mask] = y[mask] (y[mask] read at {value.line}) through two masks (or a mask written to since the "
+                "read): the compiler follows a selection only into an assignment through the same mask object "
+                "(m = y > 0; x[m] = y[m]; x[m] += 1)")
         _copy_where_masked(t, *masked, value.values)  # x[m] = f(y[m]), x[m] op= v: f(y) where the mask holds
         return
     if masked is not None:  # x[mask] = v, x[mask, ...] = v, x[mask, :] = v
@@ -4957,10 +4958,13 @@ class MaskedRead:
     ``values`` is a full-shape array whose elements where the mask holds are the selection's: x itself, then
     the ufuncs of such arrays. Any other use is refused, naming the line that read it."""
 
-    __slots__ = ("values", "mask", "line")
+    __slots__ = ("values", "mask", "line", "selected")
 
-    def __init__(self, values: Tensor, mask: Tensor, line: str):
-        self.values, self.mask, self.line = values, mask, line
+    def __init__(self, values: Tensor, mask: Tensor, line: str, selected=None):
+        # the values as they were read (an update of x after the read does not reach NumPy's copy), and the
+        # mask's value that selected them
+        self.values, self.mask, self.line = Tensor(values.node), mask, line
+        self.selected = mask.node if selected is None else selected
 
     def refuse(self, *args, **kwargs):
         raise NotImplementedError(
@@ -4996,10 +5000,10 @@ def _selection_ufunc(read: MaskedRead, ufunc, inputs, kwargs=None) -> MaskedRead
     stand_ins, operands = [], []
     for v in inputs:
         if isinstance(v, MaskedRead):
-            if v.mask is not mask:
+            if v.mask is not mask or v.selected is not read.selected:
                 raise NotImplementedError(f"a ufunc of selections through two masks (x[mask] read at {read.line} and "
-                                          f"{v.line}): the compiler follows selections through the same mask object "
-                                          "only (m = y > 0; z[m] = y[m] + x[m])")
+                                          f"{v.line}; or a mask written to between the reads): the compiler follows "
+                                          "selections through the same mask object only (m = y > 0; z[m] = y[m] + x[m])")
             if len(v.rest) != len(rest):
                 read.refuse()
             stand_ins.append(np.zeros((count,) + v.rest, v.values.dtype))
@@ -5036,8 +5040,8 @@ def _selection_ufunc(read: MaskedRead, ufunc, inputs, kwargs=None) -> MaskedRead
             operands[i] = Tensor(node)
     results = ufunc(*operands, **(kwargs or {}))
     if ufunc.nout > 1:
-        return tuple(MaskedRead(r, mask, read.line) for r in results)
-    return MaskedRead(results, mask, read.line)
+        return tuple(MaskedRead(r, mask, read.line, read.selected) for r in results)
+    return MaskedRead(results, mask, read.line, read.selected)
 
 
 def _selection_operator(ufunc, reflected: bool = False):
