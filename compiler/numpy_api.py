@@ -31,6 +31,8 @@ def _node(x):
 def _operand(x):
     op = as_operand(x)
     if op is NotImplemented:
+        if isinstance(x, MaskedRead):
+            x.refuse()  # y[mask] where only elementwise functions of it are followed
         raise TypeError(f"unsupported operand of type {type(x).__name__}")
     return op
 

@@ -449,6 +449,9 @@ def as_node(x) -> Node:
     """Like ``as_operand`` but Python scalars become concrete constants (NumPy's default dtypes)."""
     op = as_operand(x)
     if op is NotImplemented:
+        from .numpy_api import MaskedRead
+        if isinstance(x, MaskedRead):
+            x.refuse()  # y[mask] where only elementwise functions of it are followed
         raise TypeError(f"unsupported operand of type {type(x).__name__}")
     if isinstance(op, dt.Weak):
         arr = np.asarray(op.value)
