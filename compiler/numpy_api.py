@@ -4953,9 +4953,10 @@ def _assign_where_masked(t: Tensor, mask: Tensor, value, trailing: tuple = ()) -
 
 class MaskedRead:
     """``x[mask]`` with a traced boolean mask over x's leading axes. How many elements it holds is the data's,
-    so the compiler follows a selection only where its count never shows: elementwise ufuncs and operators of
-    selections through the same mask object (with scalars, and arrays that broadcast to one selected element or
-    hold a row per selected element), in place or not, and an assignment back through that mask (``z[m] =
+    so the compiler follows a selection only where its count never shows: its dtype and ndim, astype, elementwise
+    ufuncs and operators of selections through the same mask object (with scalars, and arrays that broadcast to
+    one selected element or hold a row per selected element), in place or not, and an assignment back through
+    that mask (``z[m] =
     f(y[m])``, ``x[m] += v``, which Python runs as a read, the operator in place and a write of the key).
     ``values`` is a full-shape array whose elements where the mask holds are the selection's: x itself, then
     the ufuncs of such arrays. Any other use is refused, naming the line that read it."""
@@ -4983,6 +4984,14 @@ class MaskedRead:
     @property
     def rest(self) -> tuple:
         return self.values.shape[self.mask.ndim:]
+
+    # what the data does not decide: the selection's type and number of axes, and a conversion of each element
+    dtype = property(lambda self: self.values.dtype)
+    itemsize = property(lambda self: self.values.dtype.itemsize)
+    ndim = property(lambda self: len(self.rest) + 1)
+
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        return MaskedRead(self.values.astype(dtype, order, casting, subok, copy), self.mask, self.line, self.selected)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method != "__call__" or "out" in kwargs or "where" in kwargs or ufunc.signature is not None:

@@ -653,6 +653,8 @@ SELECTION_EXPRESSIONS = {
     "a ufunc's dtype=": lambda a: _through(a, lambda x: x > 0, lambda x, m: np.add(x[m], 1, dtype=np.float32)),
     "into float32, divided": lambda a: _through(a, lambda x: x > 0, lambda x, m: x[m] / 3, np.float32),
     "a comparison into a bool array": lambda a: _through(a > 100, lambda x: x > -3, lambda x, m: x[m] > 2),
+    "astype, by the selection's dtype and ndim": lambda a: _through(
+        a, lambda x: x[:, :, 0] > 0, lambda x, m: x[m].astype(np.int16) * x[m].ndim + (x[m].dtype == np.float32)),
 }
 
 
