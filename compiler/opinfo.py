@@ -2700,6 +2700,7 @@ register(OpInfo("setitem", _setitem, 2, NUMERIC, "index", _setitem_sample, numpy
                 mixed_dtypes=False, notes="operand 1 the value (one dtype: a float NaN or one out of an integer "
                                           "type's range converts to what the machine gives)"))
 
+
 def _setitem_mask_sample(c: Chooser) -> Call:
     """``x[mask] = v`` with a traced boolean mask over x's first ``axes`` axes: either a comparison of x's
     values (data-dependent count) with a value that broadcasts to every selected element, or a pattern the
