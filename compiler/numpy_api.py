@@ -4915,7 +4915,12 @@ def _at_selected(full: tuple, mask: Tensor, v: P.Node, rows: int | None, problem
     return None if empty else P.broadcast_to(v, full)
 
 
-def _selected_stand_in(t: Tensor, mask: Tensor, trailing: tuple, rows: int | None) -> tuple:
+def _mask_over(mask: Tensor, shape: tuple) -> Tensor:
+    """The mask of the leading axes broadcast over an array of ``shape`` (its trailing axes)."""
+    return np.broadcast_to(reshape(mask, mask.shape + (1,) * (len(shape) - mask.ndim)), shape)
+
+
+def _selected_stand_in(mask: Tensor, trailing: tuple, rows: int | None) -> tuple:
     """A key for NumPy's own checks on stand-ins: the mask's shape, selecting as many elements as the value
     has rows (one where it has one for all), then the key's trailing whole slices."""
     chooses = np.zeros(mask.shape, np.bool_)
@@ -4936,7 +4941,7 @@ def _assign_where_masked(t: Tensor, mask: Tensor, value, trailing: tuple = ()) -
     given = tuple(value.shape) if isinstance(value, Tensor) else np.shape(value)
     shape, rows = _value_rows(given, rest, strip=not fast)
     stand_in = np.zeros(value.shape, value.dtype) if isinstance(value, Tensor) else value
-    np.zeros(t.shape, t.dtype)[_selected_stand_in(t, mask, trailing, rows)] = stand_in  # NumPy's checks
+    np.zeros(t.shape, t.dtype)[_selected_stand_in(mask, trailing, rows)] = stand_in  # NumPy's checks
     if isinstance(value, Tensor):
         v = value.node
     else:  # NumPy's conversion (an out-of-range Python int is its OverflowError, already raised above)
@@ -4947,8 +4952,8 @@ def _assign_where_masked(t: Tensor, mask: Tensor, value, trailing: tuple = ()) -
                    f"indexing result of shape {_shape_text((n,) + rest)}")
     v = _at_selected(t.shape, mask, P.cast(P.reshape(v, shape), t.dtype), rows, problem, "x[mask] = v")
     if v is not None:
-        _write_where(t, v, np.broadcast_to(reshape(mask, mask.shape + (1,) * len(rest)), t.shape),
-                     "item assignment (x[mask] = v)", "build the result instead (np.where(mask, v, x))")
+        _write_where(t, v, _mask_over(mask, t.shape), "item assignment (x[mask] = v)",
+                     "build the result instead (np.where(mask, v, x))")
 
 
 class MaskedRead:
@@ -4956,8 +4961,8 @@ class MaskedRead:
     so the compiler follows a selection only where its count never shows: its dtype and ndim, astype, elementwise
     ufuncs and operators of selections through the same mask object (with scalars, and arrays that broadcast to
     one selected element or hold a row per selected element), in place or not, and an assignment back through
-    that mask (``z[m] =
-    f(y[m])``, ``x[m] += v``, which Python runs as a read, the operator in place and a write of the key).
+    that mask (``z[m] = f(y[m])``, ``x[m] += v``, which Python runs as a read, the operator in place and a write
+    of the key).
     ``values`` is a full-shape array whose elements where the mask holds are the selection's: x itself, then
     the ufuncs of such arrays. Any other use is refused, naming the line that read it."""
 
@@ -5020,11 +5025,9 @@ def _selection_ufunc(read: MaskedRead, ufunc, inputs, kwargs=None) -> MaskedRead
             stand_ins.append(np.zeros((count,) + v.rest, v.values.dtype))
         elif isinstance(v, Tensor):
             stand_ins.append(np.zeros(v.shape, v.dtype))
-        elif isinstance(v, (np.ndarray, list, tuple)):
-            v = np.asarray(v)
+        else:  # a constant array as NumPy converts it; a Python or NumPy scalar as it is
+            v = np.asarray(v) if isinstance(v, (list, tuple)) else v
             stand_ins.append(v)
-        else:
-            stand_ins.append(v)  # a Python or NumPy scalar, as it is
         operands.append(v)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -5037,7 +5040,7 @@ def _selection_ufunc(read: MaskedRead, ufunc, inputs, kwargs=None) -> MaskedRead
         if isinstance(v, MaskedRead):
             operands[i] = v.values
             if ufunc is np.power and i == 1 and integers:  # an unselected negative exponent is none of NumPy's errors
-                operands[i] = where(reshape(v.mask, v.mask.shape + (1,) * len(rest)), v.values, 0)
+                operands[i] = where(_mask_over(mask, v.values.shape), v.values, 0)
         elif np.ndim(v):
             shape, rows = _value_rows(np.shape(v), rest, strip=False)
             node = P.reshape(v.node if isinstance(v, Tensor) else const_node(v), shape)
@@ -5100,7 +5103,7 @@ def _copy_where_masked(t: Tensor, mask: Tensor, trailing: tuple, source: Tensor)
     array holding it where the mask holds): source's element (broadcast over x's trailing axes) wherever the mask
     holds, as NumPy copies one selection into the other -- as many rows as elements selected. NumPy's own
     assignment of a stand-in selection to one of x checks the shapes; x's dtype, cast as assignment casts."""
-    chooses = _selected_stand_in(t, mask, trailing, 2)
+    chooses = _selected_stand_in(mask, trailing, 2)
     np.zeros(t.shape, t.dtype)[chooses] = np.zeros(source.shape, source.dtype)[chooses]  # NumPy's errors
     rest, given = t.shape[mask.ndim:], source.shape[mask.ndim:]
     if len(given) > len(rest):
@@ -5108,14 +5111,14 @@ def _copy_where_masked(t: Tensor, mask: Tensor, trailing: tuple, source: Tensor)
     if mask.size == 0 or t.size == 0:
         return
     v = P.broadcast_to(P.reshape(source.node, mask.shape + (1,) * (len(rest) - len(given)) + given), t.shape)
-    _write_where(t, P.cast(v, t.dtype), np.broadcast_to(reshape(mask, mask.shape + (1,) * len(rest)), t.shape),
-                 "item assignment (x[mask] = y[mask])", "build the result instead (np.where(mask, y, x))")
+    _write_where(t, P.cast(v, t.dtype), _mask_over(mask, t.shape), "item assignment (x[mask] = y[mask])",
+                 "build the result instead (np.where(mask, y, x))")
 
 
 def getitem(t: Tensor, key):
     masked = _mask_key(key)
     if masked is not None:  # its shape is the data's: only an assignment through the same key is followed
-        np.empty(t.shape, np.bool_)[_selected_stand_in(t, *masked, 0)]  # NumPy's check of the mask's shape
+        np.empty(t.shape, np.bool_)[_selected_stand_in(*masked, 0)]  # NumPy's check of the mask's shape
         return MaskedRead(t, masked[0], P.user_location().short())
     x = t.node
     index = key

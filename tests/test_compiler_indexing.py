@@ -3,6 +3,8 @@ shape functions GPT-2 code uses, compiled and compared with NumPy: values and dt
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 import pytest
 
@@ -19,6 +21,14 @@ def assert_same(actual, expected):
     assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
     assert actual.shape == expected.shape, (actual.shape, expected.shape)
     np.testing.assert_array_equal(actual, expected)
+
+
+def check_laid_out(fn, *args):
+    """A compiled function's one result: NumPy's value, dtype and strides (a write through a mask keeps the
+    array's memory)."""
+    expected, actual = fn(*args), jit(fn)(*args)
+    assert_same(actual, expected)
+    assert actual.strides == expected.strides
 
 
 def check(fn, *args, **static):
@@ -458,9 +468,7 @@ MASKED_ASSIGNMENTS = {
 def test_assignment_through_a_traced_boolean_mask_is_numpys(name):
     # NumPy's x[mask] = v: the value broadcast to each selected element, or its rows taken by them in C order
     fn = MASKED_ASSIGNMENTS[name]
-    expected, actual = fn(X), jit(fn)(X)
-    assert_same(actual, expected)
-    assert actual.strides == expected.strides
+    check_laid_out(fn, X)
 
 
 def test_a_masked_assignment_through_a_view_is_seen_in_the_array():
@@ -525,21 +533,7 @@ MASKED_UPDATES = {
 def _masked_update(a, op, mask_of, v, dtype=None):
     y = a.astype(dtype) if dtype else a * 1
     key = mask_of(y)
-    operand = v(y) if callable(v) else v
-    if op == "iadd":
-        y[key] += operand
-    elif op == "isub":
-        y[key] -= operand
-    elif op == "imul":
-        y[key] *= operand
-    elif op == "ifloordiv":
-        y[key] //= operand
-    elif op == "ipow":
-        y[key] **= operand
-    elif op == "iand":
-        y[key] &= operand
-    elif op == "ilshift":
-        y[key] <<= operand
+    y[key] = getattr(operator, op)(y[key], v(y) if callable(v) else v)  # what Python runs for y[key] op= v
     return y
 
 
@@ -547,9 +541,7 @@ def _masked_update(a, op, mask_of, v, dtype=None):
 def test_augmented_assignment_through_a_traced_boolean_mask_is_numpys(name):
     # Python runs y[mask] op= v as a read of y[mask], the operator in place, and a write of the same key back
     fn = MASKED_UPDATES[name]
-    expected, actual = fn(X), jit(fn)(X)
-    assert_same(actual, expected)
-    assert actual.strides == expected.strides
+    check_laid_out(fn, X)
 
 
 def test_a_read_through_a_traced_mask_is_refused_where_it_is_used_naming_its_line():
@@ -587,9 +579,7 @@ def _copied(a, mask_of, source_of, dtype=None):
     lambda a: _copied(a[0], lambda x: x[:, 0] > -4, lambda x: x[::-1] + 1),
 ], ids=["every-element", "int8", "broadcast-axis", "reversed"])
 def test_a_selection_assigned_through_the_same_mask_is_numpys(fn):
-    expected, actual = fn(X), jit(fn)(X)
-    assert_same(actual, expected)
-    assert actual.strides == expected.strides
+    check_laid_out(fn, X)
 
 
 def test_selections_through_other_masks_are_refused_and_a_mask_of_the_wrong_shape_at_the_read():
@@ -662,9 +652,7 @@ SELECTION_EXPRESSIONS = {
 def test_elementwise_functions_of_selections_assigned_through_their_mask_are_numpys(name):
     # NumPy computes on the selected elements; the kernel on the arrays they came from, written back where the mask holds
     fn = SELECTION_EXPRESSIONS[name]
-    expected, actual = fn(X), jit(fn)(X)
-    assert_same(actual, expected)
-    assert actual.strides == expected.strides
+    check_laid_out(fn, X)
 
 
 def test_what_a_selection_cannot_do_is_refused():
