@@ -332,7 +332,8 @@ class Emitter:
             sized = [d for d in memory if src.shape[d] != 1]  # where unit axes lie changes no order
             if sized != sorted(sized):
                 return self._sum_in_memory_order(node, x, memory)
-        return self._reduction(node.op, x, src.shape, axes, node.dtype, node.shape, node.loc, strides, _buffered_cast(src))
+        return self._reduction(node.op, x, src.shape, axes, node.dtype, node.shape, node.loc, strides, _buffered_cast(src),
+                               node.attrs.get("initial"))
 
     def _sum_in_memory_order(self, node: Node, x: str, memory: tuple) -> str:
         """A float sum or product of an operand NumPy lays out in another order than C's (a transpose's
@@ -344,30 +345,33 @@ class Emitter:
         x = self._permuted(x, src.shape, node.dtype, memory, node.loc)
         kept = [d for d in memory if d not in axes]
         summed = self._reduction(node.op, x, shape, tuple(sorted(memory.index(a) for a in axes)), node.dtype,
-                                 tuple(src.shape[d] for d in kept), node.loc, strides, _buffered_cast(src))
+                                 tuple(src.shape[d] for d in kept), node.loc, strides, _buffered_cast(src),
+                                 node.attrs.get("initial"))
         back = tuple(kept.index(d) for d in sorted(kept))
         if back == tuple(range(len(back))):
             return summed
         return self._permuted(summed, tuple(src.shape[d] for d in kept), node.dtype, back, node.loc)
 
     def _reduction(self, op_name: str, x: str, src_shape: tuple, axes: tuple, dtype, out_shape: tuple, loc,
-                   strides: tuple | None, cast: bool = False) -> str:
+                   strides: tuple | None, cast: bool = False, initial=None) -> str:
         """``op_name`` (reduce_*) of ``x`` over ``axes``. ``strides``: for a float sum or product in
         NumPy's order, NumPy's layout of the operand (its axes in C order); None for the target's own
-        order. ``cast``: NumPy casts the operand as it reduces it (through its buffer)."""
+        order. ``cast``: NumPy casts the operand as it reduces it (through its buffer). ``initial``:
+        a sum's or product's start (NumPy's ``initial=``), where the accumulator starts instead of
+        the identity."""
         t = dt.storage_type(dtype)  # bool max is arith.ori on stored i8 0/1
         kind = dtype.kind
         numpy_order = strides is not None
         if numpy_order and op_name == "reduce_prod" and dtype == np.float16:
-            return self._half_product(x, src_shape, axes, out_shape, loc, strides, cast)
+            return self._half_product(x, src_shape, axes, out_shape, loc, strides, cast, initial)
         if numpy_order and op_name == "reduce_sum":
             plan = pairwise.numpy_sum_plan(src_shape, axes)
             if plan is not None:
                 chunk = pairwise.buffer_chunk(plan.row, layout.inner_run(src_shape, strides, plan.row_from), cast)
                 if pairwise.emitted(plan, chunk):
                     if chunk is None:
-                        return self._pairwise_sum(x, src_shape, dtype, plan, out_shape, loc)
-                    return self._buffered_sum(x, src_shape, dtype, plan, chunk, out_shape, loc)
+                        return self._pairwise_sum(x, src_shape, dtype, plan, out_shape, loc, initial=initial)
+                    return self._buffered_sum(x, src_shape, dtype, plan, chunk, out_shape, loc, initial)
         if op_name == "reduce_sum":
             identity, op = 0, {"f": "arith.addf", "i": "arith.addi", "u": "arith.addi", "b": "arith.ori"}[kind]
         elif op_name == "reduce_prod":  # in the result's own dtype, in order, as NumPy multiplies
@@ -394,7 +398,7 @@ class Emitter:
         elif op_name in ("reduce_sum", "reduce_prod") and dtype == np.float16 and not in_order:
             acc_dtype = np.dtype(np.float32)
         ta = dt.storage_type(acc_dtype)
-        init = self.filled(out_shape, acc_dtype, identity, loc)
+        init = self.filled(out_shape, acc_dtype, identity if initial is None else initial, loc)
         region = _Region(self)
         a, b = self.fresh("in"), self.fresh("acc")
         wide = region.op(f"arith.extf {a} : {t} to {ta}") if acc_dtype != dtype else a
@@ -406,7 +410,7 @@ class Emitter:
         return result
 
     def _half_product(self, x: str, src_shape: tuple, axes: tuple, out_shape: tuple, loc, strides: tuple,
-                      cast: bool) -> str:
+                      cast: bool, initial=None) -> str:
         """A float16 product in NumPy's order (``x`` in memory order). NumPy's half loop multiplies in
         float32 along its inner loop, from the output's float16 value, and rounds to float16 as the
         loop ends: so once per row (the trailing reduced axes, merged), or per bufferful where NumPy
@@ -447,7 +451,7 @@ class Emitter:
         kept_shape = tuple(n for d, n in enumerate(shape) if d not in reduced)
         result = self._region_generic(
             [_map(rank, [f"d{d}" for d in range(rank)]), out_map, out_map], its, [(x, dt.tensor_type(shape, half))],
-            [(self.filled(kept_shape, half, 1.0, loc), dt.tensor_type(kept_shape, half)),
+            [(self.filled(kept_shape, half, 1.0 if initial is None else initial, loc), dt.tensor_type(kept_shape, half)),
              (self.filled(kept_shape, np.dtype(np.float32), 1.0, loc), dt.tensor_type(kept_shape, np.dtype(np.float32)))],
             [(a, "f16"), (held, "f16"), (running, "f32")], region, [(rounded, "f16"), (product, "f32")], loc)
         if kept_shape != out_shape:  # kept unit axes after the row's start
@@ -467,7 +471,7 @@ class Emitter:
         return result
 
     def _buffered_sum(self, x: str, src_shape: tuple, dtype, plan: pairwise.SumPlan, chunk: int, out_shape: tuple,
-                      loc) -> str:
+                      loc, initial=None) -> str:
         """A float sum whose rows NumPy copies through its buffer (``pairwise.buffer_chunk``): each row in
         bufferfuls of ``chunk`` elements, each summed pairwise and added to the output in order, a last
         shorter one after the rest (only where no reduced axis lies before the row)."""
@@ -479,8 +483,8 @@ class Emitter:
         head = self._split_row(head, prefix, whole, chunk, dtype, loc)
         head_plan = pairwise.SumPlan(p + 1, chunk, plan.outer_reduced + (p,))
         if not rest:
-            return self._pairwise_sum(head, prefix + (whole, chunk), dtype, head_plan, out_shape, loc)
-        summed = self._pairwise_sum(head, prefix + (whole, chunk), dtype, head_plan, prefix, loc)
+            return self._pairwise_sum(head, prefix + (whole, chunk), dtype, head_plan, out_shape, loc, initial=initial)
+        summed = self._pairwise_sum(head, prefix + (whole, chunk), dtype, head_plan, prefix, loc, initial=initial)
         tail = self._row_slice(x, prefix, plan.row, whole * chunk, rest, dtype, loc)
         return self._pairwise_sum(tail, prefix + (rest,), dtype, pairwise.SumPlan(p, rest, ()), out_shape, loc,
                                   start=summed)
@@ -511,7 +515,7 @@ class Emitter:
             f"{dt.tensor_type(prefix + (parts * length,), dtype)} into {dt.tensor_type(prefix + (parts, length), dtype)}", loc)
 
     def _pairwise_sum(self, x: str, src_shape: tuple, dtype, plan: pairwise.SumPlan, out_shape: tuple, loc,
-                      start: str | None = None) -> str:
+                      start: str | None = None, initial=None) -> str:
         """A float sum in NumPy's pairwise order (see ``pairwise``). The operand's axes from
         ``plan.row_from`` are collapsed into one row. Every leaf of the tree starts at a multiple of 8,
         so the row's whole blocks of 8 are its lanes: one generic sums each leaf's blocks in order
@@ -520,7 +524,7 @@ class Emitter:
         first), adding the result to 0.0, NumPy's start. Reduced axes before the row then add row
         sums in order. float16 is summed in float32 and rounded as it enters the float16 result,
         as NumPy's half loop does. ``start``: where no reduced axis lies before the row, the output's
-        value before this sum (prefix-shaped; default 0.0)."""
+        value before this sum (prefix-shaped); else ``initial``, NumPy's ``initial=`` (default 0.0)."""
         acc = np.dtype(np.float32) if dtype == np.float16 else dtype
         t, ta = dt.storage_type(dtype), dt.mlir_type(acc)
         prefix = src_shape[:plan.row_from]
@@ -571,7 +575,7 @@ class Emitter:
         total = evaluate(tree)
         if not plan.outer_reduced:  # the output starts at 0.0, or where an earlier bufferful left it
             so_far = (region.op(f"tensor.extract {start}[{', '.join(at)}] : {dt.tensor_type(prefix, dtype)}")
-                      if start is not None else scalar_const(region, 0.0, dtype))
+                      if start is not None else scalar_const(region, 0.0 if initial is None else initial, dtype))
             total = into_result(region, total, so_far)
         row_dtype = acc if plan.outer_reduced else dtype
         rows_t = dt.tensor_type(prefix, row_dtype)
@@ -580,12 +584,13 @@ class Emitter:
             [(self.empty(prefix, row_dtype, loc), rows_t)], [(self.fresh("o"), dt.storage_type(row_dtype))], region,
             [(total, dt.storage_type(row_dtype))], loc)
         shape = prefix
-        if plan.outer_reduced:  # the output, from 0.0, gains each row's sum in order
+        if plan.outer_reduced:  # the output, from 0.0 (or initial), gains each row's sum in order
             shape = tuple(n for d, n in enumerate(prefix) if d not in plan.outer_reduced)
             region = _Region(self)
             a, b = self.fresh("in"), self.fresh("acc")
             summed = into_result(region, a, b)
-            rows = self._linalg_reduce((rows, rows_t), (self.filled(shape, dtype, 0.0, loc), dt.tensor_type(shape, dtype)),
+            init = self.filled(shape, dtype, 0.0 if initial is None else initial, loc)
+            rows = self._linalg_reduce((rows, rows_t), (init, dt.tensor_type(shape, dtype)),
                                        plan.outer_reduced, [(a, ta), (b, t)], region, (summed, t), loc)
         if shape != out_shape:  # kept unit axes after the row's start
             rows = self._reshaped(rows, shape, dtype, out_shape, loc)

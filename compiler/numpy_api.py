@@ -486,6 +486,8 @@ def _reduction(kind: str, a, axis, keepdims: bool, dtype, initial, where) -> Ten
         shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape)) if keepdims else \
             tuple(d for i, d in enumerate(x.shape) if i not in axes)
         return Tensor(const_node(np.full(shape, start)), scalar=True)
+    if has_initial and kind in ("sum", "prod"):  # where NumPy's output starts: the order of its steps
+        return Tensor(P.reduce(kind, x, axes, keepdims, what, initial=start, **typed), scalar=True)
     result = P.reduce(kind, x, axes, keepdims, what, **typed)
     if has_initial:
         result = P.elementwise(_WITH_INITIAL[kind], [const_node(start), result])

@@ -875,7 +875,8 @@ _REDUCE_NUMPY = {"reduce_sum": np.sum, "reduce_prod": np.prod, "reduce_max": np.
 
 def _eval_reduce(node, values):
     fn = _REDUCE_NUMPY[node.op]
-    return np.asarray(fn(values[0], axis=node.attrs["axes"])).astype(node.dtype, copy=False)
+    start = {"initial": node.attrs["initial"]} if "initial" in node.attrs else {}
+    return np.asarray(fn(values[0], axis=node.attrs["axes"], **start)).astype(node.dtype, copy=False)
 
 
 primitive("reduce_sum", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]), "accumulates")
@@ -1273,10 +1274,14 @@ def normalize_axes(axis, ndim: int, what: str, zero_d: bool = False) -> tuple:
     return tuple(sorted(out))
 
 
-def reduce(kind: str, x: Node, axis, keepdims: bool, what: str, dtype=None) -> Node:
+def reduce(kind: str, x: Node, axis, keepdims: bool, what: str, dtype=None, initial=None) -> Node:
     """A sum, product, max, min, any or all over ``axis``; ``dtype`` is np.sum's and np.prod's (the
     accumulator and result type). any/all reduce NumPy's truth values (``x != 0``, NaN true) and
-    are bool; an empty any is False and an empty all True, as sums are 0 and products 1."""
+    are bool; an empty any is False and an empty all True, as sums are 0 and products 1.
+    ``initial`` (sums and products): NumPy's ``initial=``, already in the result's type. NumPy's
+    output starts there and gains the elements (or row sums) in turn, so it is the accumulator's
+    start, not a value combined with the finished reduction: ``np.sum([[-1e20], [1.0]], axis=0,
+    initial=1e20)`` is (1e20 - 1e20) + 1 = 1, where 1e20 + (-1e20 + 1) would be 0."""
     axes = normalize_axes(axis, x.ndim, what, zero_d=True)
     op = f"reduce_{kind}"
     if kind in ("sum", "prod"):
@@ -1290,9 +1295,14 @@ def reduce(kind: str, x: Node, axis, keepdims: bool, what: str, dtype=None) -> N
             raise ValueError(f"{what}: zero-size array to reduction operation {name} which has no identity")
         out = x.dtype
     x = cast(x, out, buffered=True)
+    start = {} if initial is None else {"initial": np.asarray(initial).astype(out).item()}
+    if start and kind not in ("sum", "prod"):
+        raise ValueError(f"{what}: a start value is for sums and products")
     if axes:
         shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
-        r = _make(op, [x], shape, out, axes=axes)
+        r = _make(op, [x], shape, out, axes=axes, **start)
+    elif start:  # NumPy's output starts at initial and gains each element
+        r = elementwise("add" if kind == "sum" else "multiply", [const_node(np.asarray(initial).astype(out)), x])
     elif kind == "sum" and out.kind == "f":
         r = elementwise("add", [x, const_node(np.zeros((), out))])  # NumPy adds to its start, 0: -0.0 sums to +0.0
     else:

@@ -87,6 +87,11 @@ CASES = {
         lambda a, b: (np.log1p(np.abs(a) * 1e-6), np.expm1(a * 1e-7), np.sin(a), np.cos(b), np.exp2(a), np.log2(np.abs(b)),
                       np.log10(np.abs(a)), np.clip(a, -0.5, 0.5), np.clip(a, b, 1.0), np.sign(b), np.reciprocal(a)),
         (rand(5, 40), rand(5, 40))),
+    # initial= is where the tree's output starts: the kernel folds its total into that value
+    "sums and products with initial=": (
+        lambda a: (np.sum(a, axis=0, initial=5.0), np.sum(a, axis=1, initial=-2.5), np.prod(1 + a / 100, initial=3.0),
+                   np.sum((a * 10).astype(np.int32), axis=1, initial=7)),
+        (rand(4, 700),)),
     "reduction of an empty axis": (lambda a: (a[:, :0].sum(axis=1), a[:, :0].astype(np.int32).sum(axis=1)), (rand(3, 4),)),
     "gather, slice, transpose, concatenate": (
         lambda t, i: np.concatenate([t[i], t[1:3].T[:, :2].T], axis=0) * 2, (rand(10, 6), np.array([3, 0, 9]))),

@@ -220,6 +220,29 @@ def test_float16_products_round_per_bufferful_where_numpy_buffers_the_row():
         _same(jit(fn)(x), fn(x))
 
 
+def test_initial_is_where_numpys_output_starts_not_a_value_added_at_the_end():
+    # NumPy's output starts at initial= and gains each element (or row sum) in turn: along a kept inner
+    # axis (1e20 - 1e20) + 1 is 1 where 1e20 + (-1e20 + 1) would be 0; a product starting at 1e-300 never
+    # overflows where 1e300 * 1e300 would; -0.0 + a sum of -0.0 keeps its sign
+    cancel = np.array([[-1e20] * 3, [1.0] * 3])
+    cases = [(lambda a: np.sum(a, axis=0, initial=1e20), cancel), (lambda a: np.sum(a.T, initial=1e20), cancel),
+             (lambda a: np.sum(a.reshape(2, 1, 3), axis=(0, 2), initial=1e20), cancel),
+             (lambda a: np.prod(a, initial=1e-300), np.array([1e300, 1e300, 1e-300])),
+             (lambda a: np.sum(a, initial=-0.0), np.full((3, 20), -0.0, np.float32)),
+             (lambda a: np.sum(a, axis=(), initial=-0.0), np.full(4, -0.0))]
+    for fn, x in cases:
+        _same(jit(fn)(x), fn(x))
+    assert jit(cases[0][0])(cancel).tolist() == [1.0, 1.0, 1.0]
+    rng = np.random.default_rng(35)
+    x = rng.standard_normal((6, 9000)) * 10.0 ** rng.uniform(-3, 3, (6, 9000))
+    for dtype in (np.float16, np.float32, np.float64):
+        y = (x / 1000).astype(dtype) if dtype == np.float16 else x.astype(dtype)
+        for fn in (lambda a: np.sum(a, axis=0, initial=1e4), lambda a: np.sum(a, initial=-1.5),
+                   lambda a: np.sum(a[:, ::2], axis=1, initial=3, dtype=np.float32),  # bufferfuls: the first starts there
+                   lambda a: np.prod(1 + a[:, :50] / 1e4, axis=0, initial=-1.5), lambda a: a.T.sum(axis=1, initial=7)):
+            _same(jit(fn)(y), fn(y))
+
+
 def test_rows_past_the_unrolled_tree_are_numpys_bit_for_bit():
     # a tree of more than UNROLLED_LEAVES leaves is evaluated level by level (NumPy's leaves all lie at two
     # depths, so above them it is a perfect binary tree): np.sum of a million floats is NumPy's
