@@ -335,6 +335,17 @@ class Emitter:
         return self._reduction(node.op, x, src.shape, axes, node.dtype, node.shape, node.loc, strides, _buffered_cast(src),
                                node.attrs.get("initial"))
 
+    def row_sum_from(self, node: Node, ops: list[str]) -> str:
+        """``start`` plus each row's sum (``primitives.row_sum_from``): NumPy's pairwise tree over the
+        whole row, added to the start value (the row is the inner loop, whatever the memory order);
+        on a target with sums of its own order, a reduction into the start values."""
+        (x, start), src = ops, node.inputs[0]
+        if self.numpy_sum_order:
+            plan = pairwise.SumPlan(src.ndim - 1, src.shape[-1], ())
+            return self._pairwise_sum(x, src.shape, node.dtype, plan, node.shape, node.loc, start=start)
+        return self._reduction("reduce_sum", x, src.shape, (src.ndim - 1,), node.dtype, node.shape, node.loc, None,
+                               start=start)
+
     def _sum_in_memory_order(self, node: Node, x: str, memory: tuple) -> str:
         """A float sum or product of an operand NumPy lays out in another order than C's (a transpose's
         view, or what a ufunc makes of one): NumPy's iterator visits memory in order, so the operand is
@@ -353,12 +364,12 @@ class Emitter:
         return self._permuted(summed, tuple(src.shape[d] for d in kept), node.dtype, back, node.loc)
 
     def _reduction(self, op_name: str, x: str, src_shape: tuple, axes: tuple, dtype, out_shape: tuple, loc,
-                   strides: tuple | None, cast: bool = False, initial=None) -> str:
+                   strides: tuple | None, cast: bool = False, initial=None, start: str | None = None) -> str:
         """``op_name`` (reduce_*) of ``x`` over ``axes``. ``strides``: for a float sum or product in
         NumPy's order, NumPy's layout of the operand (its axes in C order); None for the target's own
         order. ``cast``: NumPy casts the operand as it reduces it (through its buffer). ``initial``:
         a sum's or product's start (NumPy's ``initial=``), where the accumulator starts instead of
-        the identity."""
+        the identity; ``start``: a tensor of such starts, one per output element (target's order only)."""
         t = dt.storage_type(dtype)  # bool max is arith.ori on stored i8 0/1
         kind = dtype.kind
         numpy_order = strides is not None
@@ -398,7 +409,13 @@ class Emitter:
         elif op_name in ("reduce_sum", "reduce_prod") and dtype == np.float16 and not in_order:
             acc_dtype = np.dtype(np.float32)
         ta = dt.storage_type(acc_dtype)
-        init = self.filled(out_shape, acc_dtype, identity if initial is None else initial, loc)
+        if start is None:
+            init = self.filled(out_shape, acc_dtype, identity if initial is None else initial, loc)
+        elif acc_dtype != dtype:
+            init = self._generic(out_shape, acc_dtype, [(start, out_shape, dtype)],
+                                 lambda rb, args: cast_scalar(rb, args[0], dtype, acc_dtype), loc)
+        else:
+            init = start
         region = _Region(self)
         a, b = self.fresh("in"), self.fresh("acc")
         wide = region.op(f"arith.extf {a} : {t} to {ta}") if acc_dtype != dtype else a

@@ -419,7 +419,89 @@ def _ufunc_at_traced(ufunc, target: Tensor, indices: Tensor, b, what: str):
     return None
 
 
-_UFUNC_METHODS = {"reduce": _ufunc_reduce, "accumulate": _ufunc_accumulate, "outer": _ufunc_outer, "at": _ufunc_at}
+# float16 loops that keep a reduction's running value in float32 while their inner loop runs (rounded as it ends)
+_HALF_RUNNING = (np.add, np.subtract, np.multiply, np.divide)
+# the most elements ``_ufunc_reduceat`` gathers (rows x each segment's elements), and segment lengths it folds
+_REDUCEAT_MAX, _REDUCEAT_LENGTHS = 1 << 26, 256
+
+
+def _ufunc_reduceat(ufunc, array, indices, axis=0, dtype=None, out=None):
+    """``ufunc.reduceat``: along ``axis``, segment i is [indices[i], indices[i + 1]) (the last one to the
+    end; the element at indices[i] alone where the next index is not past it). NumPy copies a segment's
+    first element into the output and runs the ufunc's reduction loop over the rest along the axis,
+    whatever the memory layout: a float add sums the rest pairwise and adds that (``P.row_sum_from``),
+    every other ufunc folds it in order; float16's add, subtract, multiply and divide keep float32 while
+    the loop runs and round once. Segments of one length are folded together. NumPy's own reduceat of
+    zeros laid out as the array gives the errors, the result's dtype and its layout. The positions must
+    be constants: they decide which elements combine."""
+    what = f"np.{ufunc.__name__}.reduceat"
+    name = UFUNC_PRIMITIVES.get(ufunc)
+    if name is None or ufunc.nin != 2 or ufunc.nout != 1:
+        raise NotImplementedError(f"{what} is not supported by the compiler")
+    _no_extras(f"{ufunc.__name__}.reduceat", out=out)
+    if isinstance(indices, Tensor) or isinstance(indices, (list, tuple)) and _holds_tensor(indices):
+        raise NotImplementedError(f"{what} at traced positions: they decide which elements combine, so they must be "
+                                  "known at trace time")
+    x = _tensor(array)
+    with np.errstate(all="ignore"):  # NumPy's checks (a scalar, several axes, indices), result type and layout
+        shaped = ufunc.reduceat(_stand_in_laid_out(x), indices, axis=axis, dtype=dtype)
+    result_type = shaped.dtype
+    if result_type.kind == "f" and ufunc in _SIMD_UNFOLDED:
+        raise NotImplementedError(f"{what} of {result_type}: {_SIMD_UNFOLDED[ufunc]}")
+    compute, loop_out = dt.resolve_ufunc(ufunc, [result_type, result_type])
+    if tuple(compute) != (result_type, result_type) or loop_out != result_type:
+        raise NotImplementedError(f"{what}: NumPy's reduction loop for {result_type} is not one of that type")
+    (ax,) = P.normalize_axes(axis, x.ndim, what)
+    idx = np.asarray(indices).astype(np.intp).ravel()
+    moved = P.cast(P.transpose(x.node, [d for d in range(x.ndim) if d != ax] + [ax]), result_type)
+    outer, n, k = moved.shape[:-1], x.shape[ax], idx.size
+    ends = np.append(idx[1:], n)
+    lengths = np.where(ends > idx, ends - idx - 1, 0)  # each segment's elements after its first
+    rows = int(np.prod(outer, dtype=np.int64))
+    if rows * (k + int(lengths.sum())) > _REDUCEAT_MAX or len(np.unique(lengths)) > _REDUCEAT_LENGTHS:
+        raise NotImplementedError(f"{what}: {rows} rows of {k} segments ({int(lengths.sum())} elements after their "
+                                  f"first) is more than the compiler lays out for it ({_REDUCEAT_MAX} elements, "
+                                  f"{_REDUCEAT_LENGTHS} different segment lengths)")
+    if shaped.size == 0:
+        return Tensor(const_node(np.zeros(shaped.shape, result_type)))
+    row_starts = (np.arange(rows, dtype=np.intp) * n).reshape(outer + (1,))
+    parts, code = [gathered(moved, row_starts + idx).node], np.arange(k)
+    for length in np.unique(lengths[lengths > 0]):
+        segments = np.flatnonzero(lengths == length)
+        first = gathered(moved, row_starts + idx[segments]).node
+        rest = gathered(moved, (row_starts + idx[segments])[..., None] + 1 + np.arange(length)).node
+        parts.append(_segment_fold(ufunc, name, first, rest, result_type, what))
+        code[segments] = k + sum(p.shape[-1] for p in parts[1:-1]) + np.arange(segments.size)
+    joined = P.concat(parts, len(outer)) if len(parts) > 1 else parts[0]
+    width = joined.shape[-1]
+    folded = gathered(joined, (np.arange(rows, dtype=np.intp) * width).reshape(outer + (1,)) + code).node
+    back = P.transpose(folded, list(range(ax)) + [len(outer)] + list(range(ax, len(outer))))
+    if not layout.known(x.node) or any(st % shaped.itemsize for st in shaped.strides):
+        return Tensor(P.layout_unknown(back))
+    return Tensor(P.laid_out(back, tuple(st // shaped.itemsize for st in shaped.strides)))
+
+
+def _segment_fold(ufunc, name: str, first: P.Node, rest: P.Node, result_type: np.dtype, what: str) -> P.Node:
+    """Each row's ``first`` value (shape S) folded with its ``rest`` (S + (length,)) by NumPy's reduction
+    loop for ``result_type`` (``_ufunc_reduceat``)."""
+    if ufunc is np.add and result_type.kind == "f":
+        return P.row_sum_from(rest, first)
+    running = np.dtype(np.float32) if result_type == np.float16 and ufunc in _HALF_RUNNING else result_type
+    joined = P.concat([P.reshape(P.cast(first, running), first.shape + (1,)), P.cast(rest, running)], first.ndim)
+    axis = first.ndim
+    if ufunc in (np.add, np.multiply):
+        scanned = P.scan("cumsum" if ufunc is np.add else "cumprod", joined, axis, running, what)
+    else:
+        scanned = P.accumulate(name, joined, axis, running, what)
+    if scanned.dtype != running:
+        raise NotImplementedError(f"{what}: the accumulator type {scanned.dtype} is not NumPy's loop type {running}")
+    n = joined.shape[-1]
+    last = P.slice_(scanned, [0] * axis + [n - 1], first.shape + (1,), [1] * (axis + 1))
+    return P.cast(P.reshape(last, first.shape), result_type)
+
+
+_UFUNC_METHODS = {"reduce": _ufunc_reduce, "accumulate": _ufunc_accumulate, "outer": _ufunc_outer, "at": _ufunc_at,
+                  "reduceat": _ufunc_reduceat}
 
 
 # --------------------------------------------------------------------------- reductions

@@ -1541,6 +1541,42 @@ _single("fold", lambda xs, p: getattr(np, p["ufunc"]).reduce(xs[0], axis=p["axis
         _fold_params, "np.<ufunc>.reduce", dtypes=BOOL + INTS + FLOATS[1:], family="ufunc_method")
 
 
+# ufunc.reduceat: each segment's first element, then NumPy's reduction loop over the rest along the axis
+# (a float add pairwise, within REDUCTION of NumPy's; the C library's logaddexp within its ulps)
+_REDUCEAT_UFUNCS = ("add", "add", "multiply", "subtract", "maximum", "minimum", "fmax", "logical_and", "bitwise_or",
+                    "logaddexp", "equal", "divide")
+
+
+def _reduceat_params(c, shape):
+    if not shape:
+        return None
+    axis = c.integer(-len(shape), len(shape) - 1)
+    n = shape[axis]
+    indices = [c.integer(0, n - 1) for _ in range(c.pick((0, 1, 2, 3, 5)) if n else 0)]
+    return {"ufunc": c.pick(_REDUCEAT_UFUNCS), "indices": sorted(indices) if c.pick((0, 1, 1)) else indices,
+            "axis": axis, "dtype": c.pick((None, None, None, "float32", "int64"))}
+
+
+def _reduceat(xs, p):
+    return getattr(np, p["ufunc"]).reduceat(xs[0], p["indices"], axis=p["axis"], dtype=_acc(p))
+
+
+def _reduceat_scale(xs, p):
+    """The magnitude of what each segment combines, for add and subtract; products' magnitudes for
+    multiply and divide (whose float16 loops run in float32)."""
+    a = np.abs(_as_float(xs[0]))
+    ufunc = np.multiply if p["ufunc"] in ("multiply", "divide") else np.add
+    if p["ufunc"] == "divide":
+        a = np.maximum(a, 1 / np.maximum(a, np.finfo(np.float64).tiny))
+    with np.errstate(all="ignore"):
+        return ufunc.reduceat(a, p["indices"], axis=p["axis"]) * math.sqrt(max(a.shape[p["axis"]], 1)) \
+            if p["indices"] else 0.0
+
+
+_single("reduceat", _reduceat, _reduceat_params, "np.<ufunc>.reduceat", min_rank=1, family="ufunc_method",
+        domains=(PROD_DOMAIN,), tolerance=REDUCTION, exact=False, scale=_reduceat_scale)
+
+
 def _ufunc_reduce_call(name):
     def call(xs, p):
         axis = tuple(p["axis"]) if isinstance(p["axis"], list) else p["axis"]

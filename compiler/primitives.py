@@ -879,7 +879,16 @@ def _eval_reduce(node, values):
     return np.asarray(fn(values[0], axis=node.attrs["axes"], **start)).astype(node.dtype, copy=False)
 
 
+def _eval_row_sum_from(node, values):
+    x, start = values
+    joined = np.concatenate([start[..., None].astype(x.dtype), x], axis=-1)
+    return np.add.reduceat(joined, [0], axis=-1)[..., 0]  # the first element, then the rest's pairwise sum
+
+
 primitive("reduce_sum", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]), "accumulates")
+# start + the sum of each row (the last axis) as NumPy's inner loop adds a row to an output already
+# holding ``start``: ``out += pairwise_sum(row)`` (float16: in float32, rounded once)
+primitive("row_sum_from", _eval_row_sum_from, lambda em, n, ops: em.row_sum_from(n, ops), "accumulates")
 primitive("reduce_prod", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]), "accumulates")
 primitive("reduce_max", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
 primitive("reduce_min", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
@@ -1310,6 +1319,16 @@ def reduce(kind: str, x: Node, axis, keepdims: bool, what: str, dtype=None, init
     if keepdims:
         r = reshape(r, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
     return r
+
+
+def row_sum_from(x: Node, start: Node) -> Node:
+    """``start`` plus each row's float sum (``x``'s last axis), in NumPy's order for a reduction whose
+    inner loop runs along the row whatever its memory layout: ``ufunc.reduceat``'s segments, and
+    ``np.add.reduce`` into an output that already holds a value."""
+    if x.ndim == 0 or x.dtype.kind != "f" or start.dtype != x.dtype or start.shape != x.shape[:-1]:
+        raise ValueError(f"row_sum_from: float rows and one start per row of their dtype, got {x.describe()} "
+                         f"and {start.describe()}")
+    return _make("row_sum_from", [x, start], start.shape, x.dtype)
 
 
 def iota(shape: tuple, axis: int) -> Node:

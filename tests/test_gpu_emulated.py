@@ -92,6 +92,11 @@ CASES = {
         lambda a: (np.sum(a, axis=0, initial=5.0), np.sum(a, axis=1, initial=-2.5), np.prod(1 + a / 100, initial=3.0),
                    np.sum((a * 10).astype(np.int32), axis=1, initial=7)),
         (rand(4, 700),)),
+    # reduceat: each segment's first element is where its reduction starts (row_sum_from on the GPU)
+    "reduceat segments": (
+        lambda a: (np.add.reduceat(a, [0, 5, 300, 301], axis=1), np.add.reduceat(a.astype(np.float16), [2, 0], axis=0),
+                   np.multiply.reduceat(1 + a / 100, [0, 9], axis=1), np.maximum.reduceat(a, [4, 1, 600], axis=1)),
+        (rand(4, 700),)),
     "reduction of an empty axis": (lambda a: (a[:, :0].sum(axis=1), a[:, :0].astype(np.int32).sum(axis=1)), (rand(3, 4),)),
     "gather, slice, transpose, concatenate": (
         lambda t, i: np.concatenate([t[i], t[1:3].T[:, :2].T], axis=0) * 2, (rand(10, 6), np.array([3, 0, 9]))),

@@ -183,6 +183,16 @@ AGREES = {
     "np.logical_and.reduce of floats": (lambda a: np.logical_and.reduce(a), X),
     "np.add.outer with a Python int (strong)": (lambda a: np.add.outer(a.astype(np.float32), 2), V),
     "np.multiply.accumulate": (lambda a: np.multiply.accumulate(a, axis=1), X),
+    # reduceat: each segment's first element, then the ufunc folding the rest in order (ints in NumPy's
+    # reduction type: add of int8 is int64, logical_and is bool)
+    "np.add.reduceat of int8 (to int64)": (lambda a: np.add.reduceat((a * 50).astype(np.int8), [0, 2, 1], axis=1), X),
+    "np.subtract.reduceat, a repeated index, the last to the end": (lambda a: np.subtract.reduceat(a, [1, 1, 0], axis=1), X),
+    "np.multiply.reduceat of float16 (float32 while the loop runs)": (
+        lambda a: np.multiply.reduceat(a.astype(np.float16) * np.float16(1.7), [0, 1]), np.arange(1.0, 13.0).reshape(12, 1)),
+    "np.maximum.reduceat and np.logical_and.reduceat": (
+        lambda a: (np.maximum.reduceat(a, [2, 0], axis=1), np.logical_and.reduceat(a, [0, 1], axis=-1)), X),
+    "np.add.reduceat with dtype= and no indices": (
+        lambda a: (np.add.reduceat(a, [1, 0], dtype=np.float32), np.add.reduceat(a, [], axis=1)), X),
     "np.sum with initial": (lambda a: np.sum(a, axis=0, initial=10), X),
     "np.max of an empty axis with initial": (lambda a: np.max(a[:, :0], axis=1, initial=-5), X),
     "np.sum, initial into the result's type (int8 to int64)": (lambda a: np.sum(a.astype(np.int8), initial=300), X),
@@ -694,6 +704,11 @@ REFUSED = {
     "np.vecdot with axes of unequal lengths": (lambda a: np.vecdot(a, a, axes=[0, 1]), X),
     "np.matmul with keepdims": (lambda a: np.matmul(a, a.T, keepdims=True), X),
     "np.matmul with too few axes entries": (lambda a: np.matmul(a, a.T, axes=[(0, 1)]), X),
+    "np.add.reduceat at an index past the axis": (lambda a: np.add.reduceat(a, [0, 3], axis=1), X),
+    "np.add.reduceat at a negative index": (lambda a: np.add.reduceat(a, [-1]), X),
+    "np.add.reduceat over two axes": (lambda a: np.add.reduceat(a, [0], axis=(0, 1)), X),
+    "np.add.reduceat of a 0-d array": (lambda a: np.add.reduceat(a, [0]), Z),
+    "np.add.reduceat at an array of float indices": (lambda a: np.add.reduceat(a, np.array([0.0])), X),
 }
 
 

@@ -243,6 +243,29 @@ def test_initial_is_where_numpys_output_starts_not_a_value_added_at_the_end():
             _same(jit(fn)(y), fn(y))
 
 
+def test_reduceat_sums_each_segment_from_its_first_element_along_the_axis_as_numpy_does():
+    # NumPy copies a segment's first element into the output and adds the rest's pairwise sum, its
+    # inner loop running along the axis whatever the memory order (float16: in float32, rounded once);
+    # a segment whose next index is not past it is its first element alone; the last runs to the end
+    rng = np.random.default_rng(36)
+    x = rng.standard_normal((6, 2000)) * 10.0 ** rng.uniform(-3, 3, (6, 2000))
+    cases = [(lambda a: np.add.reduceat(a, [0, 3, 140, 141, 1000], axis=1)),
+             (lambda a: np.add.reduceat(a.T, [0, 9, 1500, 2], axis=0)),  # a transposed view: still along the axis
+             (lambda a: np.add.reduceat(a[:, ::-3], [5, 5, 0, 600], axis=-1)),
+             (lambda a: np.add.reduceat(a[:4, :5].T, [0, 2], axis=1)), (lambda a: np.add.reduceat(a[0], [1])),
+             (lambda a: np.add.reduceat(a, [3, 0, 1999, 100], axis=1, dtype=np.float32))]
+    for dtype in (np.float16, np.float32, np.float64):
+        y = (x / 1000).astype(dtype) if dtype == np.float16 else x.astype(dtype)
+        for fn in cases:
+            got, want = jit(fn)(y), fn(y)
+            _same(got, want)
+            assert got.strides == want.strides
+    # independently of NumPy: the first element plus the rest's sum, 1 + (1e20 - 1e20), where adding in
+    # order from the first would give (1 + 1e20) - 1e20 = 0
+    assert jit(lambda a: np.add.reduceat(a, [0]))(np.array([1.0, 1e20, -1e20])).tolist() == [1.0]
+    assert jit(lambda a: np.add.reduceat(a, [0, 1]))(np.array([1.0, 1e20, -1e20])).tolist() == [1.0, 0.0]
+
+
 def test_rows_past_the_unrolled_tree_are_numpys_bit_for_bit():
     # a tree of more than UNROLLED_LEAVES leaves is evaluated level by level (NumPy's leaves all lie at two
     # depths, so above them it is a perfect binary tree): np.sum of a million floats is NumPy's
