@@ -19,7 +19,7 @@ from . import layout
 from . import primitives as P
 from .graph import const_node
 from .tracer import (READ_ONLY, FlatIterator, Tensor, as_node, as_operand, call_library_function, gathered, memory_order,
-                     update_in_place, view)
+                     raise_numpys_type_error, update_in_place, view)
 
 UFUNC_PRIMITIVES = {ufunc: name for name, ufunc in P.UFUNCS.items()}
 
@@ -49,6 +49,9 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
         raise NotImplementedError(f"np.{ufunc.__name__}.{method} is not supported by the compiler")
     kwargs = dict(kwargs)
     out, where = kwargs.pop("out", None), kwargs.pop("where", True)
+    if out is not None:  # NumPy's TypeError for the loop's types and the casts to out, before any shape's
+        raise_numpys_type_error(ufunc, inputs, out, f"np.{ufunc.__name__}(..., out=...)",
+                                **{k: kwargs[k] for k in ("dtype", "signature", "casting") if k in kwargs})
     loop = _loop_arguments(ufunc, kwargs)
     placement = {k: kwargs.pop(k) for k in _CORE_PLACEMENT if k in kwargs} if _is_vector_gufunc(ufunc) else {}
     # the memory layout of the result (order=) and whether a subclass survives (subok=) change no value

@@ -195,6 +195,7 @@ class Tensor:
                 return getattr(self, binary)(other)
             if self.aliases == READ_ONLY:
                 raise ValueError("output array is read-only")
+            raise_numpys_type_error(getattr(np, name), [self, other], [self], f"in-place '{symbol}'")  # before shapes
             if name in ("matmul", "power"):  # power: NumPy's in-place ** takes the same fast path as **
                 result = getattr(self, binary)(other)
                 if result is NotImplemented:
@@ -204,12 +205,12 @@ class Tensor:
                 if operand is NotImplemented:
                     return NotImplemented
                 result = Tensor(P.elementwise(name, [self.node, operand]), scalar=True)
-            if result.shape != self.shape:
-                raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't match the "
-                                 f"broadcast shape {result.shape} (in-place '{symbol}')")
             if not np.can_cast(result.dtype, self.dtype, casting="same_kind"):
                 raise TypeError(f"Cannot cast ufunc '{name}' output from {result.dtype} to {self.dtype} with casting "
                                 f"rule 'same_kind' (in-place '{symbol}')")
+            if result.shape != self.shape:
+                raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't match the "
+                                 f"broadcast shape {result.shape} (in-place '{symbol}')")
             update_in_place(self, P.cast(result.node, self.dtype), f"in-place '{symbol}'",
                             f"write `x = x {symbol[:-1]} y` (a new array) instead")
             return self
@@ -423,6 +424,34 @@ class Tensor:
     def __array_function__(self, func, types, args, kwargs):
         from .numpy_api import apply_function
         return apply_function(func, args, kwargs)
+
+
+def raise_numpys_type_error(ufunc, inputs, outs, what: str, **loop) -> None:
+    """Raise NumPy's own TypeError (a UFuncTypeError subclass where a result cannot be cast to its out
+    array, with NumPy's message) for ``ufunc(*inputs, out=outs, **loop)``, if NumPy gives one: the ufunc
+    run on one-element stand-ins of the same dtypes and numbers of axes (a Python number as it is, weak;
+    a NumPy scalar as one), the error noted with ``what``. NumPy resolves and checks the loop's types
+    before it looks at shapes, so this comes first. Any other outcome returns: the caller's checks stand."""
+    unknown = object()
+
+    def stand_in(v):
+        if isinstance(v, Tensor):
+            return v.dtype.type(0) if v.numpy_scalar else np.zeros((1,) * v.ndim, v.dtype)
+        if isinstance(v, np.ndarray):
+            return np.zeros((1,) * v.ndim, v.dtype)
+        return v if v is None or isinstance(v, (bool, int, float, np.generic)) else unknown
+
+    operands, targets = [stand_in(v) for v in inputs], tuple(stand_in(o) for o in outs)
+    if unknown in operands or unknown in targets:
+        return
+    try:
+        with np.errstate(all="ignore"):
+            ufunc(*operands, out=targets, **loop)
+    except TypeError as error:
+        error.add_note(f"({what})")
+        raise error.with_traceback(None) from None
+    except Exception:  # (a Python int out of the array's range, a negative integer power: the caller's to say)
+        return
 
 
 def as_operand(x):

@@ -279,12 +279,17 @@ def test_ufunc_out_and_where_write_as_numpy(fn):
     (lambda x: np.add(x, 1, out=(np.zeros_like(x), np.zeros_like(x))), ValueError, "one entry per ufunc output"),
     (lambda x: np.add(x, 1, out=np.zeros_like(x), where=(x > 0).astype(int)), TypeError, "rule 'safe'"),
     (lambda x: np.add(x[0, 0], 1, out=np.sum(x)), TypeError, "ArrayType"),
+    # NumPy checks the loop's types and the cast to out before the shapes
+    (lambda x: np.add(x, np.zeros(7), out=np.zeros_like(x, dtype=np.int8)), TypeError, "'add' output from"),
+    (lambda x: np.add(x, 1, out=np.zeros_like(x, dtype=np.int8), casting="no"), TypeError, "rule 'no'"),
+    (lambda x: np.divide(x.astype(np.int32), 2, out=np.zeros_like(x, dtype=np.int32)), TypeError, "'divide' output"),
 ])
 def test_ufunc_out_errors_are_numpys(fn, error, match):
-    with pytest.raises(error):
+    with pytest.raises(error) as numpy_error:
         fn(X.copy())
-    with pytest.raises(error, match=match):
+    with pytest.raises(error, match=match) as ours:
         jit(fn)(X)
+    assert type(ours.value) is type(numpy_error.value)  # NumPy's own class (UFuncTypeError's subclasses)
 
 
 @pytest.mark.parametrize("fn, match", [
