@@ -530,10 +530,11 @@ def amax(a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=True
     return _reduction_maybe_into("max", a, axis, keepdims, None, initial, where, out)
 
 
-# what each reduction's ``initial=`` joins the reduced values with, and the value a ``where=`` mask
-# leaves in the place of an element it excludes (max and min have none: NumPy then needs ``initial``)
+# what max's and min's ``initial=`` joins the reduced values with (a sum or product starts there), and the
+# value a ``where=`` mask leaves in the place of an element it excludes (max and min have none: NumPy then
+# needs ``initial``): one that changes nothing it meets, so -0.0 for a float sum (-0.0 + -0.0 stays -0.0)
 _WITH_INITIAL = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}
-_EXCLUDED = {"sum": 0, "prod": 1, "any": False, "all": True}
+_EXCLUDED = {"sum": -0.0, "prod": 1, "any": False, "all": True}
 _UFUNC_OF = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum", "any": "logical_or",
              "all": "logical_and"}
 

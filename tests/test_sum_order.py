@@ -229,7 +229,9 @@ def test_initial_is_where_numpys_output_starts_not_a_value_added_at_the_end():
              (lambda a: np.sum(a.reshape(2, 1, 3), axis=(0, 2), initial=1e20), cancel),
              (lambda a: np.prod(a, initial=1e-300), np.array([1e300, 1e300, 1e-300])),
              (lambda a: np.sum(a, initial=-0.0), np.full((3, 20), -0.0, np.float32)),
-             (lambda a: np.sum(a, axis=(), initial=-0.0), np.full(4, -0.0))]
+             (lambda a: np.sum(a, axis=(), initial=-0.0), np.full(4, -0.0)),
+             # an element a mask excludes changes nothing (NumPy skips it), not even a -0.0 sum's sign
+             (lambda a: np.sum(a, axis=0, where=a > 1, initial=-0.0), np.array([[-0.0, 5.0], [-0.0, -0.0]]))]
     for fn, x in cases:
         _same(jit(fn)(x), fn(x))
     assert jit(cases[0][0])(cancel).tolist() == [1.0, 1.0, 1.0]
