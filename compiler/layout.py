@@ -21,7 +21,7 @@ _ITERATED = {"where", "frexp_mantissa", "frexp_exponent"}
 # ops whose layout the model derives from their operand's (views, "K" copies and casts)
 _DERIVED = {"copy", "cast", "transpose", "slice", "broadcast_to", "bitcast", "reshape"}
 _SCANS = {"cumsum", "cumprod", "accumulate"}
-_REDUCTIONS = {"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_any", "reduce_all"}
+_REDUCTIONS = {"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_any", "reduce_all", "masked_sum"}
 
 
 def contiguous_strides(shape: tuple, order: tuple | None = None) -> tuple:
@@ -272,6 +272,9 @@ def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:
         return fresh if view is None else view
     if node.op in _SCANS:  # ufunc.accumulate's result: allocated by its iterator over the operand
         return contiguous_strides(node.shape, iteration_order(node.shape, [as_read(src)]))
+    if node.op == "masked_sum":  # allocated by the iterator over the operand and the mask
+        joint = contiguous_strides(src.shape, iteration_order(src.shape, [src_strides, known[node.inputs[1].id]]))
+        return reduced(src.shape, joint, node.attrs["axes"])
     if node.op in _REDUCTIONS:
         return reduced(src.shape, src_strides, node.attrs["axes"])
     if node.op in _ITERATED or node.op in UFUNCS:

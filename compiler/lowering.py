@@ -277,7 +277,7 @@ class Emitter:
         bb = ", ".join([f"{a}: {dt.storage_type(e)} {here}" for a, e in zip(raw, elem)] + [f"{self.fresh('o')}: {dt.storage_type(out_dtype)} {here}"])
         self.lines.append(f"    ^bb0({bb}):")
         for ln in region.lines:
-            self.lines.append(f"      {ln} {here}")
+            self.lines.append(f"      {_region_line(ln, here)}")
         self.lines.append(f"      linalg.yield {res} : {dt.storage_type(out_dtype)} {here}")
         self.lines.append(f"    }} -> {out_t} {self.located(loc)}")
         return result
@@ -324,16 +324,38 @@ class Emitter:
         return self._generic(node.shape, node.dtype, [(n, s, d) for _, n, s, d in tensor_ops], body, node.loc)
 
     def reduce(self, node: Node, x: str) -> str:
-        src, axes = node.inputs[0], node.attrs["axes"]
-        strides = None  # for a float sum in NumPy's order: NumPy's layout of the operand (``layout``)
-        if node.op in ("reduce_sum", "reduce_prod") and node.dtype.kind == "f" and self.numpy_sum_order:
+        return self._reduce_node(node, x)
+
+    def masked_sum(self, node: Node, ops: list[str]) -> str:
+        """np.sum(x, where=mask) of floats (``primitives.masked_sum``): in NumPy's order on the CPU, each
+        run of selected elements in an inner loop summed pairwise (``_masked_pairwise_sum``); where that
+        order is not NumPy's pairwise one (inner loops along a kept axis, which add element by element) or
+        the target has its own, the excluded elements become -0.0, which changes no sum, and are summed
+        as the unmasked array would be."""
+        return self._reduce_node(node, ops[0], ops[1])
+
+    def _reduce_node(self, node: Node, x: str, mask: str | None = None) -> str:
+        src, axes, op = node.inputs[0], node.attrs["axes"], "reduce_sum" if mask is not None else node.op
+        strides = masked = None  # for a float sum in NumPy's order: NumPy's layout of the operand (``layout``)
+        if op in ("reduce_sum", "reduce_prod") and node.dtype.kind == "f" and self.numpy_sum_order:
             strides = self.strides[src.id]
             memory = layout.sum_order(src.shape, strides)
+            if mask is not None:  # the iterator orders the axes by both operands' strides
+                masked = (mask, self.strides[node.inputs[1].id])
+                memory = layout.iteration_order(src.shape, [strides, masked[1]])
             sized = [d for d in memory if src.shape[d] != 1]  # where unit axes lie changes no order
             if sized != sorted(sized):
-                return self._sum_in_memory_order(node, x, memory)
-        return self._reduction(node.op, x, src.shape, axes, node.dtype, node.shape, node.loc, strides, _buffered_cast(src),
-                               node.attrs.get("initial"))
+                return self._sum_in_memory_order(node, op, x, strides, memory, masked)
+        if mask is not None and masked is None:
+            x = self._masked_out(x, mask, src.shape, node.dtype, node.loc)
+        return self._reduction(op, x, src.shape, axes, node.dtype, node.shape, node.loc, strides, _buffered_cast(src),
+                               node.attrs.get("initial"), mask=masked)
+
+    def _masked_out(self, x: str, mask: str, shape: tuple, dtype, loc) -> str:
+        """``x`` with -0.0 where ``mask`` is False (-0.0 + v is v, for every v)."""
+        return self._generic(shape, dtype, [(x, shape, dtype), (mask, shape, np.dtype(bool))],
+                             lambda rb, args: rb.op(f"arith.select {args[1]}, {args[0]}, "
+                                                    f"{scalar_const(rb, -0.0, dtype)} : {dt.storage_type(dtype)}"), loc)
 
     def row_sum_from(self, node: Node, ops: list[str]) -> str:
         """``start`` plus each row's sum (``primitives.row_sum_from``): NumPy's pairwise tree over the
@@ -346,30 +368,36 @@ class Emitter:
         return self._reduction("reduce_sum", x, src.shape, (src.ndim - 1,), node.dtype, node.shape, node.loc, None,
                                start=start)
 
-    def _sum_in_memory_order(self, node: Node, x: str, memory: tuple) -> str:
+    def _sum_in_memory_order(self, node: Node, op: str, x: str, strides: tuple, memory: tuple,
+                             masked: tuple | None = None) -> str:
         """A float sum or product of an operand NumPy lays out in another order than C's (a transpose's
-        view, or what a ufunc makes of one): NumPy's iterator visits memory in order, so the operand is
-        laid out in that order, reduced as a C-ordered one, and the result's axes put back."""
+        view, or what a ufunc makes of one): NumPy's iterator visits memory in order, so the operand (and
+        a sum's mask) is laid out in that order, reduced as a C-ordered one, and the result's axes put back."""
         src, axes = node.inputs[0], node.attrs["axes"]
         shape = tuple(src.shape[d] for d in memory)
-        strides = tuple(self.strides[src.id][d] for d in memory)
         x = self._permuted(x, src.shape, node.dtype, memory, node.loc)
+        if masked is not None:
+            masked = (self._permuted(masked[0], src.shape, np.dtype(bool), memory, node.loc),
+                      tuple(masked[1][d] for d in memory))
         kept = [d for d in memory if d not in axes]
-        summed = self._reduction(node.op, x, shape, tuple(sorted(memory.index(a) for a in axes)), node.dtype,
-                                 tuple(src.shape[d] for d in kept), node.loc, strides, _buffered_cast(src),
-                                 node.attrs.get("initial"))
+        summed = self._reduction(op, x, shape, tuple(sorted(memory.index(a) for a in axes)), node.dtype,
+                                 tuple(src.shape[d] for d in kept), node.loc, tuple(strides[d] for d in memory),
+                                 _buffered_cast(src), node.attrs.get("initial"), mask=masked)
         back = tuple(kept.index(d) for d in sorted(kept))
         if back == tuple(range(len(back))):
             return summed
         return self._permuted(summed, tuple(src.shape[d] for d in kept), node.dtype, back, node.loc)
 
     def _reduction(self, op_name: str, x: str, src_shape: tuple, axes: tuple, dtype, out_shape: tuple, loc,
-                   strides: tuple | None, cast: bool = False, initial=None, start: str | None = None) -> str:
+                   strides: tuple | None, cast: bool = False, initial=None, start: str | None = None,
+                   mask: tuple | None = None) -> str:
         """``op_name`` (reduce_*) of ``x`` over ``axes``. ``strides``: for a float sum or product in
         NumPy's order, NumPy's layout of the operand (its axes in C order); None for the target's own
         order. ``cast``: NumPy casts the operand as it reduces it (through its buffer). ``initial``:
         a sum's or product's start (NumPy's ``initial=``), where the accumulator starts instead of
-        the identity; ``start``: a tensor of such starts, one per output element (target's order only)."""
+        the identity; ``start``: a tensor of such starts, one per output element (target's order only).
+        ``mask``: a float sum's where= mask (its tensor and NumPy's strides of it, in ``x``'s axis order):
+        only the selected elements are summed, in NumPy's masked order where that is pairwise."""
         t = dt.storage_type(dtype)  # bool max is arith.ori on stored i8 0/1
         kind = dtype.kind
         numpy_order = strides is not None
@@ -378,11 +406,19 @@ class Emitter:
         if numpy_order and op_name == "reduce_sum":
             plan = pairwise.numpy_sum_plan(src_shape, axes)
             if plan is not None:
-                chunk = pairwise.buffer_chunk(plan.row, layout.inner_run(src_shape, strides, plan.row_from), cast)
+                run = layout.inner_run(src_shape, strides, plan.row_from)
+                if mask is not None:  # NumPy's inner loop steps through both with one stride each
+                    run = min(run, layout.inner_run(src_shape, mask[1], plan.row_from))
+                chunk = pairwise.buffer_chunk(plan.row, run, cast)
                 if pairwise.emitted(plan, chunk):
+                    if mask is not None:
+                        return self._masked_pairwise_sum(x, mask[0], src_shape, dtype, plan, chunk, out_shape, loc,
+                                                         initial)
                     if chunk is None:
                         return self._pairwise_sum(x, src_shape, dtype, plan, out_shape, loc, initial=initial)
                     return self._buffered_sum(x, src_shape, dtype, plan, chunk, out_shape, loc, initial)
+        if mask is not None:  # (added element by element, or in the target's order: an excluded one adds -0.0)
+            x = self._masked_out(x, mask[0], src_shape, dtype, loc)
         if op_name == "reduce_sum":
             identity, op = 0, {"f": "arith.addf", "i": "arith.addi", "u": "arith.addi", "b": "arith.ori"}[kind]
         elif op_name == "reduce_prod":  # in the result's own dtype, in order, as NumPy multiplies
@@ -613,6 +649,188 @@ class Emitter:
             rows = self._reshaped(rows, shape, dtype, out_shape, loc)
         return rows
 
+    def _masked_pairwise_sum(self, x: str, mask: str, src_shape: tuple, dtype, plan: pairwise.SumPlan,
+                             chunk: int | None, out_shape: tuple, loc, initial=None) -> str:
+        """A float sum under a where= mask in NumPy's order. NumPy's masked inner loop hands the sum loop
+        each run of selected elements within an inner loop (a row, or a bufferful of it: ``chunk``), which
+        it sums pairwise and adds to the output; the output starts at 0.0 (or initial) and gains the runs
+        of each row in order, rows in index order. float16 runs are summed in float32 and each added to the
+        output and rounded, as NumPy's half loop does per call. Which elements form a run only the data
+        say, so one generic over the output elements walks its rows, finding runs and summing each with
+        NumPy's tree for its length (``_dynamic_pairwise``)."""
+        acc = np.dtype(np.float32) if dtype == np.float16 else dtype
+        t, ta = dt.storage_type(dtype), dt.mlir_type(acc)
+        p, row = plan.row_from, plan.row
+        prefix = src_shape[:p]
+        x = self._collapsed_row(x, src_shape, dtype, p, loc)
+        mask = self._collapsed_row(mask, src_shape, np.dtype(bool), p, loc)
+        row_t, mask_t = dt.tensor_type(prefix + (row,), dtype), dt.tensor_type(prefix + (row,), np.dtype(bool))
+        kept = [d for d in range(p) if d not in plan.outer_reduced]
+        kept_shape = tuple(prefix[d] for d in kept)
+        piece = chunk or row
+        r = _Region(self)
+
+        def index(v):
+            return r.op(f"arith.constant {v} : index")
+
+        at = {d: r.op(f"linalg.index {k} : index") for k, d in enumerate(kept)}
+        c0, c1 = index(0), index(1)
+        true = r.op("arith.constant true")
+        outer = plan.outer_reduced
+        rows_count, chunks = index(prod(prefix[d] for d in outer)), index(-(-row // piece))
+        piece_c, row_c = index(piece), index(row)
+        total, q, so_far = self.fresh("total"), self.fresh("q"), self.fresh("o")
+        start = scalar_const(r, 0.0 if initial is None else initial, dtype)
+        r.lines.append(f"{total} = scf.for {q} = {c0} to {rows_count} step {c1} iter_args({so_far} = {start}) -> ({t}) {{")
+        rest = q  # the reduced axes before the row, in index order
+        for d in reversed(outer):
+            at[d] = r.op(f"arith.remui {rest}, {index(prefix[d])} : index")
+            rest = r.op(f"arith.divui {rest}, {index(prefix[d])} : index")
+        lead = [at[d] for d in range(p)]
+
+        def read(position):
+            v = r.op(f"tensor.extract {x}[{', '.join(lead + [position])}] : {row_t}")
+            return r.op(f"arith.extf {v} : {t} to {ta}") if acc != dtype else v
+
+        in_rows, c, in_chunks = self.fresh("rows"), self.fresh("c"), self.fresh("o")
+        r.lines.append(f"{in_rows} = scf.for {c} = {c0} to {chunks} step {c1} iter_args({in_chunks} = {so_far}) -> ({t}) {{")
+        first = r.op(f"arith.muli {c}, {piece_c} : index")
+        end = r.op(f"arith.minui {r.op(f'arith.addi {first}, {piece_c} : index')}, {row_c} : index")
+        last = r.op(f"arith.subi {end}, {c1} : index")
+        past = r.op(f"arith.addi {end}, {c1} : index")
+        # one step past the bufferful's end, where every run ends
+        walk, i, running, run_start, in_run = (self.fresh(n) for n in ("walk", "i", "o", "from", "in"))
+        r.lines.append(f"{walk}:3 = scf.for {i} = {first} to {past} step {c1} iter_args({running} = {in_chunks}, "
+                       f"{run_start} = {first}, {in_run} = {r.op('arith.constant false')}) -> ({t}, index, i1) {{")
+        inside = r.op(f"arith.cmpi ult, {i}, {end} : index")
+        selected = r.op(f"tensor.extract {mask}[{', '.join(lead + [r.op(f'arith.minui {i}, {last} : index')])}] : {mask_t}")
+        selected = r.op(f"arith.andi {r.op(f'arith.trunci {selected} : i8 to i1')}, {inside} : i1")
+        ends = r.op(f"arith.andi {in_run}, {r.op(f'arith.xori {selected}, {true} : i1')} : i1")
+        added = self.fresh("o")
+        r.lines.append(f"{added} = scf.if {ends} -> ({t}) {{")
+        run_sum = self._dynamic_pairwise(r, read, run_start, r.op(f"arith.subi {i}, {run_start} : index"), acc, piece)
+        if acc != dtype:
+            widened = r.op(f"arith.extf {running} : {t} to {ta}")
+            new = r.op(f"arith.truncf {r.op(f'arith.addf {widened}, {run_sum} : {ta}')} : {ta} to {t}")
+        else:
+            new = r.op(f"arith.addf {running}, {run_sum} : {t}")
+        r.lines += [f"scf.yield {new} : {t}", "} else {", f"scf.yield {running} : {t}", "}"]
+        begins = r.op(f"arith.andi {selected}, {r.op(f'arith.xori {in_run}, {true} : i1')} : i1")
+        moved = r.op(f"arith.select {begins}, {i}, {run_start} : index")
+        r.lines += [f"scf.yield {added}, {moved}, {selected} : {t}, index, i1", "}",
+                    f"scf.yield {walk}#0 : {t}", "}", f"scf.yield {in_rows} : {t}", "}"]
+        kept_t = dt.tensor_type(kept_shape, dtype)
+        summed = self._region_generic([_map(len(kept), [f"d{k}" for k in range(len(kept))])],
+                                      ", ".join(['"parallel"'] * len(kept)), [], [(self.empty(kept_shape, dtype, loc), kept_t)],
+                                      [(self.fresh("o"), t)], r, [(total, t)], loc)
+        if kept_shape != out_shape:  # kept unit axes after the row's start
+            summed = self._reshaped(summed, kept_shape, dtype, out_shape, loc)
+        return summed
+
+    def _dynamic_pairwise(self, r: _Region, read, start: str, n: str, acc, longest: int) -> str:
+        """NumPy's pairwise sum of the ``n`` elements from ``start`` (``read(position)`` gives one, in
+        ``acc``), for a length only the data decide (at most ``longest``), emitted into ``r``. NumPy's tree
+        has every leaf at depth D (the halvings of n down to 128 along its leftmost path) or one below,
+        and above depth D it is a perfect binary tree: so each of the 2**D nodes at depth D (found by
+        descending D halvings) is summed (one leaf, or two), and the nodes are combined in order as a
+        binary counter combines them, slot k holding a finished subtree of 2**k nodes."""
+        ta = dt.mlir_type(acc)
+        depths = pairwise.min_leaf_depth(pairwise.tree(0, longest)) + 1
+        const = {v: r.op(f"arith.constant {v} : index") for v in (0, 1, 8, 128)}
+
+        def half(length):  # NumPy's split: half the length, down to a multiple of 8
+            h = r.op(f"arith.divui {length}, {r.op('arith.constant 2 : index')} : index")
+            return r.op(f"arith.subi {h}, {r.op(f'arith.remui {h}, {const[8]} : index')} : index")
+
+        def longer(length):
+            return r.op(f"arith.cmpi ugt, {length}, {const[128]} : index")
+
+        depth, length = const[0], n
+        for _ in range(depths - 1):
+            deeper = longer(length)
+            depth = r.op(f"arith.select {deeper}, {r.op(f'arith.addi {depth}, {const[1]} : index')}, {depth} : index")
+            length = r.op(f"arith.select {deeper}, {half(length)}, {length} : index")
+        nodes = r.op(f"arith.shli {const[1]}, {depth} : index")
+        zero = scalar_const(r, -0.0, acc)
+        slots = [self.fresh("slot") for _ in range(depths)]
+        node, combined = self.fresh("node"), self.fresh("tree")
+        r.lines.append(f"{combined}:{depths} = scf.for {node} = {const[0]} to {nodes} step {const[1]} "
+                       f"iter_args({', '.join(f'{s_} = {zero}' for s_ in slots)}) -> ({', '.join([ta] * depths)}) {{")
+        offset, length = start, n
+        for level in range(depths - 1):  # descend from the root: bit D-1-level of the node's index says right
+            active = r.op(f"arith.cmpi ult, {r.op(f'arith.constant {level} : index')}, {depth} : index")
+            top = r.op(f"arith.subi {depth}, {const[1]} : index")
+            shift = r.op(f"arith.subi {top}, {r.op(f'arith.constant {level} : index')} : index")
+            shift = r.op(f"arith.select {active}, {shift}, {const[0]} : index")
+            bit = r.op(f"arith.andi {r.op(f'arith.shrui {node}, {shift} : index')}, {const[1]} : index")
+            right = r.op(f"arith.andi {active}, {r.op(f'arith.cmpi eq, {bit}, {const[1]} : index')} : i1")
+            h = half(length)
+            offset = r.op(f"arith.select {right}, {r.op(f'arith.addi {offset}, {h} : index')}, {offset} : index")
+            chosen = r.op(f"arith.select {right}, {r.op(f'arith.subi {length}, {h} : index')}, {h} : index")
+            length = r.op(f"arith.select {active}, {chosen}, {length} : index")
+        pair = longer(length)  # a node at depth D is a leaf, or a pair of leaves
+        h = half(length)
+        first_length = r.op(f"arith.select {pair}, {h}, {length} : index")
+        second_length = r.op(f"arith.select {pair}, {r.op(f'arith.subi {length}, {h} : index')}, {const[0]} : index")
+        value = self._dynamic_leaf(r, read, offset, first_length, acc, const)
+        second = self._dynamic_leaf(r, read, r.op(f"arith.addi {offset}, {first_length} : index"), second_length, acc,
+                                    const)
+        value = r.op(f"arith.select {pair}, {r.op(f'arith.addf {value}, {second} : {ta}')}, {value} : {ta}")
+        carry, updated = r.op("arith.constant true"), []
+        for level, slot in enumerate(slots):  # the node's trailing one bits merge finished subtrees
+            shifted = r.op(f"arith.shrui {node}, {r.op(f'arith.constant {level} : index')} : index")
+            bit = r.op(f"arith.andi {shifted}, {const[1]} : index")
+            one = r.op(f"arith.cmpi eq, {bit}, {const[1]} : index")
+            zero_bit = r.op(f"arith.xori {one}, {r.op('arith.constant true')} : i1")
+            store = r.op(f"arith.andi {carry}, {zero_bit} : i1")
+            updated.append(r.op(f"arith.select {store}, {value}, {slot} : {ta}"))
+            merge = r.op(f"arith.andi {carry}, {one} : i1")
+            value = r.op(f"arith.select {merge}, {r.op(f'arith.addf {slot}, {value} : {ta}')}, {value} : {ta}")
+            carry = merge
+        r.lines += [f"scf.yield {', '.join(updated)} : {', '.join([ta] * depths)}", "}"]
+        result = f"{combined}#0"
+        for level in range(1, depths):  # the root: slot D
+            at_depth = r.op(f"arith.cmpi eq, {depth}, {r.op(f'arith.constant {level} : index')} : index")
+            result = r.op(f"arith.select {at_depth}, {combined}#{level}, {result} : {ta}")
+        return result
+
+    def _dynamic_leaf(self, r: _Region, read, start: str, n: str, acc, const: dict) -> str:
+        """NumPy's sum of one leaf (``n`` at most 128 elements from ``start``): fewer than 8 in order from
+        -0.0; else 8 lanes started at the first 8 elements, each gaining every 8th after, combined as
+        ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), then the elements past the last whole 8 in order."""
+        ta = dt.mlir_type(acc)
+        zero = scalar_const(r, -0.0, acc)
+        leaf = self.fresh("leaf")
+        r.lines.append(f"{leaf} = scf.if {r.op(f'arith.cmpi ult, {n}, {const[8]} : index')} -> ({ta}) {{")
+        in_order, k, so_far = self.fresh("few"), self.fresh("k"), self.fresh("a")
+        r.lines.append(f"{in_order} = scf.for {k} = {const[0]} to {n} step {const[1]} iter_args({so_far} = {zero}) -> ({ta}) {{")
+        element = read(r.op(f"arith.addi {start}, {k} : index"))
+        r.lines += [f"scf.yield {r.op(f'arith.addf {so_far}, {element} : {ta}')} : {ta}",
+                    "}", f"scf.yield {in_order} : {ta}", "} else {"]
+        lanes = [read(r.op(f"arith.addi {start}, {r.op(f'arith.constant {j} : index')} : index")) for j in range(8)]
+        blocks = r.op(f"arith.divui {n}, {const[8]} : index")
+        summed, b, held = self.fresh("lanes"), self.fresh("b"), [self.fresh("l") for _ in range(8)]
+        r.lines.append(f"{summed}:8 = scf.for {b} = {const[1]} to {blocks} step {const[1]} "
+                       f"iter_args({', '.join(f'{h_} = {v}' for h_, v in zip(held, lanes))}) -> ({', '.join([ta] * 8)}) {{")
+        base = r.op(f"arith.addi {start}, {r.op(f'arith.muli {b}, {const[8]} : index')} : index")
+        gained = []
+        for j, h_ in enumerate(held):
+            element = read(r.op(f"arith.addi {base}, {r.op(f'arith.constant {j} : index')} : index"))
+            gained.append(r.op(f"arith.addf {h_}, {element} : {ta}"))
+        r.lines += [f"scf.yield {', '.join(gained)} : {', '.join([ta] * 8)}", "}"]
+        l_ = [f"{summed}#{j}" for j in range(8)]
+
+        def add(a, b_):
+            return r.op(f"arith.addf {a}, {b_} : {ta}")
+
+        combined = add(add(add(l_[0], l_[1]), add(l_[2], l_[3])), add(add(l_[4], l_[5]), add(l_[6], l_[7])))
+        whole = r.op(f"arith.muli {blocks}, {const[8]} : index")
+        tail, k2, so_far2 = self.fresh("tail"), self.fresh("k"), self.fresh("a")
+        r.lines.append(f"{tail} = scf.for {k2} = {whole} to {n} step {const[1]} iter_args({so_far2} = {combined}) -> ({ta}) {{")
+        r.lines += [f"scf.yield {add(so_far2, read(r.op(f'arith.addi {start}, {k2} : index')))} : {ta}", "}",
+                    f"scf.yield {tail} : {ta}", "}"]
+        return leaf
+
     def _leaf_sums(self, x: str, prefix: tuple, dtype, acc, row: int, leaves, widened, add, loc) -> str:
         """Each leaf's 8 lanes combined as NumPy combines them (prefix + (leaves,), in ``acc``), its
         remainder not included. The lanes: the row's blocks of 8 (prefix + (blocks, 8)) summed in
@@ -790,7 +1008,7 @@ class Emitter:
             f"{ins_text}outs({', '.join(v for v, _ in outs)} : {', '.join(out_types)}) {{")
         self.lines.append(f"    ^bb0({', '.join(f'{a}: {ty} {here}' for a, ty in args)}):")
         for ln in region.lines:
-            self.lines.append(f"      {ln} {here}")
+            self.lines.append(f"      {_region_line(ln, here)}")
         self.lines.append(f"      linalg.yield {', '.join(v for v, _ in yields)} : {', '.join(ty for _, ty in yields)} {here}")
         self.lines.append(f"    }} -> {out_types[0] if len(outs) == 1 else '(' + ', '.join(out_types) + ')'} {here}")
         return result
@@ -1188,6 +1406,12 @@ class Emitter:
                 f"{dt.tensor_type(part.shape, part.dtype)} into {out_t}", node.loc)
             offset += part.shape[axis]
         return acc
+
+
+def _region_line(ln: str, here: str) -> str:
+    """A region's line with its location: an op's line, or the ``}`` that closes a nested op (scf.for,
+    scf.if), whose location goes there; a line that opens a nested region takes none."""
+    return ln if ln.endswith("{") else f"{ln} {here}"
 
 
 def _element(region: _Region, tensor: str, tensor_t: str, at: list, position: int) -> str:

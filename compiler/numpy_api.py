@@ -556,6 +556,10 @@ def _reduction(kind: str, a, axis, keepdims: bool, dtype, initial, where) -> Ten
     a_dtype = x.dtype
     axes = P.normalize_axes(axis, x.ndim, what, zero_d=True)
     has_initial = initial is not np._NoValue and initial is not None
+    typed = {"dtype": dtype} if kind in ("sum", "prod") else {}
+    if where is not True and kind == "sum" and P.reduce_result_type("sum", x, axes, dtype).kind == "f":
+        start = np.asarray(np.sum(np.zeros((0,), a_dtype), initial=initial, dtype=dtype)) if has_initial else None
+        return Tensor(P.masked_sum(x, _where_mask(where, x, what), axes, keepdims, what, dtype, start), scalar=True)
     if where is not True:
         if kind in ("max", "min") and not has_initial:
             raise ValueError(f"reduction operation '{_UFUNC_OF[kind]}' does not have an identity, so to use a where "
@@ -565,7 +569,6 @@ def _reduction(kind: str, a, axis, keepdims: bool, dtype, initial, where) -> Ten
         stand_in = np.asarray(_EXCLUDED[kind]).astype(x.dtype) if kind in _EXCLUDED else \
             np.asarray(getattr(np, kind)(np.zeros((0,), x.dtype), initial=initial))
         x = P.where(_where_mask(where, x, what), x, const_node(stand_in))
-    typed = {"dtype": dtype} if kind in ("sum", "prod") else {}
     if has_initial:  # as NumPy converts it to the result's type (or refuses): its reduction of nothing
         start = np.asarray(getattr(np, kind)(np.zeros((0,), a_dtype), initial=initial, **typed))
     if has_initial and kind in ("max", "min") and not all(x.shape[i] for i in axes):
@@ -707,10 +710,16 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
     acc = np.dtype(dtype) if dtype is not None else np.mean(np.zeros((1,) * x.ndim, x.dtype), axis=axes).dtype
     # NumPy's _mean sums and divides a float16 array in float32, and rounds the mean to float16
     half = dtype is None and x.dtype == np.float16
+    summed = np.dtype(np.float32) if half else acc
     if where is not True:
         mask = _where_mask(where, x, "np.mean")
-        x = P.where(mask, x, const_node(np.zeros((), x.dtype)))
-    total = P.reduce("sum", x, axes, keepdims, "np.mean", dtype=np.dtype(np.float32) if half else acc)
+        if P.reduce_result_type("sum", x, axes, summed).kind == "f":  # in NumPy's masked order
+            total = P.masked_sum(x, mask, axes, keepdims, "np.mean", dtype=summed)
+        else:
+            total = P.reduce("sum", P.where(mask, x, const_node(np.zeros((), x.dtype))), axes, keepdims, "np.mean",
+                             dtype=summed)
+    else:
+        total = P.reduce("sum", x, axes, keepdims, "np.mean", dtype=summed)
     if where is True:
         if _count(x, axes) == 0:
             warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)

@@ -885,7 +885,14 @@ def _eval_row_sum_from(node, values):
     return np.add.reduceat(joined, [0], axis=-1)[..., 0]  # the first element, then the rest's pairwise sum
 
 
+def _eval_masked_sum(node, values):
+    start = node.attrs.get("initial", 0.0)
+    return np.asarray(np.sum(values[0], axis=node.attrs["axes"], where=values[1], initial=start)).astype(node.dtype)
+
+
 primitive("reduce_sum", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]), "accumulates")
+# np.sum(x, where=mask) of floats: NumPy's masked inner loop sums each run of selected elements pairwise
+primitive("masked_sum", _eval_masked_sum, lambda em, n, ops: em.masked_sum(n, ops), "accumulates")
 # start + the sum of each row (the last axis) as NumPy's inner loop adds a row to an output already
 # holding ``start``: ``out += pairwise_sum(row)`` (float16: in float32, rounded once)
 primitive("row_sum_from", _eval_row_sum_from, lambda em, n, ops: em.row_sum_from(n, ops), "accumulates")
@@ -1283,6 +1290,11 @@ def normalize_axes(axis, ndim: int, what: str, zero_d: bool = False) -> tuple:
     return tuple(sorted(out))
 
 
+def reduce_result_type(kind: str, x: Node, axes: tuple, dtype=None) -> np.dtype:
+    """np.sum's or np.prod's result type for ``x`` over ``axes`` under ``dtype=`` (NumPy's choice, asked)."""
+    return getattr(np, kind)(np.zeros((1,) * x.ndim, x.dtype), axis=axes, dtype=dtype).dtype
+
+
 def reduce(kind: str, x: Node, axis, keepdims: bool, what: str, dtype=None, initial=None) -> Node:
     """A sum, product, max, min, any or all over ``axis``; ``dtype`` is np.sum's and np.prod's (the
     accumulator and result type). any/all reduce NumPy's truth values (``x != 0``, NaN true) and
@@ -1294,7 +1306,7 @@ def reduce(kind: str, x: Node, axis, keepdims: bool, what: str, dtype=None, init
     axes = normalize_axes(axis, x.ndim, what, zero_d=True)
     op = f"reduce_{kind}"
     if kind in ("sum", "prod"):
-        out = getattr(np, kind)(np.zeros((1,) * x.ndim, x.dtype), axis=axes, dtype=dtype).dtype
+        out = reduce_result_type(kind, x, axes, dtype)
         dt.check_supported(out, what)
     elif kind in ("any", "all"):
         out = np.dtype(bool)
@@ -1316,6 +1328,28 @@ def reduce(kind: str, x: Node, axis, keepdims: bool, what: str, dtype=None, init
         r = elementwise("add", [x, const_node(np.zeros((), out))])  # NumPy adds to its start, 0: -0.0 sums to +0.0
     else:
         r = x
+    if keepdims:
+        r = reshape(r, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
+    return r
+
+
+def masked_sum(x: Node, mask: Node, axis, keepdims: bool, what: str, dtype=None, initial=None) -> Node:
+    """``np.sum(x, axis, dtype=, where=mask, initial=)`` of a float result. NumPy's reduction skips the
+    elements the mask excludes: its masked inner loop hands the sum loop each run of selected elements,
+    which it sums pairwise and adds to the output, so the runs (cut where NumPy's inner loops end) decide
+    the order, not only the values. ``mask``: boolean, broadcast to ``x``'s shape."""
+    axes = normalize_axes(axis, x.ndim, what, zero_d=True)
+    out = reduce_result_type("sum", x, axes, dtype)
+    if out.kind != "f" or mask.dtype != np.dtype(bool) or mask.shape != x.shape:
+        raise ValueError(f"{what}: a masked sum takes a float result and a boolean mask of the array's shape")
+    x = cast(x, out, buffered=True)
+    start = {} if initial is None else {"initial": np.asarray(initial).astype(out).item()}
+    if axes:
+        shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+        r = _make("masked_sum", [x, mask], shape, out, axes=axes, **start)
+    else:  # each element alone: itself where selected, added to the start
+        kept = where(mask, x, const_node(np.asarray(-0.0, out)))
+        r = elementwise("add", [const_node(np.asarray(start.get("initial", 0.0), out)), kept])
     if keepdims:
         r = reshape(r, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
     return r

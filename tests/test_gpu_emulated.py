@@ -92,6 +92,10 @@ CASES = {
         lambda a: (np.sum(a, axis=0, initial=5.0), np.sum(a, axis=1, initial=-2.5), np.prod(1 + a / 100, initial=3.0),
                    np.sum((a * 10).astype(np.int32), axis=1, initial=7)),
         (rand(4, 700),)),
+    # where= sums: the excluded elements are -0.0 to the tree (the CPU's runs are NumPy's order alone)
+    "masked sums and means": (
+        lambda a: (np.sum(a, axis=1, where=a > 0), np.mean(a, axis=0, where=a < 1), np.sum(a, where=a > -1, initial=2.0)),
+        (rand(4, 700),)),
     # reduceat: each segment's first element is where its reduction starts (row_sum_from on the GPU)
     "reduceat segments": (
         lambda a: (np.add.reduceat(a, [0, 5, 300, 301], axis=1), np.add.reduceat(a.astype(np.float16), [2, 0], axis=0),

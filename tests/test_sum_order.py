@@ -245,6 +245,54 @@ def test_initial_is_where_numpys_output_starts_not_a_value_added_at_the_end():
             _same(jit(fn)(y), fn(y))
 
 
+def _runs_summed(row, mask, start=0.0):
+    """An independent model of NumPy's masked sum of one inner loop: each run of selected elements
+    summed pairwise (NumPy's own reduction of that run alone, from -0.0) and added to the output."""
+    total, i = start, 0
+    while i < len(row):
+        if not mask[i]:
+            i += 1
+            continue
+        j = i
+        while j < len(row) and mask[j]:
+            j += 1
+        total = row.dtype.type(total + np.sum(row[i:j], initial=-0.0))
+        i = j
+    return total
+
+
+def test_masked_sums_add_each_run_of_selected_elements_as_numpy_does():
+    # NumPy's masked inner loop hands its sum loop each run of selected elements, summed pairwise and
+    # added to the output in turn; a mask that breaks the inner loop (broadcast along rows) cuts runs at
+    # NumPy's bufferfuls of whole rows; float16 runs are summed in float32 and rounded as each is added
+    rng = np.random.default_rng(37)
+    x = rng.standard_normal((40, 700)) * 10.0 ** rng.uniform(-3, 3, (40, 700))
+    dense, sparse, rows = rng.random((40, 700)) < 0.9, rng.random((40, 700)) < 0.2, rng.random((40, 1)) < 0.6
+    cols = rng.random(700) < 0.7
+    long = rng.standard_normal(70001) * 10.0 ** rng.uniform(-3, 3, 70001)
+    for dtype in (np.float16, np.float32, np.float64):
+        y = (x / 1000).astype(dtype) if dtype == np.float16 else x.astype(dtype)
+        cases = [(lambda a, m: np.sum(a, where=m), dense), (lambda a, m: np.sum(a, axis=1, where=m), sparse),
+                 (lambda a, m: np.sum(a, axis=0, where=m), dense), (lambda a, m: np.sum(a.T, axis=0, where=m.T), dense),
+                 (lambda a, m: np.sum(a, where=m), cols), (lambda a, m: np.sum(a, axis=1, where=m), rows),
+                 (lambda a, m: np.sum(a[:, ::3], where=m[:, ::3], initial=-2.5, keepdims=True), dense),
+                 (lambda a, m: np.sum(a.copy(order="F"), axis=(0, 1), where=m), rows),
+                 (lambda a, m: np.sum(a, where=m, dtype=np.float32), cols),
+                 (lambda a, m: (np.mean(a, axis=1, where=m), np.var(a, where=m), np.std(a, axis=0, where=m)), dense)]
+        for fn, m in cases:
+            got, want = jit(fn)(y, m), fn(y, m)
+            for g, w in zip(got if isinstance(got, tuple) else [got], want if isinstance(want, tuple) else [want]):
+                _same(g, w)
+        z = (long / 1000).astype(dtype) if dtype == np.float16 else long.astype(dtype)
+        m = rng.random(70001) < 0.999  # runs of hundreds, some past one leaf, and one whole tree
+        m[:66000] = True
+        got = jit(lambda a, m: np.sum(a, where=m))(z, m)
+        _same(got, np.sum(z, where=m))
+        if dtype != np.float16:  # (float16 keeps float32 between runs, which the model does not)
+            assert got == _runs_summed(z, m)
+    assert jit(lambda a, m: np.sum(a, where=m))(np.array([1.0, 1e20, 5.0, -1e20]), np.array([True, True, False, True])) == 0.0
+
+
 def test_reduceat_sums_each_segment_from_its_first_element_along_the_axis_as_numpy_does():
     # NumPy copies a segment's first element into the output and adds the rest's pairwise sum, its
     # inner loop running along the axis whatever the memory order (float16: in float32, rounded once);
