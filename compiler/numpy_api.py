@@ -213,6 +213,16 @@ _HALF_UNFOLDED = dict.fromkeys((np.subtract, np.divide), "NumPy's float16 loop k
                                "the iteration")
 
 
+# what an element a where= mask excludes folds as (``_ufunc_fold``), by the result's dtype kind: f(x, e) is x
+# for every x the fold can hold
+_FOLD_RIGHT_IDENTITY = {
+    np.subtract: {"f": 0.0, "i": 0, "u": 0}, np.divide: {"f": 1.0},
+    np.bitwise_or: {"i": 0, "u": 0, "b": False}, np.bitwise_xor: {"i": 0, "u": 0, "b": False},
+    np.bitwise_and: {"i": -1, "u": "max", "b": True}, np.logical_xor: {"b": False},
+    np.logaddexp: {"f": -np.inf}, np.logaddexp2: {"f": -np.inf},
+}
+
+
 def _ufunc_fold(ufunc, a, axis, dtype, out, keepdims, initial, where):
     """``ufunc.reduce`` of the other binary ufuncs (subtract, logaddexp, bitwise_or, ...): NumPy folds the
     ufunc's identity where it has one (else the first element) with the next, in index order along the axis
@@ -225,18 +235,38 @@ def _ufunc_fold(ufunc, a, axis, dtype, out, keepdims, initial, where):
     name = UFUNC_PRIMITIVES.get(ufunc)
     if name is None or ufunc.nin != 2 or ufunc.nout != 1:
         raise NotImplementedError(f"{what} is not supported by the compiler")
-    _no_extras(f"{ufunc.__name__}.reduce", out=out, where=where, initial=initial)
+    _no_extras(f"{ufunc.__name__}.reduce", out=out)
     x = _tensor(a)
-    with np.errstate(all="ignore"):
-        empty = ufunc.reduce(np.zeros(x.shape, x.dtype), axis=axis, dtype=dtype, keepdims=keepdims)
+    given = {} if initial is np._NoValue else {"initial": initial}
+    with np.errstate(all="ignore"):  # (NumPy's errors: where= with no start, shapes, the start's conversion)
+        empty = ufunc.reduce(np.zeros(x.shape, x.dtype), axis=axis, dtype=dtype, keepdims=keepdims,
+                             where=_stand_in(where), **given)
     result_type = np.asarray(empty).dtype
     why = result_type.kind == "f" and (_SIMD_UNFOLDED.get(ufunc) or
                                        result_type == np.float16 and _HALF_UNFOLDED.get(ufunc))
     if why:
         raise NotImplementedError(f"{what} of {result_type}: {why}")
-    if not x.size:  # nothing to fold: the identity (or NumPy's error, above)
+    if not x.size:  # nothing to fold: the start (or NumPy's error, above)
         return Tensor(const_node(np.asarray(empty)), scalar=not np.ndim(empty))
-    if not x.ndim:  # the one element, folded as a row of one (with the identity, where there is one)
+    # NumPy's output starts at initial=, else the ufunc's identity; initial=None (or no identity) starts
+    # from the first element
+    start_value = ufunc.identity if initial is np._NoValue else initial
+    if initial is not np._NoValue and initial is not None:  # converted as NumPy's reduction of nothing converts it
+        first = np.asarray(ufunc.reduce(np.zeros((0,), x.dtype), dtype=dtype, initial=initial)).astype(result_type)
+    elif start_value is not None:  # the identity, wrapped into the result's type (bitwise_and's -1: all ones)
+        first = np.asarray(ufunc.identity).astype(result_type)
+    if where is not True:  # an element the mask excludes folds as the ufunc's right identity, changing nothing
+        identity = _FOLD_RIGHT_IDENTITY.get(ufunc, {}).get(result_type.kind)
+        if ufunc in (np.hypot, np.gcd) and start_value is not None and first >= 0 and not np.signbit(first):
+            # (|out| is out: from a start of +0 or more, every value folded is so)
+            identity = 0
+        if identity is None:
+            raise NotImplementedError(f"{what} with where=: {ufunc.__name__} has no value that leaves every "
+                                      f"{result_type} unchanged for an excluded element to fold as")
+        identity = getattr(np.iinfo(result_type), identity) if isinstance(identity, str) else identity
+        x = Tensor(P.where(_where_mask(where, x.node, what), P.cast(x.node, result_type),
+                           const_node(np.asarray(identity).astype(result_type))))
+    if not x.ndim:  # the one element, folded as a row of one (after the start, where there is one)
         x, axis = Tensor(P.reshape(x.node, (1,))), None
     axes = tuple(range(x.ndim)) if axis is None else P.normalize_axes(axis, x.ndim, what)
     if len(axes) > 1:
@@ -245,10 +275,11 @@ def _ufunc_fold(ufunc, a, axis, dtype, out, keepdims, initial, where):
                                       "interleaves the kept axes (reduce one axis at a time, or all of them)")
         x, axes = Tensor(x._read_flat("K", what)), (0,)
     operand = x.node
-    if ufunc.identity is not None:
-        # NumPy's reduction starts from the ufunc's identity, in the result's type (get_initial_from_ufunc):
-        # np.hypot.reduce([-3.0]) is hypot(0, -3.0) = 3.0, np.gcd.reduce([-6]) is 6, np.logaddexp's of [-0.0] is 0.0
-        start = const_node(np.full(x.shape[:axes[0]] + (1,) + x.shape[axes[0] + 1:], ufunc.identity).astype(result_type))
+    if start_value is not None:
+        # NumPy's reduction starts there, in the result's type (get_initial_from_ufunc; converted as NumPy's
+        # reduction of nothing converts it): np.hypot.reduce([-3.0]) is hypot(0, -3.0) = 3.0, np.gcd.reduce([-6])
+        # is 6, np.logaddexp's of [-0.0] is 0.0
+        start = const_node(np.full(x.shape[:axes[0]] + (1,) + x.shape[axes[0] + 1:], first))
         operand = P.concat([start, P.cast(operand, result_type)], axes[0])
     folded = P.accumulate(name, operand, axes[0], dtype, what)
     if folded.dtype != result_type:

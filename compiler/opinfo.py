@@ -1531,14 +1531,21 @@ _FOLDED = ("subtract", "divide", "floor_divide", "remainder", "fmod", "copysign"
 
 
 def _fold_params(c, shape):
+    # the start: absent (the identity, else the first element), initial=None (the first element), or a value
+    start = c.pick(("absent", "absent", "absent", "none", 2, -1.5))
     if not shape:
-        return {"ufunc": c.pick(_FOLDED), "axis": None, "keepdims": False}
+        return {"ufunc": c.pick(_FOLDED), "axis": None, "keepdims": False, "initial": start}
     axis = c.pick((None, c.integer(-len(shape), len(shape) - 1), c.integer(0, len(shape) - 1)))
-    return {"ufunc": c.pick(_FOLDED), "axis": axis, "keepdims": c.pick((False, True))}
+    return {"ufunc": c.pick(_FOLDED), "axis": axis, "keepdims": c.pick((False, True)), "initial": start}
 
 
-_single("fold", lambda xs, p: getattr(np, p["ufunc"]).reduce(xs[0], axis=p["axis"], keepdims=p["keepdims"]),
-        _fold_params, "np.<ufunc>.reduce", dtypes=BOOL + INTS + FLOATS[1:], family="ufunc_method")
+def _fold(xs, p):
+    start = p.get("initial", "absent")
+    given = {} if start == "absent" else {"initial": None if start == "none" else start}
+    return getattr(np, p["ufunc"]).reduce(xs[0], axis=p["axis"], keepdims=p["keepdims"], **given)
+
+
+_single("fold", _fold, _fold_params, "np.<ufunc>.reduce", dtypes=BOOL + INTS + FLOATS[1:], family="ufunc_method")
 
 
 # ufunc.reduceat: each segment's first element, then NumPy's reduction loop over the rest along the axis

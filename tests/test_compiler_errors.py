@@ -240,7 +240,7 @@ def test_non_integer_indices():
     (lambda x: np.linalg.norm(x, ord=2), r"np.linalg.norm: ord=2 needs singular values"),
     (lambda x: np.linalg.eigh(x[:, :3]), "np.linalg.eigh"),
     (lambda x: np.einsum("ij", x, order="F"), "np.einsum: only the default order"),
-    (lambda x: np.subtract.reduce(x, initial=1.0), r"np.subtract.reduce: arguments \['initial'\]"),
+    (lambda x: np.copysign.reduce(x, axis=1, where=x > 0, initial=1.0), "np.copysign.reduce with where=: copysign has no"),
     (lambda x: np.arctan2.reduceat(x, [0, 2], axis=1), "np.arctan2.reduceat of float32: NumPy's SIMD loop"),
     (lambda x: np.fmax.reduceat(x, [0, 2], out=x), r"np.fmax.reduceat: arguments \['out'\]"),
     (lambda x: np.isnat(x), "np.isnat"),

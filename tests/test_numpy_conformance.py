@@ -181,6 +181,13 @@ AGREES = {
         lambda a: (np.hypot.reduce(-a[:1]), np.gcd.reduce(-a[:1].astype(np.int16) - 1, axis=0),
                    np.hypot.reduce(a[0, 0]), np.logaddexp.reduce(a[:1, :1] * 0.0, axis=None)), X),
     "np.logical_and.reduce of floats": (lambda a: np.logical_and.reduce(a), X),
+    # a fold starts at initial= (initial=None: the first element, not the identity); where= skips elements
+    "np.subtract.reduce from initial, and where=": (
+        lambda a: (np.subtract.reduce(a, axis=1, initial=10.0), np.subtract.reduce(a, axis=1, where=a > -1, initial=0.5)), X),
+    "np.hypot.reduce with initial=None (from the first element) and where=": (
+        lambda a: (np.hypot.reduce(a[:, :1], axis=1, initial=None), np.hypot.reduce(a, axis=0, where=a != 0)), X),
+    "np.bitwise_xor.reduce of everything where a mask, into int8": (
+        lambda a: np.bitwise_xor.reduce((a * 7).astype(np.int8), axis=None, where=a > -2, keepdims=True), X),
     "np.add.outer with a Python int (strong)": (lambda a: np.add.outer(a.astype(np.float32), 2), V),
     "np.multiply.accumulate": (lambda a: np.multiply.accumulate(a, axis=1), X),
     # reduceat: each segment's first element, then the ufunc folding the rest in order (ints in NumPy's
@@ -705,6 +712,7 @@ REFUSED = {
     "np.matmul with keepdims": (lambda a: np.matmul(a, a.T, keepdims=True), X),
     "np.matmul with too few axes entries": (lambda a: np.matmul(a, a.T, axes=[(0, 1)]), X),
     "np.add.reduceat at an index past the axis": (lambda a: np.add.reduceat(a, [0, 3], axis=1), X),
+    "np.subtract.reduce where= with no initial (no identity)": (lambda a: np.subtract.reduce(a, axis=1, where=a > 0), X),
     "np.add.reduceat at a negative index": (lambda a: np.add.reduceat(a, [-1]), X),
     "np.add.reduceat over two axes": (lambda a: np.add.reduceat(a, [0], axis=(0, 1)), X),
     "np.add.reduceat of a 0-d array": (lambda a: np.add.reduceat(a, [0]), Z),
