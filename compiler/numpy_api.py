@@ -580,6 +580,20 @@ def _where_mask(where, x: P.Node, what: str) -> P.Node:
     return P.broadcast_to(mask, x.shape)
 
 
+def _first_element_start(kind: str, x: P.Node, axes: tuple, typed: dict, where) -> None:
+    """np.sum/np.prod with ``initial=None``: NumPy starts each reduction from its first element instead
+    of the identity (so one over nothing is its ValueError, asked of NumPy on stand-ins) and folds in the
+    rest after it. Integers come out the same either way; a float sum or product would round in another
+    order, x[0] + pairwise(x[1:]), which is refused rather than given in the identity's."""
+    stand_in = np.broadcast_to(np.zeros((), x.dtype), x.shape)
+    with np.errstate(all="ignore"):
+        getattr(np, kind)(stand_in, axis=axes, initial=None, where=_stand_in(where), **typed)
+    if P.reduce_result_type(kind, x, axes, typed.get("dtype")).kind == "f" and x.size:
+        raise NotImplementedError(f"np.{kind} with initial=None: NumPy starts each float reduction from its first "
+                                  "element and folds in the rest after it, an order the compiler does not follow; "
+                                  "leave initial out (the identity) or pass a number")
+
+
 def _reduction(kind: str, a, axis, keepdims: bool, dtype, initial, where) -> Tensor:
     """np.sum and its kin with NumPy's ``initial=`` (the reduction's starting value, so also the result
     over an empty axis) and ``where=`` (a boolean mask, broadcast to the array, of the elements reduced)."""
@@ -588,6 +602,8 @@ def _reduction(kind: str, a, axis, keepdims: bool, dtype, initial, where) -> Ten
     axes = P.normalize_axes(axis, x.ndim, what, zero_d=True)
     has_initial = initial is not np._NoValue and initial is not None
     typed = {"dtype": dtype} if kind in ("sum", "prod") else {}
+    if initial is None and kind in ("sum", "prod"):
+        _first_element_start(kind, x, axes, typed, where)
     if where is not True and kind == "sum" and P.reduce_result_type("sum", x, axes, dtype).kind == "f":
         start = np.asarray(np.sum(np.zeros((0,), a_dtype), initial=initial, dtype=dtype)) if has_initial else None
         return Tensor(P.masked_sum(x, _where_mask(where, x, what), axes, keepdims, what, dtype, start), scalar=True)

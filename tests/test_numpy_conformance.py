@@ -201,6 +201,8 @@ AGREES = {
     "np.add.reduceat with dtype= and no indices": (
         lambda a: (np.add.reduceat(a, [1, 0], dtype=np.float32), np.add.reduceat(a, [], axis=1)), X),
     "np.sum with initial": (lambda a: np.sum(a, axis=0, initial=10), X),
+    "np.sum of ints with initial=None (from the first element: the same)": (
+        lambda a: (np.sum(a.astype(np.int8), axis=0, initial=None), np.prod(a > 0, initial=None)), X),
     "np.max of an empty axis with initial": (lambda a: np.max(a[:, :0], axis=1, initial=-5), X),
     "np.sum, initial into the result's type (int8 to int64)": (lambda a: np.sum(a.astype(np.int8), initial=300), X),
     "np.max, a float initial into ints": (lambda a: np.max(a.astype(np.int32), initial=1.5), X),
@@ -713,6 +715,7 @@ REFUSED = {
     "np.matmul with too few axes entries": (lambda a: np.matmul(a, a.T, axes=[(0, 1)]), X),
     "np.add.reduceat at an index past the axis": (lambda a: np.add.reduceat(a, [0, 3], axis=1), X),
     "np.subtract.reduce where= with no initial (no identity)": (lambda a: np.subtract.reduce(a, axis=1, where=a > 0), X),
+    "np.sum over an empty axis with initial=None (no start)": (lambda a: np.sum(a[:, :0], axis=1, initial=None), X),
     "np.add.reduceat at a negative index": (lambda a: np.add.reduceat(a, [-1]), X),
     "np.add.reduceat over two axes": (lambda a: np.add.reduceat(a, [0], axis=(0, 1)), X),
     "np.add.reduceat of a 0-d array": (lambda a: np.add.reduceat(a, [0]), Z),
