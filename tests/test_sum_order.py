@@ -293,6 +293,21 @@ def test_masked_sums_add_each_run_of_selected_elements_as_numpy_does():
     assert jit(lambda a, m: np.sum(a, where=m))(np.array([1.0, 1e20, 5.0, -1e20]), np.array([True, True, False, True])) == 0.0
 
 
+def test_a_run_of_any_length_is_summed_with_numpys_tree_for_that_length():
+    # row r of the mask selects one run of lengths[r] elements: every length up to 300 (leaves of 1 to
+    # 128, pairs, trees two deep), and long ones whose trees have leaves at two depths
+    rng = np.random.default_rng(38)
+    for lengths, width in [(np.arange(1, 301), 300), (np.array([1024, 1025, 4099, 8191, 8192, 65537, 69999]), 70000)]:
+        x = rng.standard_normal((lengths.size, width)) * 10.0 ** rng.uniform(-3, 3, (lengths.size, width))
+        mask = np.arange(width) < lengths[:, None]
+        fn = lambda a, m: np.sum(a, axis=1, where=m)  # noqa: E731
+        for dtype in (np.float32, np.float64):
+            y = x.astype(dtype)
+            _same(jit(fn)(y, mask), fn(y, mask))
+            # and what NumPy's unmasked sum gives the run alone: the same tree, from the output's 0.0
+            assert jit(fn)(y, mask).tolist() == [np.sum(row[:n]) for row, n in zip(y, lengths)]
+
+
 def test_reduceat_sums_each_segment_from_its_first_element_along_the_axis_as_numpy_does():
     # NumPy copies a segment's first element into the output and adds the rest's pairwise sum, its
     # inner loop running along the axis whatever the memory order (float16: in float32, rounded once);
