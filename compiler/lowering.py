@@ -323,8 +323,8 @@ class Emitter:
 
         return self._generic(node.shape, node.dtype, [(n, s, d) for _, n, s, d in tensor_ops], body, node.loc)
 
-    def reduce(self, node: Node, x: str) -> str:
-        return self._reduce_node(node, x)
+    def reduce(self, node: Node, x: str, start: str | None = None) -> str:
+        return self._reduce_node(node, x, start=start)
 
     def masked_sum(self, node: Node, ops: list[str]) -> str:
         """np.sum(x, where=mask) of floats (``primitives.masked_sum``): in NumPy's order on the CPU, each
@@ -334,8 +334,10 @@ class Emitter:
         as the unmasked array would be."""
         return self._reduce_node(node, ops[0], ops[1])
 
-    def _reduce_node(self, node: Node, x: str, mask: str | None = None) -> str:
+    def _reduce_node(self, node: Node, x: str, mask: str | None = None, start: str | None = None) -> str:
         src, axes, op = node.inputs[0], node.attrs["axes"], "reduce_sum" if mask is not None else node.op
+        # where the output starts: NumPy's initial=, or a start per output element (initial=None's first ones)
+        initial = node.attrs.get("initial") if start is None else _Start(start, node.shape, node.dtype)
         strides = masked = None  # for a float sum in NumPy's order: NumPy's layout of the operand (``layout``)
         if op in ("reduce_sum", "reduce_prod") and node.dtype.kind == "f" and self.numpy_sum_order:
             strides = self.strides[src.id]
@@ -345,11 +347,24 @@ class Emitter:
                 memory = layout.iteration_order(src.shape, [strides, masked[1]])
             sized = [d for d in memory if src.shape[d] != 1]  # where unit axes lie changes no order
             if sized != sorted(sized):
-                return self._sum_in_memory_order(node, op, x, strides, memory, masked)
+                return self._sum_in_memory_order(node, op, x, strides, memory, initial, masked)
         if mask is not None and masked is None:
             x = self._masked_out(x, mask, src.shape, node.dtype, node.loc)
         return self._reduction(op, x, src.shape, axes, node.dtype, node.shape, node.loc, strides, _buffered_cast(src),
-                               node.attrs.get("initial"), mask=masked)
+                               initial, mask=masked)
+
+    def _start_filled(self, shape: tuple, dtype, initial, default, loc) -> str:
+        """Each output's start as a tensor of ``shape`` (the output's elements, unit axes aside) and
+        ``dtype``: ``default`` (the identity), the number ``initial``, or a ``_Start``'s values."""
+        if not isinstance(initial, _Start):
+            return self.filled(shape, dtype, default if initial is None else initial, loc)
+        values = initial.name
+        if initial.shape != shape:
+            values = self._reshaped(values, initial.shape, initial.dtype, shape, loc)
+        if initial.dtype != dtype:
+            values = self._generic(shape, dtype, [(values, shape, initial.dtype)],
+                                   lambda rb, args: cast_scalar(rb, args[0], initial.dtype, dtype), loc)
+        return values
 
     def _masked_out(self, x: str, mask: str, shape: tuple, dtype, loc) -> str:
         """``x`` with -0.0 where ``mask`` is False (-0.0 + v is v, for every v)."""
@@ -366,9 +381,9 @@ class Emitter:
             plan = pairwise.SumPlan(src.ndim - 1, src.shape[-1], ())
             return self._pairwise_sum(x, src.shape, node.dtype, plan, node.shape, node.loc, start=start)
         return self._reduction("reduce_sum", x, src.shape, (src.ndim - 1,), node.dtype, node.shape, node.loc, None,
-                               start=start)
+                               initial=_Start(start, node.shape, node.dtype))
 
-    def _sum_in_memory_order(self, node: Node, op: str, x: str, strides: tuple, memory: tuple,
+    def _sum_in_memory_order(self, node: Node, op: str, x: str, strides: tuple, memory: tuple, initial,
                              masked: tuple | None = None) -> str:
         """A float sum or product of an operand NumPy lays out in another order than C's (a transpose's
         view, or what a ufunc makes of one): NumPy's iterator visits memory in order, so the operand (and
@@ -380,22 +395,26 @@ class Emitter:
             masked = (self._permuted(masked[0], src.shape, np.dtype(bool), memory, node.loc),
                       tuple(masked[1][d] for d in memory))
         kept = [d for d in memory if d not in axes]
+        kept_shape = tuple(src.shape[d] for d in kept)
+        if isinstance(initial, _Start):  # its axes in the order the sum gives them
+            order = tuple(sorted(kept).index(d) for d in kept)
+            initial = _Start(self._permuted(initial.name, initial.shape, initial.dtype, order, node.loc), kept_shape,
+                             initial.dtype)
         summed = self._reduction(op, x, shape, tuple(sorted(memory.index(a) for a in axes)), node.dtype,
-                                 tuple(src.shape[d] for d in kept), node.loc, tuple(strides[d] for d in memory),
-                                 _buffered_cast(src), node.attrs.get("initial"), mask=masked)
+                                 kept_shape, node.loc, tuple(strides[d] for d in memory),
+                                 _buffered_cast(src), initial, mask=masked)
         back = tuple(kept.index(d) for d in sorted(kept))
         if back == tuple(range(len(back))):
             return summed
         return self._permuted(summed, tuple(src.shape[d] for d in kept), node.dtype, back, node.loc)
 
     def _reduction(self, op_name: str, x: str, src_shape: tuple, axes: tuple, dtype, out_shape: tuple, loc,
-                   strides: tuple | None, cast: bool = False, initial=None, start: str | None = None,
-                   mask: tuple | None = None) -> str:
+                   strides: tuple | None, cast: bool = False, initial=None, mask: tuple | None = None) -> str:
         """``op_name`` (reduce_*) of ``x`` over ``axes``. ``strides``: for a float sum or product in
         NumPy's order, NumPy's layout of the operand (its axes in C order); None for the target's own
         order. ``cast``: NumPy casts the operand as it reduces it (through its buffer). ``initial``:
         a sum's or product's start (NumPy's ``initial=``), where the accumulator starts instead of
-        the identity; ``start``: a tensor of such starts, one per output element (target's order only).
+        the identity, or a ``_Start``: a tensor of such starts, one per output element.
         ``mask``: a float sum's where= mask (its tensor and NumPy's strides of it, in ``x``'s axis order):
         only the selected elements are summed, in NumPy's masked order where that is pairwise."""
         t = dt.storage_type(dtype)  # bool max is arith.ori on stored i8 0/1
@@ -445,13 +464,7 @@ class Emitter:
         elif op_name in ("reduce_sum", "reduce_prod") and dtype == np.float16 and not in_order:
             acc_dtype = np.dtype(np.float32)
         ta = dt.storage_type(acc_dtype)
-        if start is None:
-            init = self.filled(out_shape, acc_dtype, identity if initial is None else initial, loc)
-        elif acc_dtype != dtype:
-            init = self._generic(out_shape, acc_dtype, [(start, out_shape, dtype)],
-                                 lambda rb, args: cast_scalar(rb, args[0], dtype, acc_dtype), loc)
-        else:
-            init = start
+        init = self._start_filled(out_shape, acc_dtype, initial, identity, loc)
         region = _Region(self)
         a, b = self.fresh("in"), self.fresh("acc")
         wide = region.op(f"arith.extf {a} : {t} to {ta}") if acc_dtype != dtype else a
@@ -504,7 +517,7 @@ class Emitter:
         kept_shape = tuple(n for d, n in enumerate(shape) if d not in reduced)
         result = self._region_generic(
             [_map(rank, [f"d{d}" for d in range(rank)]), out_map, out_map], its, [(x, dt.tensor_type(shape, half))],
-            [(self.filled(kept_shape, half, 1.0 if initial is None else initial, loc), dt.tensor_type(kept_shape, half)),
+            [(self._start_filled(kept_shape, half, initial, 1.0, loc), dt.tensor_type(kept_shape, half)),
              (self.filled(kept_shape, np.dtype(np.float32), 1.0, loc), dt.tensor_type(kept_shape, np.dtype(np.float32)))],
             [(a, "f16"), (held, "f16"), (running, "f32")], region, [(rounded, "f16"), (product, "f32")], loc)
         if kept_shape != out_shape:  # kept unit axes after the row's start
@@ -582,6 +595,8 @@ class Emitter:
         t, ta = dt.storage_type(dtype), dt.mlir_type(acc)
         prefix = src_shape[:plan.row_from]
         p, row_shape = len(prefix), prefix + (plan.row,)
+        if isinstance(initial, _Start) and not plan.outer_reduced:  # read per output element, as ``start`` is
+            start, initial = self._start_filled(prefix, dtype, initial, 0.0, loc), None
         row_t = dt.tensor_type(row_shape, dtype)
         x = self._collapsed_row(x, src_shape, dtype, plan.row_from, loc)
 
@@ -642,7 +657,7 @@ class Emitter:
             region = _Region(self)
             a, b = self.fresh("in"), self.fresh("acc")
             summed = into_result(region, a, b)
-            init = self.filled(shape, dtype, 0.0 if initial is None else initial, loc)
+            init = self._start_filled(shape, dtype, initial, 0.0, loc)
             rows = self._linalg_reduce((rows, rows_t), (init, dt.tensor_type(shape, dtype)),
                                        plan.outer_reduced, [(a, ta), (b, t)], region, (summed, t), loc)
         if shape != out_shape:  # kept unit axes after the row's start
@@ -680,6 +695,8 @@ class Emitter:
         rows_count, chunks = index(prod(prefix[d] for d in outer)), index(-(-row // piece))
         piece_c, row_c = index(piece), index(row)
         total, q, so_far = self.fresh("total"), self.fresh("q"), self.fresh("o")
+        if isinstance(initial, _Start):
+            raise ValueError("a masked sum starts from a number")  # (NumPy's where= needs an identity or initial)
         start = scalar_const(r, 0.0 if initial is None else initial, dtype)
         r.lines.append(f"{total} = scf.for {q} = {c0} to {rows_count} step {c1} iter_args({so_far} = {start}) -> ({t}) {{")
         rest = q  # the reduced axes before the row, in index order
@@ -1406,6 +1423,15 @@ class Emitter:
                 f"{dt.tensor_type(part.shape, part.dtype)} into {out_t}", node.loc)
             offset += part.shape[axis]
         return acc
+
+
+@dataclass(frozen=True)
+class _Start:
+    """A reduction's start per output element (a tensor ``name`` of ``shape`` and ``dtype``), where the
+    accumulator begins instead of the identity or a number."""
+    name: str
+    shape: tuple
+    dtype: np.dtype
 
 
 def _region_line(ln: str, here: str) -> str:

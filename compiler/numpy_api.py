@@ -580,18 +580,30 @@ def _where_mask(where, x: P.Node, what: str) -> P.Node:
     return P.broadcast_to(mask, x.shape)
 
 
-def _first_element_start(kind: str, x: P.Node, axes: tuple, typed: dict, where) -> None:
+def _first_element_start(kind: str, x: P.Node, axes: tuple, keepdims: bool, typed: dict, where) -> P.Node | None:
     """np.sum/np.prod with ``initial=None``: NumPy starts each reduction from its first element instead
-    of the identity (so one over nothing is its ValueError, asked of NumPy on stand-ins) and folds in the
-    rest after it. Integers come out the same either way; a float sum or product would round in another
-    order, x[0] + pairwise(x[1:]), which is refused rather than given in the identity's."""
+    of the identity (so one over nothing is its ValueError, asked of NumPy on stand-ins) and reduces the
+    rest after it into that: a float sum is x[0] + pairwise(x[1:]), or x[0] + x[1] + ... along a kept
+    inner axis. Over one axis, the rest (a slice, laid out as NumPy's view is) reduced from those starts;
+    integers come out as from the identity (None: the caller's reduction); several float axes are refused
+    (NumPy skips the first element of its iteration over all of them)."""
     stand_in = np.broadcast_to(np.zeros((), x.dtype), x.shape)
     with np.errstate(all="ignore"):
         getattr(np, kind)(stand_in, axis=axes, initial=None, where=_stand_in(where), **typed)
-    if P.reduce_result_type(kind, x, axes, typed.get("dtype")).kind == "f" and x.size:
-        raise NotImplementedError(f"np.{kind} with initial=None: NumPy starts each float reduction from its first "
-                                  "element and folds in the rest after it, an order the compiler does not follow; "
-                                  "leave initial out (the identity) or pass a number")
+    if P.reduce_result_type(kind, x, axes, typed.get("dtype")).kind != "f" or not x.size:
+        return None
+    if len(axes) != 1:
+        raise NotImplementedError(f"np.{kind} with initial=None over {len(axes)} axes: NumPy starts from the first "
+                                  "element of its iteration over all of them, an order the compiler does not follow; "
+                                  "reduce one axis at a time, leave initial out (the identity) or pass a number")
+    (axis,) = axes
+    n = x.shape[axis]
+    at = [0] * x.ndim
+    first = P.reshape(P.slice_(x, at, x.shape[:axis] + (1,) + x.shape[axis + 1:], [1] * x.ndim),
+                      x.shape[:axis] + x.shape[axis + 1:])
+    rest = P.slice_(x, [1 if d == axis else 0 for d in range(x.ndim)],
+                    x.shape[:axis] + (n - 1,) + x.shape[axis + 1:], [1] * x.ndim)
+    return P.reduce(kind, rest, axes, keepdims, f"np.{kind}", start=first, **typed)
 
 
 def _reduction(kind: str, a, axis, keepdims: bool, dtype, initial, where) -> Tensor:
@@ -603,7 +615,9 @@ def _reduction(kind: str, a, axis, keepdims: bool, dtype, initial, where) -> Ten
     has_initial = initial is not np._NoValue and initial is not None
     typed = {"dtype": dtype} if kind in ("sum", "prod") else {}
     if initial is None and kind in ("sum", "prod"):
-        _first_element_start(kind, x, axes, typed, where)
+        from_first = _first_element_start(kind, x, axes, keepdims, typed, where)
+        if from_first is not None:
+            return Tensor(from_first, scalar=True)
     if where is not True and kind == "sum" and P.reduce_result_type("sum", x, axes, dtype).kind == "f":
         start = np.asarray(np.sum(np.zeros((0,), a_dtype), initial=initial, dtype=dtype)) if has_initial else None
         return Tensor(P.masked_sum(x, _where_mask(where, x, what), axes, keepdims, what, dtype, start), scalar=True)

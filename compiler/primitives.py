@@ -875,6 +875,10 @@ _REDUCE_NUMPY = {"reduce_sum": np.sum, "reduce_prod": np.prod, "reduce_max": np.
 
 def _eval_reduce(node, values):
     fn = _REDUCE_NUMPY[node.op]
+    if len(values) == 2:  # a start per output (one axis): NumPy's reduction from the first element
+        (axis,) = node.attrs["axes"]
+        joined = np.concatenate([np.expand_dims(values[1], axis), values[0]], axis=axis)
+        return np.asarray(fn(joined, axis=axis, initial=None)).astype(node.dtype, copy=False)
     start = {"initial": node.attrs["initial"]} if "initial" in node.attrs else {}
     return np.asarray(fn(values[0], axis=node.attrs["axes"], **start)).astype(node.dtype, copy=False)
 
@@ -890,13 +894,13 @@ def _eval_masked_sum(node, values):
     return np.asarray(np.sum(values[0], axis=node.attrs["axes"], where=values[1], initial=start)).astype(node.dtype)
 
 
-primitive("reduce_sum", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]), "accumulates")
+primitive("reduce_sum", _eval_reduce, lambda em, n, ops: em.reduce(n, *ops), "accumulates")
 # np.sum(x, where=mask) of floats: NumPy's masked inner loop sums each run of selected elements pairwise
 primitive("masked_sum", _eval_masked_sum, lambda em, n, ops: em.masked_sum(n, ops), "accumulates")
 # start + the sum of each row (the last axis) as NumPy's inner loop adds a row to an output already
 # holding ``start``: ``out += pairwise_sum(row)`` (float16: in float32, rounded once)
 primitive("row_sum_from", _eval_row_sum_from, lambda em, n, ops: em.row_sum_from(n, ops), "accumulates")
-primitive("reduce_prod", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]), "accumulates")
+primitive("reduce_prod", _eval_reduce, lambda em, n, ops: em.reduce(n, *ops), "accumulates")
 primitive("reduce_max", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
 primitive("reduce_min", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
 primitive("reduce_any", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
@@ -1295,14 +1299,16 @@ def reduce_result_type(kind: str, x: Node, axes: tuple, dtype=None) -> np.dtype:
     return getattr(np, kind)(np.zeros((1,) * x.ndim, x.dtype), axis=axes, dtype=dtype).dtype
 
 
-def reduce(kind: str, x: Node, axis, keepdims: bool, what: str, dtype=None, initial=None) -> Node:
+def reduce(kind: str, x: Node, axis, keepdims: bool, what: str, dtype=None, initial=None, start: Node | None = None) -> Node:
     """A sum, product, max, min, any or all over ``axis``; ``dtype`` is np.sum's and np.prod's (the
     accumulator and result type). any/all reduce NumPy's truth values (``x != 0``, NaN true) and
     are bool; an empty any is False and an empty all True, as sums are 0 and products 1.
     ``initial`` (sums and products): NumPy's ``initial=``, already in the result's type. NumPy's
     output starts there and gains the elements (or row sums) in turn, so it is the accumulator's
     start, not a value combined with the finished reduction: ``np.sum([[-1e20], [1.0]], axis=0,
-    initial=1e20)`` is (1e20 - 1e20) + 1 = 1, where 1e20 + (-1e20 + 1) would be 0."""
+    initial=1e20)`` is (1e20 - 1e20) + 1 = 1, where 1e20 + (-1e20 + 1) would be 0. ``start`` (sums and
+    products over one axis): a start per output element (the reduced shape, in the result's type), as
+    NumPy's ``initial=None`` starts from each reduction's first element and folds in the rest after it."""
     axes = normalize_axes(axis, x.ndim, what, zero_d=True)
     op = f"reduce_{kind}"
     if kind in ("sum", "prod"):
@@ -1316,13 +1322,17 @@ def reduce(kind: str, x: Node, axis, keepdims: bool, what: str, dtype=None, init
             raise ValueError(f"{what}: zero-size array to reduction operation {name} which has no identity")
         out = x.dtype
     x = cast(x, out, buffered=True)
-    start = {} if initial is None else {"initial": np.asarray(initial).astype(out).item()}
-    if start and kind not in ("sum", "prod"):
+    begin = {} if initial is None else {"initial": np.asarray(initial).astype(out).item()}
+    if (begin or start is not None) and kind not in ("sum", "prod"):
         raise ValueError(f"{what}: a start value is for sums and products")
-    if axes:
-        shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
-        r = _make(op, [x], shape, out, axes=axes, **start)
-    elif start:  # NumPy's output starts at initial and gains each element
+    shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    if start is not None:
+        if len(axes) != 1 or start.shape != shape or begin:
+            raise ValueError(f"{what}: starts for a reduction over one axis, one per output {shape}")
+        r = _make(op, [x, cast(start, out)], shape, out, axes=axes)
+    elif axes:
+        r = _make(op, [x], shape, out, axes=axes, **begin)
+    elif begin:  # NumPy's output starts at initial and gains each element
         r = elementwise("add" if kind == "sum" else "multiply", [const_node(np.asarray(initial).astype(out)), x])
     elif kind == "sum" and out.kind == "f":
         r = elementwise("add", [x, const_node(np.zeros((), out))])  # NumPy adds to its start, 0: -0.0 sums to +0.0

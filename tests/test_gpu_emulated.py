@@ -90,7 +90,8 @@ CASES = {
     # initial= is where the tree's output starts: the kernel folds its total into that value
     "sums and products with initial=": (
         lambda a: (np.sum(a, axis=0, initial=5.0), np.sum(a, axis=1, initial=-2.5), np.prod(1 + a / 100, initial=3.0),
-                   np.sum((a * 10).astype(np.int32), axis=1, initial=7)),
+                   np.sum((a * 10).astype(np.int32), axis=1, initial=7), np.sum(a, axis=1, initial=None),
+                   np.prod(1 + a.T / 100, axis=0, initial=None)),
         (rand(4, 700),)),
     # where= sums: the excluded elements are -0.0 to the tree (the CPU's runs are NumPy's order alone)
     "masked sums and means": (

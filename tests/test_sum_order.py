@@ -235,13 +235,19 @@ def test_initial_is_where_numpys_output_starts_not_a_value_added_at_the_end():
     for fn, x in cases:
         _same(jit(fn)(x), fn(x))
     assert jit(cases[0][0])(cancel).tolist() == [1.0, 1.0, 1.0]
+    # initial=None: NumPy starts from each reduction's first element and reduces the rest into it, x[0] +
+    # pairwise(x[1:]) along a contiguous axis (1 + (1e20 - 1e20) = 1 where the identity's 0 + ... gives 0)
+    assert jit(lambda a: np.sum(a, initial=None))(np.array([1.0, 1e20, -1e20])) == 1.0
     rng = np.random.default_rng(35)
     x = rng.standard_normal((6, 9000)) * 10.0 ** rng.uniform(-3, 3, (6, 9000))
     for dtype in (np.float16, np.float32, np.float64):
         y = (x / 1000).astype(dtype) if dtype == np.float16 else x.astype(dtype)
         for fn in (lambda a: np.sum(a, axis=0, initial=1e4), lambda a: np.sum(a, initial=-1.5),
                    lambda a: np.sum(a[:, ::2], axis=1, initial=3, dtype=np.float32),  # bufferfuls: the first starts there
-                   lambda a: np.prod(1 + a[:, :50] / 1e4, axis=0, initial=-1.5), lambda a: a.T.sum(axis=1, initial=7)):
+                   lambda a: np.prod(1 + a[:, :50] / 1e4, axis=0, initial=-1.5), lambda a: a.T.sum(axis=1, initial=7),
+                   lambda a: np.sum(a, axis=1, initial=None), lambda a: np.sum(a, axis=0, initial=None),
+                   lambda a: np.sum(a.T[::3], axis=0, initial=None, dtype=np.float32),
+                   lambda a: np.prod(1 + a[:, :50] / 1e4, axis=1, initial=None)):
             _same(jit(fn)(y), fn(y))
 
 
