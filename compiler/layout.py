@@ -302,6 +302,20 @@ def reduced(shape: tuple, strides: tuple, axes) -> tuple:
     return contiguous_strides(tuple(shape[d] for d in kept), tuple(position[d] for d in order if d in position))
 
 
+def sum_bufferful(shape: tuple, strides: tuple, axes: tuple, cast: bool) -> int | None:
+    """How many elements of each row NumPy sums at a time when it reduces an operand of ``shape`` laid out
+    with ``strides`` over ``axes`` (``cast``: converting as it reads), as the CPU lowering repeats it: None
+    where a row is one inner loop (or the reduction adds in order, or nothing), else the bufferful
+    (``pairwise.buffer_chunk``)."""
+    from . import pairwise
+    memory = sum_order(shape, strides)
+    shape_m, strides_m = tuple(shape[d] for d in memory), tuple(strides[d] for d in memory)
+    plan = pairwise.numpy_sum_plan(shape_m, tuple(sorted(memory.index(a) for a in axes)))
+    if plan is None:
+        return None
+    return pairwise.buffer_chunk(plan.row, inner_run(shape_m, strides_m, plan.row_from), cast)
+
+
 def sum_order(shape: tuple, strides: tuple) -> tuple:
     """The order, outermost axis first, in which NumPy's reduction visits an operand laid out with
     ``strides`` (its result is allocated, so the operand alone decides)."""

@@ -603,6 +603,13 @@ def _first_element_start(kind: str, x: P.Node, axes: tuple, keepdims: bool, type
                       x.shape[:axis] + x.shape[axis + 1:])
     rest = P.slice_(x, [1 if d == axis else 0 for d in range(x.ndim)],
                     x.shape[:axis] + (n - 1,) + x.shape[axis + 1:], [1] * x.ndim)
+    out = P.reduce_result_type(kind, x, axes, typed.get("dtype"))
+    if (kind == "sum" or out == np.float16) and \
+            layout.sum_bufferful(x.shape, layout.strides_of(x), axes, out != x.dtype) is not None:
+        # NumPy's bufferfuls lie over the whole array, the first element skipped inside the first one
+        raise NotImplementedError(f"np.{kind} with initial=None of a row NumPy reads through its buffer (a sum that "
+                                  "casts, or strided rows): its first bufferful skips the first element, an order the "
+                                  "compiler does not follow; leave initial out (the identity) or pass a number")
     return P.reduce(kind, rest, axes, keepdims, f"np.{kind}", start=first, **typed)
 
 
