@@ -1367,8 +1367,8 @@ def masked_sum(x: Node, mask: Node, axis, keepdims: bool, what: str, dtype=None,
 
 def row_sum_from(x: Node, start: Node) -> Node:
     """``start`` plus each row's float sum (``x``'s last axis), in NumPy's order for a reduction whose
-    inner loop runs along the row whatever its memory layout: ``ufunc.reduceat``'s segments, and
-    ``np.add.reduce`` into an output that already holds a value."""
+    inner loop runs along the row whatever its memory layout: ``ufunc.reduceat``'s segments, each its
+    first element plus the rest's pairwise sum."""
     if x.ndim == 0 or x.dtype.kind != "f" or start.dtype != x.dtype or start.shape != x.shape[:-1]:
         raise ValueError(f"row_sum_from: float rows and one start per row of their dtype, got {x.describe()} "
                          f"and {start.describe()}")

@@ -442,7 +442,7 @@ def raise_numpys_type_error(ufunc, inputs, outs, what: str, **loop) -> None:
         return v if v is None or isinstance(v, (bool, int, float, np.generic)) else unknown
 
     operands, targets = [stand_in(v) for v in inputs], tuple(stand_in(o) for o in outs)
-    if unknown in operands or unknown in targets:
+    if any(v is unknown for v in operands + list(targets)):
         return
     try:
         with np.errstate(all="ignore"):
