@@ -467,12 +467,18 @@ def _ufunc_reduceat(ufunc, array, indices, axis=0, dtype=None, out=None):
     every other ufunc folds it in order; float16's add, subtract, multiply and divide keep float32 while
     the loop runs and round once. Segments of one length are folded together. NumPy's own reduceat of
     zeros laid out as the array gives the errors, the result's dtype and its layout. The positions must
-    be constants: they decide which elements combine."""
+    be constants: they decide which elements combine. ``out=``: NumPy's loop for the out array's dtype and
+    the array's (int8 into int16 adds in int16), the result written into it."""
     what = f"np.{ufunc.__name__}.reduceat"
     name = UFUNC_PRIMITIVES.get(ufunc)
     if name is None or ufunc.nin != 2 or ufunc.nout != 1:
         raise NotImplementedError(f"{what} is not supported by the compiler")
-    _no_extras(f"{ufunc.__name__}.reduceat", out=out)
+    if out is not None:  # NumPy's loop for (out's dtype, the array's), the result written into out
+        target, x = _reduction_target(out, what), _tensor(array)
+        loop = dtype if dtype is not None else np.dtype(ufunc.resolve_dtypes((target.dtype, x.dtype, None))[0])
+        check = lambda o: ufunc.reduceat(_stand_in_laid_out(x), indices, axis=axis, dtype=dtype, out=o)  # noqa: E731
+        return _into_reduction_out(f"{ufunc.__name__}.reduceat", target, check,
+                                   _ufunc_reduceat(ufunc, x, indices, axis, loop))
     if isinstance(indices, Tensor) or isinstance(indices, (list, tuple)) and _holds_tensor(indices):
         raise NotImplementedError(f"{what} at traced positions: they decide which elements combine, so they must be "
                                   "known at trace time")

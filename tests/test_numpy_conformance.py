@@ -198,6 +198,10 @@ AGREES = {
         lambda a: np.multiply.reduceat(a.astype(np.float16) * np.float16(1.7), [0, 1]), np.arange(1.0, 13.0).reshape(12, 1)),
     "np.maximum.reduceat and np.logical_and.reduceat": (
         lambda a: (np.maximum.reduceat(a, [2, 0], axis=1), np.logical_and.reduceat(a, [0, 1], axis=-1)), X),
+    "np.add.reduceat into out= (int8 into int16 adds in int16; floats into int8 cast at the end)": (
+        lambda a: (lambda o, p: (np.add.reduceat((a * 50).astype(np.int8), [0, 2], axis=1, out=o),
+                                 np.add.reduceat(a * 1.5, [1, 0], axis=1, out=p), o, p))(
+            np.zeros_like(a[:, :2], dtype=np.int16), np.zeros_like(a[:, :2], dtype=np.int8)), X),
     "np.add.reduceat with dtype= and no indices": (
         lambda a: (np.add.reduceat(a, [1, 0], dtype=np.float32), np.add.reduceat(a, [], axis=1)), X),
     "np.sum with initial": (lambda a: np.sum(a, axis=0, initial=10), X),
