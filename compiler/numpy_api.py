@@ -235,9 +235,15 @@ def _ufunc_fold(ufunc, a, axis, dtype, out, keepdims, initial, where):
     name = UFUNC_PRIMITIVES.get(ufunc)
     if name is None or ufunc.nin != 2 or ufunc.nout != 1:
         raise NotImplementedError(f"{what} is not supported by the compiler")
-    _no_extras(f"{ufunc.__name__}.reduce", out=out)
     x = _tensor(a)
     given = {} if initial is np._NoValue else {"initial": initial}
+    if out is not None:  # NumPy's loop for (out's dtype, the array's), the result written into out
+        target = _reduction_target(out, what)
+        loop = dtype if dtype is not None else np.dtype(ufunc.resolve_dtypes((target.dtype, x.dtype, None))[0])
+        check = lambda o: ufunc.reduce(_stand_in(x), axis=axis, dtype=dtype, out=o, keepdims=keepdims,  # noqa: E731
+                                       where=_stand_in(where), **given)
+        folded = _ufunc_fold(ufunc, Tensor(x.node), axis, loop, None, keepdims, initial, where)
+        return _as_returned_for(a, _into_reduction_out(f"{ufunc.__name__}.reduce", target, check, folded))
     with np.errstate(all="ignore"):  # (NumPy's errors: where= with no start, shapes, the start's conversion)
         empty = ufunc.reduce(np.zeros(x.shape, x.dtype), axis=axis, dtype=dtype, keepdims=keepdims,
                              where=_stand_in(where), **given)

@@ -186,6 +186,10 @@ AGREES = {
         lambda a: (np.subtract.reduce(a, axis=1, initial=10.0), np.subtract.reduce(a, axis=1, where=a > -1, initial=0.5)), X),
     "np.hypot.reduce with initial=None (from the first element) and where=": (
         lambda a: (np.hypot.reduce(a[:, :1], axis=1, initial=None), np.hypot.reduce(a, axis=0, where=a != 0)), X),
+    "np.subtract.reduce and np.logaddexp.reduce into out= (the loop of out's dtype and the array's)": (
+        lambda a: (lambda o, p: (np.subtract.reduce((a * 50).astype(np.int8), axis=1, out=o),
+                                 np.logaddexp.reduce(a, axis=0, out=(p,), where=a > -2), o, p))(
+            np.zeros_like(a[:, 0], dtype=np.int16), np.zeros_like(a[0], dtype=np.float32)), X),
     "np.bitwise_xor.reduce of everything where a mask, into int8": (
         lambda a: np.bitwise_xor.reduce((a * 7).astype(np.int8), axis=None, where=a > -2, keepdims=True), X),
     "np.add.outer with a Python int (strong)": (lambda a: np.add.outer(a.astype(np.float32), 2), V),
