@@ -26,6 +26,25 @@ def test_a_fault_of_a_hundred_ulps_is_named_with_its_line():
     assert found.source.endswith(f"tests/test_diagnose.py:{scaled_sum.__code__.co_firstlineno + 1}")
 
 
+def masked_segments(x, mask):
+    runs = np.sum(x * 2, axis=1, where=mask)
+    return runs, np.add.reduceat(x, [0, 5, 100], axis=1)
+
+
+@pytest.mark.parametrize("op", ["masked_sum", "row_sum_from"])
+def test_a_fault_in_a_masked_or_segmented_sum_is_named_with_its_line(op):
+    # the sums NumPy orders by a mask's runs or reduceat's segments are new primitives: a fault in one (a
+    # tenth of a percent: past a sum's length-scaled allowance) is found at its op and line
+    rng = np.random.default_rng(4)
+    x, mask = rng.standard_normal((8, 300)).astype(np.float32), rng.random((8, 300)) < 0.7
+    assert localize(masked_segments, (x, mask)) is None
+    with inject_fault(op, 1 + 1e-3):
+        found = localize(masked_segments, (x, mask))
+    assert found is not None and found.op == op
+    line = masked_segments.__code__.co_firstlineno + (1 if op == "masked_sum" else 2)
+    assert found.source.endswith(f"tests/test_diagnose.py:{line}")
+
+
 def test_nan_and_infinities_numpy_also_gives_are_not_divergences():
     x = np.array([-1.0, 0.0, 1.0, np.inf], np.float32)
     with np.errstate(all="ignore"):
