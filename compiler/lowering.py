@@ -1266,19 +1266,7 @@ class Emitter:
         """``acc`` combined with ``a``, computed in the dtype's arithmetic type and rounded back."""
         dtype = node.dtype
         if node.op == "accumulate":  # the ufunc's own element, as the elementwise lowering computes it
-            name = node.attrs["ufunc"]
-            compute, _ = dt.resolve_ufunc(UFUNCS[name], [dtype, dtype])
-            wide = [dt.arithmetic_type(c) for c in compute]
-            values = []
-            for v, c, w in zip((acc, a), compute, wide):
-                if dt.is_bool(dtype):  # stored as i8
-                    v = region.op(f"arith.trunci {v} : i8 to i1")
-                values.append(cast_scalar(region, cast_scalar(region, v, dtype, c), c, w))
-            out = dt.arithmetic_type(dtype)
-            result = cast_scalar(region, elementwise_scalar(region, name, values, np.dtype(wide[-1]), out,
-                                                            operand_dtypes=wide, half=compute[-1] == np.float16),
-                                 out, dtype)
-            return region.op(f"arith.extui {result} : i1 to i8") if dt.is_bool(dtype) else result
+            return Emitter._ufunc_step(region, node.attrs["ufunc"], dtype, acc, a)
         if dt.is_bool(dtype):  # NumPy's bool add is OR and its multiply AND, on the stored 0/1 bytes
             return region.op(f"arith.{'ori' if node.op == 'cumsum' else 'andi'} {acc}, {a} : i8")
         wide = dt.arithmetic_type(dtype)
@@ -1286,6 +1274,76 @@ class Emitter:
         folded = region.op(f"{combine} {cast_scalar(region, acc, dtype, wide)}, {cast_scalar(region, a, dtype, wide)} "
                            f": {dt.mlir_type(wide)}")
         return cast_scalar(region, folded, wide, dtype)
+
+    @staticmethod
+    def _ufunc_step(region: "_Region", name: str, dtype, acc: str, a: str) -> str:
+        """ufunc ``name`` of two ``dtype`` values (stored form: bool as i8), as the elementwise lowering
+        computes its element: in the loop's arithmetic type, rounded back to ``dtype``."""
+        compute, _ = dt.resolve_ufunc(UFUNCS[name], [dtype, dtype])
+        wide = [dt.arithmetic_type(c) for c in compute]
+        values = []
+        for v, c, w in zip((acc, a), compute, wide):
+            if dt.is_bool(dtype):  # stored as i8
+                v = region.op(f"arith.trunci {v} : i8 to i1")
+            values.append(cast_scalar(region, cast_scalar(region, v, dtype, c), c, w))
+        out = dt.arithmetic_type(dtype)
+        result = cast_scalar(region, elementwise_scalar(region, name, values, np.dtype(wide[-1]), out,
+                                                        operand_dtypes=wide, half=compute[-1] == np.float16),
+                             out, dtype)
+        return region.op(f"arith.extui {result} : i1 to i8") if dt.is_bool(dtype) else result
+
+    def reduceat_at(self, node: Node, ops: list[str]) -> str:
+        """``ufunc.reduceat`` along the last axis at computed indices (``primitives.reduceat_at``, already
+        in range): each output element reads its segment's bounds, then NumPy's reduction loop from the
+        segment's first element over the rest: a float add sums the rest with NumPy's tree for its length
+        (``_dynamic_pairwise``) and adds it, other ufuncs fold in order; float16 add, subtract, multiply and
+        divide keep float32 while the loop runs and round once."""
+        (x, idx), src = ops, node.inputs[0]
+        name, dtype = node.attrs["ufunc"], node.dtype
+        n, k, outer = src.shape[-1], node.shape[-1], node.shape[:-1]
+        running = np.dtype(np.float32) if dtype == np.float16 and name in ("add", "subtract", "multiply", "divide") \
+            else dtype
+        t, tr = dt.storage_type(dtype), dt.storage_type(running)
+        x_t, idx_t = dt.tensor_type(src.shape, dtype), dt.tensor_type((k,), np.dtype(np.int64))
+        r = _Region(self)
+
+        def index(v):
+            return r.op(f"arith.constant {v} : index")
+
+        at = [r.op(f"linalg.index {d} : index") for d in range(len(outer) + 1)]
+        lead, i = at[:-1], at[-1]
+
+        def read(position):
+            v = r.op(f"tensor.extract {x}[{', '.join(lead + [position])}] : {x_t}")
+            return r.op(f"arith.extf {v} : {t} to {tr}") if running != dtype else v
+
+        def bound(position):
+            return r.op(f"arith.index_cast {r.op(f'tensor.extract {idx}[{position}] : {idx_t}')} : i64 to index")
+
+        one, last_n = index(1), index(n)
+        start = r.op(f"arith.minui {bound(i)}, {index(n - 1)} : index")
+        following = r.op(f"arith.addi {i}, {one} : index")
+        has_next = r.op(f"arith.cmpi ult, {following}, {index(k)} : index")
+        end = r.op(f"arith.select {has_next}, {bound(r.op(f'arith.minui {following}, {index(k - 1)} : index'))}, "
+                   f"{last_n} : index")
+        after = r.op(f"arith.addi {start}, {one} : index")
+        longer = r.op(f"arith.cmpi ugt, {r.op(f'arith.minui {end}, {last_n} : index')}, {after} : index")
+        count = r.op(f"arith.select {longer}, {r.op(f'arith.subi {end}, {after} : index')}, {index(0)} : index")
+        first = read(start)
+        if name == "add" and dtype.kind == "f":
+            acc = np.dtype(np.float32) if dtype == np.float16 else dtype
+            total = r.op(f"arith.addf {first}, {self._dynamic_pairwise(r, read, after, count, acc, max(n - 1, 1))} : {tr}")
+        else:
+            total, j, held = self.fresh("fold"), self.fresh("j"), self.fresh("acc")
+            r.lines.append(f"{total} = scf.for {j} = {after} to {r.op(f'arith.addi {after}, {count} : index')} "
+                           f"step {one} iter_args({held} = {first}) -> ({tr}) {{")
+            r.lines += [f"scf.yield {self._ufunc_step(r, name, running, held, read(j))} : {tr}", "}"]
+        result = r.op(f"arith.truncf {total} : {tr} to {t}") if running != dtype else total
+        rank = len(node.shape)
+        out_t = dt.tensor_type(node.shape, dtype)
+        return self._region_generic([_map(rank, [f"d{d}" for d in range(rank)])], ", ".join(['"parallel"'] * rank), [],
+                                    [(self.empty(node.shape, dtype, node.loc), out_t)], [(self.fresh("o"), t)], r,
+                                    [(result, t)], node.loc)
 
     def matmul(self, node: Node, operands) -> str:
         # A 2-d transpose feeding a matmul is folded into its indexing maps, so ``x @ w.T``

@@ -485,12 +485,13 @@ def _ufunc_reduceat(ufunc, array, indices, axis=0, dtype=None, out=None):
         check = lambda o: ufunc.reduceat(_stand_in_laid_out(x), indices, axis=axis, dtype=dtype, out=o)  # noqa: E731
         return _into_reduction_out(f"{ufunc.__name__}.reduceat", target, check,
                                    _ufunc_reduceat(ufunc, x, indices, axis, loop))
-    if isinstance(indices, Tensor) or isinstance(indices, (list, tuple)) and _holds_tensor(indices):
-        raise NotImplementedError(f"{what} at traced positions: they decide which elements combine, so they must be "
-                                  "known at trace time")
+    if isinstance(indices, (list, tuple)) and _holds_tensor(indices):
+        raise NotImplementedError(f"{what} at traced positions inside a list: pass one traced integer array")
     x = _tensor(array)
+    computed = isinstance(indices, Tensor)
+    stand_in = np.zeros(indices.shape, indices.dtype) if computed else indices
     with np.errstate(all="ignore"):  # NumPy's checks (a scalar, several axes, indices), result type and layout
-        shaped = ufunc.reduceat(_stand_in_laid_out(x), indices, axis=axis, dtype=dtype)
+        shaped = ufunc.reduceat(_stand_in_laid_out(x), stand_in, axis=axis, dtype=dtype)
     result_type = shaped.dtype
     if result_type.kind == "f" and ufunc in _SIMD_UNFOLDED:
         raise NotImplementedError(f"{what} of {result_type}: {_SIMD_UNFOLDED[ufunc]}")
@@ -498,8 +499,10 @@ def _ufunc_reduceat(ufunc, array, indices, axis=0, dtype=None, out=None):
     if tuple(compute) != (result_type, result_type) or loop_out != result_type:
         raise NotImplementedError(f"{what}: NumPy's reduction loop for {result_type} is not one of that type")
     (ax,) = P.normalize_axes(axis, x.ndim, what)
-    idx = np.asarray(indices).astype(np.intp).ravel()
     moved = P.cast(P.transpose(x.node, [d for d in range(x.ndim) if d != ax] + [ax]), result_type)
+    if computed:
+        return _reduceat_at(ufunc, name, x, moved, indices, ax, shaped, what)
+    idx = np.asarray(indices).astype(np.intp).ravel()
     outer, n, k = moved.shape[:-1], x.shape[ax], idx.size
     ends = np.append(idx[1:], n)
     lengths = np.where(ends > idx, ends - idx - 1, 0)  # each segment's elements after its first
@@ -521,10 +524,34 @@ def _ufunc_reduceat(ufunc, array, indices, axis=0, dtype=None, out=None):
     joined = P.concat(parts, len(outer)) if len(parts) > 1 else parts[0]
     width = joined.shape[-1]
     folded = gathered(joined, (np.arange(rows, dtype=np.intp) * width).reshape(outer + (1,)) + code).node
-    back = P.transpose(folded, list(range(ax)) + [len(outer)] + list(range(ax, len(outer))))
+    return _reduceat_result(folded, x, ax, shaped)
+
+
+def _reduceat_result(folded: P.Node, x: Tensor, ax: int, shaped: np.ndarray) -> Tensor:
+    """reduceat's segments (the axis last) put back at ``ax`` and laid out as NumPy's ``shaped`` is."""
+    outer = folded.ndim - 1
+    back = P.transpose(folded, list(range(ax)) + [outer] + list(range(ax, outer)))
     if not layout.known(x.node) or any(st % shaped.itemsize for st in shaped.strides):
         return Tensor(P.layout_unknown(back))
     return Tensor(P.laid_out(back, tuple(st // shaped.itemsize for st in shaped.strides)))
+
+
+def _reduceat_at(ufunc, name: str, x: Tensor, moved: P.Node, indices: Tensor, ax: int, shaped: np.ndarray,
+                 what: str) -> Tensor:
+    """``ufunc.reduceat`` at indices the kernel computes (one integer axis, as NumPy takes): each checked
+    in [0, n) as the kernel runs (NumPy's IndexError naming the first bad one), then every segment's
+    bounds read by the kernel (``P.reduceat_at``)."""
+    n = x.shape[ax]
+    if shaped.size == 0:
+        return Tensor(const_node(np.zeros(shaped.shape, shaped.dtype)))
+    idx = P.cast(indices.node, np.dtype(np.int64))
+    bad = P.elementwise("logical_or", [P.elementwise("less", [idx, dt.Weak(0)]),
+                                       P.elementwise("greater_equal", [idx, dt.Weak(n)])])
+    safe = P.check_at_run_time(idx, bad, "first", IndexError,
+                               lambda v: f"index {v} out-of-bounds in {ufunc.__name__}.reduceat [0, {n})")
+    if safe is None:
+        raise NotImplementedError(f"{what} at computed indices outside a traced function: their check needs a kernel")
+    return _reduceat_result(P.reduceat_at(moved, safe, name), x, ax, shaped)
 
 
 def _segment_fold(ufunc, name: str, first: P.Node, rest: P.Node, result_type: np.dtype, what: str) -> P.Node:

@@ -1561,11 +1561,14 @@ def _reduceat_params(c, shape):
     n = shape[axis]
     indices = [c.integer(0, n - 1) for _ in range(c.pick((0, 1, 2, 3, 5)) if n else 0)]
     return {"ufunc": c.pick(_REDUCEAT_UFUNCS), "indices": sorted(indices) if c.pick((0, 1, 1)) else indices,
-            "axis": axis, "dtype": c.pick((None, None, None, "float32", "int64"))}
+            "axis": axis, "dtype": c.pick((None, None, None, "float32", "int64")), "computed": c.pick((False, True))}
 
 
 def _reduceat(xs, p):
-    return getattr(np, p["ufunc"]).reduceat(xs[0], p["indices"], axis=p["axis"], dtype=_acc(p))
+    indices = p["indices"]
+    if p.get("computed") and xs[0].size:  # the same values, computed from the operand (traced in a compiled call)
+        indices = np.zeros_like(xs[0].ravel()[:1], dtype=np.int64) + np.asarray(indices, np.int64)
+    return getattr(np, p["ufunc"]).reduceat(xs[0], indices, axis=p["axis"], dtype=_acc(p))
 
 
 def _reduceat_scale(xs, p):

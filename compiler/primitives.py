@@ -901,6 +901,9 @@ primitive("masked_sum", _eval_masked_sum, lambda em, n, ops: em.masked_sum(n, op
 # holding ``start``: ``out += pairwise_sum(row)`` (float16: in float32, rounded once)
 primitive("row_sum_from", _eval_row_sum_from, lambda em, n, ops: em.row_sum_from(n, ops), "accumulates")
 primitive("reduce_prod", _eval_reduce, lambda em, n, ops: em.reduce(n, *ops), "accumulates")
+# ufunc.reduceat along the last axis at indices the kernel computes (checked in range before)
+primitive("reduceat_at", lambda n, v: UFUNCS[n.attrs["ufunc"]].reduceat(v[0], v[1], axis=-1),
+          lambda em, n, ops: em.reduceat_at(n, ops), "accumulates")
 primitive("reduce_max", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
 primitive("reduce_min", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
 primitive("reduce_any", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
@@ -1363,6 +1366,16 @@ def masked_sum(x: Node, mask: Node, axis, keepdims: bool, what: str, dtype=None,
     if keepdims:
         r = reshape(r, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
     return r
+
+
+def reduceat_at(x: Node, indices: Node, ufunc: str) -> Node:
+    """``ufunc.reduceat(x, indices, axis=-1)`` with ``indices`` (int64, one axis) computed, each already
+    in [0, n): a segment's first element, then NumPy's reduction loop over the rest (``x`` is in NumPy's
+    result type, its loop's own)."""
+    if x.ndim == 0 or indices.ndim != 1 or indices.dtype != np.dtype(np.int64):
+        raise ValueError(f"reduceat_at: an array and one axis of int64 indices, got {x.describe()} and "
+                         f"{indices.describe()}")
+    return _make("reduceat_at", [x, indices], x.shape[:-1] + indices.shape, x.dtype, ufunc=ufunc)
 
 
 def row_sum_from(x: Node, start: Node) -> Node:

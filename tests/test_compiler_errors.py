@@ -232,7 +232,7 @@ def test_non_integer_indices():
     (lambda x: np.linalg.cond(x[:, :3]), r"np.linalg.cond: p=None needs singular values"),
     (lambda x: x.astype(np.int8).view(np.bool_), r"x.view\(bool\) of int8"),
     (lambda x: np.nanquantile(x, 0.5, method="inverted_cdf", weights=np.ones_like(x)), r"np.nanquantile: arguments \['weights'\]"),
-    (lambda x: np.add.reduceat(x, np.argmax(x, axis=0)), "np.add.reduceat at traced positions"),
+    (lambda x: np.add.reduceat(x, [np.argmax(x[0]), 0]), "np.add.reduceat at traced positions inside a list"),
     (lambda x: np.logaddexp.reduce(x.reshape(3, 2, 2), axis=(0, 1)), "np.logaddexp.reduce over 2 of 3 axes"),
     (lambda x: np.arctan2.reduce(x, axis=1), "np.arctan2.reduce of float32: NumPy's SIMD loop"),
     (lambda x: np.subtract.reduce(x.astype(np.float16)), "np.subtract.reduce of float16: NumPy's float16 loop"),

@@ -100,7 +100,8 @@ CASES = {
     # reduceat: each segment's first element is where its reduction starts (row_sum_from on the GPU)
     "reduceat segments": (
         lambda a: (np.add.reduceat(a, [0, 5, 300, 301], axis=1), np.add.reduceat(a.astype(np.float16), [2, 0], axis=0),
-                   np.multiply.reduceat(1 + a / 100, [0, 9], axis=1), np.maximum.reduceat(a, [4, 1, 600], axis=1)),
+                   np.multiply.reduceat(1 + a / 100, [0, 9], axis=1), np.maximum.reduceat(a, [4, 1, 600], axis=1),
+                   np.add.reduceat(a, np.argsort(a[0])[:5], axis=1), np.minimum.reduceat(a.T, np.argmax(a, axis=1), axis=0)),
         (rand(4, 700),)),
     "reduction of an empty axis": (lambda a: (a[:, :0].sum(axis=1), a[:, :0].astype(np.int32).sum(axis=1)), (rand(3, 4),)),
     "gather, slice, transpose, concatenate": (

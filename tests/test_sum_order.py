@@ -341,6 +341,25 @@ def test_reduceat_sums_each_segment_from_its_first_element_along_the_axis_as_num
     assert jit(lambda a: np.add.reduceat(a, [0, 1]))(np.array([1.0, 1e20, -1e20])).tolist() == [1.0, 0.0]
 
 
+def test_reduceat_at_computed_indices_reads_each_segment_as_the_kernel_runs():
+    # the segments' bounds are data: each is summed with NumPy's tree for its length, found as it runs;
+    # an index out of range is NumPy's IndexError, naming the first bad one
+    rng = np.random.default_rng(39)
+    x = rng.standard_normal((5, 3000)) * 10.0 ** rng.uniform(-3, 3, (5, 3000))
+    positions = rng.integers(0, 3000, 40)
+    fns = [lambda a, p: np.add.reduceat(a, np.sort(p), axis=1), lambda a, p: np.add.reduceat(a.T, p[:7], axis=0),
+           lambda a, p: np.multiply.reduceat(1 + a / 1e4, p % 100, axis=-1),
+           lambda a, p: np.maximum.reduceat(a[0], np.argsort(a[1, :40])), lambda a, p: np.add.reduceat(a, p[:0], axis=1)]
+    for dtype in (np.float16, np.float32, np.float64):
+        y = (x / 1000).astype(dtype) if dtype == np.float16 else x.astype(dtype)
+        for fn in fns:
+            got, want = jit(fn)(y, positions), fn(y, positions)
+            _same(got, want)
+            assert got.strides == want.strides
+    with pytest.raises(IndexError, match=r"index 3000 out-of-bounds in add.reduceat \[0, 3000\)"):
+        jit(fns[0])(x, np.append(positions, 3000))
+
+
 def test_rows_past_the_unrolled_tree_are_numpys_bit_for_bit():
     # a tree of more than UNROLLED_LEAVES leaves is evaluated level by level (NumPy's leaves all lie at two
     # depths, so above them it is a perfect binary tree): np.sum of a million floats is NumPy's
