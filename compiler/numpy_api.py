@@ -629,8 +629,15 @@ def _first_element_start(kind: str, x: P.Node, axes: tuple, keepdims: bool, type
     stand_in = np.broadcast_to(np.zeros((), x.dtype), x.shape)
     with np.errstate(all="ignore"):
         getattr(np, kind)(stand_in, axis=axes, initial=None, where=_stand_in(where), **typed)
-    if P.reduce_result_type(kind, x, axes, typed.get("dtype")).kind != "f" or not x.size:
+    out = P.reduce_result_type(kind, x, axes, typed.get("dtype"))
+    if out.kind != "f" or not x.size:
         return None
+    if not axes:  # nothing reduced: each element is its own start
+        return P.cast(x, out)
+    if len(axes) == x.ndim > 1 and layout.strides_of(x) == layout.contiguous_strides(x.shape):
+        # a C-contiguous array reduced whole is one inner loop to NumPy: the flat array's first element, then the rest
+        whole = _first_element_start(kind, P.reshape(x, (x.size,)), (0,), False, typed, True)
+        return P.reshape(whole, (1,) * x.ndim) if keepdims else whole
     if len(axes) != 1:
         raise NotImplementedError(f"np.{kind} with initial=None over {len(axes)} axes: NumPy starts from the first "
                                   "element of its iteration over all of them, an order the compiler does not follow; "
@@ -642,7 +649,6 @@ def _first_element_start(kind: str, x: P.Node, axes: tuple, keepdims: bool, type
                       x.shape[:axis] + x.shape[axis + 1:])
     rest = P.slice_(x, [1 if d == axis else 0 for d in range(x.ndim)],
                     x.shape[:axis] + (n - 1,) + x.shape[axis + 1:], [1] * x.ndim)
-    out = P.reduce_result_type(kind, x, axes, typed.get("dtype"))
     if (kind == "sum" or out == np.float16) and \
             layout.sum_bufferful(x.shape, layout.strides_of(x), axes, out != x.dtype) is not None:
         # NumPy's bufferfuls lie over the whole array, the first element skipped inside the first one

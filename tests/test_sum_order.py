@@ -251,7 +251,8 @@ def test_initial_is_where_numpys_output_starts_not_a_value_added_at_the_end():
                    lambda a: np.prod(1 + a[:, :50] / 1e4, axis=0, initial=-1.5), lambda a: a.T.sum(axis=1, initial=7),
                    lambda a: np.sum(a, axis=1, initial=None), lambda a: np.sum(a, axis=0, initial=None),
                    lambda a: np.sum(a.T[::3], axis=0, initial=None, dtype=np.float32),
-                   lambda a: np.prod(1 + a[:, :50] / 1e4, axis=1, initial=None)):
+                   lambda a: np.prod(1 + a[:, :50] / 1e4, axis=1, initial=None),
+                   lambda a: np.sum(a, initial=None), lambda a: np.sum(a[:2], initial=None, keepdims=True)):
             _same(jit(fn)(y), fn(y))
 
 
