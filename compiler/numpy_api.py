@@ -623,9 +623,10 @@ def _first_element_start(kind: str, x: P.Node, axes: tuple, keepdims: bool, type
     """np.sum/np.prod with ``initial=None``: NumPy starts each reduction from its first element instead
     of the identity (so one over nothing is its ValueError, asked of NumPy on stand-ins) and reduces the
     rest after it into that: a float sum is x[0] + pairwise(x[1:]), or x[0] + x[1] + ... along a kept
-    inner axis. Over one axis, the rest (a slice, laid out as NumPy's view is) reduced from those starts;
-    integers come out as from the identity (None: the caller's reduction); several float axes are refused
-    (NumPy skips the first element of its iteration over all of them)."""
+    inner axis. Over one axis, the rest (a slice, laid out as NumPy's view is) reduced from those starts,
+    and so over the whole of a C-contiguous array, flattened; integers come out as from the identity (None:
+    the caller's reduction); several float axes otherwise are refused (NumPy skips the first element of its
+    iteration over all of them), and so are rows NumPy buffers (its first bufferful skips the first element)."""
     stand_in = np.broadcast_to(np.zeros((), x.dtype), x.shape)
     with np.errstate(all="ignore"):
         getattr(np, kind)(stand_in, axis=axes, initial=None, where=_stand_in(where), **typed)
