@@ -198,20 +198,32 @@ NOISE_AMPLIFIERS = {"divide", "operator.truediv", "floor_divide", "operator.floo
                     "fmod", "reciprocal", "log", "log2", "log10", "arctan2", "power", "operator.pow", "float_power"}
 
 
+# ops that blow up where an operand reaches other points, as NOISE_AMPLIFIERS do at zero: arctanh of a
+# computed 1.0 is inf where its neighbour below is 18.7 (seed 1208: NumPy's tanh(19.0) is 1.0, the correctly
+# rounded one 1 - 2**-53, and tan(arctanh(...)) NaN against -0.135)
+SINGULAR_POINTS = {"arctanh": (1.0, -1.0), "log1p": (-1.0,)}
+
+
 def amplified_noise(program: dict, values, exact, tolerance) -> list[bool]:
     """Per node: whether some path into it passes a NOISE_AMPLIFIER fed an inexact value that lies within
     its own tolerance of zero somewhere (seed 1127: 1 / the mean of symmetric histogram edges, a float32
-    sum of rounding residue). Such a node's values are not comparable, only its dtype and shape."""
-    def noisy_zero(r) -> bool:
+    sum of rounding residue), or an op of SINGULAR_POINTS so near one of its points. Such a node's values
+    are not comparable, only its dtype and shape."""
+    def noisy_near(r, points) -> bool:
         if "node" not in r or exact[r["node"]]:
             return False
         v = np.asarray(values[r["node"]])
+        if v.dtype.kind != "f":
+            return False
         # in float64: a float16 value's tolerance may lie beyond float16's range
-        return v.dtype.kind == "f" and bool((np.abs(v.astype(np.float64)) <= tolerance(r["node"])[1]).any())
+        wide = v.astype(np.float64)
+        return any(bool((np.abs(wide - p) <= tolerance(r["node"])[1] + abs(p) * tolerance(r["node"])[0]).any())
+                   for p in points)
     out = []
     for node in program["nodes"]:
         fed = [r for r in node["args"] if "node" in r]
-        out.append(any(out[r["node"]] for r in fed) or node["op"] in NOISE_AMPLIFIERS and any(map(noisy_zero, fed)))
+        points = (0.0,) if node["op"] in NOISE_AMPLIFIERS else SINGULAR_POINTS.get(node["op"], ())
+        out.append(any(out[r["node"]] for r in fed) or any(noisy_near(r, points) for r in fed))
     return out
 
 
