@@ -116,6 +116,29 @@ def test_graphs_are_valid_by_construction():
         assert len(exactness(case, values)) == len(case["nodes"])
 
 
+def test_graphs_never_take_the_truth_value_of_an_inexact_float():
+    """logical_or(e, e) of a cancelling float difference is e != 0: NumPy's 0.0 may be an ulp in the
+    compiled program (seed 1209: sinh of two equal constants, one folded by MLIR, one computed as the
+    kernel ran), so the logical ops, like comparisons, only take exact operands."""
+    from harness.fuzzing.cases import decode_array
+    from harness.fuzzing.graphs import DISCONTINUOUS
+    logical = {"logical_and", "logical_or", "logical_xor", "logical_not"}
+    assert logical <= DISCONTINUOUS
+    seen = 0
+    for s in range(300):
+        case = sample_graph_case(oi.RandomChooser(2000 + s), 2, 30)
+        values = numpy_eval(lambda: run_program(case, [decode_array(a) for a in case["inputs"]]))
+        exact = exactness(case, values)
+        for node in case["nodes"]:
+            if node["op"] not in logical:
+                continue
+            seen += 1
+            for ref in node["args"]:
+                if "node" in ref and np.asarray(values[ref["node"]]).dtype.kind == "f":
+                    assert exact[ref["node"]], node
+    assert seen > 10
+
+
 def test_graphs_never_convert_a_float_to_an_integer_dtype_inside_an_op():
     """sum(x, dtype=int64) of a computed float is astype(int64) of it: undefined for NaN and infinities,
     and a last-ulp difference moves it across an integer, so the builder does not propose it (a graph of

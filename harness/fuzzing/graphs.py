@@ -47,6 +47,10 @@ DISCONTINUOUS = {"greater", "greater_equal", "less", "less_equal", "equal", "not
                  "isposinf", "isneginf", "angle",
                  # the bits themselves: an input an ulp off is another integer
                  "view",
+                 # a float's truth value is x != 0: a cancelling difference NumPy gets exactly 0 may be an ulp in
+                 # the compiled program (seed 1209: sinh(x[1]) - sinh(x[0]) of equal constants, one sinh folded by
+                 # MLIR and the other computed at run time)
+                 "logical_and", "logical_or", "logical_xor", "logical_not", "logical_and.reduce", "logical_or.reduce",
                  "accumulate"}  # its comparisons, copysign, floor_divide and remainder
 # ops that map inf and NaN to finite values: where an inexact operand is already non-finite in NumPy,
 # which of inf, -inf and NaN it is can depend on evaluation order (BLAS's fused multiply-adds sum past
