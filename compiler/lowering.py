@@ -379,7 +379,8 @@ class Emitter:
         (x, start), src = ops, node.inputs[0]
         if self.numpy_sum_order:
             plan = pairwise.SumPlan(src.ndim - 1, src.shape[-1], ())
-            return self._pairwise_sum(x, src.shape, node.dtype, plan, node.shape, node.loc, start=start)
+            return self._pairwise_sum(x, src.shape, node.dtype, plan, node.shape, node.loc,
+                                      initial=_Start(start, node.shape, node.dtype))
         return self._reduction("reduce_sum", x, src.shape, (src.ndim - 1,), node.dtype, node.shape, node.loc, None,
                                initial=_Start(start, node.shape, node.dtype))
 
@@ -553,7 +554,7 @@ class Emitter:
         summed = self._pairwise_sum(head, prefix + (whole, chunk), dtype, head_plan, prefix, loc, initial=initial)
         tail = self._row_slice(x, prefix, plan.row, whole * chunk, rest, dtype, loc)
         return self._pairwise_sum(tail, prefix + (rest,), dtype, pairwise.SumPlan(p, rest, ()), out_shape, loc,
-                                  start=summed)
+                                  initial=_Start(summed, prefix, dtype))
 
     def _collapsed_row(self, x: str, shape: tuple, dtype, row_from: int, loc) -> str:
         """``x`` with its axes from ``row_from`` collapsed into one."""
@@ -581,7 +582,7 @@ class Emitter:
             f"{dt.tensor_type(prefix + (parts * length,), dtype)} into {dt.tensor_type(prefix + (parts, length), dtype)}", loc)
 
     def _pairwise_sum(self, x: str, src_shape: tuple, dtype, plan: pairwise.SumPlan, out_shape: tuple, loc,
-                      start: str | None = None, initial=None) -> str:
+                      initial=None) -> str:
         """A float sum in NumPy's pairwise order (see ``pairwise``). The operand's axes from
         ``plan.row_from`` are collapsed into one row. Every leaf of the tree starts at a multiple of 8,
         so the row's whole blocks of 8 are its lanes: one generic sums each leaf's blocks in order
@@ -589,13 +590,14 @@ class Emitter:
         lanes as NumPy does, and one evaluates the tree (the last leaf gains the row's remainder
         first), adding the result to 0.0, NumPy's start. Reduced axes before the row then add row
         sums in order. float16 is summed in float32 and rounded as it enters the float16 result,
-        as NumPy's half loop does. ``start``: where no reduced axis lies before the row, the output's
-        value before this sum (prefix-shaped); else ``initial``, NumPy's ``initial=`` (default 0.0)."""
+        as NumPy's half loop does. ``initial``: the output's value before this sum (default 0.0): NumPy's
+        ``initial=``, or a ``_Start`` per output element (where an earlier bufferful left it, say)."""
         acc = np.dtype(np.float32) if dtype == np.float16 else dtype
         t, ta = dt.storage_type(dtype), dt.mlir_type(acc)
         prefix = src_shape[:plan.row_from]
         p, row_shape = len(prefix), prefix + (plan.row,)
-        if isinstance(initial, _Start) and not plan.outer_reduced:  # read per output element, as ``start`` is
+        start = None  # a tensor of per-element starts (prefix-shaped), read where no reduced axis precedes the row
+        if isinstance(initial, _Start) and not plan.outer_reduced:
             start, initial = self._start_filled(prefix, dtype, initial, 0.0, loc), None
         row_t = dt.tensor_type(row_shape, dtype)
         x = self._collapsed_row(x, src_shape, dtype, plan.row_from, loc)
