@@ -252,6 +252,11 @@ def _ufunc_fold(ufunc, a, axis, dtype, out, keepdims, initial, where):
                                        result_type == np.float16 and _HALF_UNFOLDED.get(ufunc))
     if why:
         raise NotImplementedError(f"{what} of {result_type}: {why}")
+    with contextlib.suppress(TypeError):  # (no loop at all: NumPy's error comes from the fold below)
+        loop = ufunc.resolve_dtypes((result_type, x.dtype, result_type), casting="unsafe")
+        if loop[0] != loop[1]:  # np.ldexp.reduce of ints: int exponents into a float accumulator
+            raise NotImplementedError(f"{what} of {x.dtype}: NumPy's loop folds {loop[1]} elements into a "
+                                      f"{loop[0]} result; the compiler folds only operands of the result's type")
     if not x.size:  # nothing to fold: the start (or NumPy's error, above)
         return Tensor(const_node(np.asarray(empty)), scalar=not np.ndim(empty))
     # NumPy's output starts at initial=, else the ufunc's identity; initial=None (or no identity) starts

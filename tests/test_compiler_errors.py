@@ -236,6 +236,7 @@ def test_non_integer_indices():
     (lambda x: np.logaddexp.reduce(x.reshape(3, 2, 2), axis=(0, 1)), "np.logaddexp.reduce over 2 of 3 axes"),
     (lambda x: np.arctan2.reduce(x, axis=1), "np.arctan2.reduce of float32: NumPy's SIMD loop"),
     (lambda x: np.subtract.reduce(x.astype(np.float16)), "np.subtract.reduce of float16: NumPy's float16 loop"),
+    (lambda x: np.ldexp.reduce(x.astype(np.int64), axis=1), "np.ldexp.reduce of int64: NumPy's loop folds int64 elements"),
     (lambda x: np.argpartition(x, 1, axis=-1), "np.argpartition"),
     (lambda x: np.linalg.norm(x, ord=2), r"np.linalg.norm: ord=2 needs singular values"),
     (lambda x: np.linalg.eigh(x[:, :3]), "np.linalg.eigh"),
