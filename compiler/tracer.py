@@ -124,6 +124,13 @@ class Tensor:
             f"a traced Tensor has no value yet: it cannot be converted to a NumPy array inside a compiled function ({who})"
             + hint)
 
+    # np.from_dlpack(x) (torch's too) asks x for its memory rather than handing the compiler a call
+    def __dlpack__(self, *args, **kwargs):
+        raise _no_dlpack()
+
+    def __dlpack_device__(self):
+        raise _no_dlpack()
+
     def __bool__(self):
         raise TypeError("the truth value of a traced Tensor is not known at trace time (data-dependent control flow is not supported)")
 
@@ -524,13 +531,21 @@ def _traced_function(function) -> bool:
         return False
 
 
-def _converting_line() -> tuple[str, str, str | None]:
+def _converting_line(depth: int = 2) -> tuple[str, str, str | None]:
     """``file:LINE``, the source text of the line that made NumPy's C code convert a Tensor (np.asarray,
     np.array, ... leave no Python frame of their own) and the name of the bytecode instruction that did
     (BINARY_SUBSCR where a NumPy array was indexed, STORE_SUBSCR where one was assigned into, CALL...)."""
-    frame = sys._getframe(2)  # (this function's caller is __array__, and its caller the converting line)
+    frame = sys._getframe(depth)  # (depth 2: this function's caller is __array__, and its caller the converting line)
     instruction = next((i.opname for i in dis.get_instructions(frame.f_code) if i.offset == frame.f_lasti), None)
     return (*_source_line(frame.f_code.co_filename, frame.f_lineno), instruction)
+
+
+def _no_dlpack() -> TypeError:
+    """The error for a DLPack export of a Tensor, naming the user's line (Tensor.__dlpack__'s caller)."""
+    where, text, _ = _converting_line(3)
+    return TypeError(f"a traced Tensor has no memory to share through DLPack inside a compiled function (at {where}: "
+                     f"{text}): its values exist only as the kernel runs; use the traced value as it is, or np.copy(x) "
+                     "where a copy was meant")
 
 
 def _source_line(filename: str, line: int) -> tuple[str, str]:

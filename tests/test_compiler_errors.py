@@ -354,6 +354,21 @@ def test_a_numpy_function_converting_a_tensor_is_named_with_the_users_line():
         jit(converted)(X)
 
 
+def test_dlpack_export_of_a_traced_value_is_a_type_error_naming_the_line():
+    def shared(x):
+        return np.from_dlpack(x) + 1  # NumPy asks x for its memory
+
+    with pytest.raises(TypeError, match=rf"no memory to share through DLPack .*\(at test_compiler_errors\.py:"
+                                        rf"{shared.__code__.co_firstlineno + 1}: return np\.from_dlpack\(x\) \+ 1"):
+        jit(shared)(X)
+    def device_of(x):
+        return x * x.__dlpack_device__()[0]
+
+    with pytest.raises(TypeError, match=rf"no memory to share through DLPack .*\(at test_compiler_errors\.py:"
+                                        rf"{device_of.__code__.co_firstlineno + 1}: return x \* x\.__dlpack_device__"):
+        jit(device_of)(X)
+
+
 def test_traced_values_hidden_in_a_list_from_numpys_dispatch_are_named_as_such():
     def summed(x):
         return np.sum([x[0], x[1]])  # np.sum is traced, but NumPy dispatches on the list, not on x
