@@ -1243,17 +1243,18 @@ def where(condition, x=None, y=None):
 
 
 def _tri_mask(shape, k, upper):
-    n, m = shape[-2], shape[-1]
-    rows, cols = np.arange(n)[:, None], np.arange(m)[None, :]
-    return (cols - rows >= k) if upper else (cols - rows <= k)
+    """NumPy's own mask, from np.tri as np.tril/np.triu build it: a k that is no integer then means what it
+    means to NumPy (np.tri counts columns with np.arange(-k, ...) in an integer dtype, so np.triu(m, 1.5)
+    keeps nothing and np.tril(m, 0.5) everything)."""
+    return ~np.tri(*shape[-2:], k=k - 1, dtype=bool) if upper else np.tri(*shape[-2:], k=k, dtype=bool)
 
 
 def _triangle(m, k, upper: bool):
     x = _node(m)
     if x.ndim == 0:
         raise ValueError(f"{'np.triu' if upper else 'np.tril'} of a 0-d array: it needs at least one dimension")
-    # a vector is NumPy's too: its mask is square, and the vector is broadcast along it as rows
-    mask = const_node(_tri_mask(x.shape if x.ndim >= 2 else x.shape * 2, k, upper))
+    # a vector is NumPy's too: its mask is square (np.tri of its one length), the vector broadcast along it as rows
+    mask = const_node(_tri_mask(x.shape, k, upper))
     return Tensor(P.where(mask, x, const_node(np.zeros((), x.dtype))))
 
 

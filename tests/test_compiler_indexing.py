@@ -235,6 +235,16 @@ def test_triu_mask_with_inf():
     assert check(lambda s: s + np.triu(np.ones((t, t)) * -np.inf, k=1), scores).dtype == np.float64
 
 
+@pytest.mark.parametrize("k", [0.5, -0.5, 1.5, -1.5, 2.7, np.float32(-2.5), True, np.int8(-2)])
+@pytest.mark.parametrize("shape", [(3, 4), (5,), (2, 3, 3)])
+def test_tril_triu_of_a_k_that_is_no_python_int_keep_what_numpy_keeps(shape, k):
+    # np.tri counts columns with an integer-dtype arange from -k, so a fractional k is NumPy's own quirk
+    # (np.triu(m, 1.5) keeps nothing, np.tril(m, 0.5) everything); the compiler's mask must be NumPy's
+    x = np.random.default_rng(6).integers(1, 9, shape).astype(np.int32)
+    check(lambda m: np.tril(m, k), x)
+    check(lambda m: np.triu(m, k), x)
+
+
 def test_tri_causal_mask_constant():
     scores = np.random.default_rng(5).standard_normal((4, 4)).astype(np.float32)
     check(lambda s: s + (1 - np.tri(4, dtype=s.dtype)) * -1e10, scores)
