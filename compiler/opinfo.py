@@ -2584,8 +2584,10 @@ register(OpInfo("choose", _choose, 4, NUMERIC, "choice", _choose_sample, numpy_n
                 notes="operand 0 gives the indices ((x > 0.5) + (x > 2) - (x < -2)); mode 'raise' is NumPy's "
                       "ValueError for one out of range, checked by the kernel"))
 # the real parts of real arrays are the arrays themselves, their imaginary parts zeros, their conjugates copies
-_single("real_imag", lambda xs, p: (np.real(xs[0]), np.imag(xs[0]), np.conjugate(xs[0]), np.iscomplex(xs[0]),
-                                     np.isreal(xs[0])), lambda c, shape: {}, "np.real/imag/conjugate/iscomplex/isreal",
+# (np.conjugate's loop: bool gives int8) or, by the method, the arrays themselves
+_single("real_imag", lambda xs, p: (np.real(xs[0]), np.imag(xs[0]), np.conjugate(xs[0]), xs[0].conj(),
+                                     np.iscomplex(xs[0]), np.isreal(xs[0])), lambda c, shape: {},
+        "np.real/imag/conjugate/iscomplex/isreal, x.conj()",
         max_rank=3)
 
 

@@ -358,8 +358,13 @@ class Tensor:
         from .numpy_api import compress
         return call_library_function(compress, condition, self, axis, out)
 
-    def conj(self):
-        return np.conjugate(self)
+    def conj(self, out=None):
+        """NumPy's ndarray.conj of a real array runs no ufunc: it is the array itself (a bool one stays bool,
+        where np.conjugate gives int8), or copied into ``out`` as np.copyto copies."""
+        if out is None:
+            return self
+        np.copyto(out, self)
+        return out
 
     conjugate = conj
     del _function_method

@@ -374,6 +374,8 @@ AGREES = {
     "np.imag of a 0-d array (an array)": (lambda a: np.imag(np.sum(a, keepdims=True).reshape(())), X),
     "np.iscomplex and np.isreal of an element (scalars)": (lambda a: (np.iscomplex(a[0, 0]), np.isreal(a[1, 1])), X),
     "np.conjugate of bools (int8, NumPy's loop)": (lambda a: np.conjugate(a > 0), X),
+    "x.conj() of bools (the array itself: no ufunc, bool)": (lambda a: ((a > 0).conj(), (a > 0).conjugate()), X),
+    "x.conj(out) of int8 into float64": (lambda a: a.astype(np.int8).conj(np.zeros_like(a, np.float64)) + 0.5, X),
     "np.delete of a slice with a negative step": (lambda a: np.delete(a, slice(None, None, -2), axis=1), X),
     "np.delete of a boolean mask, flattened": (lambda a: np.delete(a, np.arange(6) % 2 == 0), X),
     "np.insert of a block of rows": (lambda a: np.insert(a, 1, a[:1] * 10, axis=0), X),
