@@ -1286,15 +1286,45 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, devi
     return _like(None)(a, dtype=dtype, order=order, shape=shape, fill_value=fill_value)
 
 
+def _take_mode(mode) -> str:
+    """NumPy's reading of np.take's ``mode`` ('raise', 'wrap', 'clip', 0, 1, None, ...; its ValueError for
+    others), found by asking its own np.take to place -3 and 2 in an axis of two."""
+    try:
+        placed = np.take(np.arange(2), [-3, 2], mode=mode)
+    except IndexError:
+        return "raise"
+    return "wrap" if placed[0] == 1 else "clip"
+
+
 def take(a, indices, axis=None, out=None, mode="raise"):
+    """np.take: the elements along ``axis`` (of the flattened array without one) at ``indices``. Positions
+    known at trace time are NumPy's own np.take of the axis's positions, so its conversions (a Python float
+    or bool is an integer index to it), modes and errors hold. Computed ones: bools are 0 and 1, 'wrap'
+    takes an index modulo the axis, 'clip' pins it to [0, n - 1] (a negative one to 0, not from the end),
+    'raise' makes one out of range NumPy's IndexError, checked as the kernel runs."""
     _no_extras("take", out=out)
-    if mode != "raise":
-        raise NotImplementedError("np.take: only mode='raise' is supported")
-    x = _node(a)
+    how, x = _take_mode(mode), _node(a)  # (NumPy reads the mode first)
     if axis is None:
         x, axis = P.reshape(x, (x.size,)), 0
     axis = P.normalize_axes(axis, x.ndim, "np.take")[0]
-    return Tensor(P.gather(x, _index_node(indices), axis), scalar=True)
+    n = x.shape[axis]
+    if isinstance(indices, list) and _holds_tensor(indices):  # np.take(x, [np.argmax(y), 0]): an array to NumPy
+        indices = array_of_sequence(indices)
+    if not isinstance(indices, Tensor):
+        # NumPy's conversions and errors (naming the axis): its take of the positions along an axis placed alike
+        positions = np.take(np.arange(n).reshape((1,) * axis + (n,)), indices, axis=axis, mode=mode)
+        positions = np.reshape(positions, np.shape(positions)[axis:])
+        return Tensor(P.gather_in_range(x, const_node(np.asarray(positions, np.intp)), axis), scalar=True)
+    if not np.can_cast(indices.dtype, np.intp, "same_kind"):
+        raise TypeError(f"Cannot cast array data from {indices.dtype!r} to {np.dtype(np.intp)!r} according to the "
+                        "rule 'same_kind'")
+    index = indices.astype(np.intp) if indices.dtype.kind == "b" else indices
+    if how == "raise":
+        return Tensor(P.gather(x, index.node, axis), scalar=True)
+    if n == 0 and index.size:
+        raise IndexError("cannot do a non-empty take from an empty axes.")
+    index = index % max(n, 1) if how == "wrap" else np.clip(index, 0, max(n - 1, 0))
+    return Tensor(P.gather_in_range(x, _tensor(index).node, axis), scalar=True)
 
 
 # --------------------------------------------------------------------------- contractions

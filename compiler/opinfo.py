@@ -3118,8 +3118,20 @@ def _gather_const(xs, p):
 
 _single("getitem_array", _gather_const, _gather_params, "x[..., idx]", min_rank=1, max_rank=3, family="index",
         notes="a constant integer array index")
-_single("take", lambda xs, p: np.take(xs[0], np.asarray(p["indices"], dtype=np.int64), axis=p["axis"]),
-        _gather_params, "np.take", min_rank=1, max_rank=3, family="index")
+def _take_params(c, shape):
+    """_gather_params and a mode: 'wrap' and 'clip' take indices up to twice the axis out of range."""
+    params = _gather_params(c, shape)
+    if params is None:
+        return None
+    mode = c.pick(("raise", "wrap", "clip"))
+    n = shape[params["axis"]]
+    if mode != "raise" and n:
+        params["indices"] = (np.asarray(params["indices"], dtype=np.int64) * 2 + c.integer(-1, 1)).tolist()
+    return {**params, "mode": mode}
+
+
+_single("take", lambda xs, p: np.take(xs[0], np.asarray(p["indices"], dtype=np.int64), axis=p["axis"], mode=p["mode"]),
+        _take_params, "np.take", min_rank=1, max_rank=3, family="index")
 _single("method.take", lambda xs, p: xs[0].take(np.asarray(p["indices"], dtype=np.int64), axis=p["axis"]),
         _gather_params, "x.take", min_rank=1, max_rank=3, family="index")
 
@@ -3156,6 +3168,18 @@ register(OpInfo("getitem_computed_index", _computed_index, 2, ALL, "index", _com
                 notes="an index computed in the kernel (an in-range argument shifted): checked as the kernel "
                       "runs; out-of-range values must raise IndexError"))
 
+
+def _take_computed_sample(c):
+    call = _computed_index_sample(c)
+    return Call(call.shapes, {**call.params, "mode": c.pick(("raise", "wrap", "clip"))})
+
+
+register(OpInfo("take.computed", lambda xs, p: np.take(xs[0], xs[1] + p["shift"], axis=p["axis"], mode=p["mode"]), 2,
+                ALL, "index", _take_computed_sample, domains=(ANY, Domain(lo=0, hi=1, special=False)),
+                mixed_dtypes=True, numpy_name="np.take(x, idx + shift, mode=...)",
+                notes="indices computed in the kernel, some out of range: 'raise' is NumPy's IndexError (checked "
+                      "as the kernel runs), 'wrap' takes them modulo the axis, 'clip' pins them to it"))
+
 def _nan_arg_sample(c: Chooser) -> Call:
     """np.nanargmax/nanargmin of an array whose masked elements (operand 1) are NaN; a mask that
     broadcasts along the axis can make a whole slice NaN, NumPy's ValueError (checked by the kernel)."""
@@ -3173,7 +3197,7 @@ register(OpInfo("nan_arg_reduction",
 
 # --------------------------------------------------------------------------- helpers for drivers
 
-INDEX_OPERAND_OPS = ("getitem_index_arg", "getitem_computed_index")  # operand 1: in-range indices of an axis
+INDEX_OPERAND_OPS = ("getitem_index_arg", "getitem_computed_index", "take.computed")  # operand 1: in-range indices of an axis
 
 INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.uint8), np.dtype(np.int8))
 

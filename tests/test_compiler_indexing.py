@@ -90,6 +90,53 @@ def test_unsigned_indices_with_the_top_bit_set_count_from_the_start(dtype, size)
     check(lambda t, i: t.reshape(1, size)[:, i], table, ids)
 
 
+TAKE_X = np.arange(12, dtype=np.float32).reshape(3, 4) * 1.5 - 4
+
+
+@pytest.mark.parametrize("indices", [-1.5, 2.0, np.float32(1), [1.0, -2.0], True, [[-7, 6], [2, 11]], -13, []],
+                         ids=repr)
+@pytest.mark.parametrize("mode", ["raise", "wrap", "clip", 0, 1])
+@pytest.mark.parametrize("axis", [None, 1])
+def test_take_of_indices_known_at_trace_time_converts_and_places_them_as_numpy_does(indices, mode, axis):
+    # NumPy reads a Python float or bool as an integer index; 'clip' pins a negative one to 0 (not from the
+    # end), 'wrap' takes it modulo the axis; mode 0 is 'clip' and 1 'wrap' to NumPy
+    try:
+        np.take(TAKE_X, indices, axis=axis, mode=mode)
+    except IndexError as error:  # out of range under 'raise': NumPy's own error, at trace time
+        with pytest.raises(IndexError, match=str(error)):
+            jit(lambda x: np.take(x, indices, axis=axis, mode=mode))(TAKE_X)
+    else:
+        check(lambda x: np.take(x, indices, axis=axis, mode=mode), TAKE_X)
+        check(lambda x: x.take(indices, axis=axis, mode=mode), TAKE_X)
+
+
+@pytest.mark.parametrize("mode", ["wrap", "clip"])
+@pytest.mark.parametrize("dtype", [np.int64, np.int8, np.uint8, np.bool_])
+def test_take_of_computed_indices_wraps_or_clips_them(mode, dtype):
+    ids = np.array([[0, 1, 3], [2, 1, 0]]).astype(dtype)
+    shift = -9 if np.dtype(dtype).kind == "i" else 5  # some out of range either side, as NumPy's loop sees them
+    check(lambda x, i: np.take(x, i + np.asarray(shift, i.dtype) if i.dtype != bool else i, axis=1, mode=mode),
+          TAKE_X, ids)
+
+
+def test_take_of_computed_indices_keeps_numpys_errors():
+    floats = np.array([1.0, 2.0])
+    with pytest.raises(TypeError, match="Cannot cast array data from dtype\\('float64'\\) to dtype\\('int64'\\) "
+                                        "according to the rule 'same_kind'"):
+        np.take(TAKE_X, floats)
+    with pytest.raises(TypeError, match="Cannot cast array data from dtype\\('float64'\\) to dtype\\('int64'\\) "
+                                        "according to the rule 'same_kind'"):
+        jit(lambda x, i: np.take(x, i))(TAKE_X, floats)
+    with pytest.raises(IndexError, match="cannot do a non-empty take from an empty axes"):
+        np.take(TAKE_X[:, :0], np.array([1]), axis=1, mode="clip")
+    with pytest.raises(IndexError, match="cannot do a non-empty take from an empty axes"):
+        jit(lambda x, i: np.take(x[:, :0], i, axis=1, mode="clip"))(TAKE_X, np.array([1]))
+    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 1 with size 4"):
+        jit(lambda x, i: np.take(x, i + 3, axis=1))(TAKE_X, np.array([0, 1]))  # checked as the kernel runs
+    with pytest.raises(ValueError, match="clipmode must be one of 'clip', 'raise', or 'wrap' \\(got 'bogus'\\)"):
+        jit(lambda x, i: np.take(x, i, mode="bogus"))(TAKE_X, np.array([0]))
+
+
 @pytest.mark.parametrize("make_key", [
     lambda i: (1, slice(None), i),            # int and array apart: array axes go first
     lambda i: (i, slice(None), 0),
