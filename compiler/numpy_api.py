@@ -1649,7 +1649,12 @@ def ifftshift(x, axes=None):
 
 
 def roll(a, shift, axis=None):
+    """np.roll: NumPy's own reading of the shifts (int() of each, so a float one is truncated and a bool is 0
+    or 1; shifts of one axis add up), each a slice of the end moved to the front."""
     x = _tensor(a)
+    if isinstance(shift, Tensor) or _holds_tensor((shift,)):
+        raise NotImplementedError("np.roll: a traced shift (it decides which elements move where, which the trace "
+                                  "must know); pass a constant")
     if axis is None:
         return Tensor(P.reshape(roll(x.ravel(), shift, 0).node, x.shape))
     axes = [P.normalize_axes(ax, x.ndim, "np.roll")[0] for ax in np.atleast_1d(np.asarray(axis)).tolist()]
@@ -1660,7 +1665,7 @@ def roll(a, shift, axis=None):
         raise ValueError("'shift' and 'axis' should be scalars or 1D sequences")
     shifts = {}
     for sh, ax in pairs:
-        shifts[int(ax)] = shifts.get(int(ax), 0) + operator.index(sh)
+        shifts[int(ax)] = shifts.get(int(ax), 0) + int(sh)
     node = x.node
     for ax, sh in shifts.items():
         n = node.shape[ax]
@@ -3219,7 +3224,7 @@ def unravel_index(indices, shape, order="C"):
     if order not in ("C", "F"):
         raise ValueError("only 'C' or 'F' order is permitted")
     i = _tensor(indices)
-    if i.dtype.kind not in "iu":
+    if i.dtype.kind not in "iub":  # NumPy casts the indices to intp under 'same_kind': bools are 0 and 1
         raise TypeError("only int indices permitted")
     dims = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(operator.index(d) for d in shape)
     size = int(np.prod(dims, dtype=np.int64))

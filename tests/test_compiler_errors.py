@@ -354,6 +354,13 @@ def test_a_numpy_function_converting_a_tensor_is_named_with_the_users_line():
         jit(converted)(X)
 
 
+def test_a_traced_roll_shift_is_refused_by_name():
+    with pytest.raises(NotImplementedError, match="np.roll: a traced shift"):
+        jit(lambda x, s: np.roll(x, s))(X, np.array(2))
+    with pytest.raises(NotImplementedError, match="np.roll: a traced shift"):
+        jit(lambda x: np.roll(x, [1, np.argmax(x)], axis=(0, 1)))(X)
+
+
 def test_dlpack_export_of_a_traced_value_is_a_type_error_naming_the_line():
     def shared(x):
         return np.from_dlpack(x) + 1  # NumPy asks x for its memory

@@ -152,6 +152,9 @@ AGREES = {
     "x.std with ddof": (lambda a: a.std(axis=0, ddof=1), X),
     "np.flip of a 0-d array": (lambda a: np.flip(a), Z), "np.roll of a 0-d array": (lambda a: np.roll(a, 3), Z),
     "np.roll by a whole turn": (lambda a: np.roll(a, 6, axis=None), X), "np.tile by zero": (lambda a: np.tile(a, 0), X),
+    "np.roll by float and bool shifts (int() of each: truncated)": (
+        lambda a: (np.roll(a, -1.5), np.roll(a, (2.7, True), axis=(1, 1)), np.roll(a, np.float32(-3.9), axis=0)), X),
+    "np.unravel_index of bools (0 and 1)": (lambda a: np.unravel_index(a > 0, (2, 1), order="F"), X),
     "np.repeat with zero repeats": (lambda a: np.repeat(a, [0, 2], axis=0), X),
     "np.diff of order 0 (the array itself)": (lambda a: np.diff(a, n=0), X),
     "np.diff of bools (not_equal)": (lambda a: np.diff(a, axis=0), B),
@@ -591,6 +594,7 @@ REFUSED = {
     "np.fliplr of a vector": (lambda a: np.fliplr(a), V),
     "np.diff of a negative order": (lambda a: np.diff(a, n=-1), X),
     "np.roll with a 2-d shift": (lambda a: np.roll(a, [[1]], axis=0), X),
+    "np.roll by a NaN shift": (lambda a: np.roll(a, np.nan), X),
     "np.maximum.reduce of an empty axis": (lambda a: np.maximum.reduce(a[:0]), X),
     "np.max where a mask, without initial": (lambda a: np.max(a, where=a > 0), X),
     "np.sum where an int mask": (lambda a: np.sum(a, where=np.array([1, 0, 1])), X),
