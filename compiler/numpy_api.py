@@ -3979,7 +3979,7 @@ def _nan_extremum(kind: str, a, axis, out, keepdims, initial, where, what: str |
     well; the ufunc's own reduce does not."""
     x = _tensor(a)
     given = _given(keepdims=keepdims, initial=initial, where=where)
-    if where is not np._NoValue and initial is np._NoValue:
+    if where is not np._NoValue and where is not True and initial is np._NoValue:  # (True: no mask, to NumPy)
         raise ValueError(f"reduction operation 'f{kind}' does not have an identity, so to use a where mask one has "
                          "to specify 'initial'")
     axes = P.normalize_axes(axis, x.ndim, what or f"np.nan{kind}", zero_d=True)
@@ -4668,7 +4668,7 @@ def diagflat(v, k=0):
 
 def polyder(p, m=1):
     """NumPy's polyder: m times, the coefficients but the constant term times their powers (n, ..., 1)."""
-    m = operator.index(m)
+    m = int(m)  # NumPy's reading: a float order is truncated
     if m < 0:
         raise ValueError("Order of derivative must be positive (see polyint)")
     c = _tensor(p)
@@ -4680,7 +4680,7 @@ def polyder(p, m=1):
 def polyint(p, m=1, k=None):
     """NumPy's polyint: m times, the coefficients divided by their new powers (n+1, ..., 1) and the next
     integration constant appended (k: zeros by default, one scalar for every step, or one per step)."""
-    m = operator.index(m)
+    m = int(m)  # NumPy's reading: a float order is truncated
     if m < 0:
         raise ValueError("Order of integral must be positive (see polyder)")
     constants = np.zeros(m, float) if k is None else k

@@ -254,6 +254,8 @@ AGREES = {
     "np.std with a mean and a mask": (lambda a: np.std(a, axis=1, mean=a.mean(axis=1, keepdims=True), where=a > -2), X),
     "np.nanmax of an all-NaN row (NaN)": (lambda a: np.nanmax(np.where(a > 0, np.nan, a), axis=1), X),
     "np.nanmax of an all-NaN row with initial (fmax starts there)": (lambda a: np.nanmax(np.where(a < 1, np.nan, a), axis=1, initial=2.5), X),
+    "np.nanmax/nanmin where=True (no mask to NumPy: no initial needed)": (
+        lambda a: (np.nanmax(np.where(a > 0, np.nan, a), where=True), np.nanmin(a.astype(np.int16), axis=0, where=True)), X),
     "np.nanmin of ints (np.min)": (lambda a: np.nanmin(a.astype(np.int8), axis=0), X),
     "np.nanargmax past NaNs": (lambda a: np.nanargmax(np.where(a == 1, np.nan, a), axis=0), X),
     "np.nanargmin of everything, a NaN first": (lambda a: np.nanargmin(np.where(a == -2, np.nan, a)), X),
@@ -448,6 +450,8 @@ AGREES = {
     "np.poly of float32 and int8 roots (float32 stays, int8 becomes float64)": (
         lambda a: (np.poly(a[0].astype(np.float32)), np.poly(a[1].astype(np.int8))), X),
     "np.polyint with traced integration constants": (lambda a: np.polyint(a[0], 2, k=a[1, :2]), X),
+    "np.polyint/polyder of float orders (int() of them, as NumPy reads them)": (
+        lambda a: (np.polyint(a[0], 2.9), np.polyder(a[1], np.float32(1.5)), np.polyint(a[0], -0.5)), X),
     "np.linalg.tensorsolve with axes (a scaled permutation: exact)": (
         lambda a: np.linalg.tensorsolve(np.diag(2.0 ** np.arange(6)).reshape(3, 2, 3, 2) * a[1, 1],
                                         np.arange(6.0).reshape(3, 2), axes=(0,)), X),
