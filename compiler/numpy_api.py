@@ -1352,19 +1352,47 @@ def tensordot(a, b, axes=2):
         if x.shape[i] != y.shape[j]:
             raise ValueError(f"np.tensordot: shape-mismatch for sum: axis {i} of a has {x.shape[i]} elements, "
                              f"axis {j} of b {y.shape[j]}")
-    return Tensor(_contract(x, y, axes_a, axes_b))
+    return Tensor(_contract(x, y, axes_a, axes_b, cblas=True))
 
 
-def _contract(x: P.Node, y: P.Node, axes_a: list, axes_b: list) -> P.Node:
-    """Sum of products over ``axes_a`` of x paired with ``axes_b`` of y; the free axes of x, then of y."""
+def _contract(x: P.Node, y: P.Node, axes_a: list, axes_b: list, cblas: bool = False) -> P.Node:
+    """Sum of products over ``axes_a`` of x paired with ``axes_b`` of y; the free axes of x, then of y.
+    ``cblas``: NumPy computes it with np.dot of operands of at most two axes (np.dot and np.inner of such
+    operands; np.tensordot, which reshapes its operands to matrices), whose BLAS types take ``_axpy_product``
+    where an operand holds one element."""
     free_a = [i for i in range(x.ndim) if i not in axes_a]
     free_b = [i for i in range(y.ndim) if i not in axes_b]
     k = int(np.prod([x.shape[i] for i in axes_a], dtype=np.int64))
     m = int(np.prod([x.shape[i] for i in free_a], dtype=np.int64))
     n = int(np.prod([y.shape[i] for i in free_b], dtype=np.int64))
+    out_shape = tuple(x.shape[i] for i in free_a) + tuple(y.shape[i] for i in free_b)
+    if cblas and np.result_type(x.dtype, y.dtype) in (np.float32, np.float64) and 1 in (x.size, y.size) and m * n:
+        return _axpy_product(x, y, out_shape)
     x2 = P.reshape(P.transpose(x, free_a + axes_a), (m, k))
     y2 = P.reshape(P.transpose(y, axes_b + free_b), (k, n))
-    return P.reshape(P.matmul(x2, y2), tuple(x.shape[i] for i in free_a) + tuple(y.shape[i] for i in free_b))
+    return P.reshape(P.matmul(x2, y2), out_shape)
+
+
+def _blas_typed(x: P.Node, y: P.Node) -> bool:
+    """Whether NumPy's np.dot of x and y goes through BLAS (cblas_matrixproduct): float32 or float64 operands
+    (in their common type) of at most two axes each."""
+    return np.result_type(x.dtype, y.dtype) in (np.float32, np.float64) and x.ndim <= 2 and y.ndim <= 2
+
+
+def _axpy_product(x: P.Node, y: P.Node, out_shape: tuple) -> P.Node:
+    """NumPy's BLAS np.dot where one operand holds one element (0-d, (1,), (1, 1)): NumPy reads it as a scalar
+    s and, for a result of more than one element, calls BLAS's axpy over the other's elements into zeros --
+    out = s * other + 0.0, so a -0.0 product is +0.0, and for s == 0 axpy returns at once, leaving zeros even
+    against inf and NaN; a result of one element is s * other itself. The axis summed over has length 1, so
+    the other's elements are the result's in C order. (NumPy allocates the result C-contiguous.)"""
+    dtype = np.result_type(x.dtype, y.dtype)
+    s, other = (x, y) if x.size == 1 else (y, x)
+    alpha = P.reshape(P.cast(s, dtype), ())
+    product = P.elementwise("multiply", [alpha, P.reshape(P.cast(other, dtype), out_shape)])
+    if int(np.prod(out_shape, dtype=np.int64)) > 1:
+        zero = const_node(np.zeros((), dtype))
+        product = P.where(P.elementwise("equal", [alpha, zero]), zero, P.elementwise("add", [product, dt.Weak(0)]))
+    return _fresh(Tensor(product)).node
 
 
 def dot(a, b, out=None):
@@ -1377,7 +1405,7 @@ def dot(a, b, out=None):
     if x.shape[-1] != y.shape[axis_b]:
         raise ValueError(f"shapes {x.shape} and {y.shape} not aligned: {x.shape[-1]} (dim {x.ndim - 1}) != "
                          f"{y.shape[axis_b]} (dim {axis_b})")
-    return Tensor(_contract(x, y, [x.ndim - 1], [axis_b]), scalar=True)
+    return Tensor(_contract(x, y, [x.ndim - 1], [axis_b], cblas=x.ndim <= 2 and y.ndim <= 2), scalar=True)
 
 
 def inner(a, b):
@@ -1387,23 +1415,17 @@ def inner(a, b):
     if x.shape[-1] != y.shape[-1]:
         raise ValueError(f"np.inner: shapes {x.shape} and {y.shape} not aligned: {x.shape[-1]} (dim {x.ndim - 1}) "
                          f"!= {y.shape[-1]} (dim {y.ndim - 1})")
-    return Tensor(_contract(x, y, [x.ndim - 1], [y.ndim - 1]), scalar=True)
+    # (NumPy's np.dot of x and y with y's last axis moved first)
+    return Tensor(_contract(x, y, [x.ndim - 1], [y.ndim - 1], cblas=x.ndim <= 2 and y.ndim <= 2), scalar=True)
 
 
 def _one_product_laid_out(x: P.Node, y: P.Node) -> Tensor:
-    """np.dot/np.inner with a 0-d operand, laid out as NumPy's: its BLAS types (float32, float64) with an array
-    of at most 2 axes go through cblas's path, which allocates a C-contiguous result; the others through a
-    multiply, laid out after the array as a ufunc's result is."""
-    product = Tensor(_sum_of_one_product(x, y), scalar=True)
-    blas = product.dtype in (np.float32, np.float64) and 1 <= product.ndim <= 2
-    return _fresh(product) if blas else product
-
-
-def _sum_of_one_product(x: P.Node, y: P.Node) -> P.Node:
-    """np.dot/np.inner with a 0-d operand: each product added to a zero, as NumPy's dot loop does, so a
-    float -0.0 product is +0.0 (np.outer, a plain multiply, keeps it)."""
-    product = P.elementwise("multiply", [x, y])
-    return P.elementwise("add", [product, dt.Weak(0)]) if product.dtype.kind == "f" else product
+    """np.dot/np.inner with a 0-d operand: for NumPy's BLAS types with operands of at most 2 axes its cblas path
+    (``_axpy_product``, a C-contiguous result), else NumPy's plain multiply, laid out after the array as a
+    ufunc's result is."""
+    if _blas_typed(x, y):
+        return Tensor(_axpy_product(x, y, x.shape if y.ndim == 0 else y.shape), scalar=True)
+    return Tensor(P.elementwise("multiply", [x, y]), scalar=True)
 
 
 def outer(a, b, out=None):

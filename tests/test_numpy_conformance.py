@@ -126,6 +126,19 @@ AGREES = {
     "np.tensordot over paired axes out of order": (lambda a: np.tensordot(a, a.T, ([1, 0], [0, 1])), X),
     "np.tensordot over a sum of nothing": (lambda a: np.tensordot(a[:, :0], np.ones((0, 2)), 1), X),
     "np.inner with a 0-d operand": (lambda a: np.inner(a, Z), X),
+    # NumPy's BLAS np.dot (float32/float64, at most 2 axes) reads a one-element operand as a scalar s and calls
+    # axpy into zeros: s == 0 leaves zeros against inf and NaN, a -0.0 product is +0.0; one element: s * x
+    "np.dot by a zero 0-d (axpy: zeros against inf and NaN)": (lambda a: (np.dot(a / 0, a[0, 2]), (a / 0).dot(0.0)), X),
+    "np.dot of -0.0 products (+0.0 through axpy, -0.0 for one element)": (
+        lambda a: (np.dot(-a, 2.0), np.dot(-a[0, 2], 2.0), np.dot(-a[0, 2:], a[1, :1]), np.inner(-a[0, 2], a[1, 0])), X),
+    "np.dot with a one-element matrix or vector operand": (
+        lambda a: (np.dot((a / 0).reshape(6, 1), a[:1, 2:]), np.dot(a[0, 2:], (a / 0).reshape(1, 6)),
+                   np.dot((a / 0).reshape(6, 1), a[0, 2:]), np.dot(a[:1, 2:], -a[1:, :1])), X),
+    "np.inner, np.tensordot and np.linalg.multi_dot with a one-element operand": (
+        lambda a: (np.inner((a / 0).reshape(6, 1), a[0, 2:]), np.tensordot(a / 0, a[0, 2], 0),
+                   np.tensordot(a / 0, a[0, 2:], 0), np.linalg.multi_dot([(a / 0).reshape(6, 1), a[:1, 2:], a[:1, :2]])), X),
+    "np.dot by a 0-d outside BLAS (float16, 3 axes: NumPy's plain multiply)": (
+        lambda a: (np.dot(-a.astype(np.float16), np.float16(0)), np.dot(-a[None], 0.0), np.dot((a / 0)[None], 0.0)), X),
     "np.outer of a matrix and a 0-d array": (lambda a: np.outer(a, Z), X),
     "np.einsum, attention's scores": (lambda a: np.einsum("bqd,bkd->bqk", a[None], a[None] * 2), X),
     "np.einsum, implicit output sorted": (lambda a: np.einsum("ji", a), X),
