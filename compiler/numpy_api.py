@@ -18,8 +18,8 @@ from . import dtypes as dt
 from . import layout
 from . import primitives as P
 from .graph import const_node
-from .tracer import (READ_ONLY, FlatIterator, Tensor, as_node, as_operand, call_library_function, gathered, memory_order,
-                     raise_numpys_type_error, update_in_place, view)
+from .tracer import (FULL_HINT, READ_ONLY, FlatIterator, Tensor, numpy_entry_point, as_node, as_operand,
+                     call_library_function, gathered, memory_order, raise_numpys_type_error, update_in_place, view)
 
 UFUNC_PRIMITIVES = {ufunc: name for name, ufunc in P.UFUNCS.items()}
 
@@ -1283,7 +1283,16 @@ def _like(value):
 
 
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, device=None):
-    return _like(None)(a, dtype=dtype, order=order, shape=shape, fill_value=fill_value)
+    """NumPy's np.full_like: np.empty_like(a, ...) laid out as it asks, then np.copyto(res, fill_value,
+    casting='unsafe') -- so a traced fill value (an element, or an array broadcast to the result) is
+    converted as copyto converts it (an int out of range wraps, NaN becomes what the cast makes of it)."""
+    if not (isinstance(fill_value, Tensor) or _holds_tensor((fill_value,))):
+        return _like(None)(a, dtype=dtype, order=order, shape=shape, fill_value=fill_value)
+    if isinstance(fill_value, (list, tuple)):  # NumPy's copyto makes an array of it first
+        fill_value = array_of_sequence(fill_value)
+    result = _like(0)(a, dtype=dtype, order=order, shape=shape)
+    copyto(result, fill_value, casting="unsafe")
+    return result
 
 
 def _take_mode(mode) -> str:
@@ -3384,6 +3393,9 @@ def _writable_target(a, what: str) -> Tensor:
     if isinstance(a, Tensor) and a.numpy_scalar:
         raise TypeError(f"{what}: the array to write must be a numpy.ndarray, not numpy.{a.dtype} (a NumPy scalar)")
     if not isinstance(a, Tensor):
+        entry, function = numpy_entry_point()
+        if function is np.full:  # np.full(shape, traced, dtype=...): NumPy's own code copies into its np.empty
+            raise NotImplementedError(f"a traced fill value for np.full ({entry})" + FULL_HINT)
         raise NotImplementedError(f"{what} into a NumPy array: NumPy writes that array's memory, which a compiled "
                                   "function cannot; make it from a traced array (np.zeros_like(x, shape=n))")
     if a.aliases == READ_ONLY:
@@ -3425,7 +3437,13 @@ def copyto(dst, src, casting="same_kind", where=True):
 
 def _write_where(target: Tensor, value: P.Node, where, what: str, instead: str) -> None:
     """``value`` broadcast to the target's shape and converted to its dtype, written into its memory
-    where the mask ``where`` (True: everywhere) holds, as a ufunc's out= and np.copyto write."""
+    where the mask ``where`` (True: everywhere) holds, as a ufunc's out= and np.copyto write. A value with
+    more axes than the target loses its leading unit ones first, as NumPy's array assignment drops them."""
+    extra = 0
+    while value.ndim - extra > target.ndim and value.shape[extra] == 1:
+        extra += 1
+    if extra:
+        value = P.reshape(value, value.shape[extra:])
     value = P.cast(P.broadcast_to(value, target.shape), target.dtype)
     if where is not True:
         mask = where.node if isinstance(where, Tensor) else const_node(np.asarray(where))

@@ -104,13 +104,14 @@ class Tensor:
 
     # -- values cannot escape a trace
     def __array__(self, dtype=None, copy=None):
-        entry, function = _numpy_entry_point()
+        entry, function = numpy_entry_point()
         if entry and _traced_function(function):  # np.sum([x[0], x[1]]): NumPy dispatched on the list, not on x
             who = f"{entry} was handed it in an argument NumPy's dispatch does not look at"
             hint = _NESTED_HINT
         elif entry:
             who = f"{entry} tried to: the compiler does not trace that function"
-            hint = _VECTORIZE_HINT if entry.startswith("vectorize") else _INTO_NUMPY
+            hint = (_VECTORIZE_HINT if entry.startswith("vectorize") else FULL_HINT if function is np.full
+                    else _INTO_NUMPY)
         else:  # NumPy's C code, called from this line
             where, text, instruction = _converting_line()
             who = f"at {where}: {text}"
@@ -506,7 +507,7 @@ def wrap(node: Node) -> Tensor:
 
 
 # the likeliest way a traced value meets a NumPy array's own code: ``out = np.zeros(n); out[i] = x``
-def _numpy_entry_point() -> tuple[str | None, object]:
+def numpy_entry_point() -> tuple[str | None, object]:
     """The NumPy function user code called that is now converting a Tensor to an array (NumPy's outermost
     Python frame on the stack, with the user's line that called it), and the module-level object of that
     function's name; (None, None) when no NumPy Python code is on the stack (np.asarray and other C functions
@@ -648,6 +649,9 @@ _STORED_HINT = ("; a NumPy array cannot take a traced value or index in an assig
                 "one -- np.zeros_like(x, shape=n) -- and the assignment is traced")
 _OR_NESTED = ("; if it was inside a list or tuple handed to a NumPy function with no traced array among its "
               "arguments, NumPy converted the list itself: make one array of its elements first (np.stack([...]))")
+FULL_HINT = ("; np.full is NumPy's own code, which NumPy's dispatch does not hand the compiler (it makes an array "
+              "of the fill value): write np.full_like(x, value, shape=..., dtype=...) with a traced array x, which is "
+              "traced")
 _VECTORIZE_HINT = ("; np.vectorize calls its function once per element on NumPy values: call the function on the "
                    "traced array itself (one made of NumPy's ufuncs and operators traces elementwise as it is)")
 _DATA = "its values are only known as the kernel runs (return the array, or compute with it)"

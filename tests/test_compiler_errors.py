@@ -354,6 +354,12 @@ def test_a_numpy_function_converting_a_tensor_is_named_with_the_users_line():
         jit(converted)(X)
 
 
+def test_np_full_of_a_traced_value_points_to_full_like():
+    with pytest.raises(TypeError, match=r"full \(in numpy\._core\.numeric\), called at test_compiler_errors\.py:\d+ tried "
+                                        r"to: .*np\.full_like\(x, value, shape=\.\.\., dtype=\.\.\.\)"):
+        jit(lambda x: np.full((2, 2), x[0, 0]))(X)
+
+
 def test_a_traced_roll_shift_is_refused_by_name():
     with pytest.raises(NotImplementedError, match="np.roll: a traced shift"):
         jit(lambda x, s: np.roll(x, s))(X, np.array(2))

@@ -385,9 +385,25 @@ def flat_assignments_through_views(x):
     return y, row, z, copy, w, np.sum(y.flat), list(z.flat)[:3]
 
 
+def copyto_drops_a_values_leading_unit_axes(x):
+    y = x * 2
+    np.copyto(y, x[None, None, :1, :], casting="unsafe")  # NumPy's assignment drops the leading unit axes
+    z = x * 1
+    np.copyto(z[0], x[None, 1:2, ::-1])
+    return y, z
+
+
+def full_like_of_traced_values(x):
+    """np.full_like is np.copyto(np.empty_like(...), fill, casting='unsafe'): an element, a row broadcast, a list
+    holding traced values, wrapped into int8 and laid out in Fortran order."""
+    return (np.full_like(x, x[1, 2]), np.full_like(x, x[2], dtype=np.int8), np.full_like(x, [[x[0, 0] * 100]]),
+            np.full_like(x, [x[0, 1], 5, x[1, 1], -1], dtype=np.float32, order="F", shape=(2, 4)))
+
+
 IN_PLACE_FUNCTIONS = [copyto_with_a_mask_and_into_a_row, copyto_converts_and_a_view_sees_it, put_in_every_mode,
                       place_repeats_its_values, place_by_a_traced_mask, putmask_repeats_values_by_position,
-                      fill_and_put_methods, put_along_an_axis, fill_the_diagonal, flat_assignments_through_views]
+                      fill_and_put_methods, put_along_an_axis, fill_the_diagonal, flat_assignments_through_views,
+                      copyto_drops_a_values_leading_unit_axes, full_like_of_traced_values]
 
 
 @pytest.mark.parametrize("fn", IN_PLACE_FUNCTIONS, ids=lambda f: f.__name__)
@@ -426,6 +442,7 @@ def test_numpys_in_place_functions_raise_numpys_errors(fn, error, match):
     (lambda x: np.put(x * 1, np.argmax(x), 1.0), "np.put: traced positions"),
     (lambda x: np.putmask(x, x > 0, 1.0), "np.putmask on the argument x"),
     (lambda x: np.copyto(np.zeros((3, 4)), x), "np.copyto into a NumPy array"),
+    (lambda x: np.full((2, 2), x[0, 0], dtype=np.float32), r"traced fill value for np.full .*np\.full_like\(x, value"),
     (lambda x: x.flat.__setitem__(0, 1.0), r"x.flat\[...\] = on the argument x"),
     (lambda x: (y := x * 1, y.flat.__setitem__(np.argmax(x), 1.0))[0], "traced positions"),
 ])
