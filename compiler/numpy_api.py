@@ -3531,6 +3531,45 @@ def putmask(a, mask, values):
     return None
 
 
+def _packed(value: Tensor, dtype: np.dtype, what: str) -> P.Node:
+    """A traced value as the elements NumPy's item assignment (x[i] = v, x[:] = v, x.fill(v)) makes of it. A NumPy
+    scalar written into a signed integer array goes through Python's int(), as NumPy's setitem for those dtypes
+    takes NumPy scalars: NaN is its ValueError, infinity, a value past a C long or past the dtype's range its
+    OverflowError, each checked as the kernel runs. Anything else is cast unsafely (a 0-d array, or an unsigned,
+    float or bool target: NumPy casts there)."""
+    if not value.numpy_scalar or dtype.kind != "i" or value.dtype == dtype or value.dtype.kind == "b" or (
+            value.dtype.kind in "iu" and np.can_cast(value.dtype, dtype, "safe")):
+        return P.cast(value.node, dtype)
+    line = P.user_location().short()
+    where_ = f" ({what} at {line}, checked as the kernel ran)"
+    v, beyond = value, None
+    if v.dtype.kind == "f":
+        _raise_at_run_time(np.isnan(v), "cannot convert float NaN to integer", what)
+        _raise_at_run_time(np.isinf(v), "cannot convert float infinity to integer", what, OverflowError)
+        v = np.trunc(np.where(np.isfinite(v), v, 0))
+        beyond = (v >= 2.0 ** 63) | (v < -(2.0 ** 63))
+    elif v.dtype == np.uint64:
+        beyond = v > np.iinfo(np.int64).max
+    if beyond is not None:
+        _raise_at_run_time(beyond, "Python int too large to convert to C long", what, OverflowError)
+        v = np.where(beyond, 0, v)
+    as_long = v.astype(np.int64)
+    info = np.iinfo(dtype)
+    outside = (as_long < info.min) | (as_long > info.max)
+    if P.check_at_run_time(as_long.node, outside.node, "first", OverflowError,
+                           lambda n: f"Python integer {n} out of bounds for {dtype}{where_}") is None:
+        raise NotImplementedError(f"{what} outside a traced function: its checks of the data need a kernel")
+    return P.cast(value.node, dtype)
+
+
+def _basic_key(key) -> bool:
+    """Whether NumPy indexes with ``key`` by basic indexing (integers, slices, Ellipsis, None: no arrays, lists
+    or bools), where it assigns a scalar value as its setitem converts one."""
+    parts = key if isinstance(key, tuple) else (key,)
+    return all(p is None or p is Ellipsis or isinstance(p, slice) or (
+        isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_))) for p in parts)
+
+
 def fill(a, value) -> None:
     """x.fill(value): every element the value, converted as NumPy's fill converts a value (its errors: a
     sequence, a Python int out of range, NaN into an integer type), written into the array's memory."""
@@ -3538,7 +3577,7 @@ def fill(a, value) -> None:
     if isinstance(value, Tensor):
         if value.ndim:
             raise ValueError("setting an array element with a sequence.")
-        converted = P.cast(value.node, target.dtype)
+        converted = _packed(value, target.dtype, "x.fill()")
     else:
         box = np.zeros(1, target.dtype)
         box.fill(value)
@@ -5148,6 +5187,8 @@ def setitem(t: Tensor, key, value) -> None:
         v = value.node
         while v.ndim > len(target) and v.shape[0] == 1:  # NumPy drops the value's leading unit axes
             v = P.reshape(v, v.shape[1:])
+        if _basic_key(key):  # a NumPy scalar converted as NumPy's setitem converts one (empty slices too)
+            v = _packed(Tensor(v, scalar=value.numpy_scalar), t.dtype, "item assignment (x[...] = v)")
         v = P.broadcast_to(P.cast(v, t.dtype), target)
     else:
         stand_in[...] = value  # NumPy's conversion of the value (its overflow and NaN errors included)

@@ -385,6 +385,19 @@ def flat_assignments_through_views(x):
     return y, row, z, copy, w, np.sum(y.flat), list(z.flat)[:3]
 
 
+def numpy_scalars_assigned_as_numpy_converts_them(x):
+    """Where NumPy casts a NumPy scalar rather than taking it through int(): an unsigned or float array, fancy
+    indices, a 0-d array value, a value that fits."""
+    u, f, i, j, k = x.astype(np.uint8), x.astype(np.float16), x.astype(np.int8), x.astype(np.int16), x.astype(np.int8)
+    u[0, 0] = x[0, 0] - 1
+    f.fill(x[2, 3] * 1e10)
+    i[[0, 1], 0] = x[2, 3] * 100
+    j[0] = (x[2, 3] * 1e5).reshape(1).reshape(())
+    k[1:, 1] = x[2, 3] * 10.7
+    u.fill(np.float64(-1.5) + x[0, 0])
+    return u, f, i, j, k
+
+
 def copyto_drops_a_values_leading_unit_axes(x):
     y = x * 2
     np.copyto(y, x[None, None, :1, :], casting="unsafe")  # NumPy's assignment drops the leading unit axes
@@ -403,7 +416,8 @@ def full_like_of_traced_values(x):
 IN_PLACE_FUNCTIONS = [copyto_with_a_mask_and_into_a_row, copyto_converts_and_a_view_sees_it, put_in_every_mode,
                       place_repeats_its_values, place_by_a_traced_mask, putmask_repeats_values_by_position,
                       fill_and_put_methods, put_along_an_axis, fill_the_diagonal, flat_assignments_through_views,
-                      copyto_drops_a_values_leading_unit_axes, full_like_of_traced_values]
+                      copyto_drops_a_values_leading_unit_axes, full_like_of_traced_values,
+                      numpy_scalars_assigned_as_numpy_converts_them]
 
 
 @pytest.mark.parametrize("fn", IN_PLACE_FUNCTIONS, ids=lambda f: f.__name__)
@@ -421,6 +435,17 @@ def test_numpys_in_place_functions_write_as_numpy(fn):
     (lambda x: (y := x.astype(np.int8), y.fill(300))[0], OverflowError, "300 out of bounds for int8"),
     (lambda x: (y := x.astype(np.int8), y.fill(np.nan))[0], ValueError, "cannot convert float NaN to integer"),
     (lambda x: (y := x * 1, y.fill(x[0]))[0], ValueError, "setting an array element with a sequence"),
+    # a NumPy scalar into a signed integer array goes through Python's int(), checked as the kernel runs
+    (lambda x: (y := x.astype(np.int8), y.fill(x[2, 3] * 100))[0], OverflowError,
+     r"Python integer 650 out of bounds for int8 \(x.fill\(\) at \S*test_views.py:\d+, checked as the kernel ran\)"),
+    (lambda x: (y := x.astype(np.int16), y.__setitem__(slice(0, 0), x[0, 0] * 0 / 0))[0], ValueError,
+     "cannot convert float NaN to integer"),
+    (lambda x: (y := x.astype(np.int64), y.__setitem__(1, x[1, 1] / 0))[0], OverflowError,
+     "cannot convert float infinity to integer"),
+    (lambda x: (y := x.astype(np.int64), y.__setitem__(Ellipsis, x[1, 1] * 1e20))[0], OverflowError,
+     "Python int too large to convert to C long"),
+    (lambda x: (y := x.astype(np.int16), y.__setitem__((0, slice(None)), x.astype(np.uint16)[1, 2] * 0 + 65535))[0],
+     OverflowError, "Python integer 65535 out of bounds for int16"),
     (lambda x: np.place(x.astype(np.int64), x > 0, np.array([1.5])), TypeError, "according to the rule 'safe'"),
     (lambda x: (np.place(y := x * 1, x > 0, []), y)[1], ValueError,
      "Cannot insert from an empty array! .*checked as the kernel ran"),
