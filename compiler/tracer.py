@@ -176,11 +176,22 @@ class Tensor:
     __rpow__ = _bin("power", True)
     _power = _bin("power")
 
-    def __pow__(self, other):
-        # NumPy's ndarray ** takes np.sqrt for an exact Python float 0.5 on a float array (its
-        # fast_scalar_power), whatever the dtype; np.power itself does only in some loops (``P.elementwise``)
+    def _fast_power(self, other) -> str | None:
+        """The ufunc NumPy's ndarray ** calls in place of np.power (its fast_scalar_power), if any: np.sqrt for an
+        exact Python float 0.5 on a float array, np.square for an exact Python int 2 on a bool one (int8, where
+        np.power gives int64). np.power itself takes sqrt only in some loops (``P.elementwise``)."""
         if type(other) is float and other == 0.5 and self.dtype.kind == "f":
-            return Tensor(P.elementwise("sqrt", [self.node]), scalar=True)
+            return "sqrt"
+        if type(other) is int and other == 2 and self.dtype == np.bool_ and not self.numpy_scalar:
+            return "square"
+        return None
+
+    def __pow__(self, other):
+        fast = self._fast_power(other)
+        if fast == "square":
+            return Tensor(P.elementwise("multiply", [P.cast(self.node, np.int8)] * 2), scalar=True)
+        if fast:
+            return Tensor(P.elementwise(fast, [self.node]), scalar=True)
         return self._power(other)
     __gt__, __ge__ = _bin("greater"), _bin("greater_equal")
     __lt__, __le__ = _bin("less"), _bin("less_equal")
@@ -203,7 +214,9 @@ class Tensor:
                 return getattr(self, binary)(other)
             if self.aliases == READ_ONLY:
                 raise ValueError("output array is read-only")
-            raise_numpys_type_error(getattr(np, name), [self, other], [self], f"in-place '{symbol}'")  # before shapes
+            fast = self._fast_power(other) if name == "power" else None
+            raise_numpys_type_error(getattr(np, fast or name), [self] if fast else [self, other], [self],
+                                    f"in-place '{symbol}'")  # before shapes
             if name in ("matmul", "power"):  # power: NumPy's in-place ** takes the same fast path as **
                 result = getattr(self, binary)(other)
                 if result is NotImplemented:

@@ -97,6 +97,7 @@ def test_in_place_operators_follow_numpy(fn, args):
     (lambda x: x.astype(np.int8).__iadd__(np.zeros(4)), TypeError, "'same_kind'"),  # NumPy: the cast before shapes
     (lambda x: (x > 0).__isub__(True), TypeError, "boolean subtract"),
     (lambda x: x.astype(np.int8).__imatmul__(np.ones((3, 3))), TypeError, "'matmul' output"),
+    (lambda x: (x > 0).__ipow__(2), TypeError, r"ufunc 'square' output from dtype\('int8'\)"),  # ** 2 is square there
 ])
 def test_in_place_updates_numpy_would_share_or_refuse_are_errors(fn, error, match):
     """NumPy writes into the caller's array, which a compiled function cannot, or through a reshape's

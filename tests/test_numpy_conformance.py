@@ -392,6 +392,8 @@ AGREES = {
     "np.imag of a 0-d array (an array)": (lambda a: np.imag(np.sum(a, keepdims=True).reshape(())), X),
     "np.iscomplex and np.isreal of an element (scalars)": (lambda a: (np.iscomplex(a[0, 0]), np.isreal(a[1, 1])), X),
     "np.conjugate of bools (int8, NumPy's loop)": (lambda a: np.conjugate(a > 0), X),
+    "bools ** 2 (NumPy's ** takes np.square there: int8), ** 2.0 and np.power (int64)": (
+        lambda a: ((a > 0) ** 2, (a > 0) ** 2.0, np.power(a > 0, 2), (a > 0)[0, 0] ** 2), X),
     "x.conj() of bools (the array itself: no ufunc, bool)": (lambda a: ((a > 0).conj(), (a > 0).conjugate()), X),
     "x.conj(out) of int8 into float64": (lambda a: a.astype(np.int8).conj(np.zeros_like(a, np.float64)) + 0.5, X),
     "np.delete of a slice with a negative step": (lambda a: np.delete(a, slice(None, None, -2), axis=1), X),
