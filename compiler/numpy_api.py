@@ -5448,7 +5448,32 @@ def _copy_where_masked(t: Tensor, mask: Tensor, trailing: tuple, source: Tensor)
                  "build the result instead (np.where(mask, y, x))")
 
 
+def _constant_masks_as_indices(shape: tuple, key):
+    """``key`` with each boolean mask known at trace time (a bool array, or a list NumPy reads as one) replaced by
+    the integer arrays of its nonzero positions: NumPy's own reading of a mask (x[m] is x[m.nonzero()], its layout
+    too), after NumPy's indexing of a stand-in of ``shape`` checks the key (a mask's shape against the axes it
+    covers). A key with traced values, or without such masks, comes back as it is."""
+    parts = key if isinstance(key, tuple) else (key,)
+    if _holds_tensor(parts):
+        return key
+
+    def mask_of(k):
+        if isinstance(k, list):
+            try:
+                k = np.asarray(k)
+            except ValueError:  # ragged: NumPy's own error, from the indexing below
+                return None
+        return k if isinstance(k, np.ndarray) and k.dtype == np.bool_ and k.ndim else None
+
+    masks = [mask_of(k) for k in parts]
+    if all(m is None for m in masks):
+        return key
+    np.broadcast_to(np.zeros((), np.bool_), shape)[key]  # NumPy's checks of the key
+    return tuple(i for k, m in zip(parts, masks) for i in (np.nonzero(m) if m is not None else (k,)))
+
+
 def getitem(t: Tensor, key):
+    key = _constant_masks_as_indices(t.shape, key)
     masked = _mask_key(key)
     if masked is not None:  # its shape is the data's: only an assignment through the same key is followed
         np.empty(t.shape, np.bool_)[_selected_stand_in(*masked, 0)]  # NumPy's check of the mask's shape

@@ -656,6 +656,24 @@ def test_selections_through_other_masks_are_refused_and_a_mask_of_the_wrong_shap
         jit(lambda a: a[a[0] > 0])(X)
 
 
+@pytest.mark.parametrize("key", [
+    [True, False], np.array([True, False]), (slice(None), np.array([True, False, True])),
+    (np.array([[True, False, True], [False, True, False]]),), (slice(None), slice(None), [True, False, True, True]),
+    ([0, 1], np.array([False, True, True])), (Ellipsis, np.array([True, True, False, True]), None),
+    (np.array([[True, False, True], [False, False, False]]), [1, 3]),
+], ids=repr)
+def test_a_mask_known_at_trace_time_reads_as_numpy_reads_it(key):
+    # NumPy reads a mask as the integer arrays of its nonzero positions (x[m] is x[m.nonzero()], strides too)
+    x = np.arange(24.0).reshape(2, 3, 4) - 7
+    check_laid_out(lambda a: a[key], x)
+    check(lambda a: (lambda y: (y.__setitem__(key, y[key] * 10), y)[1])(a * 1), x)  # read, then written back
+
+
+def test_a_constant_mask_of_the_wrong_shape_is_numpys_index_error():
+    with pytest.raises(IndexError, match="boolean index did not match indexed array along axis 1"):
+        jit(lambda a: a[:, np.array([True, False])])(np.zeros((2, 3)))
+
+
 def test_a_traced_mask_beside_other_indices_is_refused_by_name():
     def fn(a):
         y = a * 1
