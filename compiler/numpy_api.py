@@ -280,6 +280,8 @@ def _ufunc_fold(ufunc, a, axis, dtype, out, keepdims, initial, where):
     if not x.ndim:  # the one element, folded as a row of one (after the start, where there is one)
         x, axis = Tensor(P.reshape(x.node, (1,))), None
     axes = tuple(range(x.ndim)) if axis is None else P.normalize_axes(axis, x.ndim, what)
+    if not axes:  # axis=(): NumPy folds each element alone, after the start where there is one
+        x, axes = Tensor(P.reshape(x.node, x.shape + (1,))), (x.ndim,)
     if len(axes) > 1:
         if len(axes) != x.ndim:
             raise NotImplementedError(f"{what} over {len(axes)} of {x.ndim} axes: NumPy folds in an order that "

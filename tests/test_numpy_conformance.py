@@ -99,6 +99,10 @@ AGREES = {
     "sum over () adds to +0": (lambda a: np.sum(a, axis=()), np.array([-0.0, 1.0])),
     "float32 sum over ()": (lambda a: a.astype(np.float32).sum(axis=()), np.array([-0.0])),
     "mean over ()": (lambda a: np.mean(a, axis=()), np.array([-0.0])),
+    "ufunc.reduce over () (each element folded alone, from the identity where there is one)": (
+        lambda a: (np.subtract.reduce(a, axis=()), np.hypot.reduce(a, axis=()), np.logaddexp.reduce(a, axis=()),
+                   np.bitwise_xor.reduce(a.astype(np.int8), axis=(), keepdims=True), np.divide.reduce(a, axis=(), initial=2)),
+        np.array([-0.0, -3.0])),
     "sum of a 0-d -0.0": (lambda a: np.sum(a), Z),
     "sum of 0-d, axis 0": (lambda a: np.sum(a, axis=0), Z), "prod of 0-d, axis 0": (lambda a: np.prod(a, axis=0), Z),
     "max of 0-d, axis -1": (lambda a: np.max(a, axis=-1), Z), "any of 0-d, axis 0": (lambda a: np.any(a, axis=0), Z),
