@@ -1772,6 +1772,13 @@ _PAD_KEYWORDS = {"constant": ("constant_values",), "empty": (), "edge": (), "wra
 _PAD_STATISTICS = ("maximum", "minimum", "mean", "median")
 
 
+def _slice_assigned(value, dtype) -> np.ndarray:
+    """``value`` (known at trace time) as NumPy's ``a[i:j] = value`` converts it into an array of ``dtype``."""
+    box = np.zeros(1, dtype)
+    box[0:1] = value
+    return box[0]
+
+
 def _pad_pairs(x, ndim: int, as_index: bool = False) -> list:
     """A (before, after) pair per axis from np.pad's broadcastable argument, as NumPy's pad reads it: one value
     or one pair (of NumPy scalars) for every axis, otherwise a pair per axis (of Python scalars); an index
@@ -1820,7 +1827,11 @@ def pad(array, pad_width, mode="constant", **kwargs):
         values = _pad_pairs(kwargs.get("constant_values", 0), x.ndim)
         for axis, ((before, after), (v_before, v_after)) in enumerate(zip(widths, values)):
             def band(width, v, axis=axis):  # the padding on one side: the value, in the array's dtype
-                return const_node(np.full(x.shape[:axis] + (width,) + x.shape[axis + 1:], np.asarray(v).astype(x.dtype)))
+                return const_node(np.full(x.shape[:axis] + (width,) + x.shape[axis + 1:], v))
+
+            # converted as NumPy's pad writes each side, a slice assignment of the value (its OverflowError
+            # for 300 into int8, its ValueError for NaN into an integer array), whatever the side's width
+            v_before, v_after = (_slice_assigned(v, x.dtype) for v in (v_before, v_after))
             parts = ([band(before, v_before)] if before else []) + [x] + ([band(after, v_after)] if after else [])
             x = P.concat(parts, axis) if len(parts) > 1 else x
         return Tensor(x)

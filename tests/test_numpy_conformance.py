@@ -130,6 +130,9 @@ AGREES = {
     "np.tensordot over paired axes out of order": (lambda a: np.tensordot(a, a.T, ([1, 0], [0, 1])), X),
     "np.tensordot over a sum of nothing": (lambda a: np.tensordot(a[:, :0], np.ones((0, 2)), 1), X),
     "np.inner with a 0-d operand": (lambda a: np.inner(a, Z), X),
+    "np.pad of uint8 by NumPy scalars out of range (cast: 300 wraps) and of float16 by NaN": (
+        lambda a: (np.pad(a.astype(np.uint8), 1, constant_values=np.int64(300)), np.pad(a.astype(np.float16), (1, 2),
+                   constant_values=np.nan)), X),
     # NumPy's BLAS np.dot (float32/float64, at most 2 axes) reads a one-element operand as a scalar s and calls
     # axpy into zeros: s == 0 leaves zeros against inf and NaN, a -0.0 product is +0.0; one element: s * x
     "np.dot by a zero 0-d (axpy: zeros against inf and NaN)": (lambda a: (np.dot(a / 0, a[0, 2]), (a / 0).dot(0.0)), X),
@@ -613,6 +616,10 @@ REFUSED = {
     "np.linalg.cond of an empty matrix": (lambda a: np.linalg.cond(a[:0, :0], 1), X),
     "np.linalg.cond of a non-square matrix": (lambda a: np.linalg.cond(a, "fro"), X),
     "np.pad with an unknown mode": (lambda a: np.pad(a, 1, mode="average"), X),
+    "np.pad of int8 by a constant 300 (NumPy's slice assignment: OverflowError)": (
+        lambda a: np.pad(a.astype(np.int8), 1, constant_values=300), X),
+    "np.pad of int16 by NaN, on no side's width (ValueError all the same)": (
+        lambda a: np.pad(a.astype(np.int16), ((0, 0), (1, 0)), constant_values=((np.nan, 0), (1, 2))), X),
     "np.pad with another mode's keyword": (lambda a: np.pad(a, 1, mode="edge", stat_length=2), X),
     "np.fliplr of a vector": (lambda a: np.fliplr(a), V),
     "np.diff of a negative order": (lambda a: np.diff(a, n=-1), X),
