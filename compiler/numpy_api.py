@@ -2416,7 +2416,8 @@ def linalg_cond(x, p=None):
 def linalg_cholesky(a, /, *, upper=False):
     """LAPACK potrf's Cholesky factor, unrolled (Cholesky-Crout, column by column) on a stack of matrices:
     L from the lower triangle (U = L.T from the upper one with ``upper``), the other triangle zero. A
-    pivot that is not positive (or NaN) is NumPy's LinAlgError, checked as the kernel runs."""
+    pivot <= 0 is NumPy's LinAlgError, checked as the kernel runs; a NaN pivot is not (OpenBLAS's potrf tests
+    ajj <= 0 only), so NaNs run on into the factor, as in NumPy."""
     x = _lapack_operand(a, "cholesky")
     if upper:
         x = np.swapaxes(x, -1, -2)
@@ -2436,7 +2437,7 @@ def linalg_cholesky(a, /, *, upper=False):
         columns.append(column)
     factor = np.stack(columns, axis=-1) if n else x * 0
     if n:
-        _linalg_error_at_run_time(np.any(~(np.stack(pivots, axis=-1) > 0), axis=-1), "Matrix is not positive definite")
+        _linalg_error_at_run_time(np.any(np.stack(pivots, axis=-1) <= 0, axis=-1), "Matrix is not positive definite")
     return _fresh(np.swapaxes(factor, -1, -2)) if upper else factor  # (NumPy's own upper gufunc: a fresh array)
 
 

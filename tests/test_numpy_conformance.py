@@ -130,6 +130,9 @@ AGREES = {
     "np.tensordot over paired axes out of order": (lambda a: np.tensordot(a, a.T, ([1, 0], [0, 1])), X),
     "np.tensordot over a sum of nothing": (lambda a: np.tensordot(a[:, :0], np.ones((0, 2)), 1), X),
     "np.inner with a 0-d operand": (lambda a: np.inner(a, Z), X),
+    "np.linalg.cholesky of matrices holding NaN (OpenBLAS's potrf fails only a pivot <= 0)": (
+        lambda a: (np.linalg.cholesky(np.array([[np.nan, 1.0], [2.0, 3.0]]) + a[0, 0] * 0),
+                   np.linalg.cholesky(np.array([[4.0, np.nan], [np.nan, 3.0]]) + a[0, 0] * 0, upper=True)), X),
     "np.pad of uint8 by NumPy scalars out of range (cast: 300 wraps) and of float16 by NaN": (
         lambda a: (np.pad(a.astype(np.uint8), 1, constant_values=np.int64(300)), np.pad(a.astype(np.float16), (1, 2),
                    constant_values=np.nan)), X),
