@@ -1129,7 +1129,7 @@ def transpose(a, axes=None):
 def swapaxes(a, axis1, axis2):
     x = _node(a)
     perm = list(range(x.ndim))
-    i, j = P.normalize_axes(axis1, x.ndim, "swapaxes")[0], P.normalize_axes(axis2, x.ndim, "swapaxes")[0]
+    i, j = P.one_axis(axis1, x.ndim, "swapaxes"), P.one_axis(axis2, x.ndim, "swapaxes")
     perm[i], perm[j] = perm[j], perm[i]
     return view(P.transpose(x, perm), a, positions=lambda p: np.transpose(p, perm))
 
@@ -1201,7 +1201,7 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
         raise ValueError("need at least one array to stack")
     if any(n.shape != nodes[0].shape for n in nodes):
         raise ValueError("all input arrays must have the same shape")
-    axis = P.normalize_axes(axis, nodes[0].ndim + 1, "stack")[0]
+    axis = P.one_axis(axis, nodes[0].ndim + 1, "stack")
     _no_extras("stack", out=out)
     expanded = [Tensor(P.reshape(n, n.shape[:axis] + (1,) + n.shape[axis:])) for n in nodes]
     return concatenate(expanded, axis=axis, dtype=dtype, casting=casting)
@@ -1317,7 +1317,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     how, x = _take_mode(mode), _node(a)  # (NumPy reads the mode first)
     if axis is None:
         x, axis = P.reshape(x, (x.size,)), 0
-    axis = P.normalize_axes(axis, x.ndim, "np.take")[0]
+    axis = P.one_axis(axis, x.ndim, "np.take")
     n = x.shape[axis]
     if isinstance(indices, list) and _holds_tensor(indices):  # np.take(x, [np.argmax(y), 0]): an array to NumPy
         indices = array_of_sequence(indices)
@@ -1642,7 +1642,9 @@ def _tensor(a) -> Tensor:
 
 def flip(m, axis=None):
     x = _tensor(m)
-    axes = P.normalize_axes(axis, x.ndim, "np.flip")
+    # NumPy's normalize_axis_tuple: an integer, or any sequence of them (a list or an array too)
+    axes = P.normalize_axes(None if axis is None else tuple(np.atleast_1d(np.asarray(axis, dtype=object)).tolist()),
+                            x.ndim, "np.flip")
     return x[tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(x.ndim))]  # a view
 
 
@@ -1718,7 +1720,7 @@ def repeat(a, repeats, axis=None):
                                   "pass them as constants")
     if axis is None:
         x, axis = P.reshape(x, (x.size,)), 0
-    axis = P.normalize_axes(axis, x.ndim, "np.repeat")[0]
+    axis = P.one_axis(axis, x.ndim, "np.repeat")
     index = np.repeat(np.arange(x.shape[axis]), repeats)  # NumPy's own rules (and errors) for repeats
     return Tensor(P.gather(x, const_node(index), axis))
 
@@ -1745,7 +1747,7 @@ def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
     x = _tensor(a)
     if x.ndim == 0:
         raise ValueError("diff requires input that is at least one dimensional")
-    axis = P.normalize_axes(axis, x.ndim, "np.diff")[0]
+    axis = P.one_axis(axis, x.ndim, "np.diff")
     combined = []
     for extra in (prepend, None, append):
         if extra is None:

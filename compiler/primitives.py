@@ -1297,6 +1297,12 @@ def normalize_axes(axis, ndim: int, what: str, zero_d: bool = False) -> tuple:
     return tuple(sorted(out))
 
 
+def one_axis(axis, ndim: int, what: str) -> int:
+    """A function's single ``axis`` as NumPy reads one: an integer (a tuple, a list or None is NumPy's TypeError,
+    "... cannot be interpreted as an integer"), non-negative."""
+    return normalize_axes(operator.index(axis), ndim, what)[0]
+
+
 def reduce_result_type(kind: str, x: Node, axes: tuple, dtype=None) -> np.dtype:
     """np.sum's or np.prod's result type for ``x`` over ``axes`` under ``dtype=`` (NumPy's choice, asked)."""
     return getattr(np, kind)(np.zeros((1,) * x.ndim, x.dtype), axis=axes, dtype=dtype).dtype
@@ -1409,7 +1415,7 @@ def scan(kind: str, x: Node, axis, dtype, what: str) -> Node:
     dt.check_supported(out, what)
     if axis is None:
         x, axis = reshape(x, (x.size,)), 0
-    (axis,) = normalize_axes(axis, x.ndim, what)
+    axis = one_axis(axis, x.ndim, what)
     return _make(kind, [cast(x, out)], x.shape, out, axis=axis)
 
 
@@ -1425,7 +1431,7 @@ def accumulate(name: str, x: Node, axis: int, dtype, what: str) -> Node:
     dt.check_supported(out, what)
     if name == "power" and out.kind in "iu":  # NumPy refuses a negative exponent as it meets one
         raise NotImplementedError(f"{what} of integers (NumPy's error for a negative power depends on the values)")
-    (axis,) = normalize_axes(axis, x.ndim, what)
+    axis = one_axis(axis, x.ndim, what)
     return _make("accumulate", [cast(x, out)], x.shape, out, axis=axis, ufunc=name)
 
 
@@ -1439,7 +1445,7 @@ def arg_reduce(kind: str, x: Node, axis, keepdims: bool, what: str) -> Node:
         raise TypeError(f"{what}: axis must be an integer or None, got {type(axis).__name__}")
     if not normalize_axes(axis, x.ndim, what, zero_d=True):  # axis 0 of a 0-d array: its one element
         return arg_reduce(kind, x, None, keepdims, what)
-    (axis,) = normalize_axes(axis, x.ndim, what)
+    axis = one_axis(axis, x.ndim, what)
     if x.shape[axis] == 0:
         raise ValueError(f"attempt to get {kind} of an empty sequence")
     shape = x.shape[:axis] + x.shape[axis + 1:]
@@ -1601,7 +1607,7 @@ def concat(xs: list[Node], axis: int) -> Node:
     nd = xs[0].ndim
     if nd == 0:
         raise ValueError("zero-dimensional arrays cannot be concatenated")
-    axis = normalize_axes(axis, nd, "concatenate")[0]
+    axis = one_axis(axis, nd, "concatenate")
     out = np.result_type(*[np.empty((0,), x.dtype) for x in xs])
     for x in xs:
         if x.ndim != nd or any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape)) if i != axis):

@@ -175,6 +175,8 @@ AGREES = {
     "x.std with ddof": (lambda a: a.std(axis=0, ddof=1), X),
     "np.flip of a 0-d array": (lambda a: np.flip(a), Z), "np.roll of a 0-d array": (lambda a: np.roll(a, 3), Z),
     "np.roll by a whole turn": (lambda a: np.roll(a, 6, axis=None), X), "np.tile by zero": (lambda a: np.tile(a, 0), X),
+    "np.flip over a list and an array of axes (NumPy's normalize_axis_tuple)": (
+        lambda a: (np.flip(a, [0, 1]), np.flip(a, np.array([1])), np.flip(a, [])), X),
     "np.roll by float and bool shifts (int() of each: truncated)": (
         lambda a: (np.roll(a, -1.5), np.roll(a, (2.7, True), axis=(1, 1)), np.roll(a, np.float32(-3.9), axis=0)), X),
     "np.unravel_index of bools (0 and 1)": (lambda a: np.unravel_index(a > 0, (2, 1), order="F"), X),
@@ -619,6 +621,15 @@ REFUSED = {
     "np.linalg.cond of an empty matrix": (lambda a: np.linalg.cond(a[:0, :0], 1), X),
     "np.linalg.cond of a non-square matrix": (lambda a: np.linalg.cond(a, "fro"), X),
     "np.pad with an unknown mode": (lambda a: np.pad(a, 1, mode="average"), X),
+    # a function of one axis reads it with operator.index: a tuple (or None where it means nothing) is a TypeError
+    "np.concatenate along a tuple of axes": (lambda a: np.concatenate([a, a], axis=(0, 1)), X),
+    "np.stack along no axis (None)": (lambda a: np.stack([a, a], axis=None), X),
+    "np.take along a tuple of one axis": (lambda a: np.take(a, [0], axis=(0,)), X),
+    "np.repeat along ()": (lambda a: np.repeat(a, 2, axis=()), X),
+    "np.cumsum along a tuple of axes": (lambda a: np.cumsum(a, axis=(0, 1)), X),
+    "np.diff along None": (lambda a: np.diff(a, axis=None), X),
+    "np.swapaxes of a tuple": (lambda a: np.swapaxes(a, (0, 1), 0), X),
+    "np.argmax along a tuple of one axis": (lambda a: np.argmax(a, axis=(0,)), X),
     "np.pad of int8 by a constant 300 (NumPy's slice assignment: OverflowError)": (
         lambda a: np.pad(a.astype(np.int8), 1, constant_values=300), X),
     "np.pad of int16 by NaN, on no side's width (ValueError all the same)": (
