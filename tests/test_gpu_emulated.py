@@ -111,6 +111,13 @@ CASES = {
         lambda t, y, e: (t[np.argmax(y, axis=1)], t[:, (e * 2) % 6 - 6], e ** (e - 1)),
         (rand(10, 6), rand(4, 10), np.array([3, 1, 4, 2]))),
     "where, comparison, cast": (lambda a: np.where(a > 0, a, a * 0.1).astype(np.float64), (rand(4, 5),)),
+    "np.dot by a one-element operand (BLAS axpy: a zero s gives zeros against inf and NaN)": (
+        lambda a: (np.dot(a, a[0, 1] * 0.0), np.dot(a.reshape(6, 1), a[1:, 2:])),
+        (np.array([[0.5, -0.0, np.inf], [np.nan, -3.25, 2.0]]),)),
+    "np.take of computed indices, wrapped and clipped; a constant mask's read": (
+        lambda a, i: (np.take(a, i - 4, axis=1, mode="wrap"), np.take(a, i + 7, mode="clip"),
+                      a[:, np.array([True, False, True, True, False])]),
+        (rand(3, 5), np.array([0, 2, 5]))),
     "integer arithmetic": (lambda a, b: (a * 3 + b) * a - np.maximum(a, b), (np.arange(-6, 6).reshape(3, 4), np.arange(12).reshape(3, 4) + 1)),
     "rank-0 result of a mixed expression": (lambda a: np.exp(a).mean() * np.float64(0.5), (rand(3, 3),)),
     # float16: computed in float32, rounded at every op's result; sums and matmuls accumulate in float32
