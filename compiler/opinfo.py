@@ -3132,8 +3132,8 @@ def _take_params(c, shape):
 
 _single("take", lambda xs, p: np.take(xs[0], np.asarray(p["indices"], dtype=np.int64), axis=p["axis"], mode=p["mode"]),
         _take_params, "np.take", min_rank=1, max_rank=3, family="index")
-_single("method.take", lambda xs, p: xs[0].take(np.asarray(p["indices"], dtype=np.int64), axis=p["axis"]),
-        _gather_params, "x.take", min_rank=1, max_rank=3, family="index")
+_single("method.take", lambda xs, p: xs[0].take(np.asarray(p["indices"], dtype=np.int64), axis=p["axis"], mode=p["mode"]),
+        _take_params, "x.take", min_rank=1, max_rank=3, family="index")
 
 
 def _gather_arg_sample(c):
