@@ -57,14 +57,26 @@ class Tensor:
         self.scalar = scalar
 
     # -- metadata
-    shape = property(lambda self: self.node.shape)
-    dtype = property(lambda self: self.node.dtype)
+    def _set_in_place(name: str, instead: str):
+        def refuse(self, value):
+            raise AttributeError(f"setting x.{name} of a traced array: NumPy changes the array object itself in place, "
+                                 f"which the compiler does not follow; {instead}")
+        return refuse
+
+    shape = property(lambda self: self.node.shape, _set_in_place("shape", "write x = x.reshape(shape), a view of "
+                                                                  "the same memory as NumPy's in-place reshape"))
+    dtype = property(lambda self: self.node.dtype, _set_in_place("dtype", "write x = x.view(dtype)"))
+    del _set_in_place
     ndim = property(lambda self: self.node.ndim)
     size = property(lambda self: self.node.size)
     T = property(lambda self: self.transpose())
     # what NumPy returns here is a NumPy scalar (immutable, no memory to share), not a 0-d array
     numpy_scalar = property(lambda self: self.scalar and self.ndim == 0)
     real = property(lambda self: self)  # NumPy's real part of a real array: the array itself
+
+    @real.setter
+    def real(self, value):  # so x.real = v is x[...] = v
+        self[...] = value
     itemsize = property(lambda self: self.node.dtype.itemsize)
     nbytes = property(lambda self: self.node.size * self.node.dtype.itemsize)
     device = property(lambda self: "cpu")  # NumPy's only array-API device
@@ -93,6 +105,10 @@ class Tensor:
     def imag(self):
         from .numpy_api import imag
         return imag(self)
+
+    @imag.setter
+    def imag(self, value):
+        raise TypeError("array does not have imaginary part to set")
 
     def __len__(self) -> int:
         if not self.shape:

@@ -360,6 +360,25 @@ def test_np_full_of_a_traced_value_points_to_full_like():
         jit(lambda x: np.full((2, 2), x[0, 0]))(X)
 
 
+def test_setting_shape_or_dtype_in_place_is_refused_naming_what_to_write():
+    def reshaped(x):
+        y = x * 1
+        y.shape = (x.size,)
+        return y
+
+    def retyped(x):
+        y = x * 1
+        y.dtype = np.int64
+        return y
+
+    with pytest.raises(AttributeError, match=r"setting x\.shape .*write x = x\.reshape\(shape\)"):
+        jit(reshaped)(X)
+    with pytest.raises(AttributeError, match=r"setting x\.dtype .*write x = x\.view\(dtype\)"):
+        jit(retyped)(X)
+    with pytest.raises(TypeError, match="array does not have imaginary part to set"):
+        jit(lambda x: setattr(y := x * 1, "imag", 1.0) or y)(X)
+
+
 def test_a_traced_roll_shift_is_refused_by_name():
     with pytest.raises(NotImplementedError, match="np.roll: a traced shift"):
         jit(lambda x, s: np.roll(x, s))(X, np.array(2))

@@ -413,7 +413,15 @@ def full_like_of_traced_values(x):
             np.full_like(x, [x[0, 1], 5, x[1, 1], -1], dtype=np.float32, order="F", shape=(2, 4)))
 
 
-IN_PLACE_FUNCTIONS = [copyto_with_a_mask_and_into_a_row, copyto_converts_and_a_view_sees_it, put_in_every_mode,
+def real_part_assigned(x):
+    """x.real = v of a real array is x[...] = v (its real part is the array itself); a view sees it."""
+    y = x * 1
+    row = y[1]
+    y.real = x[0] * 10
+    return y, row
+
+
+IN_PLACE_FUNCTIONS = [real_part_assigned, copyto_with_a_mask_and_into_a_row, copyto_converts_and_a_view_sees_it, put_in_every_mode,
                       place_repeats_its_values, place_by_a_traced_mask, putmask_repeats_values_by_position,
                       fill_and_put_methods, put_along_an_axis, fill_the_diagonal, flat_assignments_through_views,
                       copyto_drops_a_values_leading_unit_axes, full_like_of_traced_values,
