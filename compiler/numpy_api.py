@@ -1456,7 +1456,8 @@ def vdot(a, b):
 def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe", optimize=False):
     """np.einsum by NumPy's rules (implicit output: the labels used once, sorted; ``...`` broadcast; a
     labelled axis of length 1 broadcast against the others), computed as pairwise contractions left
-    to right, each a matmul (``optimize`` changes only NumPy's order, so it is accepted and ignored)."""
+    to right, each a matmul. ``optimize`` changes NumPy's order (not followed) and, for two or more operands, what
+    a full contraction returns: its optimized path ends in a matmul's 0-d array, not c_einsum's NumPy scalar."""
     _no_extras("einsum", out=out)
     if order not in ("K", "C", "A"):
         raise NotImplementedError("np.einsum: only the default order is supported")
@@ -1482,7 +1483,7 @@ def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe
     result = _einsum_contract(terms, output, _einsum_sizes(terms))
     if result_dtype.kind == "b":
         result = P.elementwise("not_equal", [result, const_node(np.zeros((), np.int64))])
-    return Tensor(result, scalar=True)
+    return Tensor(result, scalar=optimize is False or len(nodes) < 2)
 
 
 def _einsum_sublist_subscripts(sublist) -> str:

@@ -60,6 +60,10 @@ SCALAR_OR_ARRAY = {
     "np.vdot": (lambda a: np.vdot(a, a), X), "np.tensordot of vectors": (lambda a: np.tensordot(a, a, 1), V),
     "np.einsum to no labels": (lambda a: np.einsum("ij->", a), X), "np.einsum of vectors": (lambda a: np.einsum("i,i", a, a), V),
     "np.einsum keeping a label": (lambda a: np.einsum("ij->i", a), X),
+    # NumPy's optimized path ends two or more operands in a matmul: a 0-d array, not a scalar; one operand: c_einsum's
+    "np.einsum of vectors, optimized (a 0-d array)": (lambda a: np.einsum("i,i", a, a, optimize=True), V),
+    "np.einsum of three vectors, greedy (a 0-d array)": (lambda a: np.einsum("i,i,i", a, a, a, optimize="greedy"), V),
+    "np.einsum of one operand to no labels, optimized (a scalar)": (lambda a: np.einsum("ij->", a, optimize=True), X),
     "np.trace": (lambda a: np.trace(a), X), "x.trace of int8 (np.add.reduce: int64)": (lambda a: a.astype(np.int8).trace(), X),
     "np.count_nonzero of everything": (lambda a: np.count_nonzero(a), X),
     "np.count_nonzero by axis": (lambda a: np.count_nonzero(a, axis=0), X),
