@@ -1377,17 +1377,20 @@ def _contract(x: P.Node, y: P.Node, axes_a: list, axes_b: list, cblas: bool = Fa
     m = int(np.prod([x.shape[i] for i in free_a], dtype=np.int64))
     n = int(np.prod([y.shape[i] for i in free_b], dtype=np.int64))
     out_shape = tuple(x.shape[i] for i in free_a) + tuple(y.shape[i] for i in free_b)
-    if cblas and np.result_type(x.dtype, y.dtype) in (np.float32, np.float64) and 1 in (x.size, y.size) and m * n:
+    if cblas and np.result_type(x.dtype, y.dtype) in _BLAS_TYPES and 1 in (x.size, y.size) and m * n:
         return _axpy_product(x, y, out_shape)
     x2 = P.reshape(P.transpose(x, free_a + axes_a), (m, k))
     y2 = P.reshape(P.transpose(y, axes_b + free_b), (k, n))
     return P.reshape(P.matmul(x2, y2), out_shape)
 
 
+_BLAS_TYPES = (np.dtype(np.float32), np.dtype(np.float64))  # the common types NumPy's np.dot hands to BLAS
+
+
 def _blas_typed(x: P.Node, y: P.Node) -> bool:
     """Whether NumPy's np.dot of x and y goes through BLAS (cblas_matrixproduct): float32 or float64 operands
     (in their common type) of at most two axes each."""
-    return np.result_type(x.dtype, y.dtype) in (np.float32, np.float64) and x.ndim <= 2 and y.ndim <= 2
+    return np.result_type(x.dtype, y.dtype) in _BLAS_TYPES and x.ndim <= 2 and y.ndim <= 2
 
 
 def _axpy_product(x: P.Node, y: P.Node, out_shape: tuple) -> P.Node:
@@ -1643,9 +1646,8 @@ def _tensor(a) -> Tensor:
 
 def flip(m, axis=None):
     x = _tensor(m)
-    # NumPy's normalize_axis_tuple: an integer, or any sequence of them (a list or an array too)
-    axes = P.normalize_axes(None if axis is None else tuple(np.atleast_1d(np.asarray(axis, dtype=object)).tolist()),
-                            x.ndim, "np.flip")
+    # NumPy's own reading of the axes: an integer, or any sequence of them (a list or an array too)
+    axes = range(x.ndim) if axis is None else np.lib.array_utils.normalize_axis_tuple(axis, x.ndim)
     return x[tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(x.ndim))]  # a view
 
 
@@ -2824,13 +2826,16 @@ def _weighted_quantile(x: Tensor, q: np.ndarray, weights, axis, keepdims, method
     return _with_keepdims(_fresh(result), x, axes, q.shape, bool(keepdims))
 
 
-def _raise_at_run_time(bad: Tensor, message: str, what: str, error: type = ValueError) -> None:
+def _raise_at_run_time(bad: Tensor, message, what: str, error: type = ValueError, values: Tensor | None = None) -> None:
     """``error`` (NumPy's ValueError unless told) with ``message`` where any of ``bad`` holds, which only the data
-    can tell: the kernel reports it as it runs, naming ``what`` was called and the user's line."""
+    can tell: the kernel reports it as it runs, naming ``what`` was called and the user's line. ``message`` may be
+    a function of the first offending element of ``values`` (integers shaped as ``bad``)."""
     line = P.user_location().short()
     flags = bad.node
-    if P.check_at_run_time(P.cast(flags, np.dtype(np.int64)), flags, "first", error,
-                           lambda _: f"{message} ({what} at {line}, checked as the kernel ran)") is None:
+    witnesses = P.cast(flags, np.dtype(np.int64)) if values is None else values.node
+    describe = message if callable(message) else lambda _: message
+    if P.check_at_run_time(witnesses, flags, "first", error,
+                           lambda v: f"{describe(v)} ({what} at {line}, checked as the kernel ran)") is None:
         raise NotImplementedError(f"{what} outside a traced function: its checks of the data need a kernel")
 
 
@@ -3452,16 +3457,18 @@ def copyto(dst, src, casting="same_kind", where=True):
     _write_where(dst, value, where, "np.copyto", "use np.where(mask, src, dst) instead")
 
 
+def _leading_units_dropped(value: P.Node, ndim: int) -> P.Node:
+    """``value`` without the leading unit axes it has beyond ``ndim``, as NumPy's array assignment drops them."""
+    while value.ndim > ndim and value.shape[0] == 1:
+        value = P.reshape(value, value.shape[1:])
+    return value
+
+
 def _write_where(target: Tensor, value: P.Node, where, what: str, instead: str) -> None:
     """``value`` broadcast to the target's shape and converted to its dtype, written into its memory
     where the mask ``where`` (True: everywhere) holds, as a ufunc's out= and np.copyto write. A value with
     more axes than the target loses its leading unit ones first, as NumPy's array assignment drops them."""
-    extra = 0
-    while value.ndim - extra > target.ndim and value.shape[extra] == 1:
-        extra += 1
-    if extra:
-        value = P.reshape(value, value.shape[extra:])
-    value = P.cast(P.broadcast_to(value, target.shape), target.dtype)
+    value = P.cast(P.broadcast_to(_leading_units_dropped(value, target.ndim), target.shape), target.dtype)
     if where is not True:
         mask = where.node if isinstance(where, Tensor) else const_node(np.asarray(where))
         value = P.where(P.broadcast_to(P.cast(mask, np.bool_), target.shape), value, target.node)
@@ -3557,8 +3564,6 @@ def _packed(value: Tensor, dtype: np.dtype, what: str) -> P.Node:
     if not value.numpy_scalar or dtype.kind != "i" or value.dtype == dtype or value.dtype.kind == "b" or (
             value.dtype.kind in "iu" and np.can_cast(value.dtype, dtype, "safe")):
         return P.cast(value.node, dtype)
-    line = P.user_location().short()
-    where_ = f" ({what} at {line}, checked as the kernel ran)"
     v, beyond = value, None
     if v.dtype.kind == "f":
         _raise_at_run_time(np.isnan(v), "cannot convert float NaN to integer", what)
@@ -3572,10 +3577,8 @@ def _packed(value: Tensor, dtype: np.dtype, what: str) -> P.Node:
         v = np.where(beyond, 0, v)
     as_long = v.astype(np.int64)
     info = np.iinfo(dtype)
-    outside = (as_long < info.min) | (as_long > info.max)
-    if P.check_at_run_time(as_long.node, outside.node, "first", OverflowError,
-                           lambda n: f"Python integer {n} out of bounds for {dtype}{where_}") is None:
-        raise NotImplementedError(f"{what} outside a traced function: its checks of the data need a kernel")
+    _raise_at_run_time((as_long < info.min) | (as_long > info.max), lambda n: f"Python integer {n} out of bounds for "
+                       f"{dtype}", what, OverflowError, values=as_long)
     return P.cast(value.node, dtype)
 
 
@@ -5201,9 +5204,7 @@ def setitem(t: Tensor, key, value) -> None:
     stand_in = np.zeros(target, t.dtype)
     if isinstance(value, Tensor):
         stand_in[...] = np.zeros(value.shape, value.dtype)  # NumPy's broadcasting check, and its message
-        v = value.node
-        while v.ndim > len(target) and v.shape[0] == 1:  # NumPy drops the value's leading unit axes
-            v = P.reshape(v, v.shape[1:])
+        v = _leading_units_dropped(value.node, len(target))
         if _basic_key(key):  # a NumPy scalar converted as NumPy's setitem converts one (empty slices too)
             v = _packed(Tensor(v, scalar=value.numpy_scalar), t.dtype, "item assignment (x[...] = v)")
         v = P.broadcast_to(P.cast(v, t.dtype), target)
