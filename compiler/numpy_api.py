@@ -4771,8 +4771,13 @@ def polyder(p, m=1):
     if m < 0:
         raise ValueError("Order of derivative must be positive (see polyint)")
     c = _tensor(p)
-    for _ in range(m):
-        c = c[:-1] * np.arange(c.shape[0] - 1, 0, -1)
+    if c.ndim == 0:
+        raise TypeError("len() of unsized object")
+    # NumPy's recursion forms the product once more at order 0 and returns its input, so a 2-d p whose last
+    # product does not broadcast is its error too; the unused product costs nothing in the graph.
+    for step in range(m + 1):
+        product = c[:-1] * np.arange(c.shape[0] - 1, 0, -1)
+        c = product if step < m else c
     return c
 
 
@@ -4789,6 +4794,10 @@ def polyint(p, m=1, k=None):
     if len(constants) < m:
         raise ValueError("k must be a scalar or a rank-1 array of length 1 or >m.")
     c = _tensor(p)
+    if c.ndim == 0 and m > 0:
+        raise TypeError("len() of unsized object")
+    if c.scalar:
+        c = Tensor(c.node)  # NumPy's asarray of a NumPy scalar: a 0-d array (returned as is at order 0)
     for step in range(m):
         first = constants[step]
         c = concatenate([c / np.arange(c.shape[0], 0, -1), first[None] if isinstance(first, Tensor) else [first]])
@@ -4839,9 +4848,11 @@ def polymul(a1, a2):
 
 def einsum_path(subscripts, *operands, optimize="greedy", einsum_call=False):
     """NumPy's own einsum_path on stand-ins of the operands' shapes: the contraction order depends on
-    nothing else, so the path and its report are NumPy's."""
-    stand_ins = [np.broadcast_to(np.zeros((), o.dtype), o.shape) if isinstance(o, Tensor) else o for o in operands]
-    return np.einsum_path(subscripts, *stand_ins, optimize=optimize, einsum_call=einsum_call)
+    nothing else, so the path and its report are NumPy's. In the interleaved form (operand, sublist, ...) the
+    first operand arrives as `subscripts`, so it is stood in too."""
+    stand_ins = [np.broadcast_to(np.zeros((), o.dtype), o.shape) if isinstance(o, Tensor) else o
+                 for o in (subscripts, *operands)]
+    return np.einsum_path(*stand_ins, optimize=optimize, einsum_call=einsum_call)
 
 
 def min_scalar_type(a, /):

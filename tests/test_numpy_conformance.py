@@ -483,6 +483,8 @@ AGREES = {
     "np.polyint with traced integration constants": (lambda a: np.polyint(a[0], 2, k=a[1, :2]), X),
     "np.polyint/polyder of float orders (int() of them, as NumPy reads them)": (
         lambda a: (np.polyint(a[0], 2.9), np.polyder(a[1], np.float32(1.5)), np.polyint(a[0], -0.5)), X),
+    "np.polyder of a 2-d array (NumPy's powers broadcast along its last axis)": (
+        lambda a: (np.polyder(a.T), np.polyder(a.T, 0), np.polyint(a[0, 0], 0)), X),
     "np.linalg.tensorsolve with axes (a scaled permutation: exact)": (
         lambda a: np.linalg.tensorsolve(np.diag(2.0 ** np.arange(6)).reshape(3, 2, 3, 2) * a[1, 1],
                                         np.arange(6.0).reshape(3, 2), axes=(0,)), X),
@@ -604,6 +606,10 @@ REFUSED = {
         lambda a: np.quantile(a[:, :0], 0.5, axis=1, method="inverted_cdf", weights=a[:, :0]), X),
     "np.polyder of a negative order": (lambda a: np.polyder(a[0], -1), X),
     "np.polyint with too few constants": (lambda a: np.polyint(a[0], 3, k=[1, 2]), X),
+    "np.polyder of a 2-d array whose last product does not broadcast (NumPy forms it at order 0 too)": (
+        lambda a: np.polyder(a[:, :2]), X),
+    "np.polyder of a 0-d array": (lambda a: np.polyder(a[0, 0]), X),
+    "np.polyint of a 0-d array": (lambda a: np.polyint(a[0, 0]), X),
     "np.linalg.cross of 2-vectors": (lambda a: np.linalg.cross(a[:, :2], a[:, 1:]), X),
     "np.linalg.tensorsolve of mismatched shapes": (lambda a: np.linalg.tensorsolve(a, a[0, :2]), X),
     "np.linalg.tensorsolve with a negative axis (NumPy's list.remove)": (
@@ -822,12 +828,14 @@ def test_einsum_path_and_min_scalar_type_are_numpys_answers_from_shapes_and_dtyp
         seen["path"] = np.einsum_path("ij,jk,kl->il", a, b, a, optimize="optimal")
         seen["greedy"] = np.einsum_path("ij,jk,kl->il", a, b, a, optimize="greedy")
         seen["types"] = (np.min_scalar_type(a), np.min_scalar_type(b.astype(np.int16)), np.min_scalar_type(a[0, 0] > 0))
+        seen["interleaved"] = np.einsum_path(a, [0, 1], b, [1, 2], a, [2, 3], [0, 3], optimize="optimal")
         return a @ b
     a, b = np.ones((2, 5)), np.ones((5, 2))
     jit(fn)(a, b)
     assert seen["path"] == np.einsum_path("ij,jk,kl->il", a, b, a, optimize="optimal")
     assert seen["greedy"] == np.einsum_path("ij,jk,kl->il", a, b, a, optimize="greedy")
     assert seen["types"] == (np.dtype(np.float64), np.dtype(np.int16), np.dtype(np.bool_))
+    assert seen["interleaved"] == np.einsum_path(a, [0, 1], b, [1, 2], a, [2, 3], [0, 3], optimize="optimal")
     with pytest.raises(NotImplementedError, match="min_scalar_type of a traced 0-d array"):
         jit(lambda x: (np.min_scalar_type(x[0, 0]), x)[1])(a)
 
