@@ -1254,7 +1254,8 @@ def _tri_mask(shape, k, upper):
 def _triangle(m, k, upper: bool):
     x = _node(m)
     if x.ndim == 0:
-        raise ValueError(f"{'np.triu' if upper else 'np.tril'} of a 0-d array: it needs at least one dimension")
+        raise TypeError(f"{'np.triu' if upper else 'np.tril'} of a 0-d array: it needs at least one dimension "
+                        "(NumPy's np.tri(*m.shape[-2:]) is missing its N)")
     # a vector is NumPy's too: its mask is square (np.tri of its one length), the vector broadcast along it as rows
     mask = const_node(_tri_mask(x.shape, k, upper))
     return Tensor(P.where(mask, x, const_node(np.zeros((), x.dtype))))
@@ -4394,6 +4395,9 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
     as float64. NumPy's argument checks are its own, on stand-ins."""
     if isinstance(bins, Tensor) or _holds_tensor([bins]) or (range is not None and _holds_tensor(list(range))):
         raise NotImplementedError("np.histogramdd: traced bins or range are not supported (they decide the edges)")
+    if hasattr(sample, "shape") and np.ndim(sample) > 2:  # NumPy's (N, D) = atleast_2d(sample).T.shape fails
+        raise ValueError(f"np.histogramdd of a {np.ndim(sample)}-d array: it takes an (N, D) array of N points "
+                         "or a sequence of D coordinate arrays (too many values to unpack)")
     if hasattr(sample, "shape") and np.ndim(sample) == 2:  # an (N, D) array; anything else: D arrays of N
         points = _tensor(sample)
         columns = [points[:, i] for i in builtins.range(points.shape[1])]

@@ -609,6 +609,9 @@ REFUSED = {
     "np.polyder of a 2-d array whose last product does not broadcast (NumPy forms it at order 0 too)": (
         lambda a: np.polyder(a[:, :2]), X),
     "np.polyder of a 0-d array": (lambda a: np.polyder(a[0, 0]), X),
+    "np.tril of a 0-d array": (lambda a: np.tril(a[0, 0]), X),
+    "np.triu of a 0-d array": (lambda a: np.triu(a.sum()), X),
+    "np.histogramdd of a 3-d array": (lambda a: np.histogramdd(a[None])[0], X),
     "np.polyint of a 0-d array": (lambda a: np.polyint(a[0, 0]), X),
     "np.linalg.cross of 2-vectors": (lambda a: np.linalg.cross(a[:, :2], a[:, 1:]), X),
     "np.linalg.tensorsolve of mismatched shapes": (lambda a: np.linalg.tensorsolve(a, a[0, :2]), X),
