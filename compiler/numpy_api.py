@@ -19,7 +19,8 @@ from . import layout
 from . import primitives as P
 from .graph import const_node
 from .tracer import (FULL_HINT, READ_ONLY, FlatIterator, Tensor, numpy_entry_point, as_node, as_operand,
-                     call_library_function, gathered, memory_order, raise_numpys_type_error, update_in_place, view)
+                     call_library_function, dtype_argument, gathered, memory_order, raise_numpys_type_error,
+                     update_in_place, view)
 
 UFUNC_PRIMITIVES = {ufunc: name for name, ufunc in P.UFUNCS.items()}
 
@@ -44,6 +45,8 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
     if any(isinstance(v, MaskedRead) for v in inputs):
         return NotImplemented  # a selection's own __array_ufunc__ takes it
     if method in _UFUNC_METHODS:
+        if isinstance(kwargs.get("dtype"), Tensor):
+            dtype_argument(kwargs["dtype"], f"np.{ufunc.__name__}.{method}(..., dtype=...)")
         return _UFUNC_METHODS[method](ufunc, *inputs, **kwargs)
     if method != "__call__":
         raise NotImplementedError(f"np.{ufunc.__name__}.{method} is not supported by the compiler")
@@ -79,9 +82,10 @@ def _loop_arguments(ufunc, kwargs: dict) -> dict:
     if casting is not None and casting not in _CASTING_RULES:
         raise ValueError(f"casting must be one of {', '.join(map(repr, _CASTING_RULES))} (got {casting!r})")
     if dtype is not None:  # NumPy 2: the dtype of the outputs, the inputs' left to the loop
-        signature = (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout
+        signature = (None,) * ufunc.nin + (dtype_argument(dtype, f"np.{ufunc.__name__}(..., dtype=...)"),) * ufunc.nout
     elif isinstance(signature, (tuple, list)):
-        signature = tuple(None if d is None else np.dtype(d) for d in signature)
+        signature = tuple(None if d is None else dtype_argument(d, f"np.{ufunc.__name__}(..., signature=...)")
+                          for d in signature)
     return {"signature": signature, "casting": casting}
 
 
@@ -3362,6 +3366,7 @@ def result_type(*arrays_and_dtypes):
 
 
 def can_cast(from_, to, casting="safe"):
+    dtype_argument(to, "np.can_cast(from_, to)") if isinstance(to, Tensor) else None
     return np.can_cast(_dtype_stand_in(from_), to, casting)
 
 

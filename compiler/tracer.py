@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import dis
+import inspect
 import linecache
 import os
 import re
@@ -347,6 +348,7 @@ class Tensor:
         return Tensor(self.node, scalar=self.scalar)
 
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        dtype = dtype_argument(dtype, "x.astype(dtype)")
         if not np.can_cast(self.dtype, dtype, casting=casting):
             raise TypeError(f"Cannot cast array data from {self.dtype!r} to {np.dtype(dtype)!r} according to the "
                             f"rule {casting!r}")
@@ -407,7 +409,7 @@ class Tensor:
             raise NotImplementedError("x.view(type=...): ndarray subclasses are not supported by the compiler")
         if dtype is None:
             return view(self.node, self, scalar=self.numpy_scalar, positions=lambda p: p)
-        dtype = np.dtype(dtype)
+        dtype = dtype_argument(dtype, "x.view(dtype)")
         if dtype.itemsize != self.dtype.itemsize:
             if self.ndim == 0:
                 raise ValueError("Changing the dtype of a 0d array is only supported if the itemsize is unchanged")
@@ -777,6 +779,33 @@ def _tensors(value):
             yield from _tensors(v)
 
 
+def dtype_argument(dtype, where: str) -> np.dtype:
+    """A ``dtype=`` argument read as NumPy reads it, with NumPy's refusal of an array: np.dtype would take a
+    traced array's ``.dtype`` attribute (it refuses only ndarrays), silently reading ``x.astype(y)`` as
+    ``x.astype(y.dtype)``."""
+    if isinstance(dtype, Tensor):
+        raise TypeError(f"Cannot construct a dtype from an array: the dtype of {where} is a traced array "
+                        "(pass its .dtype)")
+    return np.dtype(dtype)
+
+
+_DTYPE_POSITIONS: dict = {}
+
+
+def _positional_dtype(impl, args):
+    """The ``dtype`` a library function was given by position (np.zeros_like(a, dtype), x.sum(axis, dtype)),
+    or None: its parameter's position, read once from its signature."""
+    if impl not in _DTYPE_POSITIONS:
+        try:
+            names = [p.name for p in inspect.signature(impl).parameters.values()
+                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        except (TypeError, ValueError):
+            names = []
+        _DTYPE_POSITIONS[impl] = names.index("dtype") if "dtype" in names else None
+    position = _DTYPE_POSITIONS[impl]
+    return args[position] if position is not None and position < len(args) else None
+
+
 def call_library_function(impl, *args, **kwargs):
     """Call a NumPy function's definition on traced arrays. The views it takes of its arguments for its
     own work (np.median's moveaxis, np.diff's slices) die with the call in NumPy, so they must not keep
@@ -784,6 +813,9 @@ def call_library_function(impl, *args, **kwargs):
     argument (np.transpose; np.split's parts) still shares its memory, and then every mark stays. A
     result that is a view of the function's own temporary (np.argsort's moveaxis of the permutation it
     computed) shares nothing the caller can reach, unless another result looks at the same memory."""
+    for dtype in (kwargs.get("dtype"), _positional_dtype(impl, args)):
+        if isinstance(dtype, Tensor):
+            dtype_argument(dtype, f"{impl.__name__.rstrip('_')}(..., dtype=...)")
     arguments = list(_tensors((args, kwargs)))
     unshared = [t for t in arguments if t.aliases is None]
     result = impl(*args, **kwargs)
