@@ -2669,8 +2669,8 @@ def _sorting_permutation(x: Tensor) -> Tensor:
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     _sort_options(kind, order, stable)
     x = _tensor(a)
-    if axis is None or x.ndim == 0:  # NumPy flattens a 0-d array too
-        x, axis = ravel(x), 0
+    if axis is None or x.ndim == 0:  # NumPy flattens a 0-d array too, then reads axis for its one dimension
+        x, axis = ravel(x), 0 if axis is None else axis
     axis = np.lib.array_utils.normalize_axis_index(axis, x.ndim)
     return _fresh(np.moveaxis(_sorting_permutation(np.moveaxis(x, axis, -1)), -1, axis))
 
@@ -4406,8 +4406,15 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
     if hasattr(sample, "shape") and np.ndim(sample) == 2:  # an (N, D) array; anything else: D arrays of N
         points = _tensor(sample)
         columns = [points[:, i] for i in builtins.range(points.shape[1])]
-    else:  # NumPy stacks them into one array: of their common dtype
-        columns = [ravel(_tensor(c)) for c in ([sample] if hasattr(sample, "shape") else sample)]
+    elif hasattr(sample, "shape"):  # a 0-d or 1-d array: points of one dimension
+        columns = [ravel(_tensor(sample))]
+    else:  # NumPy stacks them into one array (its own error for ragged ones), of their common dtype
+        stacked = np.array([np.zeros(np.shape(c)) for c in sample]).shape
+        if len(stacked) > 2:
+            raise ValueError(f"np.histogramdd of {stacked[0]} coordinate arrays of {len(stacked) - 1} dimensions: "
+                             "each must be 1-d (too many values to unpack)")
+        # D scalars are one dimension's D points (NumPy's atleast_2d(sample).T), else D arrays of N
+        columns = [stack(list(sample))] if len(stacked) == 1 else [_tensor(c) for c in sample]
         common = np.result_type(*[np.empty(0, c.dtype) for c in columns]) if columns else np.dtype(np.float64)
         columns = [c.astype(common) for c in columns]
     count = len(columns)

@@ -317,6 +317,8 @@ AGREES = {
     "np.sort of everything": (lambda a: np.sort(a, axis=None), X),
     "np.argsort, ties in index order (stable)": (lambda a: np.argsort(np.array([2, 1, 2, 1, 0]) * a, kind="stable"), np.int8(1)),
     "np.argsort of a 0-d array (flattened)": (lambda a: np.argsort(a), Z),
+    "np.argsort of a 0-d array along axis 0 and -1 (of its flattened one dimension)": (
+        lambda a: (np.argsort(a, 0), a.argsort(-1)), Z),
     "x.argsort by axis 0 with stable=True": (lambda a: a.argsort(axis=0, stable=True), X),
     "np.argsort of bools": (lambda a: np.argsort(a, axis=None, kind="stable"), B),
     "x.sort() of a copy, in place": (lambda a: (lambda b: (b.sort(axis=0), b)[1])(a[::-1] * 1), X),
@@ -610,6 +612,8 @@ REFUSED = {
         lambda a: np.polyder(a[:, :2]), X),
     "np.polyder of a 0-d array": (lambda a: np.polyder(a[0, 0]), X),
     "np.tril of a 0-d array": (lambda a: np.tril(a[0, 0]), X),
+    "np.argsort of a 0-d array along axis 1 (NumPy flattens it first)": (lambda a: np.argsort(a[0, 0], 1), X),
+    "np.argsort of a 0-d array along a float axis": (lambda a: a[0, 0].argsort(axis=0.0), X),
     "x.astype of a traced array (not its dtype)": (lambda a: a.astype(a > 0), X),
     "x.view of a traced array": (lambda a: a.view(a), X),
     "np.zeros_like with a traced array as its positional dtype": (lambda a: np.zeros_like(a, a > 0), X),
@@ -621,6 +625,8 @@ REFUSED = {
     "np.can_cast to a traced array": (lambda a: a if np.can_cast(a, a.astype(np.float32)) else a, X),
     "np.triu of a 0-d array": (lambda a: np.triu(a.sum()), X),
     "np.histogramdd of a 3-d array": (lambda a: np.histogramdd(a[None])[0], X),
+    "np.histogram2d of 2-d coordinate arrays": (lambda a: np.histogram2d(a, a)[0], X),
+    "np.histogramdd of coordinate arrays of different lengths": (lambda a: np.histogramdd([a[0], a[1, :2]])[0], X),
     "np.polyint of a 0-d array": (lambda a: np.polyint(a[0, 0]), X),
     "np.linalg.cross of 2-vectors": (lambda a: np.linalg.cross(a[:, :2], a[:, 1:]), X),
     "np.linalg.tensorsolve of mismatched shapes": (lambda a: np.linalg.tensorsolve(a, a[0, :2]), X),
@@ -1303,6 +1309,8 @@ def test_histogram_sums_weights_as_numpy_does(fn):
                              weights=WEIGHTS.reshape(-1)[:6] ** 2),
     lambda a: np.histogram2d(np.clip(np.nan_to_num(a[0]), -9, 9), a[1], bins=[-2, 0, 2], weights=WEIGHTS[0]),
     lambda a: np.histogram2d(np.nan_to_num(a[0]).astype(np.int16), np.clip(a[1], -3, 3).astype(np.float16), bins=3),
+    # a list of scalars is one dimension's points (NumPy's atleast_2d(sample).T), not one point per dimension
+    lambda a: np.histogramdd([np.nan_to_num(a[0, 0]), a[1, 1].astype(np.float32), 0.5], bins=4),
 ])
 def test_histogramdd_bins_as_numpy_does(fn):
     """NumPy's edges per dimension (given, over a range, or the data's, in the common dtype of the columns),
