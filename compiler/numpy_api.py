@@ -3718,13 +3718,13 @@ def choose(a, choices, out=None, mode="raise"):
     _no_extras("choose", out=out)
     if mode not in ("raise", "wrap", "clip"):
         raise ValueError(f"mode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    options = [c if isinstance(c, Tensor) else np.asarray(c) for c in choices]
+    if not options:  # NumPy's first check, before the index's type
+        raise ValueError("0-length sequence.")
     index = _tensor(a)
     if not np.can_cast(index.dtype, np.intp, "safe"):
         raise TypeError(f"Cannot cast array data from {index.dtype!r} to {np.dtype(np.intp)!r} according to the rule "
                         "'safe'")
-    options = [c if isinstance(c, Tensor) else np.asarray(c) for c in choices]
-    if not options:
-        raise ValueError("0-length sequence.")
     dtype = np.result_type(*map(_dtype_stand_in, options))
     shape = np.broadcast_shapes(index.shape, *(np.shape(c) for c in options))
     n = len(options)

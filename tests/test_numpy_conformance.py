@@ -626,6 +626,7 @@ REFUSED = {
     "np.triu of a 0-d array": (lambda a: np.triu(a.sum()), X),
     "np.histogramdd of a 3-d array": (lambda a: np.histogramdd(a[None])[0], X),
     "np.histogram2d of 2-d coordinate arrays": (lambda a: np.histogram2d(a, a)[0], X),
+    "np.choose of no choices by a float index (NumPy counts the choices first)": (lambda a: np.choose(a, a[:0]), X),
     "np.histogramdd of coordinate arrays of different lengths": (lambda a: np.histogramdd([a[0], a[1, :2]])[0], X),
     "np.polyint of a 0-d array": (lambda a: np.polyint(a[0, 0]), X),
     "np.linalg.cross of 2-vectors": (lambda a: np.linalg.cross(a[:, :2], a[:, 1:]), X),
