@@ -200,6 +200,32 @@ def _reshaped(src: Node, strides: tuple, shape: tuple) -> tuple | None:
     return tuple(result)
 
 
+def reshape_copies(node: Node) -> bool:
+    """Whether NumPy's reshape that the "reshape" ``node`` stands for copies its operand (the operand's
+    strides allow no view of the new shape; an empty operand never copies). A reshape to the same shape is
+    no node of its own, and one of a constant is folded into a constant: neither copies."""
+    if node.op != "reshape":
+        return False
+    src = node.inputs[0]
+    return bool(src.size) and _reshaped(src, strides_of(src), node.shape) is None
+
+
+def ravel_is_view(shape: tuple, strides: tuple, order: str) -> bool:
+    """Whether NumPy's ravel in ``order`` of an array laid out with ``strides`` is a view (PyArray_Ravel),
+    which is stricter than a reshape: C order of a C-contiguous array, Fortran's of a Fortran-contiguous
+    one, "A" of either, "K" of either or of one whose strides, sorted, are a contiguous array's (none
+    negative); anything else is a copy (NumPy's flatten)."""
+    c, f = contiguous(shape, strides), contiguous(shape, strides, fortran=True)
+    if order == "K" and not (c or f):
+        step = 1
+        for axis in sorted((a for a, n in enumerate(shape) if n != 1), key=lambda a: abs(strides[a])):
+            if strides[axis] != step:
+                return False
+            step *= shape[axis]
+        return True
+    return {"C": c, "F": f, "A": c or f, "K": True}[order]
+
+
 def _remembered(node: Node, name: str, compute):
     """``compute(n, {input id: its value})`` of ``node``, from its ancestors', each remembered on its node
     under ``name`` (a node never changes, and a trace that writes in a loop asks again after every write)."""

@@ -1123,7 +1123,7 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     shape = newshape if shape is None else shape
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
-    return _tensor(a).reshape(tuple(shape), order=order)  # a view
+    return _tensor(a).reshape(tuple(shape), order=order, copy=copy)
 
 
 def transpose(a, axes=None):
@@ -1161,9 +1161,18 @@ def squeeze(a, axis=None):
 
 
 def ravel(a, order="C"):
-    """A view where NumPy can make one (which memory a reshape shares depends on the layout, so an update
-    of either is refused later), read in ``order`` (``Tensor._read_axes``)."""
-    return view(_tensor(a)._read_flat(order, "np.ravel"), a)
+    """The elements read in ``order`` (``Tensor._read_axes``): a view where NumPy's ravel makes one
+    (``layout.ravel_is_view``), which updates write through, else NumPy's fresh copy. Where the layout model
+    only guesses the array's strides, a view whose updates are refused (NumPy's sharing is not known)."""
+    x = _tensor(a)
+    order = memory_order(order, "C")
+    flat = x._read_flat(order, "np.ravel")
+    if not layout.known(x.node):
+        return view(flat, a)
+    if not layout.ravel_is_view(x.shape, layout.strides_of(x.node), order):
+        return Tensor(P.laid_out(flat, layout.contiguous_strides(flat.shape)))  # NumPy's flatten: a fresh array
+    axes = x._read_axes(order, "np.ravel")
+    return view(flat, a, positions=lambda p: np.transpose(p, axes).reshape(-1))
 
 
 def broadcast_to(array, shape, subok=False):

@@ -288,18 +288,42 @@ class Tensor:
         return Tensor(P.matmul(as_node(other), self.node), scalar=True)
 
     # -- methods
-    def reshape(self, *shape, order="C"):
+    def reshape(self, *shape, order="C", copy=None):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
         order = memory_order(order, "C")
         if order == "K":
             raise ValueError("order 'K' is not permitted for reshaping")
         if order == "C" or order == "A" and self._read_axes("A", "reshape") == tuple(range(self.ndim)):
-            # a NumPy scalar stays one (np.float64(1).reshape(())); an array of one element becomes a 0-d array
-            return view(P.reshape(self.node, shape), self, scalar=self.numpy_scalar)
+            node = P.reshape(self.node, shape)
+            return self._reshaped(node, node, lambda p: p.reshape(node.shape), "C", copy)
         # Fortran's index order: the reversed axes read, and written, C's way
         written = P.reshape(P.transpose(self.node, None), tuple(shape)[::-1])
-        return view(P.transpose(written, None), self, scalar=self.numpy_scalar)
+        node = P.transpose(written, None)
+        return self._reshaped(node, written, lambda p: p.reshape(node.shape, order="F"), "F", copy)
+
+    def _reshaped(self, node: Node, reshape: Node, positions, order: str, copy) -> Tensor:
+        """NumPy's reshape: a view where this array's strides allow one (NumPy's _attempt_nocopy_reshape, as
+        the layout model repeats it for the ``reshape`` node), which updates write through at ``positions``;
+        a fresh array where NumPy copies, or where ``copy=True`` asks (laid out in the reshape's ``order``,
+        as NumPy copies before it reshapes). Where the model only guesses the layout, a view whose updates
+        are refused, since whether NumPy's memory is shared is not known. A NumPy scalar stays one
+        (np.float64(1).reshape(())); an array of one element becomes a 0-d array."""
+        scalar = self.numpy_scalar
+        if copy:
+            axes = tuple(range(node.ndim))
+            return Tensor(P.laid_out(node, layout.contiguous_strides(node.shape, axes if order == "C" else axes[::-1])),
+                          scalar=scalar)
+        if not layout.known(self.node):
+            if copy is not None:
+                raise NotImplementedError("reshape(..., copy=False) of an array whose memory layout the compiler "
+                                          "only guesses: whether NumPy must copy is not known")
+            return view(node, self, scalar=scalar)
+        if layout.reshape_copies(reshape):
+            if copy is not None:
+                raise ValueError("Unable to avoid creating a copy while reshaping.")
+            return Tensor(node, scalar=scalar)
+        return view(node, self, scalar=scalar, positions=positions)
 
     def _read_axes(self, order: str, what: str) -> tuple:
         """The axes, outermost first, in which NumPy's ravel, flatten and reshape read the elements in
@@ -696,8 +720,8 @@ _INTO_NUMPY = ("; if a traced value was assigned into a NumPy array (out = np.ze
 VIEWED = "an array a view was taken of (NumPy's view would see the update)"
 A_VIEW = "a view (NumPy's slicing, reshape, transpose, squeeze, split and broadcast_to share memory)"
 READ_ONLY = "a read-only array (np.imag of a real array, np.broadcast_to, np.diagonal)"
-# the views an update cannot be written through: a reshape's sharing depends on the memory's layout,
-# which a trace does not know; np.broadcast_arrays' views repeat elements
+# the views an update cannot be written through: a reshape's sharing depends on the memory's layout, which the
+# layout model may only guess; np.broadcast_arrays' views repeat elements; a dtype view's are other bits
 UNFOLLOWED = "a reshape, ravel, np.broadcast_arrays or x.view(dtype), whose sharing the trace does not follow"
 
 
@@ -707,8 +731,8 @@ def view(node: Node, of, scalar: bool = False, positions=None, read_only: bool =
     ``positions`` is given where NumPy makes a view whatever the memory's layout (basic indexing,
     transposes, squeezes, splits): the same NumPy operation, applied to the array of ``of``'s
     positions in its root, gives the view's, and update_in_place writes through them. A view
-    without them (a reshape, whose sharing depends on the layout) keeps every array of that memory
-    from being updated. A ``read_only`` view (NumPy's broadcast_to, diagonal), or any view of a
+    without them (a reshape of a layout the model only guesses, np.broadcast_arrays') keeps every
+    array of that memory from being updated. A ``read_only`` view (NumPy's broadcast_to, diagonal), or any view of a
     read-only array, refuses updates itself, as NumPy does, but still sees its root's."""
     if not isinstance(of, Tensor):
         return Tensor(node, aliases=READ_ONLY if read_only else A_VIEW, scalar=scalar)
