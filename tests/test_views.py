@@ -661,3 +661,53 @@ def test_a_view_op_writes_through_as_numpy(name):
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_array_equal(g, w)
 
+
+
+# -- reshapes and ravels of random views: view or copy as NumPy's strides decide
+
+def _random_view(y, rng):
+    """A chain of views NumPy makes whatever the layout: transposes, strided and reversed slices, new axes."""
+    for _ in range(rng.integers(0, 4)):
+        kind = rng.integers(0, 4)
+        if kind == 0:
+            y = y.T
+        elif kind == 1:
+            axis = int(rng.integers(0, y.ndim))
+            y = y[(slice(None),) * axis + (slice(None, None, int(rng.choice([2, -1, -2]))),)]
+        elif kind == 2 and y.ndim >= 2:
+            y = y.swapaxes(0, -1)
+        else:
+            y = y[None]
+    return y
+
+
+def _reshape_or_ravel(v, rng):
+    if rng.integers(0, 2):
+        return v.ravel(str(rng.choice(list("CFAK"))))
+    sizes = [d for d in range(1, v.size + 1) if v.size % d == 0]
+    middle = sizes[len(sizes) // 2]
+    return v.reshape((middle, v.size // middle), order=str(rng.choice(list("CFA"))))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_updates_through_reshapes_and_ravels_of_random_views_are_numpys(seed):
+    """Six chains a call: an array copied in a random order from a caller's transposed array, a random view of
+    it, then a reshape or ravel in a random order, written through and then under; NumPy's values are the
+    judge of which of them shared memory (the layout model decides from the strides NumPy's would have)."""
+    rng = np.random.default_rng(seed)
+    plans = [(str(rng.choice(list("CFAK"))), int(rng.integers(0, 2**31))) for _ in range(6)]
+
+    def fn(x):
+        results = []
+        for order, chain_seed in plans:
+            chain = np.random.default_rng(chain_seed)
+            y = x.copy(order=order)
+            v = _random_view(y, chain)
+            r = _reshape_or_ravel(v, chain)
+            r[(0,) * r.ndim] = 100.0
+            r.reshape(-1)[-1] = -100.0
+            y[(0,) * y.ndim] += 0.5
+            results += [y, v, r]
+        return results
+    shape = [(4, 6), (2, 3, 4), (3, 1, 4), (1, 6, 1)][seed % 4]
+    assert_same_as_numpy(fn, np.arange(np.prod(shape), dtype=np.float64).reshape(shape[::-1]).T)
