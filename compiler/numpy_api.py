@@ -317,7 +317,6 @@ def _ufunc_accumulate(ufunc, a, axis=0, dtype=None, out=None):
     name = UFUNC_PRIMITIVES.get(ufunc)
     if name is None or ufunc.nin != 2 or ufunc.nout != 1:
         raise NotImplementedError(f"np.{ufunc.__name__}.accumulate is not supported by the compiler")
-    _no_extras(f"{ufunc.__name__}.accumulate", out=out)
     x = _node(a)
     if x.ndim == 0:
         raise TypeError("cannot accumulate on a scalar")
@@ -325,9 +324,20 @@ def _ufunc_accumulate(ufunc, a, axis=0, dtype=None, out=None):
         raise ValueError("accumulate does not allow multiple axes")
     axis = axis[0] if isinstance(axis, tuple) else axis
     same = {np.add: cumsum, np.multiply: cumprod}.get(ufunc)
-    if same is not None:
-        return same(a, axis=axis, dtype=dtype)
-    return Tensor(P.accumulate(name, x, axis, dtype, f"np.{ufunc.__name__}.accumulate"))
+    if same is not None:  # (NumPy's cumsum is this accumulate, out= included)
+        return same(a, axis=axis, dtype=dtype, out=out)
+    what = f"np.{ufunc.__name__}.accumulate"
+    if out is None:
+        return Tensor(P.accumulate(name, x, axis, dtype, what))
+    # into out=: the running value kept in the loop NumPy picks for (out's dtype, the array's), as for cumsum
+    target = _reduction_target(out, what)
+    if dtype is None:
+        dtype = np.dtype(ufunc.resolve_dtypes((target.dtype, x.dtype, None))[0])
+        if ufunc.resolve_dtypes((dtype, dtype, None))[2] != dtype:  # logical_and's bool loop: cast into out
+            dtype = None
+    result = Tensor(P.accumulate(name, x, axis, dtype, what))
+    return _into_reduction_out(f"{ufunc.__name__}.accumulate", target,
+                               lambda o: ufunc.accumulate(_stand_in(Tensor(x)), axis, dtype, out=o), result)
 
 
 def _ufunc_outer(ufunc, a, b, **kwargs):

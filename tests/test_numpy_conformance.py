@@ -404,6 +404,13 @@ AGREES = {
     "np.divide.accumulate of int8 (float64)": (lambda a: np.divide.accumulate(a.astype(np.int8) + 3, axis=1), X),
     "np.equal.accumulate of bools": (lambda a: np.equal.accumulate(a > 0, axis=1), X),
     "np.add.accumulate along axis (0,)": (lambda a: np.add.accumulate(a, axis=(0,)), X),
+    "ufunc.accumulate into an out array (in the loop for its dtype and the array's, or the bool loop)": (
+        lambda a: (lambda i8, o16, of32, ob, oi: (
+            np.add.accumulate(i8 * 50, axis=1, out=o16), np.maximum.accumulate(a, 0, None, of32),
+            np.subtract.accumulate(i8, axis=1, out=(ob.astype(np.float16),)), np.logical_and.accumulate(a, out=oi),
+            np.multiply.accumulate(i8, axis=1, dtype=np.int8, out=o16 * 0)))(
+            a.astype(np.int8), np.zeros_like(a, np.int16), np.zeros_like(a, np.float32), np.zeros_like(a),
+            np.zeros_like(a, np.int32)), X),
     "np.result_type of a traced array and a Python float": (lambda a: a.astype(np.float16) * np.result_type(a.astype(np.float16), 1.0).itemsize, X),
     "np.can_cast of a traced int8 to uint8 (False)": (lambda a: a + np.can_cast(a.astype(np.int8), np.uint8), X),
     "np.real of an array is the array, np.imag zeros": (lambda a: (np.real(a) + 1, np.imag(a), a.imag, a.real), X),
@@ -715,6 +722,10 @@ REFUSED = {
     "np.maximum.accumulate along two axes": (lambda a: np.maximum.accumulate(a, axis=(0, 1)), X),
     "np.subtract.accumulate of bools": (lambda a: np.subtract.accumulate(a > 0), X),
     "np.bitwise_or.accumulate of floats": (lambda a: np.bitwise_or.accumulate(a), X),
+    "np.maximum.accumulate into an out of another shape": (
+        lambda a: np.maximum.accumulate(a, out=np.zeros_like(a[0])), X),
+    "np.add.accumulate into a tuple of two out arrays": (
+        lambda a: np.add.accumulate(a, out=(np.zeros_like(a), np.zeros_like(a))), X),
     "np.rot90 on one axis twice": (lambda a: np.rot90(a, axes=(1, -1)), X),
     "np.rot90 of a vector": (lambda a: np.rot90(a[0]), X),
     "np.array_split into 0 sections": (lambda a: np.array_split(a, 0), X),
