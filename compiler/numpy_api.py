@@ -1054,9 +1054,10 @@ def round_(a, decimals=0, out=None):
     scale then divided out again; integers with decimals >= 0 are returned as they are, and to negative
     decimals are divided, rounded and multiplied in float64 (so past 2**53 with its precision), the
     result converted back (wrapping, as a float-to-int cast does: int8 127 to tens is -126)."""
-    _no_extras("round", out=out)
-    x = _node(a)
     decimals = operator.index(decimals)
+    if out is not None:
+        return _round_into(a, decimals, out)
+    x = _node(a)
     if x.dtype.kind in "iu":  # bool is not among them: NumPy rounds it as a float (rint of bool is float16)
         if decimals >= 0:
             return Tensor(x, scalar=True)
@@ -1072,6 +1073,25 @@ def round_(a, decimals=0, out=None):
     into, back = ("multiply", "divide") if decimals > 0 else ("divide", "multiply")
     y = P.elementwise("rint", [P.elementwise(into, [x, scale])])
     return _scaled_round_result(P.elementwise(back, [y, scale]), x)
+
+
+def _round_into(a, decimals: int, out) -> Tensor:
+    """PyArray_Round with ``out=``: integers to decimals >= 0 assigned into out (same_kind casting), decimals 0
+    NumPy's rint into out, anything else NumPy's three ufunc calls into out — the scaled value, its rint, the
+    scale taken out again — each in the loop for out's dtype and the operand's (so an integer out of a
+    division is NumPy's casting error, and a float32 out rounds the float64 product first)."""
+    target = _writable_target(out, "np.round(..., out=...)")
+    x = _tensor(a)
+    if x.dtype.kind in "iu" and decimals >= 0:
+        np.copyto(target, x, casting="same_kind")
+        return target
+    if decimals == 0:
+        return np.rint(x, out=target)
+    scale = 10.0 ** abs(decimals)
+    into, back = (np.multiply, np.true_divide) if decimals > 0 else (np.true_divide, np.multiply)
+    into(x, scale, out=target)
+    np.rint(target, out=target)
+    return back(target, scale, out=target)
 
 
 def _scaled_round_result(rounded: P.Node, x: P.Node) -> Tensor:
@@ -1192,7 +1212,8 @@ def broadcast_to(array, shape, subok=False):
 
 
 def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
-    _no_extras("concatenate", out=out)
+    if out is not None:
+        return _concatenate_into(arrays, axis, out, dtype, casting)
     nodes = [_node(a) for a in arrays]
     if axis is None:
         nodes, axis = [P.reshape(n, (n.size,)) for n in nodes], 0
@@ -1204,6 +1225,20 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
                                 f"according to the rule {casting!r}")
         nodes = [P.cast(n, dtype) for n in nodes]
     return Tensor(P.concat(nodes, axis))
+
+
+def _concatenate_into(arrays, axis, out, dtype, casting) -> Tensor:
+    """np.concatenate's ``out=``: NumPy's own call on stand-ins with a stand-in of out decides its errors (out's
+    exact shape, dtype= beside it, ``casting`` of each array to out's dtype); each array is converted to out's
+    dtype on its own, as NumPy copies it in (not through the arrays' common type), and the whole written into
+    out's memory, which is returned."""
+    target = _writable_target(out, "np.concatenate(..., out=...)")
+    arrays = list(arrays)
+    np.concatenate([_stand_in(a) for a in arrays], axis, out=np.zeros(target.shape, target.dtype), dtype=dtype,
+                   casting=casting)
+    joined = concatenate([Tensor(P.cast(_node(a), target.dtype)) for a in arrays], axis)
+    _write_where(target, joined.node, True, "np.concatenate(..., out=...)", "use the returned array instead")
+    return target
 
 
 def hstack(tup, *, dtype=None, casting="same_kind"):
@@ -1225,9 +1260,8 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     if any(n.shape != nodes[0].shape for n in nodes):
         raise ValueError("all input arrays must have the same shape")
     axis = P.one_axis(axis, nodes[0].ndim + 1, "stack")
-    _no_extras("stack", out=out)
     expanded = [Tensor(P.reshape(n, n.shape[:axis] + (1,) + n.shape[axis:])) for n in nodes]
-    return concatenate(expanded, axis=axis, dtype=dtype, casting=casting)
+    return concatenate(expanded, axis=axis, out=out, dtype=dtype, casting=casting)
 
 
 def _atleast(x, nd):

@@ -404,6 +404,17 @@ AGREES = {
     "np.divide.accumulate of int8 (float64)": (lambda a: np.divide.accumulate(a.astype(np.int8) + 3, axis=1), X),
     "np.equal.accumulate of bools": (lambda a: np.equal.accumulate(a > 0, axis=1), X),
     "np.add.accumulate along axis (0,)": (lambda a: np.add.accumulate(a, axis=(0,)), X),
+    "np.round into out= (NumPy's three ufunc calls in out's dtype)": (
+        lambda a: (lambda o32, o8, o: (np.round(a * 1.005, 2, out=o32), np.around(a.astype(np.int16), 1, out=o8),
+                                       (a[0] * 7.7).round(-1, out=o[0]), np.round(a[1], out=o[1]), o))(
+            np.zeros_like(a, np.float32), np.zeros_like(a, np.int8), np.zeros_like(a)), X),
+    "np.concatenate and np.stack into out= (each array cast to out's dtype on its own)": (
+        lambda a: (lambda o16, o64, o: (np.concatenate([a, a.astype(np.int8)], out=o16, casting="unsafe"),
+                                        np.concatenate([(a * 2**61).astype(np.int64), a[:1]], axis=None, out=o64,
+                                                       casting="unsafe"),
+                                        np.stack([a, a * 2], axis=1, out=o)))(
+            np.zeros_like(a, np.int16, shape=(4, 3)), np.zeros_like(a, np.int64, shape=(9,)),
+            np.zeros_like(a, shape=(2, 2, 3))), X),
     "ufunc.accumulate into an out array (in the loop for its dtype and the array's, or the bool loop)": (
         lambda a: (lambda i8, o16, of32, ob, oi: (
             np.add.accumulate(i8 * 50, axis=1, out=o16), np.maximum.accumulate(a, 0, None, of32),
@@ -722,6 +733,15 @@ REFUSED = {
     "np.maximum.accumulate along two axes": (lambda a: np.maximum.accumulate(a, axis=(0, 1)), X),
     "np.subtract.accumulate of bools": (lambda a: np.subtract.accumulate(a > 0), X),
     "np.bitwise_or.accumulate of floats": (lambda a: np.bitwise_or.accumulate(a), X),
+    "np.round of ints to negative decimals into an int out (true_divide's cast)": (
+        lambda a: np.round(a.astype(np.int32), -1, out=np.zeros_like(a, np.int32)), X),
+    "np.round into an out of another shape": (lambda a: np.round(a, 1, out=np.zeros_like(a[0])), X),
+    "np.concatenate into an out of the wrong shape": (
+        lambda a: np.concatenate([a, a], out=np.zeros_like(a, shape=(4, 2))), X),
+    "np.concatenate with out= and dtype=": (
+        lambda a: np.concatenate([a, a], out=np.zeros_like(a, shape=(4, 3)), dtype=np.float64), X),
+    "np.concatenate of floats into an int out (same_kind)": (
+        lambda a: np.concatenate([a, a], out=np.zeros_like(a, np.int64, shape=(4, 3))), X),
     "np.maximum.accumulate into an out of another shape": (
         lambda a: np.maximum.accumulate(a, out=np.zeros_like(a[0])), X),
     "np.add.accumulate into a tuple of two out arrays": (
