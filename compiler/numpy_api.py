@@ -1468,7 +1468,8 @@ def _axpy_product(x: P.Node, y: P.Node, out_shape: tuple) -> P.Node:
 
 
 def dot(a, b, out=None):
-    _no_extras("dot", out=out)
+    if out is not None:
+        return _dot_into(a, b, out)
     x, y = _node(a), _node(b)
     if x.ndim == 0 or y.ndim == 0:
         return _one_product_laid_out(x, y)
@@ -1478,6 +1479,20 @@ def dot(a, b, out=None):
         raise ValueError(f"shapes {x.shape} and {y.shape} not aligned: {x.shape[-1]} (dim {x.ndim - 1}) != "
                          f"{y.shape[axis_b]} (dim {axis_b})")
     return Tensor(_contract(x, y, [x.ndim - 1], [axis_b], cblas=x.ndim <= 2 and y.ndim <= 2), scalar=True)
+
+
+def _dot_into(a, b, out) -> Tensor:
+    """np.dot's ``out=``: NumPy's own np.dot on stand-ins, into a stand-in of out laid out as out's memory is,
+    gives its checks (out's exact dtype and shape, and C-contiguity: "output array is not acceptable"); the
+    product is written into out's memory, which is returned."""
+    target = _writable_target(out, "np.dot(..., out=...)")
+    if not layout.known(target.node):
+        raise NotImplementedError("np.dot(..., out=...) into an array whose memory layout the compiler only guesses "
+                                  "(NumPy requires a C-contiguous out): use the returned array instead")
+    np.dot(_stand_in(a), _stand_in(b),
+           out=_laid_out_array(target.shape, target.dtype, layout.strides_of(target.node)))
+    _write_where(target, _node(dot(a, b)), True, "np.dot(..., out=...)", "use the returned array instead")
+    return target if target.ndim else Tensor(target.node, scalar=True)  # NumPy's PyArray_Return of a 0-d out
 
 
 def inner(a, b):
@@ -1519,7 +1534,8 @@ def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe
     labelled axis of length 1 broadcast against the others), computed as pairwise contractions left
     to right, each a matmul. ``optimize`` changes NumPy's order (not followed) and, for two or more operands, what
     a full contraction returns: its optimized path ends in a matmul's 0-d array, not c_einsum's NumPy scalar."""
-    _no_extras("einsum", out=out)
+    if out is not None:
+        return _einsum_into(subscripts, operands, out, dtype, order, casting, optimize)
     if order not in ("K", "C", "A"):
         raise NotImplementedError("np.einsum: only the default order is supported")
     if not isinstance(subscripts, str):
@@ -1563,6 +1579,25 @@ def _einsum_sublist_subscripts(sublist) -> str:
             raise ValueError("subscript is not within the valid range [0, 52)")
         letters.append(chr(ord("A") + s) if s < 26 else chr(ord("a") + s - 26))
     return "".join(letters)
+
+
+def _einsum_into(subscripts, operands, out, dtype, order, casting, optimize) -> Tensor:
+    """np.einsum's ``out=``: NumPy's own einsum on stand-ins, into a stand-in of out, gives its checks (out's
+    shape, and ``casting`` from the computation's type to out's); the contraction is converted into out's
+    memory, and out is returned. Where NumPy's c_einsum writes out itself (optimize=False, or one operand) its
+    iterator's common dtype takes out's in too, so float32 operands into a float64 out are multiplied and summed
+    in float64, and bools into an integer out are counted; NumPy's optimized path for two or more operands
+    contracts as without out and then writes into it."""
+    target = _writable_target(out, "np.einsum(..., out=...)")
+    np.einsum(_stand_in(subscripts), *map(_stand_in, operands), out=np.zeros(target.shape, target.dtype),
+              dtype=dtype, order=order, casting=casting, optimize=optimize)
+    if not isinstance(subscripts, str):
+        subscripts, operands = _einsum_from_sublists((subscripts,) + tuple(operands))
+    if dtype is None and (optimize is False or len(operands) == 1):
+        dtype = np.result_type(*[np.empty(0, _node(o).dtype) for o in operands], target.dtype)
+    result = einsum(subscripts, *operands, dtype=dtype, order=order, casting=casting, optimize=optimize)
+    _write_where(target, _node(result), True, "np.einsum(..., out=...)", "use the returned array instead")
+    return target
 
 
 def _einsum_from_sublists(args: tuple) -> tuple[str, tuple]:
@@ -2089,7 +2124,10 @@ def take_along_axis(arr, indices, axis=-1):
 
 
 def ptp(a, axis=None, out=None, keepdims=False):
-    _no_extras("ptp", out=out)
+    """NumPy's _ptp: subtract(maximum.reduce(a, axis, out=out), minimum.reduce(a, axis), out) — into ``out`` the
+    maximum is converted first and the difference taken in the loop for out's dtype, as there."""
+    if out is not None:
+        return np.subtract(amax(a, axis, out=out, keepdims=keepdims), amin(a, axis, keepdims=keepdims), out=out)
     return np.subtract(amax(a, axis, keepdims=keepdims), amin(a, axis, keepdims=keepdims))
 
 

@@ -404,6 +404,18 @@ AGREES = {
     "np.divide.accumulate of int8 (float64)": (lambda a: np.divide.accumulate(a.astype(np.int8) + 3, axis=1), X),
     "np.equal.accumulate of bools": (lambda a: np.equal.accumulate(a > 0, axis=1), X),
     "np.add.accumulate along axis (0,)": (lambda a: np.add.accumulate(a, axis=(0,)), X),
+    "np.dot and x.dot into out= (a 0-d out comes back as a NumPy scalar, as NumPy returns it)": (
+        lambda a: (lambda o, o0: (np.dot(a, a.T, out=o), a[0].dot(a[1], o0), o))(
+            np.zeros_like(a, shape=(2, 2)), np.zeros_like(a, shape=())), X),
+    "np.einsum into out= (c_einsum's common dtype takes out's in: float64 products, bool counts)": (
+        lambda a: (lambda f32, o64, o8, o, oo: (
+            np.einsum("ij,ij->i", f32 / 3, f32 / 7, out=o64), np.einsum("ij,ij->i", a > 0, a > -1, out=o8),
+            np.einsum(f32, [0, 1], [1], out=o), np.einsum("ij,kj->ik", a, a, out=oo, optimize=True), o64, o8, o, oo))(
+            a.astype(np.float32), np.zeros_like(a[:, 0]), np.zeros_like(a[:, 0], np.int8),
+            np.zeros_like(a[0]), np.zeros_like(a, np.float32, shape=(2, 2))), X),
+    "np.ptp into out= (the maximum converted into out first, as NumPy's _ptp)": (
+        lambda a: (lambda o16, o: (np.ptp(a.astype(np.int8) * 60, axis=1, out=o16), np.ptp(a, 0, o), o16, o))(
+            np.zeros_like(a[:, 0], np.int16), np.zeros_like(a[0])), X),
     "np.round into out= (NumPy's three ufunc calls in out's dtype)": (
         lambda a: (lambda o32, o8, o: (np.round(a * 1.005, 2, out=o32), np.around(a.astype(np.int16), 1, out=o8),
                                        (a[0] * 7.7).round(-1, out=o[0]), np.round(a[1], out=o[1]), o))(
@@ -735,6 +747,11 @@ REFUSED = {
     "np.bitwise_or.accumulate of floats": (lambda a: np.bitwise_or.accumulate(a), X),
     "np.round of ints to negative decimals into an int out (true_divide's cast)": (
         lambda a: np.round(a.astype(np.int32), -1, out=np.zeros_like(a, np.int32)), X),
+    "np.dot into an out of another dtype": (lambda a: np.dot(a, a.T, out=np.zeros_like(a, np.float32, shape=(2, 2))), X),
+    "np.dot into an out that is not C-contiguous": (lambda a: np.dot(a, a.T, out=np.zeros_like(a, shape=(2, 2)).T), X),
+    "np.dot into an out of another shape": (lambda a: np.dot(a, a.T, out=np.zeros_like(a, shape=(1, 2, 2))), X),
+    "np.einsum of float64 into a float32 out (casting='safe')": (
+        lambda a: np.einsum("ij->i", a, out=np.zeros_like(a[:, 0], np.float32)), X),
     "np.round into an out of another shape": (lambda a: np.round(a, 1, out=np.zeros_like(a[0])), X),
     "np.concatenate into an out of the wrong shape": (
         lambda a: np.concatenate([a, a], out=np.zeros_like(a, shape=(4, 2))), X),
