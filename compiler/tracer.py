@@ -736,6 +736,8 @@ def view(node: Node, of, scalar: bool = False, positions=None, read_only: bool =
     read-only array, refuses updates itself, as NumPy does, but still sees its root's."""
     if not isinstance(of, Tensor):
         return Tensor(node, aliases=READ_ONLY if read_only else A_VIEW, scalar=scalar)
+    if of.numpy_scalar:  # NumPy views a fresh 0-d array of the (immutable) scalar: a write never reaches it
+        of = Tensor(of.node)
     if of.aliases is None:
         of.aliases = VIEWED
     read_only = read_only or of.aliases == READ_ONLY

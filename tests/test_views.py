@@ -133,6 +133,16 @@ def a_numpy_scalar_is_rebound(x):
     return s, t, e, i
 
 
+def views_of_a_numpy_scalar_are_of_a_fresh_array(x):
+    s = (x * 1)[1, 2]     # an element: a NumPy scalar, a copy
+    row = s[None]         # NumPy views a fresh 0-d array of it: writes never reach s
+    row[0] = -7.0
+    again = row[...]      # a view of that same fresh array sees the write
+    flat = s.reshape(1)
+    flat += 100.0
+    return s, row, again, flat
+
+
 def a_flip_and_a_stride(x):
     y = np.ones_like(x)
     f = np.flip(y, 1)
@@ -206,7 +216,7 @@ def reshapes_told_to_copy_or_not(x):
 WRITE_THROUGH = [augmented_item_assignment, into_a_row_then_its_array, through_a_transpose, in_a_loop,
                  split_parts_share_their_array, a_view_of_a_view, sorting_a_row_in_place, an_element_is_a_copy,
                  squeezed_and_expanded, read_only_views_see_updates, an_einsum_diagonal_is_writeable,
-                 a_numpy_scalar_is_rebound, a_flip_and_a_stride, a_computed_row_of_a_fresh_array,
+                 a_numpy_scalar_is_rebound, views_of_a_numpy_scalar_are_of_a_fresh_array, a_flip_and_a_stride, a_computed_row_of_a_fresh_array,
                  a_reshape_sees_its_array_updated, into_a_reshape, a_reshape_of_a_reshape_and_its_rows,
                  reshapes_that_copy_and_that_do_not, ravel_copies_where_reshape_would_not,
                  reshapes_told_to_copy_or_not]
