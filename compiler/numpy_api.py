@@ -2794,11 +2794,21 @@ def _reduced_rows(x: Tensor, axis) -> tuple[Tensor, tuple, int]:
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """NumPy's _median: the mean of the middle one or two of the sorted values along the reduced axes;
-    NaN where a slice holds one (NumPy returns the NaN its partition put last)."""
-    _no_extras("median", out=out)
+    NaN where a slice holds one (NumPy returns the NaN its partition put last). Into ``out=`` as NumPy's
+    _median writes it: np.mean of the middle values into out (its loop and conversion), then the NaNs copied
+    in (with keepdims, into out indexed at 0 along the reduced axes, as _ureduce passes it)."""
     x = _tensor(a)
     rows, axes, n = _reduced_rows(x, axis)
     ordered = sort(rows, axis=-1)
+    if out is not None:
+        target = _writable_target(out, "np.median(..., out=...)")
+        np.median(_stand_in(x), axis, out=np.zeros(target.shape, target.dtype), keepdims=keepdims)  # its checks
+        inner = target[(Ellipsis,) + tuple(0 if d in axes else slice(None) for d in range(x.ndim))] \
+            if keepdims else target
+        mean(ordered[..., (n - 1) // 2:n // 2 + 1], axis=-1, out=inner)
+        if x.dtype.kind == "f" and n > 0:
+            np.copyto(inner, ordered[..., -1], where=np.isnan(ordered[..., -1]))
+        return target
     result = mean(ordered[..., (n - 1) // 2:n // 2 + 1], axis=-1)
     if x.dtype.kind == "f" and n > 0:
         last = ordered[..., -1]

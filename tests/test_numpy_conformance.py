@@ -416,6 +416,11 @@ AGREES = {
     "np.ptp into out= (the maximum converted into out first, as NumPy's _ptp)": (
         lambda a: (lambda o16, o: (np.ptp(a.astype(np.int8) * 60, axis=1, out=o16), np.ptp(a, 0, o), o16, o))(
             np.zeros_like(a[:, 0], np.int16), np.zeros_like(a[0])), X),
+    "np.median into out= (np.mean of the middle values into out, then its NaNs)": (
+        lambda a: (lambda o8, of, ok, y: (np.median(y.astype(np.int8) * 40, axis=1, out=o8), np.median(y, 0, of),
+                                          np.median(y, axis=(0, 1), out=ok, keepdims=True), o8, of, ok))(
+            np.zeros_like(a[:, 0], np.int8), np.zeros_like(a[0], np.float32), np.zeros_like(a, shape=(1, 1)),
+            np.where(a == 1, np.nan, a)), X),
     "np.round into out= (NumPy's three ufunc calls in out's dtype)": (
         lambda a: (lambda o32, o8, o: (np.round(a * 1.005, 2, out=o32), np.around(a.astype(np.int16), 1, out=o8),
                                        (a[0] * 7.7).round(-1, out=o[0]), np.round(a[1], out=o[1]), o))(
@@ -752,6 +757,8 @@ REFUSED = {
     "np.dot into an out of another shape": (lambda a: np.dot(a, a.T, out=np.zeros_like(a, shape=(1, 2, 2))), X),
     "np.einsum of float64 into a float32 out (casting='safe')": (
         lambda a: np.einsum("ij->i", a, out=np.zeros_like(a[:, 0], np.float32)), X),
+    "np.median with keepdims into an out without the kept axes": (
+        lambda a: np.median(a, axis=1, keepdims=True, out=np.zeros_like(a[:, 0])), X),
     "np.round into an out of another shape": (lambda a: np.round(a, 1, out=np.zeros_like(a[0])), X),
     "np.concatenate into an out of the wrong shape": (
         lambda a: np.concatenate([a, a], out=np.zeros_like(a, shape=(4, 2))), X),
