@@ -171,10 +171,11 @@ def _broadcast(operand: Node, strides: tuple, shape: tuple) -> tuple:
                  for d, n in enumerate(shape))
 
 
-def _reshaped(src: Node, strides: tuple, shape: tuple) -> tuple | None:
-    """The strides of a view of ``src`` reshaped to ``shape``, or None where NumPy must copy: every run of
-    source axes that becomes a run of result axes must be contiguous within itself (unit axes aside)."""
-    old = [(n, s) for n, s in zip(src.shape, strides) if n != 1]
+def _reshaped(src_shape: tuple, strides: tuple, shape: tuple) -> tuple | None:
+    """The strides of a view of an array of ``src_shape`` reshaped to ``shape``, or None where NumPy must copy:
+    every run of source axes that becomes a run of result axes must be contiguous within itself (unit axes
+    aside)."""
+    old = [(n, s) for n, s in zip(src_shape, strides) if n != 1]
     new_axes = [d for d, n in enumerate(shape) if n != 1]
     result = list(contiguous_strides(shape))
     i = j = 0
@@ -200,14 +201,15 @@ def _reshaped(src: Node, strides: tuple, shape: tuple) -> tuple | None:
     return tuple(result)
 
 
-def reshape_copies(node: Node) -> bool:
-    """Whether NumPy's reshape that the "reshape" ``node`` stands for copies its operand (the operand's
-    strides allow no view of the new shape; an empty operand never copies). A reshape to the same shape is
-    no node of its own, and one of a constant is folded into a constant: neither copies."""
-    if node.op != "reshape":
+def reshape_copies(shape: tuple, strides: tuple, new_shape: tuple, order: str = "C") -> bool:
+    """Whether NumPy's reshape of an array laid out with ``strides`` to ``new_shape``, in C's or Fortran's index
+    order, copies it (its strides allow no view; NumPy's _attempt_nocopy_reshape, mirrored for Fortran's; an
+    empty array never copies)."""
+    if 0 in shape:
         return False
-    src = node.inputs[0]
-    return bool(src.size) and _reshaped(src, strides_of(src), node.shape) is None
+    if order == "F":
+        shape, strides, new_shape = shape[::-1], strides[::-1], new_shape[::-1]
+    return _reshaped(shape, strides, new_shape) is None
 
 
 def ravel_is_view(shape: tuple, strides: tuple, order: str) -> bool:
@@ -294,7 +296,7 @@ def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:
     if node.op == "bitcast":
         return _broadcast(src, src_strides, node.shape)
     if node.op == "reshape":
-        view = _reshaped(src, src_strides, node.shape) if src.size else None
+        view = _reshaped(src.shape, src_strides, node.shape) if src.size else None
         return fresh if view is None else view
     if node.op in _SCANS:  # ufunc.accumulate's result: allocated by its iterator over the operand
         return contiguous_strides(node.shape, iteration_order(node.shape, [as_read(src)]))

@@ -296,15 +296,14 @@ class Tensor:
             raise ValueError("order 'K' is not permitted for reshaping")
         if order == "C" or order == "A" and self._read_axes("A", "reshape") == tuple(range(self.ndim)):
             node = P.reshape(self.node, shape)
-            return self._reshaped(node, node, lambda p: p.reshape(node.shape), "C", copy)
+            return self._reshaped(node, lambda p: p.reshape(node.shape), "C", copy)
         # Fortran's index order: the reversed axes read, and written, C's way
-        written = P.reshape(P.transpose(self.node, None), tuple(shape)[::-1])
-        node = P.transpose(written, None)
-        return self._reshaped(node, written, lambda p: p.reshape(node.shape, order="F"), "F", copy)
+        node = P.transpose(P.reshape(P.transpose(self.node, None), tuple(shape)[::-1]), None)
+        return self._reshaped(node, lambda p: p.reshape(node.shape, order="F"), "F", copy)
 
-    def _reshaped(self, node: Node, reshape: Node, positions, order: str, copy) -> Tensor:
-        """NumPy's reshape: a view where this array's strides allow one (NumPy's _attempt_nocopy_reshape, as
-        the layout model repeats it for the ``reshape`` node), which updates write through at ``positions``;
+    def _reshaped(self, node: Node, positions, order: str, copy) -> Tensor:
+        """NumPy's reshape to ``node``'s shape: a view where this array's strides allow one (NumPy's
+        _attempt_nocopy_reshape, as ``layout.reshape_copies`` repeats it), which updates write through at ``positions``;
         a fresh array where NumPy copies, or where ``copy=True`` asks (laid out in the reshape's ``order``,
         as NumPy copies before it reshapes). Where the model only guesses the layout, a view whose updates
         are refused, since whether NumPy's memory is shared is not known. A NumPy scalar stays one
@@ -319,7 +318,7 @@ class Tensor:
                 raise NotImplementedError("reshape(..., copy=False) of an array whose memory layout the compiler "
                                           "only guesses: whether NumPy must copy is not known")
             return view(node, self, scalar=scalar)
-        if layout.reshape_copies(reshape):
+        if layout.reshape_copies(self.shape, layout.strides_of(self.node), node.shape, order):
             if copy is not None:
                 raise ValueError("Unable to avoid creating a copy while reshaping.")
             return Tensor(node, scalar=scalar)
@@ -426,14 +425,15 @@ class Tensor:
         return Tensor(self._read_flat(order, "flatten"))
 
     def view(self, dtype=None, type=None):
-        """A view of the same memory: with a dtype of the same itemsize, the same bits read as that dtype
-        (writes through such a view are refused: they would be bits of another type). Another itemsize
+        """A view of the same memory: of the same dtype, the same elements (written through as any view); of
+        another dtype of the same itemsize, the same bits read as that dtype (writes through such a view are
+        refused: they would be bits of another type). Another itemsize
         changes the last axis's length by the memory's layout, which a traced array does not have."""
         if type is not None or (isinstance(dtype, builtins.type) and issubclass(dtype, np.ndarray)):
             raise NotImplementedError("x.view(type=...): ndarray subclasses are not supported by the compiler")
-        if dtype is None:
+        if dtype is None or dtype_argument(dtype, "x.view(dtype)") == self.dtype:  # the same elements: writable
             return view(self.node, self, scalar=self.numpy_scalar, positions=lambda p: p)
-        dtype = dtype_argument(dtype, "x.view(dtype)")
+        dtype = np.dtype(dtype)
         if dtype.itemsize != self.dtype.itemsize:
             if self.ndim == 0:
                 raise ValueError("Changing the dtype of a 0d array is only supported if the itemsize is unchanged")

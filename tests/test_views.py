@@ -143,6 +143,26 @@ def views_of_a_numpy_scalar_are_of_a_fresh_array(x):
     return s, row, again, flat
 
 
+def a_fortran_reshape_of_a_filled_array_copies(x):
+    y = x * 1
+    y.fill(3.25)          # (its values a constant the trace folds; its layout still C's)
+    copied = y.reshape((2, -1), order="F")  # NumPy copies a C array reshaped in Fortran's order here
+    copied += 1.5
+    viewed = y.reshape(-1, order="C")
+    viewed[0] = 0.0
+    return y, copied, viewed
+
+
+def a_view_of_the_same_dtype_is_written_through(x):
+    y = x * 1
+    same = y.view(np.float64)  # the same elements: NumPy's view, written through both ways
+    same[0] += 100.0
+    y[1, 1] = -1.0
+    plain = y.view()
+    plain[2] *= 2
+    return y, same, plain
+
+
 def a_flip_and_a_stride(x):
     y = np.ones_like(x)
     f = np.flip(y, 1)
@@ -216,7 +236,9 @@ def reshapes_told_to_copy_or_not(x):
 WRITE_THROUGH = [augmented_item_assignment, into_a_row_then_its_array, through_a_transpose, in_a_loop,
                  split_parts_share_their_array, a_view_of_a_view, sorting_a_row_in_place, an_element_is_a_copy,
                  squeezed_and_expanded, read_only_views_see_updates, an_einsum_diagonal_is_writeable,
-                 a_numpy_scalar_is_rebound, views_of_a_numpy_scalar_are_of_a_fresh_array, a_flip_and_a_stride, a_computed_row_of_a_fresh_array,
+                 a_numpy_scalar_is_rebound, views_of_a_numpy_scalar_are_of_a_fresh_array,
+                 a_view_of_the_same_dtype_is_written_through, a_fortran_reshape_of_a_filled_array_copies,
+                 a_flip_and_a_stride, a_computed_row_of_a_fresh_array,
                  a_reshape_sees_its_array_updated, into_a_reshape, a_reshape_of_a_reshape_and_its_rows,
                  reshapes_that_copy_and_that_do_not, ravel_copies_where_reshape_would_not,
                  reshapes_told_to_copy_or_not]
