@@ -2950,6 +2950,53 @@ def _ufunc_out(xs, p):
 _single("reduction_out", _reduction_out, _reduction_out_params, "np.<reduction>(x, axis, out=...)",
         family="reduction_out", max_rank=3, domains=(PROD_DOMAIN,), tolerance=REDUCTION, exact=False,
         scale=_reduction_out_scale)
+
+
+# NumPy functions that write their result into out= by code of their own (not a ufunc's or a reduction's loop);
+# each called with out=None first for its result's shape and dtype
+_FUNCTIONS_INTO_OUT = {
+    "round": lambda x, out: np.round(x, 1, out=out),
+    "round.negative": lambda x, out: np.round(x, -1, out=out),
+    "concatenate": lambda x, out: np.concatenate([x, x[..., :1]], axis=-1, out=out),
+    "stack": lambda x, out: np.stack([x, x], axis=0, out=out),
+    "dot": lambda x, out: np.dot(x, np.swapaxes(x, -1, -2) if x.ndim > 1 else x, out=out),
+    "einsum": lambda x, out: np.einsum("...i->...", x, out=out),
+    "ptp": lambda x, out: np.ptp(x, axis=-1, out=out),
+    "median": lambda x, out: np.median(x, axis=-1, out=out),
+    "accumulate": lambda x, out: np.maximum.accumulate(x, axis=-1, out=out),
+    "cumsum": lambda x, out: np.add.accumulate(x, axis=-1, out=out),
+}
+
+
+def _function_out_params(c: Chooser, shape) -> dict:
+    return {"fn": c.pick(tuple(_FUNCTIONS_INTO_OUT)), "out": c.pick(("fresh", "transposed", "strided")),
+            "float64": c.pick((False, True))}
+
+
+def _function_out(xs, p):
+    """np.<function>(x, ..., out=...) into an array of the result's own dtype (np.dot accepts no other) or float64
+    (where NumPy converts), fresh, a transposed view or every other element of a larger array; the whole array
+    is the result."""
+    fn = _FUNCTIONS_INTO_OUT[p["fn"]]
+    plain = fn(xs[0], None)  # (traced too: its shape and dtype only)
+    # (np.dot takes only its result's dtype, C-contiguous; integers rounded to tens only a float out)
+    dtype = np.float64 if (p["float64"] or p["fn"] == "round.negative") and p["fn"] != "dot" else plain.dtype
+    shape = np.shape(plain)
+    if p["out"] == "transposed" and len(shape) > 1 and p["fn"] != "dot":
+        whole = np.zeros_like(xs[0], dtype=dtype, shape=shape[::-1])
+        out = whole.T
+    elif p["out"] == "strided" and shape and p["fn"] != "dot":
+        whole = np.zeros_like(xs[0], dtype=dtype, shape=tuple(2 * d for d in shape))
+        out = whole[tuple(slice(None, None, 2) for _ in shape)]
+    else:
+        whole = out = np.zeros_like(xs[0], dtype=dtype, shape=shape)
+    fn(xs[0], out)
+    return whole
+
+
+_single("function_out", _function_out, _function_out_params, "np.<function>(x, ..., out=...)",
+        dtypes=NUMERIC, min_rank=1, max_rank=3, family="reduction_out", domains=(MODERATE,), tolerance=REDUCTION,
+        exact=False, scale=lambda xs, p: float(np.sum(np.abs(_as_float(xs[0])))) * math.sqrt(max(xs[0].size, 1)))
 def _unwrap_params(c: Chooser, shape) -> dict | None:
     if not shape:
         return None  # NumPy's diff needs an axis
