@@ -1371,7 +1371,11 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     or bool is an integer index to it), modes and errors hold. Computed ones: bools are 0 and 1, 'wrap'
     takes an index modulo the axis, 'clip' pins it to [0, n - 1] (a negative one to 0, not from the end),
     'raise' makes one out of range NumPy's IndexError, checked as the kernel runs."""
-    _no_extras("take", out=out)
+    if out is not None:
+        if isinstance(indices, list) and _holds_tensor(indices):
+            indices = array_of_sequence(indices)
+        return _copied_into_out("take", out, lambda o: np.take(_stand_in(a), _stand_in(indices), axis, o, mode),
+                                lambda: take(a, indices, axis, mode=mode))
     how, x = _take_mode(mode), _node(a)  # (NumPy reads the mode first)
     if axis is None:
         x, axis = P.reshape(x, (x.size,)), 0
@@ -1516,9 +1520,10 @@ def _one_product_laid_out(x: P.Node, y: P.Node) -> Tensor:
 
 
 def outer(a, b, out=None):
-    _no_extras("outer", out=out)
     x, y = _node(a), _node(b)
     column, row = P.reshape(x, (x.size, 1)), P.reshape(y, (1, y.size))
+    if out is not None:  # NumPy's multiply(a.ravel()[:, newaxis], b.ravel()[newaxis, :], out)
+        return np.multiply(Tensor(column), Tensor(row), out=out)
     return Tensor(P.elementwise("multiply", [column, row]))
 
 
@@ -2083,9 +2088,8 @@ def _diagonal_node(x: P.Node, offset: int, axis1: int, axis2: int) -> P.Node:
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-    """PyArray_Trace: np.add.reduce of the diagonal along its (last) axis."""
-    _no_extras("trace", out=out)
-    return np.add.reduce(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+    """PyArray_Trace: np.add.reduce of the diagonal along its (last) axis (into ``out=`` as that reduction)."""
+    return np.add.reduce(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype, out=out)
 
 
 def diag(v, k=0):
@@ -2641,12 +2645,11 @@ def _chain_order(shapes: list) -> dict:
 def linalg_multi_dot(arrays, *, out=None):
     """NumPy's multi_dot: a 1-d first (last) operand as a row (column), the products in the cheapest order
     NumPy picks from the shapes (its own comparison for three), the result raveled or a scalar again."""
-    _no_extras("linalg.multi_dot", out=out)
     arrays = [_tensor(v) for v in arrays]
     if len(arrays) < 2:
         raise ValueError("Expecting at least two arrays.")
     if len(arrays) == 2:
-        return dot(arrays[0], arrays[1])
+        return dot(arrays[0], arrays[1], out=out)
     first, last = arrays[0].ndim, arrays[-1].ndim
     if first == 1:
         arrays[0] = arrays[0][None, :]
@@ -2655,18 +2658,18 @@ def linalg_multi_dot(arrays, *, out=None):
     for v in arrays:
         if v.ndim != 2:
             raise np.linalg.LinAlgError(f"{v.ndim}-dimensional array given. Array must be two-dimensional")
-    if len(arrays) == 3:
+    if len(arrays) == 3:  # (out= is the last product's, as NumPy passes it)
         (a0, a1b0), (b1c0, c1) = arrays[0].shape, arrays[2].shape
         if a0 * b1c0 * (a1b0 + c1) < a1b0 * c1 * (a0 + b1c0):
-            result = dot(dot(arrays[0], arrays[1]), arrays[2])
+            result = dot(dot(arrays[0], arrays[1]), arrays[2], out=out)
         else:
-            result = dot(arrays[0], dot(arrays[1], arrays[2]))
+            result = dot(arrays[0], dot(arrays[1], arrays[2]), out=out)
     else:
         split = _chain_order([v.shape for v in arrays])
 
-        def product(i, j):
-            return arrays[i] if i == j else dot(product(i, split[i, j]), product(split[i, j] + 1, j))
-        result = product(0, len(arrays) - 1)
+        def product(i, j, into=None):
+            return arrays[i] if i == j else dot(product(i, split[i, j]), product(split[i, j] + 1, j), out=into)
+        result = product(0, len(arrays) - 1, out)
     if first == 1 and last == 1:
         return result[0, 0]
     return np.ravel(result) if first == 1 or last == 1 else result
@@ -3804,8 +3807,22 @@ def resize(a, new_shape):
     return gathered(x.node, positions)
 
 
+def _copied_into_out(name: str, out, check, compute) -> Tensor:
+    """``out=`` of a NumPy function that copies its elements into out (np.take, np.compress, np.choose): NumPy's
+    own call on stand-ins into a stand-in of out gives its errors (out's shape; out's dtype must convert safely to
+    the result's, which NumPy writes back into out unsafely); the result, computed as without out, is converted
+    into out's memory, and out is returned."""
+    target = _writable_target(out, f"np.{name}(..., out=...)")
+    with np.errstate(all="ignore"):
+        check(np.zeros(target.shape, target.dtype))
+    _write_where(target, compute().node, True, f"np.{name}(..., out=...)", "use the returned array instead")
+    return target
+
+
 def compress(condition, a, axis=None, out=None):
-    _no_extras("compress", out=out)
+    if out is not None and not isinstance(condition, Tensor):
+        return _copied_into_out("compress", out, lambda o: np.compress(condition, _stand_in(a), axis, o),
+                                lambda: compress(condition, a, axis))
     if isinstance(condition, Tensor):
         raise NotImplementedError("np.compress: a traced condition (it decides the result's shape)")
     x = _tensor(a)
@@ -3816,7 +3833,9 @@ def choose(a, choices, out=None, mode="raise"):
     """Each element of the choices picked by ``a`` (the choices and ``a`` broadcast together, in their
     common type); an index out of range is NumPy's ValueError (mode 'raise', checked by the kernel as it
     runs), wrapped or clipped with the other modes."""
-    _no_extras("choose", out=out)
+    if out is not None:
+        return _copied_into_out("choose", out, lambda o: np.choose(_stand_in(a), [_stand_in(c) for c in choices], o,
+                                                                   mode), lambda: choose(a, choices, mode=mode))
     if mode not in ("raise", "wrap", "clip"):
         raise ValueError(f"mode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
     options = [c if isinstance(c, Tensor) else np.asarray(c) for c in choices]
@@ -4004,13 +4023,23 @@ def unstack(x, /, *, axis=0):
 
 
 def _cumulative(ufunc, x, axis, dtype, out, include_initial):
-    """NumPy's _cumulative_func: ufunc.accumulate, the identity prepended with ``include_initial``."""
-    _no_extras(f"cumulative_{'sum' if ufunc is np.add else 'prod'}", out=out)
+    """NumPy's _cumulative_func: ufunc.accumulate, the identity prepended with ``include_initial``; into
+    ``out=`` the accumulation into out past the first element along the axis, the identity assigned there."""
     t = atleast_1d(_tensor(x))
     if axis is None:
         if t.ndim >= 2:
             raise ValueError("For arrays which have more than one dimension ``axis`` argument is required.")
         axis = 0
+    if out is not None:
+        if not include_initial:
+            return ufunc.accumulate(t, axis=axis, dtype=dtype, out=out)
+        target = _writable_target(out, f"np.cumulative_{'sum' if ufunc is np.add else 'prod'}(..., out=...)")
+        item = [slice(None)] * t.ndim
+        item[axis] = slice(1, None)
+        ufunc.accumulate(t, axis=axis, dtype=dtype, out=target[tuple(item)])
+        item[axis] = 0
+        target[tuple(item)] = ufunc.identity
+        return target
     result = ufunc.accumulate(t, axis=axis, dtype=dtype)
     if include_initial:
         axis = np.lib.array_utils.normalize_axis_index(axis, t.ndim)
@@ -4709,13 +4738,22 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 def _nan_arg_extremum(kind: str, a, axis, out, keepdims) -> Tensor:
     """NumPy's nanargmax (nanargmin): argmax with NaNs read as -inf (+inf). A slice of nothing but NaNs
     is NumPy's ValueError, which only the data can tell: the kernel checks for one as it runs, and the
-    call raises NumPy's error (its results discarded)."""
-    _no_extras(f"nanarg{kind}", out=out)
+    call raises NumPy's error (its results discarded). Into ``out=``: NumPy checks the NaN slices first, then
+    writes argmax's answer into out."""
     x, mask = _nan_replaced(a, -np.inf if kind == "max" else np.inf)
     given = _given(keepdims=keepdims)
     result = (argmax if kind == "max" else argmin)(x, axis, **given)
-    if mask is None or mask.size == 0:
+    if mask is not None and mask.size:
+        result = _no_all_nan_slice(kind, result, mask, axis, given)
+    if out is None:
         return result
+    target = _reduction_target(out, f"np.nanarg{kind}")
+    check = lambda o: getattr(np, f"arg{kind}")(_stand_in(x), axis, o, **given)  # noqa: E731
+    return _into_reduction_out(f"nanarg{kind}", target, check, result)
+
+
+def _no_all_nan_slice(kind: str, result: Tensor, mask: Tensor, axis, given: dict) -> Tensor:
+    """``result`` with the kernel's check that no slice is all NaN (NumPy's ValueError)."""
     all_nan = all_(mask, axis, keepdims=given.get("keepdims", False))
     line = P.user_location().short()
     checked = P.check_at_run_time(result.node, all_nan.node, "first", ValueError,

@@ -2965,7 +2965,12 @@ _FUNCTIONS_INTO_OUT = {
     "median": lambda x, out: np.median(x, axis=-1, out=out),
     "accumulate": lambda x, out: np.maximum.accumulate(x, axis=-1, out=out),
     "cumsum": lambda x, out: np.add.accumulate(x, axis=-1, out=out),
+    "take": lambda x, out: np.take(x, [0, -1], axis=-1, out=out),
+    "outer": lambda x, out: np.outer(x[..., :3], x[..., -2:], out=out),
+    "trace": lambda x, out: np.trace(x[..., None] * x[..., None, :], axis1=-2, axis2=-1, out=out),
 }
+# those whose out must be of the result's own dtype (np.dot's exactly; np.take's converting safely to it)
+_OWN_DTYPE_OUT = ("dot", "take")
 
 
 def _function_out_params(c: Chooser, shape) -> dict:
@@ -2980,7 +2985,8 @@ def _function_out(xs, p):
     fn = _FUNCTIONS_INTO_OUT[p["fn"]]
     plain = fn(xs[0], None)  # (traced too: its shape and dtype only)
     # (np.dot takes only its result's dtype, C-contiguous; integers rounded to tens only a float out)
-    dtype = np.float64 if (p["float64"] or p["fn"] == "round.negative") and p["fn"] != "dot" else plain.dtype
+    dtype = np.float64 if (p["float64"] or p["fn"] == "round.negative") and p["fn"] not in _OWN_DTYPE_OUT \
+        else plain.dtype
     shape = np.shape(plain)
     if p["out"] == "transposed" and len(shape) > 1 and p["fn"] != "dot":
         whole = np.zeros_like(xs[0], dtype=dtype, shape=shape[::-1])

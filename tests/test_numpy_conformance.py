@@ -421,6 +421,19 @@ AGREES = {
                                           np.median(y, axis=(0, 1), out=ok, keepdims=True), o8, of, ok))(
             np.zeros_like(a[:, 0], np.int8), np.zeros_like(a[0], np.float32), np.zeros_like(a, shape=(1, 1)),
             np.where(a == 1, np.nan, a)), X),
+    "np.take, np.compress and np.choose into out= (converted unsafely, as NumPy writes back)": (
+        lambda a: (lambda o1, o2, o3: (np.take(a, [5, 0], out=o1), np.compress([True, False, True], a, 1, o2),
+                                       np.choose([0, 1, 0], [a[0] * 99, a[1]], out=o3), o1, o2, o3))(
+            np.zeros_like(a, np.int8, shape=(2,)), np.zeros_like(a, np.int64, shape=(2, 2)),
+            np.zeros_like(a, np.int8, shape=(3,))), X),
+    "np.outer, np.trace, np.cumulative_sum and np.nanargmax into out=": (
+        lambda a: (lambda o1, o2, o3, o4: (np.outer(a[0], a[1], out=o1), np.trace(a, out=o2),
+                                           np.cumulative_sum(a, axis=1, include_initial=True, out=o3),
+                                           np.nanargmax(a, axis=0, out=o4), o1, o2, o3, o4))(
+            np.zeros_like(a, np.float32, shape=(3, 3)), np.zeros_like(a, np.int8, shape=()),
+            np.zeros_like(a, np.int16, shape=(2, 4)), np.zeros_like(a, np.intp, shape=(3,))), X),
+    "np.linalg.multi_dot into out= (the last product's)": (
+        lambda a: (lambda o: (np.linalg.multi_dot([a, a.T, a, a.T], out=o), o))(np.zeros_like(a, shape=(2, 2))), X),
     "np.round into out= (NumPy's three ufunc calls in out's dtype)": (
         lambda a: (lambda o32, o8, o: (np.round(a * 1.005, 2, out=o32), np.around(a.astype(np.int16), 1, out=o8),
                                        (a[0] * 7.7).round(-1, out=o[0]), np.round(a[1], out=o[1]), o))(
@@ -759,6 +772,10 @@ REFUSED = {
         lambda a: np.einsum("ij->i", a, out=np.zeros_like(a[:, 0], np.float32)), X),
     "np.median with keepdims into an out without the kept axes": (
         lambda a: np.median(a, axis=1, keepdims=True, out=np.zeros_like(a[:, 0])), X),
+    "np.take of int8 into a float32 out (out must convert safely to the result's dtype)": (
+        lambda a: np.take(a.astype(np.int8), [0, 1], out=np.zeros_like(a, np.float32, shape=(2,))), X),
+    "np.compress into an out of the wrong length": (
+        lambda a: np.compress([True, False, True], a, axis=1, out=np.zeros_like(a, shape=(2, 3))), X),
     "np.round into an out of another shape": (lambda a: np.round(a, 1, out=np.zeros_like(a[0])), X),
     "np.concatenate into an out of the wrong shape": (
         lambda a: np.concatenate([a, a], out=np.zeros_like(a, shape=(4, 2))), X),
