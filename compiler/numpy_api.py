@@ -3553,7 +3553,11 @@ def _flat_values(values, dtype) -> Tensor:
 def copyto(dst, src, casting="same_kind", where=True):
     """NumPy's own np.copyto on stand-ins of the operands' shapes and dtypes checks the casting,
     broadcasting and mask (its errors; a Python number is converted as it converts one); the kernel
-    takes ``src`` where the mask holds, written into dst's memory (update_in_place)."""
+    takes ``src`` where the mask holds, written into dst's memory (update_in_place). A view copied onto the very
+    same view (NumPy compares data pointer, dtype, shape and strides) is nothing to do, read-only or not, as NumPy's
+    PyArray_AssignArray skips it before it checks that dst is writable."""
+    if _the_same_view(dst, src):
+        return
     dst = _writable_target(dst, "np.copyto")
     np.copyto(np.zeros(dst.shape, dst.dtype), _zeros_stand_in(src), casting=casting, where=_zeros_stand_in(where))
     if isinstance(src, Tensor):
@@ -3565,6 +3569,21 @@ def copyto(dst, src, casting="same_kind", where=True):
     else:
         value = const_node(np.asarray(src))
     _write_where(dst, value, where, "np.copyto", "use np.where(mask, src, dst) instead")
+
+
+def _the_same_view(a, b) -> bool:
+    """Whether two traced arrays of at least one dimension are the same elements of the same memory in the same
+    order and dtype (the same positions in the array that owns it; unit axes' strides, which NumPy compares
+    too, are not modelled)."""
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)) or a.ndim == 0 or a.size == 0 or \
+            a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a is b:
+        return True
+    if (a.bases[-1] if a.bases else a) is not (b.bases[-1] if b.bases else b):
+        return False
+    positions = [t.positions if t.bases else np.arange(t.size).reshape(t.shape) for t in (a, b)]
+    return all(p is not None for p in positions) and np.array_equal(*positions)
 
 
 def _leading_units_dropped(value: P.Node, ndim: int) -> P.Node:

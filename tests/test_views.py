@@ -143,6 +143,16 @@ def views_of_a_numpy_scalar_are_of_a_fresh_array(x):
     return s, row, again, flat
 
 
+def copying_a_view_onto_itself_is_nothing_to_do(x):
+    y = x * 1
+    b = np.broadcast_to(y, (2,) + y.shape)  # read-only
+    np.copyto(b, b[::-1])  # the same memory (a zero-stride axis reversed): NumPy skips it, read-only or not
+    d = np.diagonal(y)
+    np.copyto(d, d)
+    y[0] += 1
+    return y, b, d
+
+
 def a_fortran_reshape_of_a_filled_array_copies(x):
     y = x * 1
     y.fill(3.25)          # (its values a constant the trace folds; its layout still C's)
@@ -238,6 +248,7 @@ WRITE_THROUGH = [augmented_item_assignment, into_a_row_then_its_array, through_a
                  squeezed_and_expanded, read_only_views_see_updates, an_einsum_diagonal_is_writeable,
                  a_numpy_scalar_is_rebound, views_of_a_numpy_scalar_are_of_a_fresh_array,
                  a_view_of_the_same_dtype_is_written_through, a_fortran_reshape_of_a_filled_array_copies,
+                 copying_a_view_onto_itself_is_nothing_to_do,
                  a_flip_and_a_stride, a_computed_row_of_a_fresh_array,
                  a_reshape_sees_its_array_updated, into_a_reshape, a_reshape_of_a_reshape_and_its_rows,
                  reshapes_that_copy_and_that_do_not, ravel_copies_where_reshape_would_not,
@@ -294,6 +305,7 @@ def _into_a_numpy_scalar(x):
     (lambda x: (lambda d: d.__setitem__(0, 1.0))(np.diagonal(x * 1)), ValueError, "assignment destination is read-only"),
     (_into_a_numpy_scalar, TypeError, "'numpy.float64' object does not support item assignment"),
     (lambda x: np.diagonal(x * 1).sort(), ValueError, "read-only"),
+    (lambda x: (lambda b: np.copyto(b, b[:, ::-1]))(np.broadcast_to(x * 1, (2, 3, 4))), ValueError, "read-only"),
     (lambda x: np.broadcast_arrays(x * 1, x[:1])[1].__iadd__(1), NotImplementedError, "on a view"),
 ])
 def test_updates_the_trace_cannot_follow_are_refused_by_name(fn, error, match):
