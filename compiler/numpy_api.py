@@ -2810,7 +2810,7 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
             if keepdims else target
         mean(ordered[..., (n - 1) // 2:n // 2 + 1], axis=-1, out=inner)
         if x.dtype.kind == "f" and n > 0:
-            np.copyto(inner, ordered[..., -1], where=np.isnan(ordered[..., -1]))
+            _nans_copied_in(inner, ordered[..., -1], "np.median")
         return target
     result = mean(ordered[..., (n - 1) // 2:n // 2 + 1], axis=-1)
     if x.dtype.kind == "f" and n > 0:
@@ -2866,7 +2866,8 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
 
 def _quantile_arguments(q, method, out, what: str) -> tuple[np.ndarray, bool, dict]:
     """NumPy's checks of a quantile function's arguments: (q as NumPy takes it, whether q was a Python
-    number -- weak, so the result keeps the array's float type --, the method's entry in NumPy's table)."""
+    number -- weak, so the result keeps the array's float type --, the method's entry in NumPy's table).
+    ``out`` is refused here where it is not followed (the NaN-ignoring forms pass theirs)."""
     _no_extras(what[3:], out=out)
     methods = np.lib._function_base_impl._QuantileMethods
     if method not in methods:
@@ -2889,10 +2890,57 @@ def _quantile(a, q, axis, out, method, keepdims, weights, what: str) -> Tensor:
     them here with its own method table; the kernel gathers the element (the discrete methods) or the
     neighbours, interpolated as NumPy's _lerp does (from the far end when gamma >= 0.5). A Python-number
     q keeps the array's float type (NumPy's weak q); a slice holding a NaN gives NaN."""
-    q, weak_q, props = _quantile_arguments(q, method, out, what)
+    q, weak_q, props = _quantile_arguments(q, method, out if weights is not None else None, what)
     if weights is not None:
         return _weighted_quantile(_tensor(a), q, weights, axis, keepdims, method, what)
+    if out is not None:
+        return _quantile_into(_tensor(a), q, weak_q, props, method, axis, keepdims, out, what)
     return _quantile_of(_tensor(a), q, weak_q, props, method, axis, keepdims)
+
+
+def _quantile_into(x: Tensor, q: np.ndarray, weak_q: bool, props: dict, method: str, axis, keepdims, out,
+                   what: str) -> Tensor:
+    """NumPy's _quantile into ``out=`` (as _ureduce passes it: with keepdims, indexed at 0 along the reduced
+    axes): a discrete method's elements are np.take's into out, an interpolation is NumPy's _lerp into out —
+    add(a, (b - a) * t, out=out), then where t >= 0.5 subtract(b, (b - a) * (1 - t)) in out's own dtype,
+    converted unsafely —, and a slice holding a NaN has its last element copied in. NumPy's own call on
+    stand-ins checks out."""
+    target = _writable_target(out, f"{what}(..., out=...)")
+    with np.errstate(all="ignore"):
+        getattr(np, what[3:])(_stand_in(x), q * 100 if what.endswith("percentile") else q, axis,
+                              np.zeros(target.shape, target.dtype), method=method, keepdims=keepdims)
+    rows, axes, n = _reduced_rows(x, axis)
+    ordered = np.moveaxis(sort(rows, axis=-1), -1, 0)  # NumPy's layout: the sorted axis first
+    inner = target[(Ellipsis,) + tuple(0 if d in axes else slice(None) for d in range(x.ndim))] \
+        if keepdims else target
+    virtual = np.asanyarray(props["get_virtual_index"](n, q))
+    if props["fix_gamma"] is None or (method == "linear" and virtual.dtype.kind in "iu"):
+        take(ordered, virtual, axis=0, out=inner)
+    else:
+        fb = np.lib._function_base_impl
+        previous, following = fb._get_indexes(np.empty(0, x.dtype), virtual, n)
+        gamma = fb._get_gamma(virtual, previous, props)
+        t = float(gamma) if weak_q else gamma.reshape(virtual.shape + (1,) * (rows.ndim - 1))
+        lo, hi = ordered[previous], ordered[following]
+        diff = np.subtract(hi, lo)
+        np.add(lo, diff * t, out=inner)
+        np.subtract(hi, diff * (1 - t), out=inner, where=np.asarray(t) >= 0.5, casting="unsafe",
+                    dtype=inner.dtype.type)
+    if x.dtype.kind == "f" and n > 0:
+        _nans_copied_in(inner, ordered[-1], what)
+    return target
+
+
+def _nans_copied_in(out: Tensor, last: Tensor, what: str) -> None:
+    """NumPy's NaN check after a median or quantile into out: where a slice holds a NaN (sorted last) it is
+    copied into out (np.copyto, same_kind). NumPy copies only when there is one, so an out that cannot take
+    the values (an integer one) is its casting error only then: checked as the kernel runs."""
+    nans = np.isnan(last)
+    if np.can_cast(last.dtype, out.dtype, "same_kind"):
+        np.copyto(out, last, where=nans)
+    else:
+        _raise_at_run_time(nans, f"Cannot cast array data from {last.dtype!r} to {out.dtype!r} according to the rule "
+                           "'same_kind'", what, TypeError)
 
 
 def _weighted_quantile(x: Tensor, q: np.ndarray, weights, axis, keepdims, method: str, what: str) -> Tensor:

@@ -2968,6 +2968,8 @@ _FUNCTIONS_INTO_OUT = {
     "take": lambda x, out: np.take(x, [0, -1], axis=-1, out=out),
     "outer": lambda x, out: np.outer(x[..., :3], x[..., -2:], out=out),
     "trace": lambda x, out: np.trace(x[..., None] * x[..., None, :], axis1=-2, axis2=-1, out=out),
+    "quantile": lambda x, out: np.quantile(x, 0.3, axis=-1, out=out),
+    "percentile": lambda x, out: np.percentile(x, [25, 50], axis=-1, method="nearest", out=out),
 }
 # those whose out must be of the result's own dtype (np.dot's exactly; np.take's converting safely to it)
 _OWN_DTYPE_OUT = ("dot", "take")

@@ -418,6 +418,7 @@ AGREES = {
             np.zeros_like(a[:, 0], np.int16), np.zeros_like(a[0])), X),
     "np.median into out= (np.mean of the middle values into out, then its NaNs)": (
         lambda a: (lambda o8, of, ok, y: (np.median(y.astype(np.int8) * 40, axis=1, out=o8), np.median(y, 0, of),
+                                          np.median(a, 0, np.zeros_like(a[0], np.int16)),  # no NaN: no cast error
                                           np.median(y, axis=(0, 1), out=ok, keepdims=True), o8, of, ok))(
             np.zeros_like(a[:, 0], np.int8), np.zeros_like(a[0], np.float32), np.zeros_like(a, shape=(1, 1)),
             np.where(a == 1, np.nan, a)), X),
@@ -434,6 +435,13 @@ AGREES = {
             np.zeros_like(a, np.int16, shape=(2, 4)), np.zeros_like(a, np.intp, shape=(3,))), X),
     "np.linalg.multi_dot into out= (the last product's)": (
         lambda a: (lambda o: (np.linalg.multi_dot([a, a.T, a, a.T], out=o), o))(np.zeros_like(a, shape=(2, 2))), X),
+    "np.quantile and np.percentile into out= (NumPy's take or _lerp into out, then its NaNs)": (
+        lambda a: (lambda o1, o2, o3, y: (np.quantile(y, 0.3, axis=1, out=o1),
+                                          np.percentile(a, [25, 60], axis=0, method="nearest", out=o2),
+                                          np.quantile(y.astype(np.float32), 0.7, axis=(0, 1), keepdims=True, out=o3),
+                                          o1, o2, o3))(
+            np.zeros_like(a[:, 0], np.float32), np.zeros_like(a, np.int16, shape=(2, 3)),
+            np.zeros_like(a, shape=(1, 1)), np.where(a == 1, np.nan, a)), X),
     "np.round into out= (NumPy's three ufunc calls in out's dtype)": (
         lambda a: (lambda o32, o8, o: (np.round(a * 1.005, 2, out=o32), np.around(a.astype(np.int16), 1, out=o8),
                                        (a[0] * 7.7).round(-1, out=o[0]), np.round(a[1], out=o[1]), o))(
@@ -776,6 +784,13 @@ REFUSED = {
         lambda a: np.take(a.astype(np.int8), [0, 1], out=np.zeros_like(a, np.float32, shape=(2,))), X),
     "np.compress into an out of the wrong length": (
         lambda a: np.compress([True, False, True], a, axis=1, out=np.zeros_like(a, shape=(2, 3))), X),
+    "np.median of a NaN into an int out (NumPy's copyto of it, checked as the kernel runs)": (
+        lambda a: np.median(np.where(a == 1, np.nan, a), axis=0, out=np.zeros_like(a[0], np.int16)), X),
+    "np.quantile of a NaN into an int out (the same, after a discrete method's take)": (
+        lambda a: np.quantile(np.where(a == 1, np.nan, a), 0.5, axis=1, method="lower",
+                              out=np.zeros_like(a[:, 0], np.int8)), X),
+    "np.quantile of floats into an int out (same_kind)": (
+        lambda a: np.quantile(a, 0.3, axis=1, out=np.zeros_like(a[:, 0], np.int32)), X),
     "np.round into an out of another shape": (lambda a: np.round(a, 1, out=np.zeros_like(a[0])), X),
     "np.concatenate into an out of the wrong shape": (
         lambda a: np.concatenate([a, a], out=np.zeros_like(a, shape=(4, 2))), X),
