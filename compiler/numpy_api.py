@@ -3621,8 +3621,8 @@ def copyto(dst, src, casting="same_kind", where=True):
 
 def _the_same_view(a, b) -> bool:
     """Whether two traced arrays of at least one dimension are the same elements of the same memory in the same
-    order and dtype (the same positions in the array that owns it; unit axes' strides, which NumPy compares
-    too, are not modelled)."""
+    order and dtype, as NumPy compares them: the same positions in the array that owns it (so the same data
+    pointer) and the same strides by the layout model (a unit axis's too: x[::-1] of one negates its stride)."""
     if not (isinstance(a, Tensor) and isinstance(b, Tensor)) or a.ndim == 0 or a.size == 0 or \
             a.shape != b.shape or a.dtype != b.dtype:
         return False
@@ -3631,7 +3631,8 @@ def _the_same_view(a, b) -> bool:
     if (a.bases[-1] if a.bases else a) is not (b.bases[-1] if b.bases else b):
         return False
     positions = [t.positions if t.bases else np.arange(t.size).reshape(t.shape) for t in (a, b)]
-    return all(p is not None for p in positions) and np.array_equal(*positions)
+    return (all(p is not None for p in positions) and np.array_equal(*positions) and layout.known(a.node)
+            and layout.known(b.node) and layout.strides_of(a.node) == layout.strides_of(b.node))
 
 
 def _leading_units_dropped(value: P.Node, ndim: int) -> P.Node:
