@@ -306,8 +306,9 @@ def _into_a_numpy_scalar(x):
     (_into_a_numpy_scalar, TypeError, "'numpy.float64' object does not support item assignment"),
     (lambda x: np.diagonal(x * 1).sort(), ValueError, "read-only"),
     (lambda x: (lambda b: np.copyto(b, b[:, ::-1]))(np.broadcast_to(x * 1, (2, 3, 4))), ValueError, "read-only"),
-    # the same positions, but a unit axis reversed negates its stride: not NumPy's very same view
-    (lambda x: (lambda d: np.copyto(d, d[::-1]))(np.diagonal(x * 1)[None]), ValueError, "read-only"),
+    # the same positions, but a unit axis np.expand_dims made (a reshape: its stride nonzero) reversed negates its
+    # stride: not NumPy's very same view (x[None]'s axis has stride 0, which the layout model does not follow)
+    (lambda x: (lambda d: np.copyto(d, d[::-1]))(np.expand_dims(np.diagonal(x * 1), 0)), ValueError, "read-only"),
     (lambda x: np.broadcast_arrays(x * 1, x[:1])[1].__iadd__(1), NotImplementedError, "on a view"),
 ])
 def test_updates_the_trace_cannot_follow_are_refused_by_name(fn, error, match):
