@@ -1377,8 +1377,8 @@ def take(a, indices, axis=None, out=None, mode="raise"):
         return _copied_into_out("take", out, lambda o: np.take(_stand_in(a), _stand_in(indices), axis, o, mode),
                                 lambda: take(a, indices, axis, mode=mode))
     how, x = _take_mode(mode), _node(a)  # (NumPy reads the mode first)
-    if axis is None:
-        x, axis = P.reshape(x, (x.size,)), 0
+    if axis is None or x.ndim == 0:  # (NumPy's PyArray_CheckAxis makes a 0-d array 1-d, then reads the axis)
+        x, axis = P.reshape(x, (x.size,)), 0 if axis is None else axis
     axis = P.one_axis(axis, x.ndim, "np.take")
     n = x.shape[axis]
     if isinstance(indices, list) and _holds_tensor(indices):  # np.take(x, [np.argmax(y), 0]): an array to NumPy

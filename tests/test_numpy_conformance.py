@@ -442,6 +442,9 @@ AGREES = {
                                           o1, o2, o3))(
             np.zeros_like(a[:, 0], np.float32), np.zeros_like(a, np.int16, shape=(2, 3)),
             np.zeros_like(a, shape=(1, 1)), np.where(a == 1, np.nan, a)), X),
+    "np.take of a 0-d array along an axis (NumPy reads it as 1-d)": (
+        lambda a: (np.take(a[0, 0], [0, -1], axis=-1), np.take(a[0, 1], 0, axis=0), a.sum().take([0], axis=0,
+                                                                                                 mode="clip")), X),
     "np.round into out= (NumPy's three ufunc calls in out's dtype)": (
         lambda a: (lambda o32, o8, o: (np.round(a * 1.005, 2, out=o32), np.around(a.astype(np.int16), 1, out=o8),
                                        (a[0] * 7.7).round(-1, out=o[0]), np.round(a[1], out=o[1]), o))(
@@ -791,6 +794,7 @@ REFUSED = {
                               out=np.zeros_like(a[:, 0], np.int8)), X),
     "np.quantile of floats into an int out (same_kind)": (
         lambda a: np.quantile(a, 0.3, axis=1, out=np.zeros_like(a[:, 0], np.int32)), X),
+    "np.take of a 0-d array along axis 1": (lambda a: np.take(a[0, 0], [0], axis=1), X),
     "np.round into an out of another shape": (lambda a: np.round(a, 1, out=np.zeros_like(a[0])), X),
     "np.concatenate into an out of the wrong shape": (
         lambda a: np.concatenate([a, a], out=np.zeros_like(a, shape=(4, 2))), X),
