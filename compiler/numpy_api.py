@@ -318,7 +318,9 @@ def _ufunc_accumulate(ufunc, a, axis=0, dtype=None, out=None):
     if name is None or ufunc.nin != 2 or ufunc.nout != 1:
         raise NotImplementedError(f"np.{ufunc.__name__}.accumulate is not supported by the compiler")
     x = _node(a)
-    if x.ndim == 0:
+    if x.ndim == 0:  # (NumPy reads the axis of a 0-d array as of a 1-d one first)
+        if axis is not None and not isinstance(axis, tuple):
+            np.lib.array_utils.normalize_axis_index(axis, 1)
         raise TypeError("cannot accumulate on a scalar")
     if axis is None or (isinstance(axis, tuple) and len(axis) != 1):
         raise ValueError("accumulate does not allow multiple axes")
@@ -1274,6 +1276,8 @@ def _atleast(x, nd):
 
 def split(ary, indices_or_sections, axis=0):
     x = _node(ary)
+    if axis is None:  # NumPy's ary.shape[axis]
+        raise TypeError("tuple indices must be integers or slices, not NoneType")
     axis = P.normalize_axes(axis, x.ndim, "np.split")[0]
     n = x.shape[axis]
     if not hasattr(indices_or_sections, "__len__"):  # a count of sections; NumPy takes int() of it, 2.0 too
@@ -1819,8 +1823,8 @@ def repeat(a, repeats, axis=None):
     if isinstance(repeats, Tensor):
         raise NotImplementedError("np.repeat: repeats computed in the traced function decide the result's shape; "
                                   "pass them as constants")
-    if axis is None:
-        x, axis = P.reshape(x, (x.size,)), 0
+    if axis is None or x.ndim == 0:  # (NumPy's PyArray_CheckAxis makes a 0-d array 1-d, then reads the axis)
+        x, axis = P.reshape(x, (x.size,)), 0 if axis is None else axis
     axis = P.one_axis(axis, x.ndim, "np.repeat")
     index = np.repeat(np.arange(x.shape[axis]), repeats)  # NumPy's own rules (and errors) for repeats
     return Tensor(P.gather(x, const_node(index), axis))

@@ -1279,12 +1279,12 @@ primitive("bitcast", _eval_bitcast, _lower_elementwise)
 
 def normalize_axes(axis, ndim: int, what: str, zero_d: bool = False) -> tuple:
     """``axis`` (None, an integer or a tuple of them; a list or a float is a TypeError, as in NumPy)
-    as sorted non-negative axes. ``zero_d``: axis 0 or -1 of a 0-d array means no axis (NumPy's
-    reductions and squeeze accept it)."""
+    as sorted non-negative axes. ``zero_d``: axis 0 or -1 of a 0-d array, as an integer, means no axis
+    (NumPy's reductions and squeeze accept it; inside a tuple, (0,), it is their AxisError)."""
     if axis is None:
         return tuple(range(ndim))
     axes = axis if isinstance(axis, tuple) else (axis,)
-    if zero_d and ndim == 0 and len(axes) == 1 and operator.index(axes[0]) in (0, -1):
+    if zero_d and ndim == 0 and not isinstance(axis, tuple) and operator.index(axis) in (0, -1):
         return ()
     out = []
     for a in axes:
@@ -1413,8 +1413,8 @@ def scan(kind: str, x: Node, axis, dtype, what: str) -> Node:
     run in int64, unless ``dtype`` says otherwise); ``axis`` None scans the flattened array."""
     out = np.cumsum(np.zeros(1, x.dtype), dtype=dtype).dtype  # NumPy's choice, asked
     dt.check_supported(out, what)
-    if axis is None:
-        x, axis = reshape(x, (x.size,)), 0
+    if axis is None or x.ndim == 0:  # (NumPy's PyArray_CheckAxis makes a 0-d array 1-d, then reads the axis)
+        x, axis = reshape(x, (x.size,)), 0 if axis is None else axis
     axis = one_axis(axis, x.ndim, what)
     return _make(kind, [cast(x, out)], x.shape, out, axis=axis)
 

@@ -442,6 +442,9 @@ AGREES = {
                                           o1, o2, o3))(
             np.zeros_like(a[:, 0], np.float32), np.zeros_like(a, np.int16, shape=(2, 3)),
             np.zeros_like(a, shape=(1, 1)), np.where(a == 1, np.nan, a)), X),
+    "np.cumsum, np.cumprod, np.nancumsum and np.repeat of a 0-d array along an axis (read as 1-d)": (
+        lambda a: (np.cumsum(a[0, 0], axis=0), a.sum().cumprod(axis=-1), np.nancumsum(a[1, 1], 0),
+                   np.repeat(a[0, 2], 2, axis=-1)), X),
     "np.take of a 0-d array along an axis (NumPy reads it as 1-d)": (
         lambda a: (np.take(a[0, 0], [0, -1], axis=-1), np.take(a[0, 1], 0, axis=0), a.sum().take([0], axis=0,
                                                                                                  mode="clip")), X),
@@ -795,6 +798,12 @@ REFUSED = {
     "np.quantile of floats into an int out (same_kind)": (
         lambda a: np.quantile(a, 0.3, axis=1, out=np.zeros_like(a[:, 0], np.int32)), X),
     "np.take of a 0-d array along axis 1": (lambda a: np.take(a[0, 0], [0], axis=1), X),
+    "np.cumsum of a 0-d array along axis 1": (lambda a: np.cumsum(a[0, 0], axis=1), X),
+    "np.sum of a 0-d array over the axes (0,) (only the integer 0 is accepted)": (lambda a: a.sum().sum(axis=(0,)), X),
+    "np.maximum.reduce of a 0-d array over the axes (-1,)": (lambda a: np.maximum.reduce(a[0, 0], axis=(-1,)), X),
+    "np.linalg.norm of a 0-d array along axis 0": (lambda a: np.linalg.norm(a[0, 0], axis=0), X),
+    "np.add.accumulate of a 0-d array along axis 1": (lambda a: np.add.accumulate(a[0, 0], axis=1), X),
+    "np.split along axis None": (lambda a: np.split(a, 1, axis=None), X),
     "np.round into an out of another shape": (lambda a: np.round(a, 1, out=np.zeros_like(a[0])), X),
     "np.concatenate into an out of the wrong shape": (
         lambda a: np.concatenate([a, a], out=np.zeros_like(a, shape=(4, 2))), X),
