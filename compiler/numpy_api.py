@@ -843,7 +843,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
     if out is not None:
         return _as_returned_for(a, _divided_into_out("mean", a, axis, dtype, out, keepdims, where))
     x = _node(a)
-    axes = P.normalize_axes(axis, x.ndim, "np.mean")
+    axes = P.normalize_axes(axis, x.ndim, "np.mean", c_axes=True)
     acc = np.dtype(dtype) if dtype is not None else np.mean(np.zeros((1,) * x.ndim, x.dtype), axis=axes).dtype
     # NumPy's _mean sums and divides a float16 array in float32, and rounds the mean to float16
     half = dtype is None and x.dtype == np.float16
@@ -890,7 +890,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
             raise ValueError("ddof and correction can't be provided simultaneously.")
         ddof = correction
     x = _node(a)
-    axes = P.normalize_axes(axis, x.ndim, "np.var")
+    axes = P.normalize_axes(axis, x.ndim, "np.var", c_axes=True)
     acc = np.dtype(dtype) if dtype is not None else (np.dtype(np.float64) if x.dtype.kind in "iub" else x.dtype)
     masked = where is not True
     mask = _where_mask(where, x, "np.var") if masked else None
@@ -1165,7 +1165,7 @@ def transpose(a, axes=None):
 def swapaxes(a, axis1, axis2):
     x = _node(a)
     perm = list(range(x.ndim))
-    i, j = P.one_axis(axis1, x.ndim, "swapaxes"), P.one_axis(axis2, x.ndim, "swapaxes")
+    i, j = P.one_axis(axis1, x.ndim, "swapaxes", True), P.one_axis(axis2, x.ndim, "swapaxes", True)
     perm[i], perm[j] = perm[j], perm[i]
     return view(P.transpose(x, perm), a, positions=lambda p: np.transpose(p, perm))
 
@@ -1261,7 +1261,7 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
         raise ValueError("need at least one array to stack")
     if any(n.shape != nodes[0].shape for n in nodes):
         raise ValueError("all input arrays must have the same shape")
-    axis = P.one_axis(axis, nodes[0].ndim + 1, "stack")
+    axis = P.one_axis(axis, nodes[0].ndim + 1, "stack", True)
     expanded = [Tensor(P.reshape(n, n.shape[:axis] + (1,) + n.shape[axis:])) for n in nodes]
     return concatenate(expanded, axis=axis, out=out, dtype=dtype, casting=casting)
 
@@ -1852,7 +1852,7 @@ def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
     x = _tensor(a)
     if x.ndim == 0:
         raise ValueError("diff requires input that is at least one dimensional")
-    axis = P.one_axis(axis, x.ndim, "np.diff")
+    axis = P.one_axis(axis, x.ndim, "np.diff", True)
     combined = []
     for extra in (prepend, None, append):
         if extra is None:
@@ -2769,7 +2769,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     x = _tensor(a)
     if axis is None or x.ndim == 0:  # NumPy flattens a 0-d array too, then reads axis for its one dimension
         x, axis = ravel(x), 0 if axis is None else axis
-    axis = np.lib.array_utils.normalize_axis_index(axis, x.ndim)
+    axis = P.one_axis(axis, x.ndim, "np.argsort")
     return _fresh(np.moveaxis(_sorting_permutation(np.moveaxis(x, axis, -1)), -1, axis))
 
 

@@ -1277,10 +1277,11 @@ def _eval_bitcast(node: Node, values):
 primitive("bitcast", _eval_bitcast, _lower_elementwise)
 
 
-def normalize_axes(axis, ndim: int, what: str, zero_d: bool = False) -> tuple:
+def normalize_axes(axis, ndim: int, what: str, zero_d: bool = False, c_axes: bool = False) -> tuple:
     """``axis`` (None, an integer or a tuple of them; a list or a float is a TypeError, as in NumPy)
     as sorted non-negative axes. ``zero_d``: axis 0 or -1 of a 0-d array, as an integer, means no axis
-    (NumPy's reductions and squeeze accept it; inside a tuple, (0,), it is their AxisError)."""
+    (NumPy's reductions and squeeze accept it; inside a tuple, (0,), it is their AxisError). Those, and
+    ``c_axes`` (np.mean, np.var: NumPy's C reduction reads them), refuse a bool, as NumPy's C converter does."""
     if axis is None:
         return tuple(range(ndim))
     axes = axis if isinstance(axis, tuple) else (axis,)
@@ -1288,18 +1289,26 @@ def normalize_axes(axis, ndim: int, what: str, zero_d: bool = False) -> tuple:
         return ()
     out = []
     for a in axes:
+        boolean = isinstance(a, (bool, np.bool_))
+        if zero_d and boolean:  # (NumPy's C axis converter: a bool is no integer to it)
+            raise TypeError("an integer is required")
         a = operator.index(a)
         if not -ndim <= a < ndim:
             raise np.exceptions.AxisError(f"{what}: axis {a} is out of bounds for array of dimension {ndim}")
+        if c_axes and boolean:  # (np.mean's count of the axes takes it as 1 first, then its C sum refuses it)
+            raise TypeError("an integer is required")
         out.append(a % ndim)
     if len(set(out)) != len(out):
         raise ValueError(f"{what}: duplicate value in 'axis'")
     return tuple(sorted(out))
 
 
-def one_axis(axis, ndim: int, what: str) -> int:
+def one_axis(axis, ndim: int, what: str, bools: bool = False) -> int:
     """A function's single ``axis`` as NumPy reads one: an integer (a tuple, a list or None is NumPy's TypeError,
-    "... cannot be interpreted as an integer"), non-negative."""
+    "... cannot be interpreted as an integer"), non-negative. A bool is an integer only to NumPy's Python-level
+    functions (``bools``: np.stack, np.diff, np.swapaxes); its C axis converter refuses one."""
+    if not bools and isinstance(axis, (bool, np.bool_)):
+        raise TypeError("an integer is required for the axis")
     return normalize_axes(operator.index(axis), ndim, what)[0]
 
 
@@ -1605,6 +1614,8 @@ def concat(xs: list[Node], axis: int) -> Node:
     if not xs:
         raise ValueError("need at least one array to concatenate")
     nd = xs[0].ndim
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        one_axis(axis, max(nd, 1), "concatenate")  # NumPy reads the axis's type first: its TypeError
     if nd == 0:
         raise ValueError("zero-dimensional arrays cannot be concatenated")
     axis = one_axis(axis, nd, "concatenate")

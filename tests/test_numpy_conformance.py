@@ -445,6 +445,8 @@ AGREES = {
     "np.cumsum, np.cumprod, np.nancumsum and np.repeat of a 0-d array along an axis (read as 1-d)": (
         lambda a: (np.cumsum(a[0, 0], axis=0), a.sum().cumprod(axis=-1), np.nancumsum(a[1, 1], 0),
                    np.repeat(a[0, 2], 2, axis=-1)), X),
+    "np.stack, np.diff and np.swapaxes take a bool axis (an integer to NumPy's Python code)": (
+        lambda a: (np.stack([a, a], axis=True), np.diff(a, axis=True), np.swapaxes(a, True, False)), X),
     "np.take of a 0-d array along an axis (NumPy reads it as 1-d)": (
         lambda a: (np.take(a[0, 0], [0, -1], axis=-1), np.take(a[0, 1], 0, axis=0), a.sum().take([0], axis=0,
                                                                                                  mode="clip")), X),
@@ -799,6 +801,15 @@ REFUSED = {
         lambda a: np.quantile(a, 0.3, axis=1, out=np.zeros_like(a[:, 0], np.int32)), X),
     "np.take of a 0-d array along axis 1": (lambda a: np.take(a[0, 0], [0], axis=1), X),
     "np.cumsum of a 0-d array along axis 1": (lambda a: np.cumsum(a[0, 0], axis=1), X),
+    "np.sum along axis=True (NumPy's C axis converter refuses a bool)": (lambda a: np.sum(a, True), X),
+    "np.max along axes (True,)": (lambda a: a.max(axis=(True,)), X),
+    "np.cumsum along axis=True": (lambda a: np.cumsum(a, axis=True), X),
+    "np.argsort along axis=True": (lambda a: np.argsort(a, axis=True), X),
+    "np.concatenate along axis=True": (lambda a: np.concatenate([a, a], axis=True), X),
+    "np.mean along axis=True": (lambda a: np.mean(a, axis=True), X),
+    "np.mean of a 1-d array along axis=True (its count of axis 1 first: AxisError)": (lambda a: np.mean(a[0], True), X),
+    "np.squeeze along axis=False": (lambda a: np.squeeze(a[None], axis=False), X),
+    "np.take along axis=True": (lambda a: np.take(a, 0, axis=True), X),
     "np.sum of a 0-d array over the axes (0,) (only the integer 0 is accepted)": (lambda a: a.sum().sum(axis=(0,)), X),
     "np.maximum.reduce of a 0-d array over the axes (-1,)": (lambda a: np.maximum.reduce(a[0, 0], axis=(-1,)), X),
     "np.linalg.norm of a 0-d array along axis 0": (lambda a: np.linalg.norm(a[0, 0], axis=0), X),
