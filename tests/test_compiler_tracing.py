@@ -96,8 +96,8 @@ def test_in_place_operators_follow_numpy(fn, args):
 ])
 def test_in_place_updates_numpy_would_share_or_refuse_are_errors(fn, error, match):
     """NumPy writes into the caller's array, which a compiled function cannot: refused, not silently
-    skipped (a view of it too, a reshape's included). Casts and shapes NumPy refuses are refused with NumPy's own exception (its class: a
-    UFuncTypeError subclass for a cast back it refuses)."""
+    skipped (a view of it too, a reshape's included). Casts and shapes NumPy refuses are refused with NumPy's
+    own exception (its class: a UFuncTypeError subclass for a cast back it refuses)."""
     if error is not NotImplementedError:
         with pytest.raises(error) as numpy_error:
             fn(np.arange(3.0))
