@@ -4763,8 +4763,10 @@ def lexsort(keys, axis=-1):
         raise TypeError("need sequence of keys with len > 0 in lexsort")
     if any(k.shape != keys[0].shape for k in keys):
         raise ValueError("all keys need to be the same shape")
-    if keys[0].ndim == 0:
-        return Tensor(const_node(np.zeros((), np.intp)), scalar=True)  # NumPy's answer for 0-d keys
+    axis = operator.index(axis)  # (NumPy's C int argument: a bool is one to it)
+    if keys[0].ndim == 0:  # NumPy's answer for 0-d keys, its axis read as of one dimension
+        np.lib.array_utils.normalize_axis_index(axis, 1)
+        return Tensor(const_node(np.zeros((), np.intp)), scalar=True)
     axis = np.lib.array_utils.normalize_axis_index(axis, keys[0].ndim)
     order = argsort(keys[0], axis, kind="stable")
     for key in keys[1:]:

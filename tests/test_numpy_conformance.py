@@ -801,6 +801,8 @@ REFUSED = {
         lambda a: np.quantile(a, 0.3, axis=1, out=np.zeros_like(a[:, 0], np.int32)), X),
     "np.take of a 0-d array along axis 1": (lambda a: np.take(a[0, 0], [0], axis=1), X),
     "np.cumsum of a 0-d array along axis 1": (lambda a: np.cumsum(a[0, 0], axis=1), X),
+    "np.lexsort of scalar keys along axis 1": (lambda a: np.lexsort(a[0], axis=1), X),
+    "np.lexsort along axis None": (lambda a: np.lexsort(a[0], axis=None), X),
     "np.sum along axis=True (NumPy's C axis converter refuses a bool)": (lambda a: np.sum(a, True), X),
     "np.max along axes (True,)": (lambda a: a.max(axis=(True,)), X),
     "np.cumsum along axis=True": (lambda a: np.cumsum(a, axis=True), X),
