@@ -322,6 +322,8 @@ def _ufunc_accumulate(ufunc, a, axis=0, dtype=None, out=None):
         if axis is not None and not isinstance(axis, tuple):
             np.lib.array_utils.normalize_axis_index(axis, 1)
         raise TypeError("cannot accumulate on a scalar")
+    if isinstance(axis, tuple):  # (NumPy reads the axes, its AxisError, before it counts them)
+        np.lib.array_utils.normalize_axis_tuple(axis, x.ndim)
     if axis is None or (isinstance(axis, tuple) and len(axis) != 1):
         raise ValueError("accumulate does not allow multiple axes")
     axis = axis[0] if isinstance(axis, tuple) else axis
@@ -4816,9 +4818,11 @@ def _nan_arg_extremum(kind: str, a, axis, out, keepdims) -> Tensor:
     writes argmax's answer into out."""
     x, mask = _nan_replaced(a, -np.inf if kind == "max" else np.inf)
     given = _given(keepdims=keepdims)
+    # (NumPy's np.all of the mask comes first: its errors for the axis before argmax's)
+    all_nan = all_(mask, axis, keepdims=given.get("keepdims", False)) if mask is not None and mask.size else None
     result = (argmax if kind == "max" else argmin)(x, axis, **given)
-    if mask is not None and mask.size:
-        result = _no_all_nan_slice(kind, result, mask, axis, given)
+    if all_nan is not None:
+        result = _no_all_nan_slice(kind, result, all_nan)
     if out is None:
         return result
     target = _reduction_target(out, f"np.nanarg{kind}")
@@ -4826,9 +4830,8 @@ def _nan_arg_extremum(kind: str, a, axis, out, keepdims) -> Tensor:
     return _into_reduction_out(f"nanarg{kind}", target, check, result)
 
 
-def _no_all_nan_slice(kind: str, result: Tensor, mask: Tensor, axis, given: dict) -> Tensor:
+def _no_all_nan_slice(kind: str, result: Tensor, all_nan: Tensor) -> Tensor:
     """``result`` with the kernel's check that no slice is all NaN (NumPy's ValueError)."""
-    all_nan = all_(mask, axis, keepdims=given.get("keepdims", False))
     line = P.user_location().short()
     checked = P.check_at_run_time(result.node, all_nan.node, "first", ValueError,
                                   lambda _: f"All-NaN slice encountered (np.nanarg{kind} at {line}, checked as the "

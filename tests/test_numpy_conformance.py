@@ -802,6 +802,10 @@ REFUSED = {
     "np.take of a 0-d array along axis 1": (lambda a: np.take(a[0, 0], [0], axis=1), X),
     "np.cumsum of a 0-d array along axis 1": (lambda a: np.cumsum(a[0, 0], axis=1), X),
     "np.lexsort of scalar keys along axis 1": (lambda a: np.lexsort(a[0], axis=1), X),
+    "np.nanargmax along the axes (0,) of a 0-d array (np.all's AxisError comes first)": (
+        lambda a: np.nanargmax(a[0, 0], axis=(0,)), X),
+    "np.add.accumulate along the axes (0, 2) (NumPy reads them before it counts them)": (
+        lambda a: np.add.accumulate(a, axis=(0, 2)), X),
     "np.lexsort along axis None": (lambda a: np.lexsort(a[0], axis=None), X),
     "np.sum along axis=True (NumPy's C axis converter refuses a bool)": (lambda a: np.sum(a, True), X),
     "np.max along axes (True,)": (lambda a: a.max(axis=(True,)), X),
