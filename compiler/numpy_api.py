@@ -1231,18 +1231,28 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     return Tensor(P.concat(nodes, axis))
 
 
-def _concatenate_into(arrays, axis, out, dtype, casting) -> Tensor:
-    """np.concatenate's ``out=``: NumPy's own call on stand-ins with a stand-in of out decides its errors (out's
-    exact shape, dtype= beside it, ``casting`` of each array to out's dtype); each array is converted to out's
-    dtype on its own, as NumPy copies it in (not through the arrays' common type), and the whole written into
-    out's memory, which is returned."""
-    target = _writable_target(out, "np.concatenate(..., out=...)")
-    arrays = list(arrays)
-    np.concatenate([_stand_in(a) for a in arrays], axis, out=np.zeros(target.shape, target.dtype), dtype=dtype,
-                   casting=casting)
-    joined = concatenate([Tensor(P.cast(_node(a), target.dtype)) for a in arrays], axis)
-    _write_where(target, joined.node, True, "np.concatenate(..., out=...)", "use the returned array instead")
+def _computed_into_out(name: str, out, check, compute) -> Tensor:
+    """``out=`` of a NumPy function whose result is written into out whole (np.concatenate, np.einsum, np.take,
+    np.compress, np.choose): NumPy's own call on stand-ins into a stand-in of out, ``check(stand_in)``, gives its
+    errors (out's shape; its dtype's casting rule); the result, ``compute(out's dtype)``, is converted into out's
+    memory (as NumPy writes a copy back, unsafely), and out is returned."""
+    target = _writable_target(out, f"np.{name}(..., out=...)")
+    with np.errstate(all="ignore"):
+        check(np.zeros(target.shape, target.dtype))
+    _write_where(target, _node(compute(target.dtype)), True, f"np.{name}(..., out=...)",
+                 "use the returned array instead")
     return target
+
+
+def _concatenate_into(arrays, axis, out, dtype, casting) -> Tensor:
+    """np.concatenate's ``out=``: NumPy's own call checks out's exact shape, dtype= beside it and ``casting`` of
+    each array to out's dtype; each array is converted to out's dtype on its own, as NumPy copies it in (not
+    through the arrays' common type)."""
+    arrays = list(arrays)
+    return _computed_into_out(
+        "concatenate", out,
+        lambda o: np.concatenate([_stand_in(a) for a in arrays], axis, out=o, dtype=dtype, casting=casting),
+        lambda to: concatenate([Tensor(P.cast(_node(a), to)) for a in arrays], axis))
 
 
 def hstack(tup, *, dtype=None, casting="same_kind"):
@@ -1380,8 +1390,8 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     if out is not None:
         if isinstance(indices, list) and _holds_tensor(indices):
             indices = array_of_sequence(indices)
-        return _copied_into_out("take", out, lambda o: np.take(_stand_in(a), _stand_in(indices), axis, o, mode),
-                                lambda: take(a, indices, axis, mode=mode))
+        return _computed_into_out("take", out, lambda o: np.take(_stand_in(a), _stand_in(indices), axis, o, mode),
+                                  lambda _: take(a, indices, axis, mode=mode))
     how, x = _take_mode(mode), _node(a)  # (NumPy reads the mode first)
     if axis is None or x.ndim == 0:  # (NumPy's PyArray_CheckAxis makes a 0-d array 1-d, then reads the axis)
         x, axis = P.reshape(x, (x.size,)), 0 if axis is None else axis
@@ -1599,16 +1609,16 @@ def _einsum_into(subscripts, operands, out, dtype, order, casting, optimize) -> 
     iterator's common dtype takes out's in too, so float32 operands into a float64 out are multiplied and summed
     in float64, and bools into an integer out are counted; NumPy's optimized path for two or more operands
     contracts as without out and then writes into it."""
-    target = _writable_target(out, "np.einsum(..., out=...)")
-    np.einsum(_stand_in(subscripts), *map(_stand_in, operands), out=np.zeros(target.shape, target.dtype),
-              dtype=dtype, order=order, casting=casting, optimize=optimize)
-    if not isinstance(subscripts, str):
-        subscripts, operands = _einsum_from_sublists((subscripts,) + tuple(operands))
-    if dtype is None and (optimize is False or len(operands) == 1):
-        dtype = np.result_type(*[np.empty(0, _node(o).dtype) for o in operands], target.dtype)
-    result = einsum(subscripts, *operands, dtype=dtype, order=order, casting=casting, optimize=optimize)
-    _write_where(target, _node(result), True, "np.einsum(..., out=...)", "use the returned array instead")
-    return target
+    def contraction(out_dtype):
+        labels, arrays = (subscripts, operands) if isinstance(subscripts, str) else \
+            _einsum_from_sublists((subscripts,) + tuple(operands))
+        common = dtype
+        if dtype is None and (optimize is False or len(arrays) == 1):
+            common = np.result_type(*[np.empty(0, _node(o).dtype) for o in arrays], out_dtype)
+        return einsum(labels, *arrays, dtype=common, order=order, casting=casting, optimize=optimize)
+    return _computed_into_out("einsum", out, lambda o: np.einsum(
+        _stand_in(subscripts), *map(_stand_in, operands), out=o, dtype=dtype, order=order, casting=casting,
+        optimize=optimize), contraction)
 
 
 def _einsum_from_sublists(args: tuple) -> tuple[str, tuple]:
@@ -2136,9 +2146,7 @@ def take_along_axis(arr, indices, axis=-1):
 def ptp(a, axis=None, out=None, keepdims=False):
     """NumPy's _ptp: subtract(maximum.reduce(a, axis, out=out), minimum.reduce(a, axis), out) — into ``out`` the
     maximum is converted first and the difference taken in the loop for out's dtype, as there."""
-    if out is not None:
-        return np.subtract(amax(a, axis, out=out, keepdims=keepdims), amin(a, axis, keepdims=keepdims), out=out)
-    return np.subtract(amax(a, axis, keepdims=keepdims), amin(a, axis, keepdims=keepdims))
+    return np.subtract(amax(a, axis, out=out, keepdims=keepdims), amin(a, axis, keepdims=keepdims), out=out)
 
 
 def count_nonzero(a, axis=None, *, keepdims=False):
@@ -2915,19 +2923,13 @@ def _quantile_into(x: Tensor, q: np.ndarray, weak_q: bool, props: dict, method: 
     with np.errstate(all="ignore"):
         getattr(np, what[3:])(_stand_in(x), q * 100 if what.endswith("percentile") else q, axis,
                               np.zeros(target.shape, target.dtype), method=method, keepdims=keepdims)
-    rows, axes, n = _reduced_rows(x, axis)
-    ordered = np.moveaxis(sort(rows, axis=-1), -1, 0)  # NumPy's layout: the sorted axis first
+    ordered, axes, n, virtual, neighbours = _quantile_positions_read(x, q, weak_q, props, method, axis)
     inner = target[(Ellipsis,) + tuple(0 if d in axes else slice(None) for d in range(x.ndim))] \
         if keepdims else target
-    virtual = np.asanyarray(props["get_virtual_index"](n, q))
-    if props["fix_gamma"] is None or (method == "linear" and virtual.dtype.kind in "iu"):
+    if neighbours is None:
         take(ordered, virtual, axis=0, out=inner)
     else:
-        fb = np.lib._function_base_impl
-        previous, following = fb._get_indexes(np.empty(0, x.dtype), virtual, n)
-        gamma = fb._get_gamma(virtual, previous, props)
-        t = float(gamma) if weak_q else gamma.reshape(virtual.shape + (1,) * (rows.ndim - 1))
-        lo, hi = ordered[previous], ordered[following]
+        lo, hi, t = neighbours
         diff = np.subtract(hi, lo)
         np.add(lo, diff * t, out=inner)
         np.subtract(hi, diff * (1 - t), out=inner, where=np.asarray(t) >= 0.5, casting="unsafe",
@@ -3002,18 +3004,28 @@ def _raise_at_run_time(bad: Tensor, message, what: str, error: type = ValueError
         raise NotImplementedError(f"{what} outside a traced function: its checks of the data need a kernel")
 
 
-def _quantile_of(x: Tensor, q: np.ndarray, weak_q: bool, props: dict, method: str, axis, keepdims) -> Tensor:
+def _quantile_positions_read(x: Tensor, q: np.ndarray, weak_q: bool, props: dict, method: str, axis):
+    """NumPy's _quantile up to its arithmetic: (the sorted values, the sorted axis first as NumPy lays them out;
+    the reduced axes; their length; the virtual indexes; None for a discrete method or an integer q, whose
+    elements are taken as they are, else the neighbours below and above and the weight ``t`` between them)."""
     rows, axes, n = _reduced_rows(x, axis)
-    ordered = np.moveaxis(sort(rows, axis=-1), -1, 0)  # NumPy's layout: the sorted axis first
+    ordered = np.moveaxis(sort(rows, axis=-1), -1, 0)
     virtual = np.asanyarray(props["get_virtual_index"](n, q))
     if props["fix_gamma"] is None or (method == "linear" and virtual.dtype.kind in "iu"):
+        return ordered, axes, n, virtual, None
+    fb = np.lib._function_base_impl
+    previous, following = fb._get_indexes(np.empty(0, x.dtype), virtual, n)
+    gamma = fb._get_gamma(virtual, previous, props)
+    t = float(gamma) if weak_q else gamma.reshape(virtual.shape + (1,) * (rows.ndim - 1))
+    return ordered, axes, n, virtual, (ordered[previous], ordered[following], t)
+
+
+def _quantile_of(x: Tensor, q: np.ndarray, weak_q: bool, props: dict, method: str, axis, keepdims) -> Tensor:
+    ordered, axes, n, virtual, neighbours = _quantile_positions_read(x, q, weak_q, props, method, axis)
+    if neighbours is None:
         result = ordered[virtual]  # the element itself (a discrete method, or an integer q)
     else:
-        fb = np.lib._function_base_impl
-        previous, following = fb._get_indexes(np.empty(0, x.dtype), virtual, n)
-        gamma = fb._get_gamma(virtual, previous, props)
-        t = float(gamma) if weak_q else gamma.reshape(virtual.shape + (1,) * (rows.ndim - 1))
-        lo, hi = ordered[previous], ordered[following]
+        lo, hi, t = neighbours
         diff = hi - lo
         near, far = lo + diff * t, hi - diff * (1 - t)
         result = Tensor(P.where(_node(np.asarray(t) >= 0.5), P.cast(far.node, near.dtype), near.node), scalar=True)
@@ -3881,22 +3893,10 @@ def resize(a, new_shape):
     return gathered(x.node, positions)
 
 
-def _copied_into_out(name: str, out, check, compute) -> Tensor:
-    """``out=`` of a NumPy function that copies its elements into out (np.take, np.compress, np.choose): NumPy's
-    own call on stand-ins into a stand-in of out gives its errors (out's shape; out's dtype must convert safely to
-    the result's, which NumPy writes back into out unsafely); the result, computed as without out, is converted
-    into out's memory, and out is returned."""
-    target = _writable_target(out, f"np.{name}(..., out=...)")
-    with np.errstate(all="ignore"):
-        check(np.zeros(target.shape, target.dtype))
-    _write_where(target, compute().node, True, f"np.{name}(..., out=...)", "use the returned array instead")
-    return target
-
-
 def compress(condition, a, axis=None, out=None):
     if out is not None and not isinstance(condition, Tensor):
-        return _copied_into_out("compress", out, lambda o: np.compress(condition, _stand_in(a), axis, o),
-                                lambda: compress(condition, a, axis))
+        return _computed_into_out("compress", out, lambda o: np.compress(condition, _stand_in(a), axis, o),
+                                  lambda _: compress(condition, a, axis))
     if isinstance(condition, Tensor):
         raise NotImplementedError("np.compress: a traced condition (it decides the result's shape)")
     x = _tensor(a)
@@ -3908,8 +3908,8 @@ def choose(a, choices, out=None, mode="raise"):
     common type); an index out of range is NumPy's ValueError (mode 'raise', checked by the kernel as it
     runs), wrapped or clipped with the other modes."""
     if out is not None:
-        return _copied_into_out("choose", out, lambda o: np.choose(_stand_in(a), [_stand_in(c) for c in choices], o,
-                                                                   mode), lambda: choose(a, choices, mode=mode))
+        return _computed_into_out("choose", out, lambda o: np.choose(_stand_in(a), [_stand_in(c) for c in choices],
+                                                                     o, mode), lambda _: choose(a, choices, mode=mode))
     if mode not in ("raise", "wrap", "clip"):
         raise ValueError(f"mode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
     options = [c if isinstance(c, Tensor) else np.asarray(c) for c in choices]

@@ -431,9 +431,9 @@ class Tensor:
         changes the last axis's length by the memory's layout, which a traced array does not have."""
         if type is not None or (isinstance(dtype, builtins.type) and issubclass(dtype, np.ndarray)):
             raise NotImplementedError("x.view(type=...): ndarray subclasses are not supported by the compiler")
-        if dtype is None or dtype_argument(dtype, "x.view(dtype)") == self.dtype:  # the same elements: writable
+        dtype = None if dtype is None else dtype_argument(dtype, "x.view(dtype)")
+        if dtype is None or dtype == self.dtype:  # the same elements: writable as any view
             return view(self.node, self, scalar=self.numpy_scalar, positions=lambda p: p)
-        dtype = np.dtype(dtype)
         if dtype.itemsize != self.dtype.itemsize:
             if self.ndim == 0:
                 raise ValueError("Changing the dtype of a 0d array is only supported if the itemsize is unchanged")
