@@ -2878,11 +2878,9 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
     return _quantile(a, q, axis, out, method, keepdims, weights, "np.percentile")
 
 
-def _quantile_arguments(q, method, out, what: str) -> tuple[np.ndarray, bool, dict]:
+def _quantile_arguments(q, method, what: str) -> tuple[np.ndarray, bool, dict]:
     """NumPy's checks of a quantile function's arguments: (q as NumPy takes it, whether q was a Python
-    number -- weak, so the result keeps the array's float type --, the method's entry in NumPy's table).
-    ``out`` is refused here where it is not followed (the NaN-ignoring forms pass theirs)."""
-    _no_extras(what[3:], out=out)
+    number -- weak, so the result keeps the array's float type --, the method's entry in NumPy's table)."""
     methods = np.lib._function_base_impl._QuantileMethods
     if method not in methods:
         raise ValueError(f"{method!r} is not a valid method. Use one of: {methods.keys()}")
@@ -2904,9 +2902,18 @@ def _quantile(a, q, axis, out, method, keepdims, weights, what: str) -> Tensor:
     them here with its own method table; the kernel gathers the element (the discrete methods) or the
     neighbours, interpolated as NumPy's _lerp does (from the far end when gamma >= 0.5). A Python-number
     q keeps the array's float type (NumPy's weak q); a slice holding a NaN gives NaN."""
-    q, weak_q, props = _quantile_arguments(q, method, out if weights is not None else None, what)
+    given_q = q
+    q, weak_q, props = _quantile_arguments(q, method, what)
     if weights is not None:
-        return _weighted_quantile(_tensor(a), q, weights, axis, keepdims, method, what)
+        if out is not None:  # NumPy's own call on stand-ins (the weights themselves where they are constants)
+            target = _writable_target(out, f"{what}(..., out=...)")
+            with np.errstate(all="ignore"):
+                getattr(np, what[3:])(_stand_in(_tensor(a)), given_q, axis, np.zeros(target.shape, target.dtype),
+                                      method=method, keepdims=keepdims,
+                                      weights=np.ones(weights.shape, weights.dtype) if isinstance(weights, Tensor)
+                                      else weights)
+            out = target
+        return _weighted_quantile(_tensor(a), q, weights, axis, keepdims, method, what, out)
     if out is not None:
         return _quantile_into(_tensor(a), q, weak_q, props, method, axis, keepdims, out, what)
     return _quantile_of(_tensor(a), q, weak_q, props, method, axis, keepdims)
@@ -2951,12 +2958,14 @@ def _nans_copied_in(out: Tensor, last: Tensor, what: str) -> None:
                            "'same_kind'", what, TypeError)
 
 
-def _weighted_quantile(x: Tensor, q: np.ndarray, weights, axis, keepdims, method: str, what: str) -> Tensor:
+def _weighted_quantile(x: Tensor, q: np.ndarray, weights, axis, keepdims, method: str, what: str,
+                       out: Tensor | None = None) -> Tensor:
     """NumPy's weighted quantile (method 'inverted_cdf' only): per slice, the values sorted with their
     weights, the weights' running sums in float64 divided by their total (in q's float type), and the
     first sorted value whose share reaches q (a leading share of 0 never does); a slice holding NaN gives
     NaN. The result keeps the array's dtype. Negative weights, and weights whose total is 0, inf or NaN,
-    are NumPy's ValueErrors: at trace time for constant weights, as the kernel runs for traced ones."""
+    are NumPy's ValueErrors: at trace time for constant weights, as the kernel runs for traced ones. Into an
+    ``out`` NumPy has checked: each value assigned (converted unsafely), then the NaNs copied in."""
     if method != "inverted_cdf":
         raise ValueError(f"Only method 'inverted_cdf' supports weights. Got: {method}.")
     axes = None if axis is None else np.lib.array_utils.normalize_axis_tuple(axis, x.ndim, argname="axis")
@@ -2985,6 +2994,13 @@ def _weighted_quantile(x: Tensor, q: np.ndarray, weights, axis, keepdims, method
     place = np.minimum(below, n - 1)
     result = _gathered_in_rows(ordered, place)  # rows x q
     result = np.moveaxis(result, -1, 0).reshape(q.shape + rows.shape[:-1])
+    if out is not None:
+        inner = out[(Ellipsis,) + tuple(0 if d in axes else slice(None) for d in range(x.ndim))] \
+            if keepdims else out
+        inner[...] = result
+        if x.dtype.kind == "f":
+            _nans_copied_in(inner, ordered[..., -1], what)
+        return out
     if x.dtype.kind == "f" and n > 0:
         last = ordered[..., -1]
         result = where(np.isnan(last), last, result)
@@ -3085,10 +3101,13 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValu
     or two, float16 through float32; an all-NaN slice gives its last element), shorter slices through
     a masked array's median (the middle two summed and halved in the array's type, an odd count's
     middle element doubled and halved -- so it overflows where the other route does not)."""
-    _no_extras("nanmedian", out=out)
     x = _tensor(a)
     if x.size == 0:
-        return nanmean(x, axis, keepdims=keepdims)  # NumPy's own shortcut, warning included
+        return nanmean(x, axis, out=out, keepdims=keepdims)  # NumPy's own shortcut, warning included
+    if out is not None:
+        return _nan_order_into(x, axis, keepdims, out, "np.nanmedian",
+                               lambda o: np.nanmedian(_stand_in(x), axis, o, keepdims=keepdims),
+                               lambda: nanmedian(x, axis))
     if x.dtype.kind != "f":  # no NaNs: np.median's
         return median(x, axis, keepdims=keepdims is True)
     ordered, count, rows, axes = _numbers_first(x, axis)
@@ -3117,10 +3136,16 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="line
 def _nanquantile(a, q, axis, out, method, keepdims, weights, what: str) -> Tensor:
     """NumPy's _nanquantile_1d on every slice: np.quantile of its numbers, NaN where there are none."""
     _no_extras(what[3:], weights=weights)
-    q, weak_q, props = _quantile_arguments(q, method, out, what)
+    given_q = q
+    q, weak_q, props = _quantile_arguments(q, method, what)
     x = _tensor(a)
     if x.size == 0:
-        return nanmean(x, axis, keepdims=keepdims)  # NumPy's own shortcut: q plays no part
+        return nanmean(x, axis, out=out, keepdims=keepdims)  # NumPy's own shortcut: q plays no part
+    if out is not None:
+        return _nan_order_into(x, axis, keepdims, out, what,
+                               lambda o: getattr(np, what[3:])(_stand_in(x), given_q, axis, o, method=method,
+                                                               keepdims=keepdims),
+                               lambda: _nanquantile(x, given_q, axis, None, method, np._NoValue, None, what))
     if x.dtype.kind != "f":  # no NaNs: np.quantile's
         return _quantile_of(x, q, weak_q, props, method, axis, keepdims is True)
     ordered, count, _, axes = _numbers_first(x, axis)
@@ -3139,6 +3164,22 @@ def _nanquantile(a, q, axis, out, method, keepdims, weights, what: str) -> Tenso
         result = np.where(gamma >= 0.5, far.astype(near.dtype), near)
     result = np.where(count == 0, np.asarray(np.nan, result.dtype), result)
     return _with_keepdims(Tensor(result.node, scalar=True), x, axes, q.shape, keepdims)
+
+
+def _nan_order_into(x: Tensor, axis, keepdims, out, what: str, check, compute) -> Tensor:
+    """``out=`` of np.nanmedian/nanquantile/nanpercentile: NumPy computes the result as it does without out and
+    assigns it, ``out[...] = result`` (converted unsafely, broadcast), into out as _ureduce passes it (with
+    keepdims, indexed at 0 along the reduced axes); out is returned. ``check(stand-in out)`` is NumPy's own call
+    on stand-ins, for its errors; ``compute()`` the result without keepdims."""
+    target = _writable_target(out, f"{what}(..., out=...)")
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check(np.zeros(target.shape, target.dtype))
+    axes = range(x.ndim) if axis is None else np.lib.array_utils.normalize_axis_tuple(axis, x.ndim)
+    kept = keepdims is not np._NoValue and bool(keepdims)
+    inner = target[(Ellipsis,) + tuple(0 if d in axes else slice(None) for d in range(x.ndim))] if kept else target
+    inner[...] = compute()
+    return target
 
 
 def _quantile_positions(count, q: np.ndarray, method: str):
@@ -5227,9 +5268,10 @@ def _laid_out_by_numpy(impl, numpy_fn):
                     numpys = _flatten_leaves(numpy_fn(*stand_in(args, fill),
                                                       **{k: stand_in(v, fill) for k, v in kwargs.items()}))
                     break
+        given = tensors(list(args) + list(kwargs.values()))
         for t, n in zip(results, numpys):
-            if not isinstance(t, Tensor) or not t.ndim:
-                continue
+            if not isinstance(t, Tensor) or not t.ndim or any(t is g for g in given):
+                continue  # (an out= array returned keeps its own layout)
             if isinstance(n, np.ndarray) and n.shape == t.shape and not any(s % n.itemsize for s in n.strides):
                 t.node = P.laid_out(t.node, tuple(s // n.itemsize for s in n.strides))
             else:

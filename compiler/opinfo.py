@@ -2970,6 +2970,12 @@ _FUNCTIONS_INTO_OUT = {
     "trace": lambda x, out: np.trace(x[..., None] * x[..., None, :], axis1=-2, axis2=-1, out=out),
     "quantile": lambda x, out: np.quantile(x, 0.3, axis=-1, out=out),
     "percentile": lambda x, out: np.percentile(x, [25, 50], axis=-1, method="nearest", out=out),
+    "quantile.weighted": lambda x, out: np.quantile(x, [0.5, 0.9], axis=-1, method="inverted_cdf", out=out,
+                                                    weights=np.arange(x.shape[-1]) % 3 + 1),
+    # (computed as without out, then assigned: out[...] = result)
+    "nanmedian": lambda x, out: np.nanmedian(x, axis=-1, out=out),
+    "nanquantile": lambda x, out: np.nanquantile(x, 0.7, axis=-1, out=out),
+    "nanpercentile": lambda x, out: np.nanpercentile(x, [10, 60], axis=-1, method="midpoint", out=out),
 }
 # those whose out must be of the result's own dtype (np.dot's exactly; np.take's converting safely to it)
 _OWN_DTYPE_OUT = ("dot", "take")

@@ -442,6 +442,19 @@ AGREES = {
                                           o1, o2, o3))(
             np.zeros_like(a[:, 0], np.float32), np.zeros_like(a, np.int16, shape=(2, 3)),
             np.zeros_like(a, shape=(1, 1)), np.where(a == 1, np.nan, a)), X),
+    "np.nanmedian, np.nanquantile and np.nanpercentile into out= (the result assigned, broadcast)": (
+        lambda a: (lambda o1, o2, o3, o4, y: (np.nanmedian(y, axis=1, out=o1), np.nanquantile(y, [0.2, 0.9], out=o2),
+                                              np.nanpercentile(y, 40, axis=0, keepdims=True, out=o3),
+                                              np.nanmedian(y, axis=0, out=o4), o1, o2, o3, o4))(
+            np.zeros_like(a[:, 0], np.int8), np.zeros_like(a, np.float32, shape=(2,)),
+            np.zeros_like(a, shape=(1, 3)), np.zeros_like(a, shape=(2, 3)), np.where(a == 1, np.nan, a)), X),
+    "np.nanmedian of an empty array into out= (NumPy's np.nanmean into it)": (
+        lambda a: (lambda o: (np.nanmedian(a[:, :0], axis=1, out=o), o))(np.ones_like(a[:, 0], np.float32)), X),
+    "a weighted np.quantile into out= (each value assigned, then the NaNs copied)": (
+        lambda a: (lambda o1, o2, y: (np.quantile(y, [0.3, 0.8], axis=1, method="inverted_cdf", weights=a + 3, out=o1),
+                                      np.percentile(a, 50, axis=0, method="inverted_cdf", weights=[1, 0], out=o2),
+                                      o1, o2))(
+            np.zeros_like(a, shape=(2, 2)), np.zeros_like(a[0], np.int16), np.where(a == 1, np.nan, a)), X),
     "np.cumsum, np.cumprod, np.nancumsum and np.repeat of a 0-d array along an axis (read as 1-d)": (
         lambda a: (np.cumsum(a[0, 0], axis=0), a.sum().cumprod(axis=-1), np.nancumsum(a[1, 1], 0),
                    np.repeat(a[0, 2], 2, axis=-1)), X),
@@ -582,7 +595,7 @@ AGREES = {
     "np.linalg.cond of a singular matrix (inf), and of one holding NaN (NaN)": (
         lambda a: (np.linalg.cond(a[:2, :2] * 0 + [[1.0, 2.0], [2.0, 4.0]], np.inf),
                    np.linalg.cond(a[:2, :2] * 0 + [[np.nan, 1.0], [1.0, 1.0]], -1)), X),
-    "np.linalg.vector_norm, ord=inf over an empty array (0, a NumPy scalar; found by the GPU emulator sweep)": (
+    "np.linalg.vector_norm, ord=inf over an empty array (0, a NumPy scalar; found by the GPU emulator)": (
         lambda a: np.linalg.vector_norm(a[:0], axis=(1, 0), ord=np.inf), X.astype(np.float32)),
     "np.add into an int8 out= under casting='unsafe'": (
         lambda a: np.add(a, 0.5, out=np.zeros_like(a, dtype=np.int8), casting="unsafe"), X),
@@ -799,6 +812,15 @@ REFUSED = {
                               out=np.zeros_like(a[:, 0], np.int8)), X),
     "np.quantile of floats into an int out (same_kind)": (
         lambda a: np.quantile(a, 0.3, axis=1, out=np.zeros_like(a[:, 0], np.int32)), X),
+    "np.nanquantile into an out its result does not broadcast to": (
+        lambda a: np.nanquantile(a, [0.1, 0.5], axis=1, out=np.zeros_like(a, shape=(2, 3))), X),
+    "np.nanmedian with keepdims into an out without the kept axes": (
+        lambda a: np.nanmedian(a, axis=1, keepdims=True, out=np.zeros_like(a[:, 0])), X),
+    "a weighted np.quantile into an out of another shape (NumPy's own shape check)": (
+        lambda a: np.quantile(a, 0.5, axis=1, method="inverted_cdf", weights=a + 3, out=np.zeros_like(a, shape=(1, 2))), X),
+    "a weighted np.quantile of a NaN into an int out (its copyto, same_kind, checked as the kernel runs)": (
+        lambda a: np.quantile(np.where(a == 1, np.nan, a), 0.5, axis=1, method="inverted_cdf", weights=a + 3,
+                              out=np.zeros_like(a[:, 0], np.int8)), X),
     "np.take of a 0-d array along axis 1": (lambda a: np.take(a[0, 0], [0], axis=1), X),
     "np.cumsum of a 0-d array along axis 1": (lambda a: np.cumsum(a[0, 0], axis=1), X),
     "np.lexsort of scalar keys along axis 1": (lambda a: np.lexsort(a[0], axis=1), X),
