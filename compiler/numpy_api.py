@@ -5775,7 +5775,38 @@ def _constant_masks_as_indices(shape: tuple, key):
     return tuple(i for k, m in zip(parts, masks) for i in (np.nonzero(m) if m is not None else (k,)))
 
 
+def _bool_scalars_as_new_axes(t: Tensor, key):
+    """NumPy's reading of a boolean scalar in an index (True, False, a 0-d bool array): an advanced index of
+    one (True) or no (False) position on a new axis of length 1 where it stands -- x[True, 0] is
+    x[None][[0], 0], its layout too. Returns (the array with those axes, the key) or None where there is none."""
+    parts = key if isinstance(key, tuple) else (key,)
+
+    def is_bool_scalar(k):
+        return isinstance(k, (bool, np.bool_)) or isinstance(k, np.ndarray) and k.dtype == np.bool_ and not k.ndim
+    def axes_taken(k):  # (a mask takes as many axes as it has)
+        if k is None or k is Ellipsis or is_bool_scalar(k):
+            return 0
+        if isinstance(k, (Tensor, np.ndarray)) and k.dtype == np.bool_:
+            return k.ndim
+        if isinstance(k, list):
+            with contextlib.suppress(ValueError):
+                as_array = np.asarray(k)
+                return as_array.ndim if as_array.dtype == np.bool_ else 1
+        return 1
+    if not any(is_bool_scalar(k) for k in parts):
+        return None
+    consumed = sum(axes_taken(k) for k in parts)
+    if consumed > t.ndim:
+        raise IndexError(f"too many indices for array: array is {t.ndim}-dimensional, but {consumed} were indexed")
+    widened = t[tuple(entry for k in parts for entry in
+                      ((None,) if is_bool_scalar(k) else (k,) if k is Ellipsis else (slice(None),) * axes_taken(k)))]
+    return widened, tuple(np.zeros(int(bool(k)), np.intp) if is_bool_scalar(k) else k for k in parts)
+
+
 def getitem(t: Tensor, key):
+    widened = _bool_scalars_as_new_axes(t, key)
+    if widened is not None:
+        return getitem(*widened)
     key = _constant_masks_as_indices(t.shape, key)
     masked = _mask_key(key)
     if masked is not None:  # its shape is the data's: only an assignment through the same key is followed
@@ -5812,8 +5843,6 @@ def getitem(t: Tensor, key):
             out_shape.append(("gap", None))
             continue
         n = x.shape[dim]
-        if isinstance(k, (bool, np.bool_)):
-            raise NotImplementedError("boolean scalar indexing is not supported by the compiler")
         if isinstance(k, (int, np.integer)):
             i = int(k)
             if not -n <= i < n:

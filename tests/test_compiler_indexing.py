@@ -492,6 +492,31 @@ def test_integer_array_indexing_is_laid_out_as_numpys_from_fortran_ordered_indic
         assert got.dtype == want.dtype and got.strides == want.strides
 
 
+@pytest.mark.parametrize("key", [
+    True, False, np.True_, np.array(False), (True, 0), (False, 0), (0, True, 1), (True, Ellipsis, True),
+    (True, [0, 1]), ([0, 1], True), (True, slice(None), [1, 0]), (None, True, slice(1, None)),
+    (True, np.array([[True, False], [False, True], [True, True]])),
+    (slice(None, None, -1), True, np.array([[0], [1]])),
+], ids=lambda key: " ".join(repr(key).split()))
+def test_a_boolean_scalar_index_is_an_index_of_one_or_no_position_on_a_new_axis(key):
+    """NumPy reads x[True] as x[None][[0]] and x[False] as x[None][[]]: a copy (an advanced index), which
+    combines with the other indices as an index array does -- and is laid out as NumPy lays it out."""
+    x = np.arange(24.0).reshape(3, 2, 4).transpose(1, 0, 2)
+
+    def indexed_then_written(a):
+        y = a.transpose(1, 0, 2)[key]
+        copy = y * 1
+        y[...] = -1  # a copy: the array is unchanged
+        return copy, a * 1
+
+    want, got = indexed_then_written(x), jit(indexed_then_written)(x)
+    for w, g in zip(want, got):
+        np.testing.assert_array_equal(g, w)
+        assert g.dtype == w.dtype and g.strides == w.strides
+    with pytest.raises(IndexError, match="array is 3-dimensional, but 4 were indexed"):
+        jit(lambda a: a[True, 0, 0, 0, 0])(x)
+
+
 def _masked(x, mask_of, value, dtype=None):
     y = x.astype(dtype) if dtype else x * 1
     y[mask_of(y)] = value(y) if callable(value) else value
