@@ -1424,17 +1424,30 @@ def take(a, indices, axis=None, out=None, mode="raise"):
 
 def tensordot(a, b, axes=2):
     x, y = _node(a), _node(b)
-    if isinstance(axes, (int, np.integer)):  # the last ``axes`` of a against the first of b (NumPy's ranges)
-        axes_a, axes_b = list(range(-int(axes), 0)), list(range(0, int(axes)))
+    if _holds_tensor([axes]):
+        raise NotImplementedError("np.tensordot: traced axes (they decide the result's shape)")
+    # NumPy's reading: anything not iterable (an int, a 0-d array, a bool) is a count of axes, the last of a
+    # against the first of b; else a pair, each entry an axis or a sequence of them
+    try:
+        iter(axes)
+    except TypeError:
+        axes_a, axes_b = list(range(-axes, 0)), list(range(0, axes))
     else:
         axes_a, axes_b = axes
-        axes_a = [axes_a] if isinstance(axes_a, (int, np.integer)) else list(axes_a)
-        axes_b = [axes_b] if isinstance(axes_b, (int, np.integer)) else list(axes_b)
+
+    def listed(entry):
+        try:
+            return list(entry)
+        except TypeError:
+            return [entry]
+    axes_a, axes_b = listed(axes_a), listed(axes_b)
+    if len(set(axes_a)) != len(axes_a) or len(set(axes_b)) != len(axes_b):  # (a 0-d array is unhashable)
+        raise ValueError("duplicate axes are not allowed in tensordot")
     if len(axes_a) != len(axes_b):
         raise ValueError(f"np.tensordot: shape-mismatch for sum ({len(axes_a)} axes of a, {len(axes_b)} of b)")
     # one at a time: normalize_axes sorts, and the pairing is by position
-    axes_a = [P.normalize_axes(i, x.ndim, "np.tensordot")[0] for i in axes_a]
-    axes_b = [P.normalize_axes(i, y.ndim, "np.tensordot")[0] for i in axes_b]
+    axes_a = [P.normalize_axes(operator.index(i), x.ndim, "np.tensordot")[0] for i in axes_a]
+    axes_b = [P.normalize_axes(operator.index(i), y.ndim, "np.tensordot")[0] for i in axes_b]
     if len(set(axes_a)) != len(axes_a) or len(set(axes_b)) != len(axes_b):
         raise ValueError("np.tensordot: repeated axis in the axes summed over")
     for i, j in zip(axes_a, axes_b):
@@ -2295,7 +2308,7 @@ def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
     along the axis onto every element after the first, in NumPy's result_type of the steps and period."""
     x = _tensor(p)
     steps = diff(x, axis=axis)
-    axis = P.normalize_axes(axis, x.ndim, "np.unwrap")[0]
+    axis = P.one_axis(axis, x.ndim, "np.unwrap")  # (a bool passes diff, not the cumsum)
     if discont is None:
         discont = period / 2
     dtype = np.result_type(steps.dtype, period)
@@ -4206,7 +4219,7 @@ def _gufunc_placed(ufunc, inputs, placement: dict, loop: dict):
         out_core = cores[0]  # (NumPy allows keepdims only where every input has as many core axes, the output none)
     if len(entries) <= len(operands):  # the output's entry left out: its core axes last
         entries.append(tuple(range(-out_core, 0)))
-    entries = [(e,) if isinstance(e, (int, np.integer)) else tuple(e) for e in entries]
+    entries = [_core_axes_entry(e) for e in entries]
     moved = [moveaxis(t, entry, tuple(range(-core, 0))) if core else t
              for t, entry, core in zip(operands, entries, cores)]
     result = _ufunc_results(ufunc, moved, **loop)
@@ -4219,6 +4232,15 @@ def _gufunc_placed(ufunc, inputs, placement: dict, loop: dict):
     if all(layout.known(t.node) for t in operands):
         return Tensor(P.laid_out(result.node, tuple(s // expected.itemsize for s in expected.strides)))
     return Tensor(P.layout_unknown(result.node))
+
+
+def _core_axes_entry(entry) -> tuple:
+    """An entry of a gufunc's ``axes=`` (or its ``axis=``), which NumPy has accepted: one axis (anything NumPy
+    reads as an integer, a 0-d integer array among them) or a tuple of them."""
+    try:
+        return (operator.index(entry),)
+    except TypeError:
+        return tuple(operator.index(axis) for axis in entry)
 
 
 def _vector_gufunc(name: str, x1, x2) -> Tensor:

@@ -214,8 +214,14 @@ class Tensor:
     __xor__, __rxor__ = _bin("bitwise_xor"), _bin("bitwise_xor", True)
     __lshift__, __rlshift__ = _bin("left_shift"), _bin("left_shift", True)
     __rshift__, __rrshift__ = _bin("right_shift"), _bin("right_shift", True)
-    __hash__ = object.__hash__
     del _bin
+
+    def __hash__(self):
+        # NumPy's arrays are unhashable (a set of them, np.typename of one: its TypeError); its scalars hash by
+        # value, which a trace does not know: a traced NumPy scalar hashes by identity
+        if not self.numpy_scalar:
+            raise TypeError("unhashable type: 'numpy.ndarray'")
+        return object.__hash__(self)
 
     # -- in-place operators: NumPy's ``ufunc(x, y, out=x)``. The result is cast back to x's dtype
     # under 'same_kind' and must keep x's shape. The Tensor object itself is updated, so every

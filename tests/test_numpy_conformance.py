@@ -133,6 +133,11 @@ AGREES = {
     "np.tensordot with a negative count": (lambda a: np.tensordot(a, V, -1), X),
     "np.tensordot over paired axes out of order": (lambda a: np.tensordot(a, a.T, ([1, 0], [0, 1])), X),
     "np.tensordot over a sum of nothing": (lambda a: np.tensordot(a[:, :0], np.ones((0, 2)), 1), X),
+    "np.tensordot with a count as a 0-d array, a bool or a NumPy integer (not iterable: a count)": (
+        lambda a: (np.tensordot(a, a, np.array(2)), np.tensordot(a, a.T, True), np.tensordot(a, a.T, np.int16(1))), X),
+    "np.vecdot and np.matmul with axes as 0-d arrays and NumPy integers": (
+        lambda a: (np.vecdot(a, a, axis=np.array(0)), np.matmul(a, a.T, axes=[(np.int8(0), 1), (0, np.array(1)), (0, 1)])),
+        X),
     "np.inner with a 0-d operand": (lambda a: np.inner(a, Z), X),
     "np.linalg.cholesky of matrices holding NaN (OpenBLAS's potrf fails only a pivot <= 0)": (
         lambda a: (np.linalg.cholesky(np.array([[np.nan, 1.0], [2.0, 3.0]]) + a[0, 0] * 0),
@@ -652,6 +657,13 @@ REFUSED = {
     "np.dot of unaligned shapes": (lambda a: np.dot(a, a), X),
     "np.dot of unaligned stacks": (lambda a: np.dot(np.ones((2, 2, 3)), a), X),
     "np.tensordot of mismatched axes": (lambda a: np.tensordot(a, a, ([0], [0, 1])), X),
+    "np.unwrap along a bool axis (np.diff takes it, its cumsum's C converter does not)": (
+        lambda a: np.unwrap(a, axis=True), X),
+    "a traced array in a set (arrays are unhashable)": (lambda a: a + len({a}), X),
+    "np.typename of an array (its table is keyed by type characters: unhashable)": (lambda a: np.typename(a), X),
+    "np.tensordot with an axis repeated": (lambda a: np.tensordot(a, a, ([1, 1], [0, 0])), X),
+    "np.tensordot with a 0-d array in an axes list (NumPy's set of them: unhashable)": (
+        lambda a: np.tensordot(a, a.T, ([np.array(1)], [0])), X),
     "np.tensordot of unequal lengths": (lambda a: np.tensordot(a, a, ([0], [1])), X),
     "np.tensordot past the last axis": (lambda a: np.tensordot(a, a, ([2], [0])), X),
     "np.inner of unaligned shapes": (lambda a: np.inner(a, V[:2]), X),
