@@ -57,16 +57,43 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
                                 **{k: kwargs[k] for k in ("dtype", "signature", "casting") if k in kwargs})
     loop = _loop_arguments(ufunc, kwargs)
     placement = {k: kwargs.pop(k) for k in _CORE_PLACEMENT if k in kwargs} if _is_vector_gufunc(ufunc) else {}
-    # the memory layout of the result (order=) and whether a subclass survives (subok=) change no value
-    unsupported = {k: v for k, v in kwargs.items()
-                   if not (k == "order" and v in (None, "K", "A", "C") or k == "subok" and isinstance(v, bool))}
+    order = kwargs.pop("order", None)
+    if order is not None:
+        np.positive(np.zeros(()), order=order)  # NumPy's reading of it (its errors)
+    # whether a subclass survives (subok=) changes no value
+    unsupported = {k: v for k, v in kwargs.items() if not (k == "subok" and isinstance(v, bool))}
     if unsupported:
         raise NotImplementedError(f"np.{ufunc.__name__}: keyword arguments {sorted(unsupported)} are not supported by the compiler")
     if where is not True and out is None:
         raise NotImplementedError(f"np.{ufunc.__name__}: where= without out= leaves NumPy's uninitialized memory where "
                                   "the mask is False; pass out= too")
     results = _gufunc_placed(ufunc, inputs, placement, loop) if placement else _ufunc_results(ufunc, inputs, **loop)
-    return results if out is None else _into_out(ufunc, results, out, where, loop["casting"] or "same_kind")
+    if out is not None:
+        return _into_out(ufunc, results, out, where, loop["casting"] or "same_kind")
+    return results if order is None else _laid_out_in_order(ufunc, inputs, results, order, placement, loop)
+
+
+def _laid_out_in_order(ufunc, inputs, results, order, placement: dict, loop: dict):
+    """A ufunc's results under ``order=``: 'K' is the layout the model follows anyway; 'C', 'F' and 'A' are
+    the layouts NumPy gives, asked of NumPy's own call on stand-ins laid out as the operands ('A' follows
+    them: unknown where the model does not know theirs)."""
+    kind = (order.decode() if isinstance(order, bytes) else str(order)).upper()
+    if kind == "K":
+        return results
+    known = all(layout.known(x.node) for x in inputs if isinstance(x, Tensor))
+    several = isinstance(results, tuple)
+    if not known and kind == "A":
+        laid = [P.layout_unknown(r.node) if r.ndim else r for r in (results if several else (results,))]
+    else:
+        stand_ins = [(_stand_in_laid_out(x) if known else np.zeros(x.shape, x.dtype)) if isinstance(x, Tensor)
+                     else x for x in inputs]
+        with np.errstate(all="ignore"):
+            expected = ufunc(*stand_ins, order=order, **{k: v for k, v in loop.items() if v is not None},
+                             **placement)
+        laid = [P.laid_out(r.node, tuple(s // n.itemsize for s in n.strides)) if r.ndim else r
+                for r, n in zip(results if several else (results,), expected if several else (expected,))]
+    laid = [n if isinstance(n, Tensor) else Tensor(n, scalar=True) for n in laid]  # (a 0-d result as it was)
+    return tuple(laid) if several else laid[0]
 
 
 _CASTING_RULES = ("no", "equiv", "safe", "same_kind", "unsafe")
@@ -144,6 +171,14 @@ def _ufunc_results(ufunc, inputs, signature=None, casting=None):
         both = (compute[0], compute[1], out)
         return tuple(Tensor(P.elementwise(name, [x, y], both, "unsafe"), scalar=True)
                      for name in ("floor_divide", "remainder"))
+    if signature is not None and _converts_for_its_loop(ufunc):
+        # the loop NumPy resolves for the signature: the operands converted to its types, the default loop of
+        # those (the same one), its result converted to the loop's output type
+        operands = [_operand(x) for x in inputs]
+        if not any(isinstance(o, dt.Weak) for o in operands):
+            compute, out = dt.resolve_ufunc(ufunc, [o.dtype for o in operands], signature, casting)
+            results = _ufunc_results(ufunc, [Tensor(P.cast(o, c)) for o, c in zip(operands, compute)])
+            return Tensor(P.laid_out_as(P.cast(results.node, out), results.node), scalar=True)
     if signature is not None:
         raise NotImplementedError(f"np.{ufunc.__name__}: dtype= and signature= are not supported by the compiler "
                                   "for this ufunc; convert its operands or its result with astype")
@@ -169,6 +204,14 @@ def _ufunc_results(ufunc, inputs, signature=None, casting=None):
         dt.resolve_ufunc(np.positive, [x.dtype])
         return Tensor(x, scalar=True)
     raise NotImplementedError(f"np.{ufunc.__name__} is not supported by the compiler")
+
+
+def _converts_for_its_loop(ufunc) -> bool:
+    """Whether ``ufunc``'s loops, outside the elementwise primitives, each compute in one type that its operands
+    are converted to (np.positive, np.conjugate, np.matmul and the vector gufuncs: a signature or dtype= picks
+    the loop by its types alone)."""
+    return ufunc in (np.positive, np.conjugate, np.matmul) or \
+        ufunc.__name__ in _GUFUNC_CORES and ufunc is getattr(np, ufunc.__name__)
 
 
 def _modf(x: P.Node) -> tuple[Tensor, Tensor]:

@@ -1272,6 +1272,38 @@ def test_a_ufunc_call_with_bad_loop_arguments_is_refused_as_numpy_refuses_it():
         jit(lambda a: np.modf(a, dtype=np.float32))(X)  # NumPy computes it; the compiler refuses it by name
 
 
+@pytest.mark.parametrize("order", ["C", "F", "A", "K", "f", b"C"])
+@pytest.mark.parametrize("operands", ["transposed", "fortran", "strided", "broadcast"])
+def test_a_ufunc_result_is_laid_out_in_the_order_asked_as_numpy_lays_it_out(order, operands):
+    """order= changes no value, only the result's layout -- which decides what a later ravel or reshape
+    shares: each returned array has NumPy's strides, and the later ravel of it in memory order NumPy's values."""
+    def fn(a):
+        x = {"transposed": a.T, "fortran": a.T.copy().T, "strided": a[::2, ::-3],
+             "broadcast": np.broadcast_to(a[:1], (3, 4))}[operands]
+        results = (np.add(x, 1.5, order=order), np.negative(x, order=order), np.matmul(x, x.T, order=order),
+                   *np.divmod(x, x.T.T + 3, order=order), np.positive(x, order=order, dtype=np.float32))
+        return results + tuple(r.ravel(order="K") * 1 for r in results)
+    a = np.arange(12.0).reshape(3, 4) - 5
+    for got, want in zip(jit(fn)(a), fn(a)):
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype and got.strides == want.strides
+
+
+def test_dtype_picks_the_loop_of_positive_conjugate_matmul_and_the_vector_gufuncs():
+    """A signature or dtype= picks the loop by its types: the operands converted to them, the result computed in
+    that type (a float32 matmul of float64 operands rounds as float32 does)."""
+    a = np.linspace(-1, 1, 12).reshape(3, 4) / 3
+    fn = lambda a: (np.positive(a, dtype=np.float32), np.conjugate(a.astype(np.int8), dtype=np.float16),
+                    np.matmul(a, a.T, dtype=np.float32), np.vecdot(a, a, signature=("f4", "f4", "f4")),
+                    np.matvec(a, a[0], dtype=np.float32), np.positive(a.astype(np.int16), dtype=np.int8,
+                                                                       casting="unsafe"))
+    for got, want in zip(jit(fn)(a), fn(a)):
+        np.testing.assert_allclose(got, want, rtol=2e-7 if want.dtype == np.float32 else 0)
+        assert got.dtype == want.dtype and got.shape == want.shape
+    with pytest.raises(TypeError):
+        jit(lambda a: np.matmul(a, a.T, dtype=np.int32))(a)  # float64 -> int32 is no same_kind cast
+
+
 def test_einsum_permutations_are_views_as_in_numpy():
     """A one-operand permutation (and the identity) is a view of the operand in NumPy, so updating the
     argument through it is refused like any view's; a contraction is a fresh array."""
