@@ -96,9 +96,11 @@ def resolve_ufunc(ufunc: np.ufunc, operand_types: list, signature=None, casting=
     given = {k: v for k, v in (("signature", signature), ("casting", casting)) if v is not None}
     try:
         resolved = ufunc.resolve_dtypes(spec + (None,) * ufunc.nout, **given)
-    except Exception as exc:  # numpy raises UFuncTypeError / TypeError subclasses
+    except Exception as exc:  # NumPy's own error, of its own class (UFuncTypeError's kin, a ValueError for a
+        # malformed signature), so that what catches NumPy's catches it; the note names what was asked
         asked = "".join(f" and {k}={v!r}" for k, v in given.items())
-        raise TypeError(f"np.{ufunc.__name__} is not defined for operand types {spec}{asked}: {exc}") from None
+        exc.add_note(f"np.{ufunc.__name__} is not defined for operand types {spec}{asked}")
+        raise
     ins, outs = resolved[: ufunc.nin], resolved[ufunc.nin:]
     return [np.dtype(d) for d in ins], np.dtype(outs[0])
 

@@ -61,7 +61,9 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
     if order is not None:
         np.positive(np.zeros(()), order=order)  # NumPy's reading of it (its errors)
     # whether a subclass survives (subok=) changes no value
-    unsupported = {k: v for k, v in kwargs.items() if not (k == "subok" and isinstance(v, bool))}
+    if not isinstance(kwargs.get("subok", True), bool):
+        raise TypeError("'subok' must be a boolean")
+    unsupported = {k: v for k, v in kwargs.items() if k != "subok"}
     if unsupported:
         raise NotImplementedError(f"np.{ufunc.__name__}: keyword arguments {sorted(unsupported)} are not supported by the compiler")
     if where is not True and out is None:
@@ -106,11 +108,13 @@ def _loop_arguments(ufunc, kwargs: dict) -> dict:
     casting = kwargs.pop("casting", None)
     if dtype is not None and signature is not None:
         raise TypeError("cannot specify both 'signature' and 'dtype'")
+    if signature is not None and not isinstance(signature, (str, tuple)):
+        raise TypeError("the signature object to ufunc must be a string or a tuple.")
     if casting is not None and casting not in _CASTING_RULES:
         raise ValueError(f"casting must be one of {', '.join(map(repr, _CASTING_RULES))} (got {casting!r})")
     if dtype is not None:  # NumPy 2: the dtype of the outputs, the inputs' left to the loop
         signature = (None,) * ufunc.nin + (dtype_argument(dtype, f"np.{ufunc.__name__}(..., dtype=...)"),) * ufunc.nout
-    elif isinstance(signature, (tuple, list)):
+    elif isinstance(signature, tuple):
         signature = tuple(None if d is None else dtype_argument(d, f"np.{ufunc.__name__}(..., signature=...)")
                           for d in signature)
     return {"signature": signature, "casting": casting}
@@ -1172,25 +1176,25 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue, 
         raise TypeError(f"clip() missing 1 required positional argument: '{missing}'")
     elif min is not np._NoValue or max is not np._NoValue:
         raise ValueError("Passing `min` or `max` keyword argument when `a_min` and `a_max` are provided is forbidden.")
-    _no_extras("clip", **kwargs)
-    result = _clip(a, a_min, a_max)
-    return result if out is None else _into_out(np._core.umath.clip, result, (out,), True)
+    if out is not None:
+        kwargs["out"] = out if isinstance(out, tuple) else (out,)
+    return _clip(a, a_min, a_max, kwargs)
 
 
-def _clip(a, lo, hi):
+def _clip(a, lo, hi, kwargs: dict):
+    """The ufunc NumPy's _clip calls, with the call's ufunc arguments (out=, dtype=, casting=, order=, where=)."""
     x = _node(a)
     if x.dtype.kind in "iu":
         if type(lo) is int and lo <= np.iinfo(x.dtype).min:
             lo = None
         if type(hi) is int and hi >= np.iinfo(x.dtype).max:
             hi = None
-    if lo is None and hi is None:
-        return apply_ufunc(np.positive, "__call__", (Tensor(x),), {})
-    if lo is None:
-        return Tensor(P.elementwise("minimum", [x, _operand(hi)]), scalar=True)
-    if hi is None:
-        return Tensor(P.elementwise("maximum", [x, _operand(lo)]), scalar=True)
-    return Tensor(P.elementwise("clip", [x, _operand(lo), _operand(hi)]), scalar=True)
+    ufunc, bounds = (np.positive, ()) if lo is None and hi is None else (np.minimum, (hi,)) if lo is None else \
+        (np.maximum, (lo,)) if hi is None else (np._core.umath.clip, (lo, hi))
+    for bound in bounds:
+        if isinstance(bound, MaskedRead):
+            bound.refuse()  # y[mask] where only elementwise functions of it are followed
+    return apply_ufunc(ufunc, "__call__", (Tensor(x),) + bounds, dict(kwargs))
 
 
 # --------------------------------------------------------------------------- shape functions

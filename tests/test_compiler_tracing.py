@@ -211,7 +211,7 @@ def test_bitwise_and_logical_operators(fn):
 
 
 def test_float_shifts_and_float_bitwise_ops_are_clear_errors():
-    with pytest.raises(TypeError, match="np.left_shift is not defined for operand types"):
+    with pytest.raises(TypeError, match="ufunc 'left_shift' not supported for the input types"):
         jit(lambda x: x << 1)(np.arange(3.0))  # NumPy's own TypeError: no float loop
     with pytest.raises(TypeError, match="np.bitwise_and"):
         jit(lambda x: x & 1)(np.arange(3.0))
