@@ -9,6 +9,8 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import pickle
+import random
 import sys
 import threading
 import time
@@ -214,7 +216,7 @@ def trace(fn, args, kwargs, func_name="main"):
                                  strides=layout.argument_strides(leaf)))
     placeholders = iter(Tensor(n, aliases=f"the argument {path}") for n, path in zip(inputs, paths))
     traced_args = _unflatten(("tuple", tree), placeholders)
-    with P.runtime_checks() as checks, warnings.catch_warnings(record=True) as met:
+    with P.runtime_checks() as checks, warnings.catch_warnings(record=True) as met, _no_random_draws(fn):
         warnings.simplefilter("always")
         try:
             out = fn(*traced_args, **kwargs)
@@ -230,6 +232,82 @@ def trace(fn, args, kwargs, func_name="main"):
     if met:  # warnings that depend only on shapes, dtypes and constants, given again at every call
         out_tree = ("warned", out_tree, tuple((w.category, str(w.message)) for w in met))
     return inputs, outputs, out_tree, paths
+
+
+# --------------------------------------------------------------------------- random draws
+# NumPy's random functions are no array functions: a traced function that draws from a generator gets the
+# numbers at trace time, and its compiled code would repeat them at every call where NumPy draws new ones.
+# The generators a function can reach by name (the global np.random state, Python's random module, and
+# Generator/RandomState/BitGenerator objects among its closure variables and the globals its code names)
+# are compared before and after the trace.
+
+
+def _generators_named_by(fn) -> dict:
+    """{name: generator} for the random generators ``fn`` names (closure variables, globals its code or
+    nested code names; a bound method's instance attributes; a partial's function and arguments)."""
+    found, seen = {}, set()
+
+    def consider(name, value):
+        if isinstance(value, (np.random.Generator, np.random.RandomState, np.random.BitGenerator)):
+            found.setdefault(name, value)
+
+    def walk(f, depth=0):
+        if depth > 3 or id(f) in seen:
+            return
+        seen.add(id(f))
+        if isinstance(f, functools.partial):
+            for value in (*f.args, *f.keywords.values()):
+                consider(f"an argument of {getattr(f.func, '__name__', 'the partial')}", value)
+            walk(f.func, depth + 1)
+            return
+        if inspect.ismethod(f):
+            for name, value in vars(f.__self__).items() if hasattr(f.__self__, "__dict__") else ():
+                consider(f"self.{name}", value)
+            f = f.__func__
+        code = getattr(f, "__code__", None)
+        if code is None:
+            return
+        for name, cell in zip(code.co_freevars, f.__closure__ or ()):
+            with contextlib.suppress(ValueError):  # (an empty cell)
+                consider(name, cell.cell_contents)
+                if inspect.isfunction(cell.cell_contents):
+                    walk(cell.cell_contents, depth + 1)
+        names, codes = set(), [code]
+        while codes:
+            c = codes.pop()
+            names.update(c.co_names)
+            codes.extend(k for k in c.co_consts if inspect.iscode(k))
+        for name in names:
+            value = f.__globals__.get(name)
+            consider(name, value)
+            if inspect.isfunction(value):
+                walk(value, depth + 1)
+    walk(fn)
+    return found
+
+
+def _generator_state(generator) -> bytes:
+    bit_generator = generator if isinstance(generator, np.random.BitGenerator) else \
+        getattr(generator, "bit_generator", None) or generator._bit_generator
+    return pickle.dumps(bit_generator.state)
+
+
+@contextlib.contextmanager
+def _no_random_draws(fn):
+    """Refuses a trace that drew random numbers (see above), naming the generator."""
+    generators = _generators_named_by(fn)
+    generators["the global np.random state (np.random.rand, np.random.normal, ...)"] = np.random.mtrand._rand
+    before = {name: _generator_state(g) for name, g in generators.items()}
+    python_before = random.getstate()
+    yield
+    drawn = [name for name, g in generators.items() if _generator_state(g) != before[name]]
+    if random.getstate() != python_before:
+        drawn.append("Python's random module")
+    if drawn:
+        raise NotImplementedError(
+            f"the function drew random numbers from {drawn[0]} while it was traced: NumPy draws new ones at every "
+            "call, a compiled function would repeat the ones drawn once; draw them outside it and pass them in as "
+            "an argument")
 
 
 @functools.lru_cache(maxsize=256)

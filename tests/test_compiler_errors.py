@@ -594,3 +594,31 @@ def test_a_source_path_with_braces_still_names_the_error(filename):
         jit(namespace["f"])(np.arange(3.0), np.array([5]))
     with pytest.raises(ValueError, match=re.escape(f"for np.power at {filename}:4 (an exponent computed in the kernel) held -1")):
         jit(namespace["g"])(np.arange(3), np.array([0]))
+
+
+_MODULE_RNG = np.random.default_rng(7)
+
+
+def test_drawing_random_numbers_while_traced_is_refused_naming_the_generator():
+    """NumPy draws new numbers at every call; a trace would bake the first call's into the compiled code."""
+    import random
+    rng = np.random.default_rng(0)
+    legacy = np.random.RandomState(1)
+    for fn, named in [(lambda x: x + np.random.rand(4), "the global np.random state"),
+                      (lambda x: x * rng.normal(size=x.shape), "rng"),
+                      (lambda x: x + legacy.uniform(), "legacy"),
+                      (lambda x: x + _MODULE_RNG.integers(3), "_MODULE_RNG"),
+                      (lambda x: x + random.random(), "Python's random module")]:
+        with pytest.raises(NotImplementedError, match=f"drew random numbers from {re.escape(named)}.* while it was traced"):
+            jit(fn)(X)
+
+
+def test_random_numbers_the_function_makes_afresh_at_every_call_are_followed():
+    # a generator seeded inside gives NumPy the same numbers at every call: constants, as traced; one named but
+    # drawn from only outside the function is untouched by the trace
+    rng = np.random.default_rng(3)
+    fn = jit(lambda x: x + np.random.default_rng(5).normal(size=x.shape) + 0 * rng.bit_generator.state["state"]["inc"])
+    first = fn(X)
+    rng.normal()
+    np.testing.assert_array_equal(first, X + np.random.default_rng(5).normal(size=X.shape))
+    np.testing.assert_array_equal(fn(X), first)
