@@ -184,6 +184,7 @@ def _ufunc_results(ufunc, inputs, signature=None, casting=None):
             results = _ufunc_results(ufunc, [Tensor(P.cast(o, c)) for o, c in zip(operands, compute)])
             return Tensor(P.laid_out_as(P.cast(results.node, out), results.node), scalar=True)
     if signature is not None:
+        _numpys_loop_or_its_error(ufunc, inputs, signature, casting)
         raise NotImplementedError(f"np.{ufunc.__name__}: dtype= and signature= are not supported by the compiler "
                                   "for this ufunc; convert its operands or its result with astype")
     if casting is not None and ufunc.__name__ not in _GUFUNC_CORES and ufunc is not np.matmul:
@@ -207,7 +208,15 @@ def _ufunc_results(ufunc, inputs, signature=None, casting=None):
         x = _node(inputs[0])
         dt.resolve_ufunc(np.positive, [x.dtype])
         return Tensor(x, scalar=True)
+    _numpys_loop_or_its_error(ufunc, inputs)  # (np.isnat of numbers: NumPy's TypeError)
     raise NotImplementedError(f"np.{ufunc.__name__} is not supported by the compiler")
+
+
+def _numpys_loop_or_its_error(ufunc, inputs, signature=None, casting=None) -> None:
+    """NumPy's own error where it has no loop for these operands and loop arguments (before the compiler's
+    refusal of what NumPy computes)."""
+    operands = [_operand(x) for x in inputs]
+    dt.resolve_ufunc(ufunc, [o if isinstance(o, dt.Weak) else o.dtype for o in operands], signature, casting)
 
 
 def _converts_for_its_loop(ufunc) -> bool:

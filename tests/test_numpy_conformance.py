@@ -670,6 +670,8 @@ REFUSED = {
     "a ufunc's type-string of the wrong counts": (lambda a: np.negative(a, signature="ff->f"), X),
     "a ufunc's signature as a list (a string or a tuple only)": (lambda a: np.add(a, a, signature=["f4", None, None]), X),
     "a ufunc's loop NumPy has not (its UFuncTypeError's class)": (lambda a: np.left_shift(a, 1), X),
+    "np.isnat of numbers (NumPy's TypeError before the compiler's refusal)": (lambda a: np.isnat(a), X),
+    "np.frexp with a dtype= NumPy has no loop for": (lambda a: np.frexp(a, dtype=np.int16), X),
     "np.clip with a dtype= its bounds cannot be cast to (same_kind)": (lambda a: np.clip(a, -1.5, 2.5, dtype=np.int32), X),
     "np.tensordot with an axis repeated": (lambda a: np.tensordot(a, a, ([1, 1], [0, 0])), X),
     "np.tensordot with a 0-d array in an axes list (NumPy's set of them: unhashable)": (
