@@ -5482,6 +5482,8 @@ _REFUSED_MODULES = {
 
 
 def apply_function(func, args, kwargs):
+    if func in _CREATION_FUNCTIONS:  # (reached only through like=)
+        return _created_like(func)(*args, **kwargs)
     impl = FUNCTIONS.get(func)
     if impl is None:
         why = _REFUSED.get(func) or _REFUSED_MODULES.get(getattr(func, "__module__", None))
@@ -5509,6 +5511,91 @@ def array_of_sequence(seq) -> Tensor:
     first, Python numbers converted as NumPy converts them (int64, float64: not weak), into a fresh
     C-contiguous array (np.array's layout, whatever its elements')."""
     return _fresh(stack([array_of_sequence(v) if isinstance(v, (list, tuple)) else v for v in seq]))
+
+
+# NumPy's creation functions hand a call to the compiler only through ``like=`` a traced array (np.zeros(n, like=x):
+# code written for any array type). Like an ndarray NumPy makes its own array; like a traced one, the result is a
+# traced array: a constant the trace can write into, or the conversion of a traced value.
+
+
+def _array_of(obj, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, device=None, what="np.array"):
+    """np.array of a traced value (or a list holding some): NumPy's own call on a stand-in laid out as it is
+    decides whether the result is the array itself (or a view with leading axes, ``ndmin``) or a copy, and the
+    copy's layout; its errors (``copy=False`` where a copy is needed, a bad order) are NumPy's."""
+    if isinstance(dtype, Tensor):
+        dtype_argument(dtype, what)
+    listed = isinstance(obj, (list, tuple))
+    t = array_of_sequence(obj) if listed else _tensor(obj)
+    if dtype is not None:
+        dt.check_supported(np.dtype(dtype), what)
+    if listed and copy is False:  # NumPy makes an array of the list
+        raise ValueError("Unable to avoid copy while creating an array as requested.")
+    if not layout.known(t.node):
+        raise NotImplementedError(f"{what} of an array whose memory layout the compiler only guesses (whether "
+                                  "NumPy copies depends on it)")
+    stand_in = t.dtype.type(0) if t.numpy_scalar else _stand_in_laid_out(t)  # (a NumPy scalar is always copied)
+    if device is None:
+        made = np.array(stand_in, dtype=dtype, copy=copy, order=order, subok=subok, ndmin=ndmin)
+    else:  # (np.asarray's own argument; np.array takes none)
+        made = np.asarray(stand_in, dtype=dtype, order=order, device=device, copy=copy)
+    if np.shares_memory(made, stand_in):
+        return t if made.ndim == t.ndim else t[(None,) * (made.ndim - t.ndim)]
+    converted = P.reshape(P.cast(t.node, made.dtype), made.shape)
+    return Tensor(P.laid_out(converted, tuple(s // made.itemsize for s in made.strides)) if made.ndim else converted)
+
+
+def _converter_like(func):
+    """np.asarray, np.asanyarray, np.ascontiguousarray or np.asfortranarray of a traced value, as np.array."""
+    def converted(a, dtype=None, order=None, *, device=None, copy=None):
+        name = f"np.{func.__name__}"
+        if func in (np.ascontiguousarray, np.asfortranarray):  # (dtype only: their order, at least one axis)
+            return _array_of(a, dtype, copy=None, order="C" if func is np.ascontiguousarray else "F", ndmin=1,
+                             what=name)
+        return _array_of(a, dtype, copy=copy, order=order, device=device, what=name)
+    return converted
+
+
+def _created_like(func):
+    """``func`` (a creation function with ``like=``) called with like= a traced array."""
+    converter = {np.array: lambda *a, **k: _array_of(*a, **k), np.asarray: _converter_like(np.asarray),
+                 np.asanyarray: _converter_like(np.asanyarray),
+                 np.ascontiguousarray: _converter_like(np.ascontiguousarray),
+                 np.asfortranarray: _converter_like(np.asfortranarray)}.get(func)
+
+    def created(*args, **kwargs):
+        if _holds_tensor(list(args) + list(kwargs.values())):
+            if converter is not None:
+                return converter(*args, **kwargs)
+            if func is np.full:
+                return _full_of_traced(*args, **kwargs)
+            why = _CREATED_FROM_TRACED.get(func, "its arguments decide the result's shape, which a trace must know")
+            raise NotImplementedError(f"np.{func.__name__}(..., like=...) of traced arguments: {why}")
+        made = func(*args, **kwargs)  # NumPy's own array, a constant of the trace
+        if not isinstance(made, np.ndarray):
+            return made
+        return Tensor(layout.user_array_node(made), aliases=None if made.flags.writeable else READ_ONLY)
+    created.__name__ = func.__name__
+    return created
+
+
+def _full_of_traced(shape, fill_value, dtype=None, order="C", *, device=None):
+    """np.full with a traced fill value: NumPy's empty array of the fill value's dtype (unless told), then its
+    np.copyto of the fill value into it, 'unsafe'."""
+    fill = array_of_sequence(fill_value) if isinstance(fill_value, (list, tuple)) else _tensor(fill_value)
+    made = np.empty(shape, fill.dtype if dtype is None else dtype, order, device=device)
+    result = Tensor(layout.user_array_node(np.zeros_like(made)))
+    copyto(result, fill, casting="unsafe")
+    return result
+
+
+_CREATED_FROM_TRACED = {
+    np.arange: _DATA_DEPENDENT,
+    np.require: "its requirements ask NumPy's flags of the array (writeable, owns its data), which the compiler does "
+                "not model; np.asarray(x, dtype, order=..., like=x) or x.copy(order=...) say what is wanted",
+}
+_CREATION_FUNCTIONS = (np.zeros, np.ones, np.empty, np.full, np.arange, np.array, np.asarray, np.asanyarray,
+                       np.ascontiguousarray, np.asfortranarray, np.eye, np.identity, np.tri, np.fromfunction,
+                       np.frombuffer, np.fromiter, np.fromstring, np.loadtxt, np.genfromtxt, np.require)
 
 
 def _index_node(idx):

@@ -694,7 +694,8 @@ _CONVERTERS = re.compile(r"\b(asarray|asanyarray|ascontiguousarray|asfortranarra
 _CONVERTER_HINT = ("; NumPy's array constructors (np.asarray, np.array, np.ascontiguousarray, ...) are C functions that "
                    "hand the compiler no traced call: a traced value is already an array, so use it as it is, or "
                    "np.copy(x) / x.astype(dtype) / x.copy(order=...) where a copy, a dtype or a layout was asked for; "
-                   "a list of traced values is np.stack([...]) of them")
+                   "a list of traced values is np.stack([...]) of them. Called with like= a traced array "
+                   "(np.asarray(v, like=x)), NumPy hands them to the compiler, which traces them")
 _NESTED_HINT = ("; NumPy hands a function to the compiler only for traced arrays among its array arguments, not for "
                 "elements of a list or tuple nor for arguments such as np.take's indices: make one array of a list's "
                 "elements first (np.stack([...])), and gather with np.take_along_axis, which NumPy dispatches on "

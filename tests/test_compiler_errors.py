@@ -245,7 +245,6 @@ def test_non_integer_indices():
     (lambda x: np.sum(x.T, initial=None), "np.sum with initial=None over 2 axes: NumPy starts from the first element"),
     (lambda x: np.arctan2.reduceat(x, [0, 2], axis=1), "np.arctan2.reduceat of float32: NumPy's SIMD loop"),
     (lambda x: np.fmax.reduceat(x, [0, 1, 2], out=x), r"np.fmax.reduceat\(..., out=...\) on the argument x"),
-    (lambda x: np.isnat(x), "np.isnat"),
     (lambda x: np.nan_to_num(x, copy=False), "np.nan_to_num with copy=False"),
     (lambda x: np.where(x > 0), "np.where with one argument"),
 ], ids=lambda v: v if isinstance(v, str) else "")

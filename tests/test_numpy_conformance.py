@@ -4,6 +4,7 @@ arguments NumPy accepts or refuses, and a few functions' less common inputs."""
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -1314,6 +1315,58 @@ def test_dtype_picks_the_loop_of_positive_conjugate_matmul_and_the_vector_gufunc
         assert got.dtype == want.dtype and got.shape == want.shape
     with pytest.raises(TypeError):
         jit(lambda a: np.matmul(a, a.T, dtype=np.int32))(a)  # float64 -> int32 is no same_kind cast
+
+
+LIKE_A_TRACED_ARRAY = {
+    "np.zeros, np.ones, np.eye, np.tri and np.arange (constants the trace writes into)": lambda a: (
+        lambda z, o: (z.__setitem__(0, a[0]), o.__setitem__((slice(None), 1), a[:, 1]), z, o,
+                      np.eye(3, 4, k=1, dtype=np.int8, like=a), np.tri(2, 3, -1, like=a) * a,
+                      np.arange(1, 7, 2, dtype=np.float32, like=a) + a[0])[2:])(
+            np.zeros((2, 3), order="F", like=a), np.ones((2, 3), np.int8, like=a)),
+    "np.full of a traced fill value (NumPy's copyto into its empty array)": lambda a: (
+        np.full((2, 3), a[0, 0], like=a), np.full((3, 3), a[1], dtype=np.int16, like=a),
+        np.full((2, 2), [a[0, 0], 1.5], like=a), np.full((2, 3), a.sum(), order="F", like=a).ravel(order="K")),
+    "np.fromfunction of traced values, np.loadtxt": lambda a: (
+        np.fromfunction(lambda i, j: i * 10 + j + a[i, j], (2, 3), dtype=int, like=a), np.loadtxt(["1 2"], like=a)),
+    "np.array of a list of traced values, with ndmin": lambda a: (
+        np.array([[a[0, 0], 2], [3, a[1, 2]]], dtype=np.float32, like=a), np.array(a[0], ndmin=3, like=a)),
+}
+
+
+@pytest.mark.parametrize("name", list(LIKE_A_TRACED_ARRAY))
+def test_creation_functions_like_a_traced_array_make_what_numpy_makes(name):
+    fn = LIKE_A_TRACED_ARRAY[name]
+    assert_like_numpy(jit(fn)(X), fn(X))
+
+
+@pytest.mark.parametrize("kind", ["fresh", "transposed", "strided", "reversed", "scalar"])
+@pytest.mark.parametrize("call", [
+    {"fn": np.asarray}, {"fn": np.asarray, "dtype": np.float32}, {"fn": np.asarray, "order": "C"},
+    {"fn": np.asarray, "order": "F"}, {"fn": np.asanyarray, "order": "A"}, {"fn": np.array},
+    {"fn": np.array, "copy": False}, {"fn": np.array, "copy": None, "ndmin": 3}, {"fn": np.ascontiguousarray},
+    {"fn": np.asfortranarray, "dtype": np.int16},
+], ids=lambda c: c["fn"].__name__ + "".join(f",{k}={getattr(v, '__name__', v)}" for k, v in c.items() if k != "fn"))
+def test_np_asarray_like_a_traced_array_is_a_view_or_a_copy_as_numpys(kind, call):
+    """NumPy's own call on a stand-in laid out as the array decides: the array itself (a write through the result
+    is seen in it), or a copy in the layout NumPy gives it; copy=False where a copy is needed is NumPy's error."""
+    kwargs = {k: v for k, v in call.items() if k != "fn"}
+
+    def fn(x):
+        a = {"fresh": x * 1, "transposed": (x * 1).T, "strided": (x * 1)[:, ::2], "reversed": (x * 1)[::-1],
+             "scalar": x.sum()}[kind]
+        r = call["fn"](a, **kwargs, like=x)
+        before = r * 1
+        if r.ndim:
+            r[(0,) * r.ndim] = 99
+        return before, r.ravel(order="K") * 1, a * 1
+
+    try:
+        want = fn(X)
+    except ValueError as numpy_error:
+        with pytest.raises(ValueError, match=re.escape(str(numpy_error))):
+            jit(fn)(X)
+        return
+    assert_like_numpy(jit(fn)(X), want)
 
 
 def test_einsum_permutations_are_views_as_in_numpy():
