@@ -3008,6 +3008,33 @@ def _function_out(xs, p):
     return whole
 
 
+def _array_like_params(c: Chooser, shape) -> dict:
+    return {"fn": c.pick(("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "full")),
+            "source": c.pick(("fresh", "transposed", "reversed")), "dtype": c.pick((None, None, "float64", "float32")),
+            "order": c.pick(("K", "C", "F", "A")), "copy": c.pick((None, True)), "ndmin": c.integer(0, 3)}
+
+
+def _array_like(xs, p):
+    """A NumPy creation function called with like= the operand (np.asarray(y, like=x): the way code written for
+    any array type makes arrays), of a copy of the operand laid out three ways; then 1 written at the result's
+    first element, which NumPy's view of the copy sees and its copy does not. Both are the result."""
+    y = np.copy(xs[0])
+    y = {"fresh": y, "transposed": y.T, "reversed": y[::-1] if y.ndim else y}[p["source"]]
+    fn, keywords = getattr(np, p["fn"]), {"dtype": p["dtype"]}
+    if p["fn"] in ("array", "asarray", "asanyarray"):
+        keywords.update(order=p["order"], copy=p["copy"])
+    if p["fn"] == "array":
+        keywords["ndmin"] = p["ndmin"]
+    # (like= the copy: the operand may be a NumPy scalar, which has no __array_function__)
+    r = np.full((2,) + y.shape, y, dtype=p["dtype"], like=y) if p["fn"] == "full" else fn(y, **keywords, like=y)
+    if r.ndim and r.size:
+        r[(0,) * r.ndim] = 1
+    return r, y
+
+
+# NumPy's own call on a stand-in laid out as the array decides view or copy, and the copy's layout: bit for bit
+_single("array_like", _array_like, _array_like_params, "np.asarray/np.array/np.full(..., like=x)",
+        domains=(MODERATE,))
 _single("function_out", _function_out, _function_out_params, "np.<function>(x, ..., out=...)",
         dtypes=NUMERIC, min_rank=1, max_rank=3, family="reduction_out", domains=(MODERATE,), tolerance=REDUCTION,
         exact=False, scale=lambda xs, p: float(np.sum(np.abs(_as_float(xs[0])))) * math.sqrt(max(xs[0].size, 1)))
