@@ -4017,6 +4017,8 @@ def choose(a, choices, out=None, mode="raise"):
     """Each element of the choices picked by ``a`` (the choices and ``a`` broadcast together, in their
     common type); an index out of range is NumPy's ValueError (mode 'raise', checked by the kernel as it
     runs), wrapped or clipped with the other modes."""
+    # (a choice that is a list holding traced values is the array NumPy makes of it)
+    choices = [array_of_sequence(c) if isinstance(c, (list, tuple)) and _holds_tensor(c) else c for c in choices]
     if out is not None:
         return _computed_into_out("choose", out, lambda o: np.choose(_stand_in(a), [_stand_in(c) for c in choices],
                                                                      o, mode), lambda _: choose(a, choices, mode=mode))

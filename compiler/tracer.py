@@ -142,6 +142,11 @@ class Tensor:
             f"a traced Tensor has no value yet: it cannot be converted to a NumPy array inside a compiled function ({who})"
             + hint)
 
+    def __array_namespace__(self, *, api_version=None):
+        """NumPy itself, as ndarray answers (array-API code: ``xp = x.__array_namespace__()``; ``xp.sum(x)`` is
+        then traced as np.sum is); NumPy's own answer checks the version asked."""
+        return np.empty(0).__array_namespace__(api_version=api_version)
+
     # np.from_dlpack(x) (torch's too) asks x for its memory rather than handing the compiler a call
     def __dlpack__(self, *args, **kwargs):
         raise _no_dlpack()
@@ -399,7 +404,20 @@ class Tensor:
         return method
 
     sum, prod = _function_method("sum", "sum_"), _function_method("prod")
-    any, all = _function_method("any", "any_"), _function_method("all", "all_")
+
+    def _logical_method(name, function_name):
+        # ndarray.any/all are NumPy's _methods._any/_all, whose second parameter is dtype (np.any's is out): the
+        # dtype of logical_or/logical_and.reduce, which has a bool loop only
+        def method(self, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+            from . import numpy_api
+            if dtype is not None:
+                if isinstance(dtype, Tensor):
+                    dtype_argument(dtype, f"x.{name}(..., dtype=...)")
+                {"any": np.logical_or, "all": np.logical_and}[name].reduce(np.zeros(1, self.dtype), dtype=dtype)
+            return call_library_function(getattr(numpy_api, function_name), self, axis, out, keepdims, where=where)
+        method.__name__ = name
+        return method
+    any, all = _logical_method("any", "any_"), _logical_method("all", "all_")
     max, min = _function_method("max", "amax"), _function_method("min", "amin")
     argmax, argmin = _function_method("argmax"), _function_method("argmin")
     mean, var, std, round = _function_method("mean"), _function_method("var"), _function_method("std"), \
@@ -409,7 +427,14 @@ class Tensor:
     dot, cumsum, cumprod = _function_method("dot"), _function_method("cumsum"), _function_method("cumprod")
     repeat, diagonal, trace = _function_method("repeat"), _function_method("diagonal"), _function_method("trace")
     argsort, searchsorted = _function_method("argsort"), _function_method("searchsorted")
-    choose = _function_method("choose")
+
+    def choose(self, *choices, out=None, mode="raise"):
+        """ndarray.choose: more than one positional argument are the choices themselves (NumPy's C method reads
+        them so); out and mode are keywords only."""
+        from .numpy_api import choose
+        if not choices:
+            raise TypeError("choose() takes exactly 1 argument (0 given)")
+        return call_library_function(choose, self, choices[0] if len(choices) == 1 else choices, out, mode)
 
     def compress(self, condition, axis=None, out=None):
         from .numpy_api import compress

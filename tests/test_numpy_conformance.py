@@ -139,6 +139,13 @@ AGREES = {
                    np.clip(a.T, 0, None, order="F").ravel(order="K"), np.clip(a, None, None, dtype=np.float16)), X),
     "np.clip into out= with where= (the ufunc's mask)": (
         lambda a: (lambda o: (np.clip(a, -1, 1, out=o, where=a > 0), o))(np.full_like(a, 9.0)), X),
+    "x.any and x.all take dtype second (NumPy's _methods._any/_all; np.any takes out)": (
+        lambda a: (a.any(0, bool), a.all(None, None, None, True), a.any(1, None, np.zeros_like(a[:, 0], bool))), X),
+    "x.choose of several positional choices (all of them choices) and of lists holding traced values": (
+        lambda a: ((a > 0).astype(int).choose(a, -a), (a > 0).choose([a[0], a[1] * 2]), np.choose([0, 1, 0], [a[0], [a[1, 0], 5, 6]]),
+                   (a > 0).astype(np.int8).choose([a, -a], a[0])), X),
+    "x.__array_namespace__() is NumPy (array-API code)": (
+        lambda a: (lambda xp: (xp.sum(a, axis=0), xp.linalg.vector_norm(a)))(a.__array_namespace__()), X),
     "np.tensordot with a count as a 0-d array, a bool or a NumPy integer (not iterable: a count)": (
         lambda a: (np.tensordot(a, a, np.array(2)), np.tensordot(a, a.T, True), np.tensordot(a, a.T, np.int16(1))), X),
     "np.vecdot and np.matmul with axes as 0-d arrays and NumPy integers": (
@@ -667,6 +674,11 @@ REFUSED = {
         lambda a: np.unwrap(a, axis=True), X),
     "a traced array in a set (arrays are unhashable)": (lambda a: a + len({a}), X),
     "np.typename of an array (its table is keyed by type characters: unhashable)": (lambda a: np.typename(a), X),
+    "x.any with a dtype its reduction has no loop for": (lambda a: a.any(0, np.float64), X),
+    "x.all with an array where the dtype goes": (lambda a: a.all(0, np.zeros_like(a[0], bool)), X),
+    "x.choose with out= positionally (a third choice, which does not broadcast)": (
+        lambda a: (a > 0).astype(int).choose(a, -a, np.zeros_like(a, shape=(4,))), X),
+    "x.__array_namespace__ of a version NumPy has not": (lambda a: a.__array_namespace__(api_version="1999.12"), X),
     "a ufunc's signature of the wrong length (NumPy's ValueError)": (lambda a: np.add(a, a, signature=(None, "f4")), X),
     "a ufunc's type-string of the wrong counts": (lambda a: np.negative(a, signature="ff->f"), X),
     "a ufunc's signature as a list (a string or a tuple only)": (lambda a: np.add(a, a, signature=["f4", None, None]), X),
