@@ -142,6 +142,27 @@ class Tensor:
             f"a traced Tensor has no value yet: it cannot be converted to a NumPy array inside a compiled function ({who})"
             + hint)
 
+    def __round__(self, ndigits=None):
+        # NumPy's scalars define round() (np.round's NumPy scalar with ndigits, a Python int without); its arrays
+        # and its bool do not
+        if not self.numpy_scalar or self.dtype == np.bool_:
+            raise TypeError(f"type numpy.{'ndarray' if not self.numpy_scalar else 'bool'} doesn't define __round__ "
+                            "method")
+        if ndigits is None:
+            raise TypeError("round() of a traced NumPy scalar without ndigits is a Python int, whose value the trace "
+                            "does not know: np.round(x) is the NumPy scalar")
+        return np.round(self, ndigits)
+
+    def __contains__(self, value):
+        raise TypeError("`value in x` is NumPy's (x == value).any() as a Python bool, whose value the trace does not "
+                        "know: use np.any(x == value), a traced bool")
+
+    def __format__(self, spec):
+        if spec:
+            raise TypeError(f"format(x, {spec!r}) of a traced value: it has no value until the kernel runs; format "
+                            "the compiled function's result")
+        return object.__format__(self, spec)
+
     def __array_namespace__(self, *, api_version=None):
         """NumPy itself, as ndarray answers (array-API code: ``xp = x.__array_namespace__()``; ``xp.sum(x)`` is
         then traced as np.sum is); NumPy's own answer checks the version asked."""
@@ -177,10 +198,8 @@ class Tensor:
     # -- operators
     def _bin(name, reflected=False):
         def op(self, other):
-            if other is None and name in ("equal", "not_equal"):
-                # NumPy compares elementwise with an object array; Python's fallback would be identity
-                raise NotImplementedError("comparing a traced Tensor with None (elementwise over object dtype in "
-                                          "NumPy) is not supported by the compiler")
+            if name in ("equal", "not_equal") and (other is None or isinstance(other, (str, bytes))):
+                return self._compared_with_no_number(other, name == "not_equal")
             other = as_operand(other)
             if other is NotImplemented:
                 return NotImplemented
@@ -188,6 +207,14 @@ class Tensor:
             return Tensor(P.elementwise(name, args), scalar=True)
         op.__name__ = name
         return op
+
+    def _compared_with_no_number(self, other, unequal: bool):
+        """NumPy's == and != with None or a string, known at trace time: an array compares elementwise over object
+        dtype (all False, or all True for !=); a NumPy scalar gives Python's answer for None and a NumPy bool for a
+        string."""
+        if self.numpy_scalar:
+            return unequal if other is None else np.bool_(unequal)
+        return Tensor(const_node(np.full(self.shape, unequal)))
 
     __add__, __radd__ = _bin("add"), _bin("add", True)
     __sub__, __rsub__ = _bin("subtract"), _bin("subtract", True)

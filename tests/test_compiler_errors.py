@@ -621,3 +621,20 @@ def test_random_numbers_the_function_makes_afresh_at_every_call_are_followed():
     rng.normal()
     np.testing.assert_array_equal(first, X + np.random.default_rng(5).normal(size=X.shape))
     np.testing.assert_array_equal(fn(X), first)
+
+
+def test_python_conversions_a_trace_cannot_answer_say_what_to_write_instead():
+    """Each needs the value as Python sees it (an int, a bool, a formatted string), which the kernel makes."""
+    for fn, message in [(lambda x: x + round(x.sum()), r"round\(\) of a traced NumPy scalar without ndigits.*np\.round"),
+                        (lambda x: x * (2.5 in x), r"`value in x`.*np\.any\(x == value\)"),
+                        (lambda x: x if format(x.sum(), ".2f") else x, r"format\(x, '\.2f'\) of a traced value")]:
+        with pytest.raises(TypeError, match=message):
+            jit(fn)(X)
+
+
+def test_a_numpy_scalar_compared_with_none_or_a_string_is_numpys_constant():
+    # NumPy's scalars answer Python's bool for None and a NumPy bool for a string, whatever their value
+    fn = lambda x: x + (x.sum() == None) + (x.sum() != None) * 2 + (x.max() != "s") * 4  # noqa: E711
+    got, want = jit(fn)(X), fn(X)
+    np.testing.assert_array_equal(got, X + 6.0)
+    assert got.dtype == want.dtype == np.float64  # (np.True_ * 4 is NumPy's int64 scalar: no weak Python int)

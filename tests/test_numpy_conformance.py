@@ -144,6 +144,10 @@ AGREES = {
     "x.choose of several positional choices (all of them choices) and of lists holding traced values": (
         lambda a: ((a > 0).astype(int).choose(a, -a), (a > 0).choose([a[0], a[1] * 2]), np.choose([0, 1, 0], [a[0], [a[1, 0], 5, 6]]),
                    (a > 0).astype(np.int8).choose([a, -a], a[0])), X),
+    "== and != of an array with None or a string (elementwise over object dtype: all False, all True)": (
+        lambda a: (a == None, None != a, a == "x", "x" != a, a[0] != b"y"), X),  # noqa: E711
+    "round() of a NumPy scalar with ndigits (np.round's NumPy scalar)": (
+        lambda a: (round(a.sum() / 3, 2), round(a.astype(np.int8).sum(), -1), round(a.astype(np.float16)[0, 1], 1)), X),
     "x.__array_namespace__() is NumPy (array-API code)": (
         lambda a: (lambda xp: (xp.sum(a, axis=0), xp.linalg.vector_norm(a)))(a.__array_namespace__()), X),
     "np.tensordot with a count as a 0-d array, a bool or a NumPy integer (not iterable: a count)": (
@@ -675,6 +679,9 @@ REFUSED = {
     "a traced array in a set (arrays are unhashable)": (lambda a: a + len({a}), X),
     "np.typename of an array (its table is keyed by type characters: unhashable)": (lambda a: np.typename(a), X),
     "x.any with a dtype its reduction has no loop for": (lambda a: a.any(0, np.float64), X),
+    "round() of an array (ndarray defines no __round__)": (lambda a: round(a, 1), X),
+    "round() of a NumPy bool": (lambda a: round((a > 0).any(), 1), X),
+    "< of an array and None": (lambda a: a < None, X),
     "x.all with an array where the dtype goes": (lambda a: a.all(0, np.zeros_like(a[0], bool)), X),
     "x.choose with out= positionally (a third choice, which does not broadcast)": (
         lambda a: (a > 0).astype(int).choose(a, -a, np.zeros_like(a, shape=(4,))), X),
