@@ -3938,8 +3938,22 @@ def place(arr, mask, vals):
 
 
 def put_along_axis(arr, indices, values, axis):
-    _written_by_numpy(arr, values, "np.put_along_axis",
-                      lambda codes, v: np.put_along_axis(codes, indices, v, axis), [indices])
+    """np.put_along_axis: NumPy's own function on stand-ins for positions known at trace time; traced ones
+    (np.argmax(x, axis, keepdims=True), say) are NumPy's own fancy index of them assigned to (item assignment at
+    traced positions). With axis=None NumPy assigns into np.array(arr.flat): a view of a C-contiguous array (its
+    write is seen), else a copy (the array is unchanged) -- as ravel's."""
+    if not isinstance(indices, Tensor):
+        _written_by_numpy(arr, values, "np.put_along_axis",
+                          lambda codes, v: np.put_along_axis(codes, indices, v, axis), [indices])
+        return
+    a = _writable_target(arr, "np.put_along_axis")
+    if axis is None:
+        if indices.ndim != 1:
+            raise ValueError("when axis=None, `indices` must have a single dimension.")
+        a, axis = a.ravel(), 0
+    else:
+        axis = np.lib.array_utils.normalize_axis_index(axis, a.ndim)
+    a[np.lib._shape_base_impl._make_along_axis_idx(a.shape, indices, axis)] = values
 
 
 def fill_diagonal(a, val, wrap=False):
@@ -5647,28 +5661,69 @@ def setitem(t: Tensor, key, value) -> None:
         raise NotImplementedError(
             "item assignment through a traced boolean mask beside other indices (x[:, mask] = v) is not supported by "
             "the compiler; a mask of the leading axes is (x[mask] = v, x[mask, ...] = v), or write np.where(mask, v, x)")
-    if _holds_tensor(key if isinstance(key, tuple) else (key,)):
-        raise NotImplementedError(
-            "item assignment at traced positions (x[i] = v with i computed) is not supported by the compiler; "
-            "write np.where(np.arange(n) == i, v, x) instead")
+    parts = key if isinstance(key, tuple) else (key,)
+    if _holds_tensor(parts):
+        _assign_at_traced_positions(t, key, value)
+        return
     positions = _positions(t)
     target = positions[key].shape
-    stand_in = np.zeros(target, t.dtype)
-    if isinstance(value, Tensor):
-        stand_in[...] = np.zeros(value.shape, value.dtype)  # NumPy's broadcasting check, and its message
-        v = _leading_units_dropped(value.node, len(target))
-        if _basic_key(key):  # a NumPy scalar converted as NumPy's setitem converts one (empty slices too)
-            v = _packed(Tensor(v, scalar=value.numpy_scalar), t.dtype, "item assignment (x[...] = v)")
-        v = P.broadcast_to(P.cast(v, t.dtype), target)
-    else:
-        stand_in[...] = value  # NumPy's conversion of the value (its overflow and NaN errors included)
-        v = const_node(stand_in)
-    if stand_in.size == 0:
+    v = _assigned_values(t, target, value, _basic_key(key))
+    if not int(np.prod(target, dtype=np.int64)):
         return
+    stand_in = np.zeros(target, t.dtype)
     codes = positions.copy()
     codes[key] = t.size + np.arange(stand_in.size, dtype=np.intp).reshape(target)
     updated = gathered(P.concat([P.reshape(t.node, (t.size,)), P.reshape(v, (stand_in.size,))], 0), codes).node
     update_in_place(t, updated, "item assignment (x[...] = v)",
+                    "build the result instead (np.where(mask, v, x), np.concatenate, ...)")
+
+
+def _assigned_values(t: Tensor, target: tuple, value, basic: bool) -> P.Node:
+    """``value`` as NumPy's item assignment makes it for ``target``, the indexed shape of ``t``: NumPy's own
+    assignment to a stand-in checks the broadcasting and converts a constant (its overflow and NaN errors); a
+    traced value loses its leading unit axes, and by a ``basic`` key a NumPy scalar is converted as NumPy's
+    setitem converts one; then cast to t's dtype and broadcast."""
+    stand_in = np.zeros(target, t.dtype)
+    if not isinstance(value, Tensor):
+        stand_in[...] = value
+        return const_node(stand_in)
+    stand_in[...] = np.zeros(value.shape, value.dtype)  # NumPy's broadcasting check, and its message
+    v = _leading_units_dropped(value.node, len(target))
+    if basic:  # (empty slices too)
+        v = _packed(Tensor(v, scalar=value.numpy_scalar), t.dtype, "item assignment (x[...] = v)")
+    return P.broadcast_to(P.cast(v, t.dtype), target)
+
+
+# the most (element, assigned value) pairs ``_assign_at_traced_positions`` compares
+_ASSIGN_TRACED_MAX = 1 << 24
+
+
+def _assign_at_traced_positions(t: Tensor, key, value) -> None:
+    """``x[key] = value`` where the key holds traced integers (an index array, np.argmax's NumPy integer, a list
+    of them): NumPy's positions are x's flat positions indexed with the key -- a traced gather, with NumPy's
+    broadcasting, negative positions and IndexError (checked as the kernel runs) --, and each element of x takes
+    the last value assigned to it in the key's C order (NumPy's last write wins), else keeps its own. Every
+    element is compared with every position: linear in their product, up to ``_ASSIGN_TRACED_MAX``."""
+    parts = key if isinstance(key, tuple) else (key,)
+    positions = getitem(Tensor(const_node(_positions(t))), key)
+    basic = all(not _is_advanced(k) or isinstance(k, Tensor) and k.numpy_scalar and k.dtype.kind in "iu"
+                for k in parts)
+    v = _assigned_values(t, positions.shape, value, basic)
+    n, k = t.size, positions.size
+    if not n or not k:
+        return
+    if n * k > _ASSIGN_TRACED_MAX:
+        raise NotImplementedError(
+            f"item assignment at traced positions: {n} elements x {k} assigned values is more than the "
+            f"{_ASSIGN_TRACED_MAX} pairs the compiler compares (each element takes the last value assigned to it); "
+            "write np.where(np.arange(n) == i, v, x), or assign at positions known at trace time")
+    order = np.arange(k, dtype=np.int64)
+    takes = reshape(positions, (1, k)) == np.arange(n).reshape(n, 1)  # (element, assigned value)
+    last = np.max(np.where(takes, order, -1), axis=1)
+    chosen = Tensor(P.gather_in_range(P.reshape(v, (k,)), np.maximum(last, 0).node, 0))
+    flat = Tensor(P.reshape(t.node, (n,)))  # its values (a view would block the update)
+    updated = np.where(last >= 0, chosen, flat)
+    update_in_place(t, P.reshape(updated.node, t.shape), "item assignment (x[...] = v)",
                     "build the result instead (np.where(mask, v, x), np.concatenate, ...)")
 
 

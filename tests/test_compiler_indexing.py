@@ -517,6 +517,50 @@ def test_a_boolean_scalar_index_is_an_index_of_one_or_no_position_on_a_new_axis(
         jit(lambda a: a[True, 0, 0, 0, 0])(x)
 
 
+TRACED_POSITIONS = {
+    "one-hot rows: out[np.arange(n), labels] = 1": (
+        lambda x, i: (lambda o: (o.__setitem__((np.arange(3), i[:3] % 4), 1), o)[1])(np.zeros_like(x))),
+    "a repeated position takes the last value (NumPy's order)": (
+        lambda x, i: (lambda y: (y.__setitem__(i % 3, np.arange(i.size)[:, None] * 10.0), y)[1])(x * 1)),
+    "negative positions count from the end, beside a slice and a new axis": (
+        lambda x, i: (lambda y: (y.__setitem__((slice(1, None), None, -1 - i[:2] % 4), -x[0, :1]), y)[1])(x * 1)),
+    "np.argmax's NumPy integer, a float value into an int array (setitem's conversion)": (
+        lambda x, i: (lambda y: (y.__setitem__((np.argmax(x[:, 0]), np.argmin(x[0])), x[0, 1] * 2.75), y)[1])(
+            x.astype(np.int16))),
+    "a list holding traced positions, and += (a gather, then the assignment)": (
+        lambda x, i: (lambda y: (y.__setitem__([i[0] % 3, 2], 7.5), y.__setitem__(i[1:3] % 3, y[i[1:3] % 3] + 1),
+                                 y)[2])(x * 1)),
+    "through a view: the array sees it": (
+        lambda x, i: (lambda y: (y[1].__setitem__(i[:2] % 4, -5.0), y)[1])(x * 1)),
+    "np.put_along_axis at np.argmax(..., keepdims=True), and along axis=None": (
+        lambda x, i: (lambda y, z: (np.put_along_axis(y, np.argmax(y, axis=1, keepdims=True), -9.0, axis=1),
+                                    np.put_along_axis(z, i[:2] % 12, x[0, :2], axis=None), y, z)[2:])(x * 1, x * 1)),
+}
+
+
+@pytest.mark.parametrize("name", list(TRACED_POSITIONS))
+def test_assignment_at_traced_positions_is_numpys(name):
+    """Each element takes the last value NumPy's key assigns to it (C order of the indexing), else keeps its own."""
+    fn = TRACED_POSITIONS[name]
+    x, i = np.arange(12.0).reshape(3, 4) * 1.5 - 4, np.array([5, -2, 7, 5, 0])
+    want, got = fn(x, i), jit(fn)(x, i)
+    for w, g in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)):
+        np.testing.assert_array_equal(g, w)
+        assert g.dtype == w.dtype
+
+
+def test_assignment_at_a_traced_position_out_of_range_is_numpys_index_error_as_the_kernel_runs():
+    def fn(x, i):
+        y = x * 1
+        y[i] = 0.0
+        return y
+    with pytest.raises(IndexError):
+        fn(np.zeros(4), np.array([1, 4]))
+    with pytest.raises(IndexError, match="argument i: index 4 is out of range for an axis of size 4"):
+        jit(fn)(np.zeros(4), np.array([1, 4]))
+    np.testing.assert_array_equal(jit(fn)(np.ones(4), np.array([1, -1])), [1.0, 0.0, 1.0, 0.0])
+
+
 def _masked(x, mask_of, value, dtype=None):
     y = x.astype(dtype) if dtype else x * 1
     y[mask_of(y)] = value(y) if callable(value) else value
