@@ -3912,7 +3912,32 @@ def fill(a, value) -> None:
 
 
 def put(a, ind, v, mode="raise"):
-    _written_by_numpy(a, v, "np.put", lambda codes, values: np.put(codes, ind, values, mode), [ind])
+    """np.put: the flat (C order) positions ``ind`` take the values, repeated cyclically where fewer, the last
+    write winning. NumPy's own np.put on stand-ins for positions known at trace time; traced ones are placed
+    in the kernel ('raise': NumPy's IndexError as the kernel runs, negative positions from the end; 'wrap': modulo
+    the size; 'clip': into [0, size))."""
+    if not _holds_tensor((ind,)):
+        _written_by_numpy(a, v, "np.put", lambda codes, values: np.put(codes, ind, values, mode), [ind])
+        return
+    target = _writable_target(a, "np.put")
+    index = array_of_sequence(ind) if isinstance(ind, (list, tuple)) else _tensor(ind)
+    with np.errstate(all="ignore"):  # NumPy's checks of the types and the mode, on stand-ins
+        np.put(np.zeros(target.shape, target.dtype), np.zeros(index.shape, index.dtype), _zeros_stand_in(v), mode)
+    if index.size and not target.size:  # (NumPy's order: this, then no values, then the positions' range)
+        raise IndexError("cannot replace in an empty array")
+    values = _flat_values(v, target.dtype)
+    if not index.size or not values.size:
+        return
+    n, index = target.size, ravel(index).astype(np.int64)
+    how = _take_mode(mode)
+    if how == "raise":
+        _raise_at_run_time((index < -n) | (index >= n), lambda i: f"index {i} is out of bounds for axis 0 with size {n}",
+                           "np.put", IndexError, values=index)
+        index = np.where(index < 0, index + n, index)
+    else:
+        index = index % n if how == "wrap" else np.clip(index, 0, n - 1)
+    repeated = take(values, np.arange(index.size) % values.size)
+    _written_at_flat_positions(target, index, repeated.node, "np.put")
 
 
 def place(arr, mask, vals):
@@ -5709,21 +5734,27 @@ def _assign_at_traced_positions(t: Tensor, key, value) -> None:
     basic = all(not _is_advanced(k) or isinstance(k, Tensor) and k.numpy_scalar and k.dtype.kind in "iu"
                 for k in parts)
     v = _assigned_values(t, positions.shape, value, basic)
+    _written_at_flat_positions(t, positions, v, "item assignment (x[...] = v)")
+
+
+def _written_at_flat_positions(t: Tensor, positions: Tensor, v: P.Node, what: str) -> None:
+    """Each element of ``t`` (C order) takes the last of the values ``v`` whose flat position (``positions``,
+    traced, in range, shaped as v) is its own, else keeps its own value; written into t's memory."""
     n, k = t.size, positions.size
     if not n or not k:
         return
     if n * k > _ASSIGN_TRACED_MAX:
         raise NotImplementedError(
-            f"item assignment at traced positions: {n} elements x {k} assigned values is more than the "
-            f"{_ASSIGN_TRACED_MAX} pairs the compiler compares (each element takes the last value assigned to it); "
-            "write np.where(np.arange(n) == i, v, x), or assign at positions known at trace time")
+            f"{what} at traced positions: {n} elements x {k} assigned values is more than the {_ASSIGN_TRACED_MAX} "
+            "pairs the compiler compares (each element takes the last value assigned to it); write "
+            "np.where(np.arange(n) == i, v, x), or assign at positions known at trace time")
     order = np.arange(k, dtype=np.int64)
     takes = reshape(positions, (1, k)) == np.arange(n).reshape(n, 1)  # (element, assigned value)
     last = np.max(np.where(takes, order, -1), axis=1)
     chosen = Tensor(P.gather_in_range(P.reshape(v, (k,)), np.maximum(last, 0).node, 0))
     flat = Tensor(P.reshape(t.node, (n,)))  # its values (a view would block the update)
     updated = np.where(last >= 0, chosen, flat)
-    update_in_place(t, P.reshape(updated.node, t.shape), "item assignment (x[...] = v)",
+    update_in_place(t, P.reshape(updated.node, t.shape), what,
                     "build the result instead (np.where(mask, v, x), np.concatenate, ...)")
 
 

@@ -549,6 +549,29 @@ def test_assignment_at_traced_positions_is_numpys(name):
         assert g.dtype == w.dtype
 
 
+@pytest.mark.parametrize("mode", ["raise", "wrap", "clip"])
+def test_np_put_at_traced_positions_is_numpys(mode):
+    """The flat positions take the values repeated cyclically, the last write winning; out of range: NumPy's
+    IndexError as the kernel runs ('raise'), modulo the size ('wrap'), into the array ('clip')."""
+    def fn(x, i):
+        y, z = x * 1, x.T.astype(np.int16)
+        np.put(y, i, [1.5, -2.5], mode=mode)
+        np.put(z, i[::-1], x[0, :3] * 2.5, mode=mode)
+        return y, z
+    x = np.arange(12.0).reshape(3, 4) * 1.5 - 4
+    for i in (np.array([5, -2, 7, 5, 0]), np.array([[11], [3]])):
+        for got, want in zip(jit(fn)(x, i), fn(x, i)):
+            np.testing.assert_array_equal(got, want)
+            assert got.dtype == want.dtype
+    i = np.array([3, 12, -13])
+    if mode == "raise":
+        with pytest.raises(IndexError, match="index 12 is out of bounds for axis 0 with size 12"):
+            jit(fn)(x, i)
+    else:
+        for got, want in zip(jit(fn)(x, i), fn(x, i)):
+            np.testing.assert_array_equal(got, want)
+
+
 def test_assignment_at_a_traced_position_out_of_range_is_numpys_index_error_as_the_kernel_runs():
     def fn(x, i):
         y = x * 1

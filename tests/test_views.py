@@ -583,7 +583,6 @@ def test_numpys_in_place_functions_raise_numpys_errors(fn, error, match):
 
 @pytest.mark.parametrize("fn, match", [
     (lambda x: np.copyto(x, 1.0), "np.copyto on the argument x"),
-    (lambda x: np.put(x * 1, np.argmax(x), 1.0), "np.put: traced positions"),
     (lambda x: np.putmask(x, x > 0, 1.0), "np.putmask on the argument x"),
     (lambda x: np.copyto(np.zeros((3, 4)), x), "np.copyto into a NumPy array"),
     (lambda x: np.full((2, 2), x[0, 0], dtype=np.float32), r"traced fill value for np.full .*np\.full_like\(x, value"),
