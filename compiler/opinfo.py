@@ -1119,6 +1119,46 @@ _single("at.traced_positions", lambda xs, p: _at_call(xs, p, traced_positions=Tr
         "np.ufunc.at", min_rank=1, family="scan")
 
 
+def _setitem_traced_params(c: Chooser, shape) -> dict | None:
+    if not shape:
+        return None  # (the positions index axis 0)
+    n, last = shape[0], shape[-1]
+    count = c.integer(0, 6) if n and last else 0
+    return {"form": c.pick(("rows", "rows", "pair", "put", "put_along_axis", "reread")),
+            "indices": [c.integer(-n, n - 1) for _ in range(count)],
+            "last": [c.integer(-last, last - 1) for _ in range(count)],
+            "mode": c.pick(("raise", "wrap", "clip")), "value": c.pick(("element", "rows"))}
+
+
+def _setitem_traced(xs, p):
+    """Item assignment into a fresh copy of the operand at positions computed from it (zeros made like it, plus
+    the positions: a compiled function has them only as the kernel runs), repeats and negative ones included:
+    z[i] = v, z[i, j] = v, np.put(z, i, v, mode), np.put_along_axis at np.argmax, z[i] = z[i][::-1]."""
+    x = xs[0]
+    z = np.copy(x)
+
+    def traced(values):
+        return np.zeros_like(x, dtype=np.intp, shape=(len(values),)) + np.asarray(values, dtype=np.intp)
+    i, element = traced(p["indices"]), x[(0,) * x.ndim]
+    rows = x[np.asarray(p["indices"], dtype=np.intp)][::-1]  # (the value per assigned row, in another order)
+    if p["form"] == "rows":
+        z[i] = element if p["value"] == "element" else rows
+    elif p["form"] == "pair":
+        z[(i,) + (slice(None),) * (x.ndim - 2) + (traced(p["last"]),) if x.ndim > 1 else i] = element
+    elif p["form"] == "put":
+        np.put(z, i, element if p["value"] == "element" else np.ravel(rows), mode=p["mode"])
+    elif p["form"] == "put_along_axis":
+        np.put_along_axis(z, np.argmax(z, axis=0, keepdims=True), element, axis=0)
+    else:
+        z[i] = z[i][::-1]
+    return z
+
+
+# each element takes the last value assigned to it: bit for bit
+_single("setitem.traced_positions", _setitem_traced, _setitem_traced_params, "x[i] = v, np.put, np.put_along_axis",
+        min_rank=1, family="index")
+
+
 _NORM_ORDERS = {"inf": np.inf, "-inf": -np.inf}
 
 
