@@ -3821,7 +3821,8 @@ def flat_setitem(a, key, value) -> None:
     either goes into x's memory."""
     target = _writable_target(a, "x.flat[...] =")
     if _holds_tensor((key,)):
-        raise NotImplementedError("x.flat[...] = with traced positions (write np.where(...) instead)")
+        _flat_set_at_traced_positions(target, key, value)
+        return
     written = np.zeros(target.shape, target.dtype)
     written.flat[key] = _zeros_stand_in(value)
     if isinstance(value, Tensor):
@@ -3838,6 +3839,27 @@ def flat_setitem(a, key, value) -> None:
     hit = (written != 0) | (over_ones != 1)
     update_in_place(target, P.where(const_node(hit), const_node(written), target.node), "x.flat[...] =",
                     "build the result instead (np.where, ...)")
+
+
+def _flat_set_at_traced_positions(target: Tensor, key, value) -> None:
+    """x.flat[i] = v with i a traced integer array: NumPy's flatiter assignment on stand-ins converts the value
+    (its errors); the flat positions (negative ones from the end, out of range NumPy's IndexError as the kernel
+    runs) take the value's elements repeated cyclically, the last write winning."""
+    if not isinstance(key, Tensor) or key.dtype == np.bool_:
+        raise NotImplementedError("x.flat[...] = at traced positions other than one integer array (write "
+                                  "np.where(...) instead)")
+    np.zeros(target.shape, target.dtype).flat[np.zeros(key.shape, key.dtype)] = _zeros_stand_in(value)  # (a float
+    # key is its IndexError)
+    n, index = target.size, ravel(key).astype(np.int64)
+    values = ravel(value).astype(target.dtype) if isinstance(value, Tensor) else \
+        Tensor(const_node(np.ravel(np.asarray(value)).astype(target.dtype)))
+    if not index.size or not values.size:
+        return
+    _raise_at_run_time((index < -n) | (index >= n), lambda i: f"index {i} is out of bounds for size {n}",
+                       "x.flat[...] =", IndexError, values=index)
+    index = np.where(index < 0, index + n, index)
+    repeated = take(values, np.arange(index.size) % values.size)
+    _written_at_flat_positions(target, index, repeated.node, "x.flat[...] =")
 
 
 def copy(a, order="K", subok=False) -> Tensor:

@@ -530,6 +530,9 @@ TRACED_POSITIONS = {
     "a list holding traced positions, and += (a gather, then the assignment)": (
         lambda x, i: (lambda y: (y.__setitem__([i[0] % 3, 2], 7.5), y.__setitem__(i[1:3] % 3, y[i[1:3] % 3] + 1),
                                  y)[2])(x * 1)),
+    "x.flat[i] = v: flat positions, the value repeated cyclically, into a transposed copy": (
+        lambda x, i: (lambda y: (y.flat.__setitem__(i, [7.0, -1.5]), y.flat.__setitem__(np.argmax(x), 0.25), y)[2])(
+            x.T * 1)),
     "through a view: the array sees it": (
         lambda x, i: (lambda y: (y[1].__setitem__(i[:2] % 4, -5.0), y)[1])(x * 1)),
     "np.put_along_axis at np.argmax(..., keepdims=True), and along axis=None": (
