@@ -6030,10 +6030,9 @@ def _constant_masks_as_indices(shape: tuple, key):
     """``key`` with each boolean mask known at trace time (a bool array, or a list NumPy reads as one) replaced by
     the integer arrays of its nonzero positions: NumPy's own reading of a mask (x[m] is x[m.nonzero()], its layout
     too), after NumPy's indexing of a stand-in of ``shape`` checks the key (a mask's shape against the axes it
-    covers). A key with traced values, or without such masks, comes back as it is."""
+    covers; a traced index array stands in as zeros of its shape). A key without such masks, or with a traced mask
+    or a list of traced values beside one, comes back as it is."""
     parts = key if isinstance(key, tuple) else (key,)
-    if _holds_tensor(parts):
-        return key
 
     def mask_of(k):
         if isinstance(k, list):
@@ -6043,10 +6042,15 @@ def _constant_masks_as_indices(shape: tuple, key):
                 return None
         return k if isinstance(k, np.ndarray) and k.dtype == np.bool_ and k.ndim else None
 
-    masks = [mask_of(k) for k in parts]
+    masks = [None if isinstance(k, Tensor) or isinstance(k, (list, tuple)) and _holds_tensor(k) else mask_of(k)
+             for k in parts]
     if all(m is None for m in masks):
         return key
-    np.broadcast_to(np.zeros((), np.bool_), shape)[key]  # NumPy's checks of the key
+    if any(isinstance(k, Tensor) and k.dtype == np.bool_ for k in parts) or \
+            any(isinstance(k, (list, tuple)) and _holds_tensor(k) for k in parts):
+        return key  # (a traced mask beside it, or a list of traced values: refused or read where they are met)
+    # NumPy's checks of the key, a traced index array standing in as zeros of its shape (a position in range)
+    np.broadcast_to(np.zeros((), np.bool_), shape)[tuple(_zeros_stand_in(k) for k in parts)]
     return tuple(i for k, m in zip(parts, masks) for i in (np.nonzero(m) if m is not None else (k,)))
 
 
@@ -6058,13 +6062,14 @@ def _bool_scalars_as_new_axes(t: Tensor, key):
 
     def is_bool_scalar(k):
         return isinstance(k, (bool, np.bool_)) or isinstance(k, np.ndarray) and k.dtype == np.bool_ and not k.ndim
+
     def axes_taken(k):  # (a mask takes as many axes as it has)
         if k is None or k is Ellipsis or is_bool_scalar(k):
             return 0
         if isinstance(k, (Tensor, np.ndarray)) and k.dtype == np.bool_:
             return k.ndim
         if isinstance(k, list):
-            with contextlib.suppress(ValueError):
+            with contextlib.suppress(ValueError, TypeError):  # (ragged; holding traced values: an index array)
                 as_array = np.asarray(k)
                 return as_array.ndim if as_array.dtype == np.bool_ else 1
         return 1
