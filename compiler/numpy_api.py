@@ -525,10 +525,8 @@ def _ufunc_at_traced(ufunc, target: Tensor, indices: Tensor, b, what: str):
                                   "every update); pass positions known at trace time")
     if not k or not target.size:
         return None
-    index = ravel(indices).astype(np.int64)
-    _raise_at_run_time(np.any((index < -n) | (index >= n)), f"index out of bounds for axis 0 with size {n}", what,
-                       IndexError)
-    index = np.where(index < 0, index + n, index)
+    index = _from_the_end_checked(ravel(indices).astype(np.int64), n, f"index out of bounds for axis 0 with size {n}",
+                                  what)
     updates = reshape(broadcast_to(values, indices.shape + rest), (k, row)).astype(target.dtype)
     takes = reshape(index, (1, k)) == np.arange(n).reshape(n, 1)  # (row, update)
     filled = np.where(reshape(takes, (n, k, 1)), reshape(updates, (1, k, row)),
@@ -2878,6 +2876,14 @@ def _reduced_rows(x: Tensor, axis) -> tuple[Tensor, tuple, int]:
     return rows.reshape(rows.shape[:len(kept)] + (n,)), axes, n  # not -1: ambiguous for an empty array
 
 
+def _out_as_ureduce_passes_it(out: Tensor, axes, ndim: int, keepdims) -> Tensor:
+    """NumPy's _ureduce hands a function of one axis ``out`` itself, or with keepdims (np._NoValue is False)
+    out indexed at 0 along the reduced ``axes``: a view the result is written through."""
+    if keepdims is np._NoValue or not keepdims:
+        return out
+    return out[(Ellipsis,) + tuple(0 if d in axes else slice(None) for d in range(ndim))]
+
+
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """NumPy's _median: the mean of the middle one or two of the sorted values along the reduced axes;
     NaN where a slice holds one (NumPy returns the NaN its partition put last). Into ``out=`` as NumPy's
@@ -2889,8 +2895,7 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     if out is not None:
         target = _writable_target(out, "np.median(..., out=...)")
         np.median(_stand_in(x), axis, out=np.zeros(target.shape, target.dtype), keepdims=keepdims)  # its checks
-        inner = target[(Ellipsis,) + tuple(0 if d in axes else slice(None) for d in range(x.ndim))] \
-            if keepdims else target
+        inner = _out_as_ureduce_passes_it(target, axes, x.ndim, keepdims)
         mean(ordered[..., (n - 1) // 2:n // 2 + 1], axis=-1, out=inner)
         if x.dtype.kind == "f" and n > 0:
             _nans_copied_in(inner, ordered[..., -1], "np.median")
@@ -3000,8 +3005,7 @@ def _quantile_into(x: Tensor, q: np.ndarray, weak_q: bool, props: dict, method: 
         getattr(np, what[3:])(_stand_in(x), q * 100 if what.endswith("percentile") else q, axis,
                               np.zeros(target.shape, target.dtype), method=method, keepdims=keepdims)
     ordered, axes, n, virtual, neighbours = _quantile_positions_read(x, q, weak_q, props, method, axis)
-    inner = target[(Ellipsis,) + tuple(0 if d in axes else slice(None) for d in range(x.ndim))] \
-        if keepdims else target
+    inner = _out_as_ureduce_passes_it(target, axes, x.ndim, keepdims)
     if neighbours is None:
         take(ordered, virtual, axis=0, out=inner)
     else:
@@ -3064,8 +3068,7 @@ def _weighted_quantile(x: Tensor, q: np.ndarray, weights, axis, keepdims, method
     result = _gathered_in_rows(ordered, place)  # rows x q
     result = np.moveaxis(result, -1, 0).reshape(q.shape + rows.shape[:-1])
     if out is not None:
-        inner = out[(Ellipsis,) + tuple(0 if d in axes else slice(None) for d in range(x.ndim))] \
-            if keepdims else out
+        inner = _out_as_ureduce_passes_it(out, axes, x.ndim, keepdims)
         inner[...] = result
         if x.dtype.kind == "f":
             _nans_copied_in(inner, ordered[..., -1], what)
@@ -3245,9 +3248,7 @@ def _nan_order_into(x: Tensor, axis, keepdims, out, what: str, check, compute) -
         warnings.simplefilter("ignore")
         check(np.zeros(target.shape, target.dtype))
     axes = range(x.ndim) if axis is None else np.lib.array_utils.normalize_axis_tuple(axis, x.ndim)
-    kept = keepdims is not np._NoValue and bool(keepdims)
-    inner = target[(Ellipsis,) + tuple(0 if d in axes else slice(None) for d in range(x.ndim))] if kept else target
-    inner[...] = compute()
+    _out_as_ureduce_passes_it(target, axes, x.ndim, keepdims)[...] = compute()
     return target
 
 
@@ -3850,16 +3851,25 @@ def _flat_set_at_traced_positions(target: Tensor, key, value) -> None:
                                   "np.where(...) instead)")
     np.zeros(target.shape, target.dtype).flat[np.zeros(key.shape, key.dtype)] = _zeros_stand_in(value)  # (a float
     # key is its IndexError)
-    n, index = target.size, ravel(key).astype(np.int64)
-    values = ravel(value).astype(target.dtype) if isinstance(value, Tensor) else \
-        Tensor(const_node(np.ravel(np.asarray(value)).astype(target.dtype)))
+    n, index, values = target.size, ravel(key).astype(np.int64), _flat_values(value, target.dtype)
     if not index.size or not values.size:
         return
-    _raise_at_run_time((index < -n) | (index >= n), lambda i: f"index {i} is out of bounds for size {n}",
-                       "x.flat[...] =", IndexError, values=index)
-    index = np.where(index < 0, index + n, index)
+    index = _from_the_end_checked(index, n, lambda i: f"index {i} is out of bounds for size {n}", "x.flat[...] =")
+    _written_cyclically(target, index, values, "x.flat[...] =")
+
+
+def _from_the_end_checked(index: Tensor, n: int, message, what: str) -> Tensor:
+    """Traced positions along an axis of ``n``: one out of range is NumPy's IndexError with ``message`` (a
+    function of the first such position, or a text), as the kernel runs; a negative one counts from the end."""
+    _raise_at_run_time((index < -n) | (index >= n), message, what, IndexError, values=index)
+    return np.where(index < 0, index + n, index)
+
+
+def _written_cyclically(target: Tensor, index: Tensor, values: Tensor, what: str) -> None:
+    """The flat positions ``index`` of ``target`` take ``values`` repeated cyclically, the last write winning
+    (np.put's and x.flat's assignment)."""
     repeated = take(values, np.arange(index.size) % values.size)
-    _written_at_flat_positions(target, index, repeated.node, "x.flat[...] =")
+    _written_at_flat_positions(target, index, repeated.node, what)
 
 
 def copy(a, order="K", subok=False) -> Tensor:
@@ -3953,13 +3963,11 @@ def put(a, ind, v, mode="raise"):
     n, index = target.size, ravel(index).astype(np.int64)
     how = _take_mode(mode)
     if how == "raise":
-        _raise_at_run_time((index < -n) | (index >= n), lambda i: f"index {i} is out of bounds for axis 0 with size {n}",
-                           "np.put", IndexError, values=index)
-        index = np.where(index < 0, index + n, index)
+        index = _from_the_end_checked(index, n, lambda i: f"index {i} is out of bounds for axis 0 with size {n}",
+                                      "np.put")
     else:
         index = index % n if how == "wrap" else np.clip(index, 0, n - 1)
-    repeated = take(values, np.arange(index.size) % values.size)
-    _written_at_flat_positions(target, index, repeated.node, "np.put")
+    _written_cyclically(target, index, values, "np.put")
 
 
 def place(arr, mask, vals):
@@ -5546,7 +5554,7 @@ _REFUSED_MODULES = {
 
 def apply_function(func, args, kwargs):
     if func in _CREATION_FUNCTIONS:  # (reached only through like=)
-        return _created_like(func)(*args, **kwargs)
+        return _created_like(func, args, kwargs)
     impl = FUNCTIONS.get(func)
     if impl is None:
         why = _REFUSED.get(func) or _REFUSED_MODULES.get(getattr(func, "__module__", None))
@@ -5618,27 +5626,19 @@ def _converter_like(func):
     return converted
 
 
-def _created_like(func):
+def _created_like(func, args, kwargs):
     """``func`` (a creation function with ``like=``) called with like= a traced array."""
-    converter = {np.array: lambda *a, **k: _array_of(*a, **k), np.asarray: _converter_like(np.asarray),
-                 np.asanyarray: _converter_like(np.asanyarray),
-                 np.ascontiguousarray: _converter_like(np.ascontiguousarray),
-                 np.asfortranarray: _converter_like(np.asfortranarray)}.get(func)
-
-    def created(*args, **kwargs):
-        if _holds_tensor(list(args) + list(kwargs.values())):
-            if converter is not None:
-                return converter(*args, **kwargs)
-            if func is np.full:
-                return _full_of_traced(*args, **kwargs)
-            why = _CREATED_FROM_TRACED.get(func, "its arguments decide the result's shape, which a trace must know")
-            raise NotImplementedError(f"np.{func.__name__}(..., like=...) of traced arguments: {why}")
-        made = func(*args, **kwargs)  # NumPy's own array, a constant of the trace
-        if not isinstance(made, np.ndarray):
-            return made
-        return Tensor(layout.user_array_node(made), aliases=None if made.flags.writeable else READ_ONLY)
-    created.__name__ = func.__name__
-    return created
+    if _holds_tensor(list(args) + list(kwargs.values())):
+        if func in _CONVERTERS_LIKE:
+            return _CONVERTERS_LIKE[func](*args, **kwargs)
+        if func is np.full:
+            return _full_of_traced(*args, **kwargs)
+        why = _CREATED_FROM_TRACED.get(func, "its arguments decide the result's shape, which a trace must know")
+        raise NotImplementedError(f"np.{func.__name__}(..., like=...) of traced arguments: {why}")
+    made = func(*args, **kwargs)  # NumPy's own array, a constant of the trace
+    if not isinstance(made, np.ndarray):
+        return made
+    return Tensor(layout.user_array_node(made), aliases=None if made.flags.writeable else READ_ONLY)
 
 
 def _full_of_traced(shape, fill_value, dtype=None, order="C", *, device=None):
@@ -5651,6 +5651,8 @@ def _full_of_traced(shape, fill_value, dtype=None, order="C", *, device=None):
     return result
 
 
+_CONVERTERS_LIKE = {np.array: _array_of, **{f: _converter_like(f) for f in (
+    np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray)}}
 _CREATED_FROM_TRACED = {
     np.arange: _DATA_DEPENDENT,
     np.require: "its requirements ask NumPy's flags of the array (writeable, owns its data), which the compiler does "
@@ -5715,12 +5717,12 @@ def setitem(t: Tensor, key, value) -> None:
     positions = _positions(t)
     target = positions[key].shape
     v = _assigned_values(t, target, value, _basic_key(key))
-    if not int(np.prod(target, dtype=np.int64)):
+    count = int(np.prod(target, dtype=np.int64))
+    if not count:
         return
-    stand_in = np.zeros(target, t.dtype)
     codes = positions.copy()
-    codes[key] = t.size + np.arange(stand_in.size, dtype=np.intp).reshape(target)
-    updated = gathered(P.concat([P.reshape(t.node, (t.size,)), P.reshape(v, (stand_in.size,))], 0), codes).node
+    codes[key] = t.size + np.arange(count, dtype=np.intp).reshape(target)
+    updated = gathered(P.concat([P.reshape(t.node, (t.size,)), P.reshape(v, (count,))], 0), codes).node
     update_in_place(t, updated, "item assignment (x[...] = v)",
                     "build the result instead (np.where(mask, v, x), np.concatenate, ...)")
 
