@@ -1278,21 +1278,75 @@ class Emitter:
         return cast_scalar(region, folded, wide, dtype)
 
     @staticmethod
-    def _ufunc_step(region: "_Region", name: str, dtype, acc: str, a: str) -> str:
-        """ufunc ``name`` of two ``dtype`` values (stored form: bool as i8), as the elementwise lowering
-        computes its element: in the loop's arithmetic type, rounded back to ``dtype``."""
-        compute, _ = dt.resolve_ufunc(UFUNCS[name], [dtype, dtype])
+    def _ufunc_step(region: "_Region", name: str, dtype, acc: str, a: str | None, a_dtype=None) -> str:
+        """ufunc ``name`` of a ``dtype`` value and ``a`` (of ``a_dtype``, default ``dtype``; none for a unary
+        ufunc), stored form (bool as i8), as the elementwise lowering computes its element: in the loop's
+        arithmetic type, its result cast back to ``dtype``."""
+        operands = [dtype] + ([] if a is None else [dtype if a_dtype is None else a_dtype])
+        compute, result = dt.resolve_ufunc(UFUNCS[name], operands)
         wide = [dt.arithmetic_type(c) for c in compute]
         values = []
-        for v, c, w in zip((acc, a), compute, wide):
-            if dt.is_bool(dtype):  # stored as i8
+        for v, d, c, w in zip((acc, a), operands, compute, wide):
+            if dt.is_bool(d):  # stored as i8
                 v = region.op(f"arith.trunci {v} : i8 to i1")
-            values.append(cast_scalar(region, cast_scalar(region, v, dtype, c), c, w))
-        out = dt.arithmetic_type(dtype)
-        result = cast_scalar(region, elementwise_scalar(region, name, values, np.dtype(wide[-1]), out,
-                                                        operand_dtypes=wide, half=compute[-1] == np.float16),
-                             out, dtype)
-        return region.op(f"arith.extui {result} : i1 to i8") if dt.is_bool(dtype) else result
+            values.append(cast_scalar(region, cast_scalar(region, v, d, c), c, w))
+        out = dt.arithmetic_type(result)
+        value = elementwise_scalar(region, name, values, np.dtype(wide[-1]), out, operand_dtypes=wide,
+                                   half=compute[-1] == np.float16)
+        value = cast_scalar(region, cast_scalar(region, value, out, result), result, dtype)
+        return region.op(f"arith.extui {value} : i1 to i8") if dt.is_bool(dtype) else value
+
+    def scatter(self, node: Node, ops: list[str]) -> str:
+        """Rows written at computed positions in turn (``primitives.scatter``). With ``scan_loops`` (the
+        CPU) an ``scf.for`` over the updates writes each into the rows in place, linear in their number;
+        otherwise (the GPU, where host code may not loop over device data) each element of the result
+        is a thread that folds every update in order, taking those whose position is its row."""
+        x, positions = ops[0], ops[1]
+        updates = ops[2] if len(node.inputs) > 2 else None
+        name, dtype = node.attrs["ufunc"], node.dtype
+        (n, row), k = node.shape, node.inputs[1].shape[0]
+        u_dtype = node.inputs[2].dtype if updates is not None else None
+        t, x_t = dt.storage_type(dtype), dt.tensor_type(node.shape, dtype)
+        idx_t = dt.tensor_type((k,), np.dtype(np.int64))
+        u_t = dt.tensor_type((k, row), u_dtype) if updates is not None else None
+        here = self.located(node.loc)
+        r = _Region(self)
+
+        def index(v: int) -> str:
+            return r.op(f"arith.constant {v} : index")
+
+        zero, one = index(0), index(1)
+
+        def written(j: str, element: str, old: str) -> str:
+            """update j's value for an element of its row now holding ``old``"""
+            u = None if updates is None else r.op(f"tensor.extract {updates}[{j}, {element}] : {u_t}")
+            return u if name is None else self._ufunc_step(r, name, dtype, old, u, u_dtype)
+
+        def position(j: str) -> str:  # clamped: native code never reads past the rows
+            p = r.op(f"arith.index_cast {r.op(f'tensor.extract {positions}[{j}] : {idx_t}')} : i64 to index")
+            return r.op(f"arith.minui {p}, {index(n - 1)} : index")
+
+        if self.scan_loops:
+            loop, j, rows, inner, c, held = (self.fresh(p) for p in ("scatter", "j", "rows", "row", "c", "held"))
+            r.lines.append(f"{loop} = scf.for {j} = {zero} to {index(k)} step {one} iter_args({rows} = {x}) -> ({x_t}) {{")
+            p = position(j)
+            r.lines.append(f"{inner} = scf.for {c} = {zero} to {index(row)} step {one} iter_args({held} = {rows}) "
+                           f"-> ({x_t}) {{")
+            old = r.op(f"tensor.extract {held}[{p}, {c}] : {x_t}") if name is not None else None
+            new = r.op(f"tensor.insert {written(j, c, old)} into {held}[{p}, {c}] : {x_t}")
+            r.lines += [f"scf.yield {new} : {x_t}", "}", f"scf.yield {inner} : {x_t}", "}"]
+            for ln in r.lines:
+                self.lines.append(f"    {_region_line(ln, here)}")
+            return loop
+        e, c = r.op("linalg.index 0 : index"), r.op("linalg.index 1 : index")
+        folded, j, acc = self.fresh("fold"), self.fresh("j"), self.fresh("acc")
+        start = r.op(f"tensor.extract {x}[{e}, {c}] : {x_t}")
+        r.lines.append(f"{folded} = scf.for {j} = {zero} to {index(k)} step {one} iter_args({acc} = {start}) -> ({t}) {{")
+        hit = r.op(f"arith.cmpi eq, {position(j)}, {e} : index")
+        r.lines += [f"scf.yield {r.op(f'arith.select {hit}, {written(j, c, acc)}, {acc} : {t}')} : {t}", "}"]
+        return self._region_generic([_map(2, ["d0", "d1"])], '"parallel", "parallel"', [],
+                                    [(self.empty(node.shape, dtype, node.loc), x_t)], [(self.fresh("o"), t)], r,
+                                    [(folded, t)], node.loc)
 
     def reduceat_at(self, node: Node, ops: list[str]) -> str:
         """``ufunc.reduceat`` along the last axis at computed indices (``primitives.reduceat_at``, already

@@ -406,7 +406,8 @@ def _ufunc_outer(ufunc, a, b, **kwargs):
     return apply_ufunc(ufunc, "__call__", (Tensor(P.reshape(x, x.shape + (1,) * y.ndim)), Tensor(y)), kwargs)
 
 
-# np.add.at of repeated positions whose loop is not the target's own type: one traced step per repeat
+# np.add.at of repeated positions whose loop is not the target's own type: one traced step per repeat, up to this
+# many; beyond, a kernel loop over the updates (P.scatter)
 _AT_MAX_STEPS = 64
 
 
@@ -416,21 +417,22 @@ def _ufunc_at(ufunc, a, indices, b=None):
     in that order, each step computed in the ufunc's loop for (a's dtype, b's) and cast back to a's
     dtype (``b`` converted as np.asarray converts it: a Python number is NumPy's int64/float64 here).
     NumPy runs its own ufunc.at on stand-ins first (its index, shape and type errors). The positions
-    must be constants: they decide which elements combine. Where the loop is a's own type, each
-    position's contributions are one row of a matrix accumulated along it (``ufunc.accumulate``, in
-    order, rounding each step), the row's last real column taken; otherwise one traced step per
-    repeat, up to ``_AT_MAX_STEPS``."""
+    may be traced (``_ufunc_at_traced``); constant ones decide at trace time which elements combine.
+    Where the loop is a's own type, each position's contributions are one row of a matrix accumulated
+    along it (``ufunc.accumulate``, in order, rounding each step), the row's last real column taken;
+    otherwise one traced step per repeat, up to ``_AT_MAX_STEPS``, beyond which the kernel updates
+    the elements in turn (``P.scatter``: a loop on the CPU, but a GPU thread per element folds every
+    update, so the parallel steps are kept where they are few)."""
     what = f"np.{ufunc.__name__}.at"
     if ufunc.nout != 1 or ufunc.nin not in (1, 2) or ufunc.signature is not None:
         raise NotImplementedError(f"{what} is not supported by the compiler")
     target = _writable_target(a, what)
-    if isinstance(indices, Tensor) and b is not None:
-        return _ufunc_at_traced(ufunc, target, indices, b, what)
-    if _holds_tensor((indices,)):
-        raise NotImplementedError(f"{what} at traced positions inside a tuple or list: index with one traced integer "
-                                  "array (the rows of axis 0), or with positions known at trace time")
     if (b is None) != (ufunc.nin == 1):
         raise ValueError("second operand needed for ufunc" if b is None else "second operand provided when ufunc is unary")
+    if isinstance(indices, Tensor):
+        return _ufunc_at_traced(ufunc, target, indices, b, what)
+    if _holds_tensor((indices,)):
+        return _ufunc_at_traced_key(ufunc, target, indices, b, what)
     values = None if b is None else (b if isinstance(b, Tensor) else Tensor(const_node(np.asarray(b))))
     with np.errstate(all="ignore"):  # NumPy's own checks: indices, shapes, the loop's casts
         ufunc.at(np.zeros(target.shape, target.dtype), indices,
@@ -457,6 +459,13 @@ def _ufunc_at(ufunc, a, indices, b=None):
         combined = _ufunc_accumulate(ufunc, table, axis=1, dtype=target.dtype)  # (add's default would widen ints)
         final = Tensor(gathered(combined.node, np.arange(updated.size) * width + counts).node)
     else:
+        if counts.max() > _AT_MAX_STEPS and ufunc in UFUNC_PRIMITIVES:  # the kernel updates them in turn
+            updates = None if values is None else P.reshape(values.node, (positions.size, 1))
+            updated = P.scatter(P.reshape(flat.node, (flat.size, 1)), const_node(positions.astype(np.int64)), updates,
+                                UFUNC_PRIMITIVES[ufunc])
+            update_in_place(target, P.reshape(updated, target.shape), what,
+                            "compute the sums with np.where or a reduction instead")
+            return None
         if counts.max() > _AT_MAX_STEPS:
             raise NotImplementedError(
                 f"{what}: a position updated {counts.max()} times, in a loop of another type than the array's "
@@ -479,63 +488,81 @@ def _ufunc_at(ufunc, a, indices, b=None):
     return None
 
 
-# what a row that a position does not take holds in ``_ufunc_at_traced``: ufunc(x, e) is x for every x
-# (NaN payloads and the sign of zero included), by ufunc and the array's dtype kind
-_RIGHT_IDENTITY = {
-    np.add: {"f": -0.0, "i": 0, "u": 0, "b": False}, np.subtract: {"f": 0.0, "i": 0, "u": 0},
-    np.multiply: {"f": 1.0, "i": 1, "u": 1, "b": True}, np.divide: {"f": 1.0},
-    np.maximum: {"f": -np.inf, "i": "min", "u": "min", "b": False},
-    np.minimum: {"f": np.inf, "i": "max", "u": "max", "b": True},
-    np.fmax: {"f": np.nan, "i": "min", "u": "min", "b": False}, np.fmin: {"f": np.nan, "i": "max", "u": "max", "b": True},
-    np.bitwise_or: {"i": 0, "u": 0, "b": False}, np.bitwise_xor: {"i": 0, "u": 0, "b": False},
-    np.bitwise_and: {"i": -1, "u": "max", "b": True},
-}
-# the most elements ``_ufunc_at_traced`` lays out (positions x updates x elements per row)
-_AT_TRACED_MAX = 1 << 24
-
-
 def _ufunc_at_traced(ufunc, target: Tensor, indices: Tensor, b, what: str):
-    """``ufunc.at(a, i, b)`` with ``i`` a traced integer array (rows of axis 0, negative ones from the end):
-    which updates meet at a row only the data tell, so every row folds every update in order, each update
-    it does not take replaced by the ufunc's right identity (``_RIGHT_IDENTITY``): ``ufunc.accumulate``
-    along the updates of [a's row, update or identity, ...], the last column taken. Linear in rows times
-    updates; the loop must be a's own type (as np.add.at of a float32 array and float32 values is). An index
-    out of range is NumPy's IndexError, checked as the kernel runs."""
+    """``ufunc.at(a, i[, b])`` with ``i`` a traced integer array (rows of axis 0, negative ones from the end):
+    which updates meet at a row only the data tell, so the kernel updates the rows in turn (``P.scatter``),
+    each step computed in the ufunc's loop for (a's dtype, b's) and cast back to a's dtype. NumPy's own
+    ufunc.at on stand-ins (indices as zeros) gives the shape and loop errors; an index out of range is
+    NumPy's IndexError, checked as the kernel runs."""
     if indices.dtype.kind not in "iu":
         raise IndexError(f"arrays used as indices must be of integer type, got {indices.dtype}")
     if not target.ndim:
         raise IndexError("too many indices for array: array is 0-dimensional, but 1 were indexed")
-    values = b if isinstance(b, Tensor) else Tensor(const_node(np.asarray(b)))
-    loop, out = dt.resolve_ufunc(ufunc, [target.dtype, values.dtype])
-    kind = target.dtype.kind
-    identity = _RIGHT_IDENTITY.get(ufunc, {}).get(kind)
-    if identity is None or set(loop) | {out} != {target.dtype} or ufunc not in UFUNC_PRIMITIVES:
-        raise NotImplementedError(
-            f"{what} at traced positions of a {target.dtype} array with {values.dtype} values: supported where the "
-            "ufunc's loop is the array's own type and the ufunc has a right identity (add, subtract, multiply, "
-            "divide, maximum, minimum, fmax, fmin, bitwise and/or/xor); positions known at trace time take any")
-    if isinstance(identity, str):
-        identity = getattr(np.iinfo(target.dtype), identity)
+    name = UFUNC_PRIMITIVES.get(ufunc)
+    if name is None:
+        raise NotImplementedError(f"{what} at traced positions is not supported by the compiler; positions known at "
+                                  "trace time are")
+    values = None if b is None else b if isinstance(b, Tensor) else Tensor(const_node(np.asarray(b)))
     n, rest = target.shape[0], target.shape[1:]
-    row = int(np.prod(rest, dtype=np.int64))
+    with np.errstate(all="ignore"):
+        ufunc.at(np.zeros((max(n, 1),) + rest, target.dtype), np.zeros(indices.shape, indices.dtype),
+                 *([] if values is None else [np.zeros(values.shape, values.dtype)]))
     k = indices.size
-    if n * k * max(row, 1) > _AT_TRACED_MAX:
-        raise NotImplementedError(f"{what} at traced positions: {n} rows x {k} updates x {row} elements each is more "
-                                  f"than the {_AT_TRACED_MAX} elements the compiler lays out for it (every row folds "
-                                  "every update); pass positions known at trace time")
-    if not k or not target.size:
+    if not k:
         return None
     index = _from_the_end_checked(ravel(indices).astype(np.int64), n, f"index out of bounds for axis 0 with size {n}",
                                   what)
-    updates = reshape(broadcast_to(values, indices.shape + rest), (k, row)).astype(target.dtype)
-    takes = reshape(index, (1, k)) == np.arange(n).reshape(n, 1)  # (row, update)
-    filled = np.where(reshape(takes, (n, k, 1)), reshape(updates, (1, k, row)),
-                      Tensor(const_node(np.asarray(identity, target.dtype))))
-    start = Tensor(P.reshape(target.node, (n, 1, row)))  # its values (a view would block the update)
-    folded = _ufunc_accumulate(ufunc, concatenate([start, filled], axis=1), axis=1, dtype=target.dtype)
-    update_in_place(target, reshape(folded[:, k, :], target.shape).node, what,
-                    "compute the sums with np.where or a reduction instead")
+    row = math.prod(rest)
+    if not row or not n:
+        return None
+    updates = None if values is None else P.reshape(broadcast_to(values, indices.shape + rest).node, (k, row))
+    updated = P.scatter(P.reshape(target.node, (n, row)), index.node, updates, name)  # (its values, not a view)
+    update_in_place(target, P.reshape(updated, target.shape), what, "compute the sums with np.where or a reduction instead")
     return None
+
+
+def _ufunc_at_traced_key(ufunc, target: Tensor, key, b, what: str):
+    """``ufunc.at(a, key[, b])`` with traced integers inside the key (a tuple of index arrays, a list holding
+    np.argmax's, slices beside them): a's flat positions indexed with the key -- a traced gather, with
+    NumPy's broadcasting, negative positions and IndexError as the kernel runs --, each element there updated
+    in turn in that C order (``P.scatter``). NumPy's own ufunc.at on stand-ins (traced indices as zeros)
+    gives the key's, shapes' and loop's errors."""
+    name = UFUNC_PRIMITIVES.get(ufunc)
+    if name is None:
+        raise NotImplementedError(f"{what} at traced positions is not supported by the compiler; positions known at "
+                                  "trace time are")
+    if _holds_bool_tensor(key):
+        raise NotImplementedError(f"{what} through a traced boolean mask is not supported by the compiler: the "
+                                  "elements it selects are known only as the kernel runs; write np.where(mask, ...)")
+    values = None if b is None else b if isinstance(b, Tensor) else Tensor(const_node(np.asarray(b)))
+    with np.errstate(all="ignore"):
+        ufunc.at(np.zeros(target.shape, target.dtype), _traced_as_zeros(key),
+                 *([] if values is None else [np.zeros(values.shape, values.dtype)]))
+    positions = getitem(Tensor(const_node(_positions(target))), key)
+    k = positions.size
+    if not k or not target.size:
+        return None
+    updates = None if values is None else P.reshape(broadcast_to(values, positions.shape).node, (k, 1))
+    index = P.reshape(P.cast(positions.node, np.int64), (k,))
+    updated = P.scatter(P.reshape(target.node, (target.size, 1)), index, updates, name)
+    update_in_place(target, P.reshape(updated, target.shape), what, "compute the sums with np.where or a reduction instead")
+    return None
+
+
+def _traced_as_zeros(key):
+    """An index with each traced array (inside tuples and lists too) replaced by zeros of its shape and dtype:
+    for NumPy's own checks of the key."""
+    if isinstance(key, Tensor):
+        return np.zeros(key.shape, key.dtype)
+    if isinstance(key, (list, tuple)):
+        return type(key)(_traced_as_zeros(k) for k in key)
+    return key
+
+
+def _holds_bool_tensor(key) -> bool:
+    if isinstance(key, (list, tuple)):
+        return any(_holds_bool_tensor(k) for k in key)
+    return isinstance(key, Tensor) and key.dtype.kind == "b"
 
 
 # float16 loops that keep a reduction's running value in float32 while their inner loop runs (rounded as it ends)
@@ -3845,10 +3872,14 @@ def flat_setitem(a, key, value) -> None:
 def _flat_set_at_traced_positions(target: Tensor, key, value) -> None:
     """x.flat[i] = v with i a traced integer array: NumPy's flatiter assignment on stand-ins converts the value
     (its errors); the flat positions (negative ones from the end, out of range NumPy's IndexError as the kernel
-    runs) take the value's elements repeated cyclically, the last write winning."""
-    if not isinstance(key, Tensor) or key.dtype == np.bool_:
-        raise NotImplementedError("x.flat[...] = at traced positions other than one integer array (write "
-                                  "np.where(...) instead)")
+    runs) take the value's elements repeated cyclically, the last write winning. A traced boolean mask (one
+    axis, x's size) selects the positions, which take the value's elements cyclically in order."""
+    if not isinstance(key, Tensor):
+        raise NotImplementedError("x.flat[...] = at traced positions other than one integer array or boolean mask "
+                                  "(write np.where(...) instead)")
+    if key.dtype == np.bool_:
+        _flat_set_through_traced_mask(target, key, value)
+        return
     np.zeros(target.shape, target.dtype).flat[np.zeros(key.shape, key.dtype)] = _zeros_stand_in(value)  # (a float
     # key is its IndexError)
     n, index, values = target.size, ravel(key).astype(np.int64), _flat_values(value, target.dtype)
@@ -3856,6 +3887,21 @@ def _flat_set_at_traced_positions(target: Tensor, key, value) -> None:
         return
     index = _from_the_end_checked(index, n, lambda i: f"index {i} is out of bounds for size {n}", "x.flat[...] =")
     _written_cyclically(target, index, values, "x.flat[...] =")
+
+
+def _flat_set_through_traced_mask(target: Tensor, mask: Tensor, value) -> None:
+    """x.flat[mask] = v: NumPy's flatiter assignment on stand-ins (a mask selecting nothing) checks the mask's
+    length and converts the value; the k-th selected element in C order takes the value's element k modulo
+    their count (by a running count of the mask), an empty value writes nothing."""
+    np.zeros(target.shape, target.dtype).flat[np.zeros(mask.shape, mask.dtype)] = _zeros_stand_in(value)
+    values = _flat_values(value, target.dtype)
+    if not values.size or not target.size:
+        return
+    selected = ravel(mask)
+    running = (cumsum(selected.astype(np.intp)) - 1) % values.size  # (-1 before the first selected: unused)
+    written = np.where(selected, take(values, running), ravel(target))
+    update_in_place(target, P.reshape(written.node, target.shape), "x.flat[...] =",
+                    "build the result instead (np.where, ...)")
 
 
 def _from_the_end_checked(index: Tensor, n: int, message, what: str) -> Tensor:
@@ -5743,16 +5789,12 @@ def _assigned_values(t: Tensor, target: tuple, value, basic: bool) -> P.Node:
     return P.broadcast_to(P.cast(v, t.dtype), target)
 
 
-# the most (element, assigned value) pairs ``_assign_at_traced_positions`` compares
-_ASSIGN_TRACED_MAX = 1 << 24
-
-
 def _assign_at_traced_positions(t: Tensor, key, value) -> None:
     """``x[key] = value`` where the key holds traced integers (an index array, np.argmax's NumPy integer, a list
     of them): NumPy's positions are x's flat positions indexed with the key -- a traced gather, with NumPy's
     broadcasting, negative positions and IndexError (checked as the kernel runs) --, and each element of x takes
-    the last value assigned to it in the key's C order (NumPy's last write wins), else keeps its own. Every
-    element is compared with every position: linear in their product, up to ``_ASSIGN_TRACED_MAX``."""
+    the last value assigned to it in the key's C order (NumPy's last write wins), else keeps its own: the
+    kernel writes them in turn (``P.scatter``)."""
     parts = key if isinstance(key, tuple) else (key,)
     positions = getitem(Tensor(const_node(_positions(t))), key)
     basic = all(not _is_advanced(k) or isinstance(k, Tensor) and k.numpy_scalar and k.dtype.kind in "iu"
@@ -5767,18 +5809,10 @@ def _written_at_flat_positions(t: Tensor, positions: Tensor, v: P.Node, what: st
     n, k = t.size, positions.size
     if not n or not k:
         return
-    if n * k > _ASSIGN_TRACED_MAX:
-        raise NotImplementedError(
-            f"{what} at traced positions: {n} elements x {k} assigned values is more than the {_ASSIGN_TRACED_MAX} "
-            "pairs the compiler compares (each element takes the last value assigned to it); write "
-            "np.where(np.arange(n) == i, v, x), or assign at positions known at trace time")
-    order = np.arange(k, dtype=np.int64)
-    takes = reshape(positions, (1, k)) == np.arange(n).reshape(n, 1)  # (element, assigned value)
-    last = np.max(np.where(takes, order, -1), axis=1)
-    chosen = Tensor(P.gather_in_range(P.reshape(v, (k,)), np.maximum(last, 0).node, 0))
-    flat = Tensor(P.reshape(t.node, (n,)))  # its values (a view would block the update)
-    updated = np.where(last >= 0, chosen, flat)
-    update_in_place(t, P.reshape(updated.node, t.shape), what,
+    flat = P.reshape(t.node, (n, 1))  # its values (a view would block the update)
+    index = P.reshape(P.cast(positions.node, np.int64), (k,))
+    updated = P.scatter(flat, index, P.reshape(v, (k, 1)))
+    update_in_place(t, P.reshape(updated, t.shape), what,
                     "build the result instead (np.where(mask, v, x), np.concatenate, ...)")
 
 

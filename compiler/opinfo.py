@@ -1108,14 +1108,7 @@ def _at_call(xs, p, traced_positions: bool = False):
 _single("at", _at_call, _at_params, "np.ufunc.at", min_rank=1, family="scan")
 
 
-def _at_traced_params(c: Chooser, shape) -> dict | None:
-    params = _at_params(c, shape)
-    if params is not None and params["ufunc"] in ("negative", "absolute"):
-        params["ufunc"] = "add"  # (the traced positions take a binary ufunc with a right identity)
-    return params
-
-
-_single("at.traced_positions", lambda xs, p: _at_call(xs, p, traced_positions=True), _at_traced_params,
+_single("at.traced_positions", lambda xs, p: _at_call(xs, p, traced_positions=True), _at_params,
         "np.ufunc.at", min_rank=1, family="scan")
 
 

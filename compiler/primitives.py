@@ -904,6 +904,8 @@ primitive("reduce_prod", _eval_reduce, lambda em, n, ops: em.reduce(n, *ops), "a
 # ufunc.reduceat along the last axis at indices the kernel computes (checked in range before)
 primitive("reduceat_at", lambda n, v: UFUNCS[n.attrs["ufunc"]].reduceat(v[0], v[1], axis=-1),
           lambda em, n, ops: em.reduceat_at(n, ops), "accumulates")
+# rows of an array written at computed positions in turn: replaced, or updated by a ufunc (ufunc.at)
+primitive("scatter", lambda n, v: _eval_scatter(n, v), lambda em, n, ops: em.scatter(n, ops))
 primitive("reduce_max", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
 primitive("reduce_min", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
 primitive("reduce_any", _eval_reduce, lambda em, n, ops: em.reduce(n, ops[0]))
@@ -1391,6 +1393,34 @@ def reduceat_at(x: Node, indices: Node, ufunc: str) -> Node:
         raise ValueError(f"reduceat_at: an array and one axis of int64 indices, got {x.describe()} and "
                          f"{indices.describe()}")
     return _make("reduceat_at", [x, indices], x.shape[:-1] + indices.shape, x.dtype, ufunc=ufunc)
+
+
+def scatter(x: Node, index: Node, updates: Node | None, ufunc: str | None = None) -> Node:
+    """``x`` (rows by their elements) with row ``index[j]`` written by update j in turn, j = 0, 1, ...:
+    replaced by ``updates[j]`` (``ufunc`` None: the last update of a row is what it keeps, as NumPy's item
+    assignment leaves it), or updated by the ufunc of it and ``updates[j]`` (of it alone for a unary one),
+    computed in the ufunc's loop for (x's dtype, the updates') and cast back to x's (NumPy's unbuffered
+    ``ufunc.at``). ``index`` (int64) must already be in [0, rows): the kernel clamps, it does not check."""
+    rows = x.shape[0] if x.ndim == 2 else -1
+    unary = ufunc is not None and UFUNCS[ufunc].nin == 1
+    if x.ndim != 2 or index.ndim != 1 or index.dtype != np.dtype(np.int64) or not rows or \
+            (updates is None) != unary or updates is not None and updates.shape != index.shape + x.shape[1:] or \
+            ufunc is None and updates.dtype != x.dtype:
+        raise ValueError(f"scatter: rows, int64 positions and an update per position, got {x.describe()}, "
+                         f"{index.describe()} and {'no updates' if updates is None else updates.describe()}")
+    return _make("scatter", [x, index] + ([] if updates is None else [updates]), x.shape, x.dtype, ufunc=ufunc)
+
+
+def _eval_scatter(node: Node, values):
+    out = np.array(values[0], dtype=node.dtype)
+    name = node.attrs["ufunc"]
+    if name is None:
+        for j, row in enumerate(values[1]):  # in order: the last write wins
+            out[row] = values[2][j]
+    else:
+        with np.errstate(all="ignore"):
+            UFUNCS[name].at(out, values[1], *values[2:])
+    return out
 
 
 def row_sum_from(x: Node, start: Node) -> Node:

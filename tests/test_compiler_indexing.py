@@ -533,6 +533,9 @@ TRACED_POSITIONS = {
     "x.flat[i] = v: flat positions, the value repeated cyclically, into a transposed copy": (
         lambda x, i: (lambda y: (y.flat.__setitem__(i, [7.0, -1.5]), y.flat.__setitem__(np.argmax(x), 0.25), y)[2])(
             x.T * 1)),
+    "x.flat[mask] = v, a traced mask: the selected elements take the values cyclically, in C order": (
+        lambda x, i: (lambda y: (y.flat.__setitem__(np.ravel(x > 0), [7.0, -1.5, 2.0]),
+                                 y.T.flat.__setitem__(np.ravel(x.T < -3), 9), y)[2])(x * 1)),
     "a constant mask beside traced positions (NumPy's nonzero of it; its shape checked as NumPy checks it)": (
         lambda x, i: (lambda y: (y.__setitem__((i[:2] % 3, np.array([True, False, True, False])), -1.0),
                                  y[i[:1] % 3, np.array([False, True, True, True])] * 2, y)[1:])(x * 1)),

@@ -2104,9 +2104,11 @@ def _at(ufunc, dtype, indices, values=None, shape=(5,), start=None):
     _at(np.add, np.float32, (slice(None), [0, 0, 2]), lambda v: v[:3], shape=(2, 3)),
     _at(np.add, np.float32, ([0, 1, 1, 0], [2, 2, 2, 2]), lambda v: v[:4], shape=(2, 3)),
     _at(np.add, np.float32, np.array([], dtype=np.intp), lambda v: v[:0]),
+    # a position updated more often than the traced steps go (64): the kernel updates in turn
+    _at(np.add, np.float16, np.zeros(65, dtype=np.intp), lambda v: np.resize(v, 65) / 1e4),
 ], ids=["add", "subtract", "multiply", "maximum", "float16", "float16-of-float32", "float64-of-float32", "int8",
         "int8-python-int", "int32-python-float", "float16-python-float", "bool", "negative", "slice-and-list",
-        "two-lists", "empty"])
+        "two-lists", "empty", "float16-65-repeats"])
 def test_ufunc_at_updates_each_repeat_in_order_as_numpy(fn):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -2118,7 +2120,10 @@ def _at_traced(ufunc, dtype, values=lambda v: v, start=0, columns=None):
     def fn(v, i):
         shape = (5,) if columns is None else (5, columns)
         z = np.zeros_like(v, shape=shape, dtype=dtype) + np.asarray(start, dtype)
-        ufunc.at(z, i, values(v) if columns is None else np.stack([values(v)] * columns, axis=1))
+        if values is None:  # a unary ufunc
+            ufunc.at(z, i)
+        else:
+            ufunc.at(z, i, values(v) if columns is None else np.stack([values(v)] * columns, axis=1))
         return z
     return fn
 
@@ -2131,16 +2136,66 @@ def _at_traced(ufunc, dtype, values=lambda v: v, start=0, columns=None):
     _at_traced(np.add, np.float64),  # float32 values: float64's loop, the array's own
     _at_traced(np.add, np.int8, lambda v: (v % 100).astype(np.int8) * 3), _at_traced(np.bitwise_or, np.int16, lambda v: (v % 100).astype(np.int16)),
     _at_traced(np.add, np.bool_, lambda v: v > 1),
+    _at_traced(np.add, np.float16),  # float32 values: float32's loop, rounded to float16 after each update
+    _at_traced(np.add, np.int32, lambda v: 1.5),  # float64's loop, truncated after each update
+    _at_traced(np.copysign, np.float32, lambda v: -v, start=2),  # no right identity
+    _at_traced(np.remainder, np.int16, lambda v: np.int16(7), start=100),
+    _at_traced(np.negative, np.float32, None, start=1.5),
 ], ids=["add", "subtract", "multiply", "maximum", "minimum-nan", "rows", "float16", "float64-of-float32", "int8", "bitwise_or",
-        "bool"])
+        "bool", "float16-of-float32", "int32-python-float", "copysign", "remainder", "negative"])
 def test_ufunc_at_at_traced_positions_updates_each_repeat_in_order_as_numpy(fn):
-    """Positions the kernel computes (np.argmax's, say): every row folds every update in order, the updates
-    it does not take replaced by the ufunc's right identity (-0.0 for a float add: signed zeros survive)."""
+    """Positions the kernel computes (np.argmax's, say): the kernel updates the rows in turn, each step in
+    the ufunc's loop for the array's and the values' dtypes, cast back to the array's."""
     positions = AT_INDEX[np.argsort(AT_VALUES, kind="stable")]  # repeats, a negative one
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         want = fn(AT_VALUES, positions)
     assert_like_numpy(jit(fn)(AT_VALUES, positions), want)
+
+
+def _at_key(ufunc, key, values=None):
+    def fn(x):
+        y = x.copy()
+        ufunc.at(y, key(x), *([] if values is None else [values(x)]))
+        return y
+    return fn
+
+
+@pytest.mark.parametrize("fn", [
+    _at_key(np.add, lambda x: (np.argmax(x, axis=0), np.arange(5)), lambda x: 1.0),
+    _at_key(np.add, lambda x: (np.argmax(x, axis=0) - 4, [0, 0, 1, 1, 4]), lambda x: x[0]),  # repeats, negatives
+    _at_key(np.multiply, lambda x: [np.argmax(x[0]) % 4, 0, np.argmin(x[1])], lambda x: 2),
+    _at_key(np.add, lambda x: (slice(None), np.argmax(x, axis=1)), lambda x: 1),
+    _at_key(np.add, lambda x: (np.argmax(x, axis=0), np.arange(5)[:, None]), lambda x: 1.0),  # broadcast keys
+    _at_key(np.negative, lambda x: (np.argmax(x, axis=0), [1, 1, 1, 1, 1])),
+    _at_key(np.add, lambda x: ([np.argmax(x[0]) % 4], ...), lambda x: x[1]),
+], ids=["pair", "repeats", "list", "slice", "broadcast", "unary", "ellipsis"])
+def test_ufunc_at_with_traced_integers_inside_the_key_updates_each_element_in_turn(fn):
+    """A tuple or list holding traced positions: a's flat positions indexed with the key, each element there
+    updated in C order, a position reached twice updated twice."""
+    x = np.random.default_rng(7).normal(size=(4, 5)).astype(np.float32)
+    assert_like_numpy(jit(fn)(x), fn(x))
+
+
+def test_ufunc_at_and_assignment_at_traced_positions_scale_linearly():
+    """A million labels into 1000 bins and 300,000 assignments into 200,000 elements (a billion and sixty billion
+    element x update pairs: refused while every element was compared with every update)."""
+    rng = np.random.default_rng(3)
+
+    def histogram(labels, weights):
+        counts = np.zeros_like(weights, shape=1000)
+        np.add.at(counts, labels, weights)
+        return counts
+
+    def assign(x, i, v):
+        y = x.copy()
+        y[i] = v
+        return y
+
+    labels, weights = rng.integers(-1000, 1000, size=1_000_000), rng.random(1_000_000)
+    assert_like_numpy(jit(histogram)(labels, weights), histogram(labels, weights))
+    x, i, v = rng.random(200_000), rng.integers(-200_000, 200_000, size=300_000), rng.random(300_000)
+    assert_like_numpy(jit(assign)(x, i, v), assign(x, i, v))
 
 
 def test_ufunc_at_into_a_view_updates_its_base():
@@ -2157,12 +2212,16 @@ def test_ufunc_at_into_a_view_updates_its_base():
     (_at(np.add, np.float32, [0, 1], lambda v: v[:3]), ValueError, "not broadcastable"),
     (_at(np.subtract, np.bool_, [0], lambda v: v[:1] > 0), TypeError, "subtract"),
     (lambda v: np.add.at(v, [0], 1.0), NotImplementedError, "np.add.at on the argument v"),
-    (lambda v, i: np.add.at(np.zeros_like(v, shape=5, dtype=np.float16), i, v), NotImplementedError,
-     "np.add.at at traced positions of a float16 array with float32 values: supported where the ufunc's loop"),
+    (lambda v, i: np.subtract.at(np.zeros_like(v, shape=5, dtype=bool), i, v > 0), TypeError, "subtract"),
+    (lambda v, i: np.add.at(np.zeros_like(v, shape=5), i), ValueError, "second operand needed"),
+    (lambda v, i: np.add.at(np.zeros_like(v, shape=5), i, v[:3]), ValueError, "not broadcastable"),
+    (lambda v, i: np.add.at(np.zeros_like(v, shape=(5, 2)), (i, [0, 1, 0]), 1.0), IndexError, "shape mismatch"),
+    (lambda v, i: np.add.at(np.zeros_like(v, shape=(5, 2)), (i, [2] * 8), 1.0), IndexError,
+     "index 2 is out of bounds for axis 1 with size 2"),
+    (lambda v, i: np.add.at(np.zeros_like(v, shape=8), (v > 0,), 1.0), NotImplementedError,
+     "np.add.at through a traced boolean mask"),
     (lambda v, i: (lambda z: (np.add.at(z, i + 1, v), z)[1])(np.zeros_like(v, shape=5)), IndexError,
      "index out of bounds for axis 0 with size 5 .*checked as the kernel ran"),
-    (_at(np.add, np.float16, np.zeros(65, dtype=np.intp), lambda v: np.resize(v, 65)), NotImplementedError,
-     "a position updated 65 times, in a loop of another type than the array's"),
 ])
 def test_ufunc_at_errors_are_numpys_or_name_the_limit(fn, error, match):
     args = (AT_VALUES, AT_INDEX % 5) if fn.__code__.co_argcount == 2 else (AT_VALUES,)

@@ -573,6 +573,9 @@ def test_numpys_in_place_functions_write_as_numpy(fn):
     (lambda x: x.flat[x.size], IndexError, "index 12 is out of bounds for size 12"),
     (lambda x: (y := x * 1, y.flat.__setitem__([0, -13], 1.0))[0], IndexError, "index -13 is out of bounds"),
     (lambda x: (y := x * 1, y.flat.__setitem__(0, [1.0, 2.0]))[0], ValueError, "Error setting single item"),
+    (lambda x: (y := x * 1, y.flat.__setitem__(np.ravel(x > 0)[:5], 1.0))[0], IndexError,
+     "boolean index did not match indexed flat iterator"),
+    (lambda x: (y := x * 1, y.flat.__setitem__(x > 0, 1.0))[0], IndexError, "too many indices for flat iterator"),
 ])
 def test_numpys_in_place_functions_raise_numpys_errors(fn, error, match):
     with pytest.raises(error):
