@@ -1408,7 +1408,26 @@ def scatter(x: Node, index: Node, updates: Node | None, ufunc: str | None = None
             ufunc is None and updates.dtype != x.dtype:
         raise ValueError(f"scatter: rows, int64 positions and an update per position, got {x.describe()}, "
                          f"{index.describe()} and {'no updates' if updates is None else updates.describe()}")
+    if ufunc == "power" and (exponent := dt.resolve_ufunc(np.power, [x.dtype, updates.dtype])[0][1]).kind == "i":
+        updates = _nonnegative_exponents(cast(updates, exponent))  # (the loop's exponent, as elementwise checks it)
     return _make("scatter", [x, index] + ([] if updates is None else [updates]), x.shape, x.dtype, ufunc=ufunc)
+
+
+def _nonnegative_exponents(updates: Node) -> Node:
+    """Integer exponents for a scatter's power: NumPy's ValueError for a negative one (``_integer_power``
+    must never see one), raised now for constants, by the kernel for computed ones."""
+    if updates.is_const():
+        if (updates.value < 0).any():
+            raise ValueError(NEGATIVE_INTEGER_POWER)
+        return updates
+    line, origin = user_location().short(), _kernel_value_origin(updates, "an exponent")
+    safe = check_at_run_time(updates, elementwise("less", [updates, dt.Weak(0)]), "min", ValueError,
+                             lambda held: f"{NEGATIVE_INTEGER_POWER}; the exponent for np.power.at at {line} "
+                                          f"({origin}) held {held} (checked as the kernel ran)")
+    if safe is None:
+        raise NotImplementedError("np.power.at with integer exponents outside a traced function: their check for "
+                                  "negative ones needs a kernel")
+    return safe
 
 
 def _eval_scatter(node: Node, values):

@@ -2220,6 +2220,11 @@ def test_ufunc_at_into_a_view_updates_its_base():
      "index 2 is out of bounds for axis 1 with size 2"),
     (lambda v, i: np.add.at(np.zeros_like(v, shape=8), (v > 0,), 1.0), NotImplementedError,
      "np.add.at through a traced boolean mask"),
+    (lambda v, i: (lambda z: (np.power.at(z, i, (v * 0).astype(np.int8) - 1), z)[1])(
+        np.ones_like(v, shape=5, dtype=np.int16)), ValueError,
+     "integers to negative integer powers are not allowed .*np.power.at .*checked as the kernel ran"),
+    (lambda v, i: np.power.at(np.ones_like(v, shape=5, dtype=np.int16), i, -1), ValueError,
+     "integers to negative integer powers are not allowed"),
     (lambda v, i: (lambda z: (np.add.at(z, i + 1, v), z)[1])(np.zeros_like(v, shape=5)), IndexError,
      "index out of bounds for axis 0 with size 5 .*checked as the kernel ran"),
 ])
