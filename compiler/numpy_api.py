@@ -5753,9 +5753,8 @@ def setitem(t: Tensor, key, value) -> None:
         _assign_where_masked(t, masked[0], value, masked[1])
         return
     if any(isinstance(k, Tensor) and k.dtype.kind == "b" for k in (key if isinstance(key, tuple) else (key,))):
-        raise NotImplementedError(
-            "item assignment through a traced boolean mask beside other indices (x[:, mask] = v) is not supported by "
-            "the compiler; a mask of the leading axes is (x[mask] = v, x[mask, ...] = v), or write np.where(mask, v, x)")
+        _assign_through_inner_mask(t, key, value)
+        return
     parts = key if isinstance(key, tuple) else (key,)
     if _holds_tensor(parts):
         _assign_at_traced_positions(t, key, value)
@@ -5875,14 +5874,15 @@ def _selected_stand_in(mask: Tensor, trailing: tuple, rows: int | None) -> tuple
     return (chooses,) + trailing
 
 
-def _assign_where_masked(t: Tensor, mask: Tensor, value, trailing: tuple = ()) -> None:
+def _assign_where_masked(t: Tensor, mask: Tensor, value, trailing: tuple = (), problem=None) -> None:
     """``x[mask] = v`` with a traced boolean mask over x's leading axes: x where the mask is false, the value
     where it holds -- a value without a row per selected element broadcast to each, one with such rows (as many
     as the mask selects, which only the data tells: NumPy's error otherwise, checked as the kernel runs) taken
     in C order by a running count of the mask. NumPy itself assigns the value on stand-ins that select as many
     elements as the value has rows, for its checks of the mask's shape, of the value's and of its conversion
     (its errors, as they are, but for the count a broadcasting message names: the stand-in's); the result is
-    written into x's memory (update_in_place). ``trailing``: the key's whole slices and ellipsis after the mask."""
+    written into x's memory (update_in_place). ``trailing``: the key's whole slices and ellipsis after the mask;
+    ``problem``: the message for a count that differs from the value's rows (a function of the count)."""
     rest = t.shape[mask.ndim:]
     fast = mask.ndim == t.ndim and not trailing  # NumPy's own path for a lone mask of every axis: 0 or 1-d values
     given = tuple(value.shape) if isinstance(value, Tensor) else np.shape(value)
@@ -5893,14 +5893,61 @@ def _assign_where_masked(t: Tensor, mask: Tensor, value, trailing: tuple = ()) -
         v = value.node
     else:  # NumPy's conversion (an out-of-range Python int is its OverflowError, already raised above)
         v = const_node(value.astype(t.dtype) if isinstance(value, np.ndarray) else np.asarray(value, dtype=t.dtype))
-    problem = (lambda n: f"NumPy boolean array indexing assignment cannot assign {rows} input values to the {n} "
-               "output values where the mask is true") if fast else \
-        (lambda n: f"shape mismatch: value array of shape {_shape_text(given)} could not be broadcast to "
-                   f"indexing result of shape {_shape_text((n,) + rest)}")
+    problem = problem or (lambda n: f"NumPy boolean array indexing assignment cannot assign {rows} input values to "
+                          f"the {n} output values where the mask is true") if fast else \
+        problem or (lambda n: f"shape mismatch: value array of shape {_shape_text(given)} could not be broadcast to "
+                    f"indexing result of shape {_shape_text((n,) + rest)}")
     v = _at_selected(t.shape, mask, P.cast(P.reshape(v, shape), t.dtype), rows, problem, "x[mask] = v")
     if v is not None:
         _write_where(t, v, _mask_over(mask, t.shape), "item assignment (x[mask] = v)",
                      "build the result instead (np.where(mask, v, x))")
+
+
+def _assign_through_inner_mask(t: Tensor, key: tuple, value) -> None:
+    """``x[:, mask] = v``, ``x[..., mask] = v``, ``x[1:, mask, ::2] = v``: a traced boolean mask beside slices
+    and an ellipsis. NumPy's own assignment on stand-ins (a mask selecting as many elements as the value has
+    rows) checks the key and the value; then the mask's axes are moved to the front of the sliced view
+    (x[:, mask] is x.T[mask] for a matrix, its value's row axis moved alike) and assigned as a leading mask."""
+    if not isinstance(key, tuple) or sum(isinstance(k, Tensor) for k in key) != 1 or \
+            not all(isinstance(k, (slice, Tensor)) or k is Ellipsis for k in key) or \
+            sum(k is Ellipsis for k in key) > 1:
+        raise NotImplementedError(
+            "item assignment through a traced boolean mask beside integers, index arrays or new axes (x[0, mask] = v) "
+            "is not supported by the compiler; beside slices and an ellipsis it is (x[:, mask] = v), or write "
+            "np.where(mask, v, x)")
+    at = next(i for i, k in enumerate(key) if isinstance(k, Tensor))
+    mask = key[at]
+    consumed = sum(1 for k in key if isinstance(k, slice)) + mask.ndim
+    if consumed > t.ndim:
+        raise IndexError(f"too many indices for array: array is {t.ndim}-dimensional, but {consumed} were indexed")
+    whole = [slice(None)] * (t.ndim - consumed)
+    expand = lambda parts: [s for k in parts for s in (whole if k is Ellipsis else [k])]  # noqa: E731
+    before, after = expand(key[:at]), expand(key[at + 1:])
+    if Ellipsis not in key:
+        after += whole
+    lead = len(before)
+    given = tuple(value.shape) if isinstance(value, Tensor) else np.shape(value)
+    rest_ndim = len(after)
+    stripped = given
+    while len(stripped) > lead + 1 + rest_ndim and stripped[0] == 1:  # NumPy drops a value's leading unit axes
+        stripped = stripped[1:]
+    row_axis = len(stripped) - 1 - rest_ndim  # where the value meets the selected elements, if it reaches them
+    rows = stripped[row_axis] if row_axis >= 0 and stripped[row_axis] != 1 else None
+    chooses = np.zeros(mask.shape, np.bool_)
+    chooses.reshape(-1)[:min(1 if rows is None else rows, mask.size)] = True
+    stand_in = np.zeros(given, value.dtype) if isinstance(value, Tensor) else value
+    np.zeros(t.shape, t.dtype)[key[:at] + (chooses,) + key[at + 1:]] = stand_in  # NumPy's checks and messages
+    view = getitem(t, tuple(before) + (slice(None),) * mask.ndim + tuple(after))
+    moved = view.transpose(tuple(range(lead, lead + mask.ndim)) + tuple(range(lead)) +
+                           tuple(range(lead + mask.ndim, view.ndim)))
+    if row_axis >= 0:  # the value's row axis first, its missing leading axes as units after it
+        v = value if isinstance(value, Tensor) else np.asarray(value)
+        v = moveaxis(reshape(v, stripped) if isinstance(v, Tensor) else v.reshape(stripped), row_axis, 0)
+        value = reshape(v, v.shape[:1] + (1,) * (lead - row_axis) + v.shape[1:]) if isinstance(v, Tensor) \
+            else v.reshape(v.shape[:1] + (1,) * (lead - row_axis) + v.shape[1:])
+    _assign_where_masked(moved, mask, value, problem=lambda n: (
+        f"shape mismatch: value array of shape {_shape_text(given)} could not be broadcast to indexing result of "
+        f"shape {_shape_text(view.shape[:lead] + (n,) + view.shape[lead + mask.ndim:])}"))
 
 
 class MaskedRead:

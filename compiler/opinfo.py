@@ -1117,7 +1117,7 @@ def _setitem_traced_params(c: Chooser, shape) -> dict | None:
         return None  # (the positions index axis 0)
     n, last = shape[0], shape[-1]
     count = c.integer(0, 6) if n and last else 0
-    return {"form": c.pick(("rows", "rows", "pair", "put", "put_along_axis", "reread")),
+    return {"form": c.pick(("rows", "rows", "pair", "put", "put_along_axis", "reread", "inner_mask")),
             "indices": [c.integer(-n, n - 1) for _ in range(count)],
             "last": [c.integer(-last, last - 1) for _ in range(count)],
             "mode": c.pick(("raise", "wrap", "clip")), "value": c.pick(("element", "rows"))}
@@ -1126,7 +1126,8 @@ def _setitem_traced_params(c: Chooser, shape) -> dict | None:
 def _setitem_traced(xs, p):
     """Item assignment into a fresh copy of the operand at positions computed from it (zeros made like it, plus
     the positions: a compiled function has them only as the kernel runs), repeats and negative ones included:
-    z[i] = v, z[i, j] = v, np.put(z, i, v, mode), np.put_along_axis at np.argmax, z[i] = z[i][::-1]."""
+    z[i] = v, z[i, j] = v, np.put(z, i, v, mode), np.put_along_axis at np.argmax, z[i] = z[i][::-1], and
+    z[..., mask] = v through a mask computed from it."""
     x = xs[0]
     z = np.copy(x)
 
@@ -1142,13 +1143,16 @@ def _setitem_traced(xs, p):
         np.put(z, i, element if p["value"] == "element" else np.ravel(rows), mode=p["mode"])
     elif p["form"] == "put_along_axis":
         np.put_along_axis(z, np.argmax(z, axis=0, keepdims=True), element, axis=0)
+    elif p["form"] == "inner_mask":  # a mask computed from x over the last axis, after an ellipsis
+        z[..., x[(0,) * (x.ndim - 1)] >= element] = x[..., :1] * 2 if p["value"] == "rows" else element
     else:
         z[i] = z[i][::-1]
     return z
 
 
 # each element takes the last value assigned to it: bit for bit
-_single("setitem.traced_positions", _setitem_traced, _setitem_traced_params, "x[i] = v, np.put, np.put_along_axis",
+_single("setitem.traced_positions", _setitem_traced, _setitem_traced_params,
+        "x[i] = v, np.put, np.put_along_axis, x[..., mask] = v",
         min_rank=1, family="index")
 
 

@@ -775,14 +775,54 @@ def test_a_constant_mask_of_the_wrong_shape_is_numpys_index_error():
         jit(lambda a: a[:, np.array([True, False])])(np.zeros((2, 3)))
 
 
-def test_a_traced_mask_beside_other_indices_is_refused_by_name():
+def _set_through(key_of, value_of):
     def fn(a):
         y = a * 1
-        y[:, a[0, :, 0] > 0] = 0.0
+        y[key_of(a)] = value_of(a)
         return y
-    fn(X)  # NumPy's answer exists
-    with pytest.raises(NotImplementedError, match=r"traced boolean mask beside other indices \(x\[:, mask\] = v\)"):
-        jit(fn)(X)
+    return fn
+
+
+def _counted(a, pattern):
+    """A traced mask whose count the test knows: ``pattern`` made a kernel value."""
+    return (np.zeros_like(a, shape=np.shape(pattern)) + np.asarray(pattern)) > 0
+
+
+INNER_MASKS = {
+    "x[:, m] = scalar": _set_through(lambda a: (slice(None), a[0, :, 0] > 0), lambda a: -1.0),
+    "x[..., m] = a row of the trailing axes": _set_through(lambda a: (Ellipsis, a[0, 0] > -7), lambda a: a[1, 2, :1]),
+    "x[1:, m, ::-1] = broadcast over the selected": _set_through(lambda a: (slice(1, None), a[0, :, 0] > 0, slice(None, None, -1)),
+                                                                 lambda a: a[0, :1, :] * 10),
+    "x[:, m] of two axes": _set_through(lambda a: (slice(None), a[0] > 0), lambda a: 7.0),
+    "x[:, m] = one row per selected element (the value's middle axis)": _set_through(
+        lambda a: (slice(None), _counted(a, [1, 0, 1, 0, 0])), lambda a: np.arange(24.0).reshape(1, 2, 2, 6) - a[0, :2]),
+    "x[..., m] = one value per selected element, into int16": _set_through(
+        lambda a: (Ellipsis, _counted(a, [0, 1, 1, 1, 0, 0])), lambda a: np.array([1.5, -2.5, 300.25])),
+}
+
+
+@pytest.mark.parametrize("name", list(INNER_MASKS))
+def test_a_traced_mask_beside_slices_and_an_ellipsis_assigns_as_numpy(name):
+    """x[:, mask] = v: the mask's axes moved to the front of the sliced view, the value's row axis alike."""
+    fn = INNER_MASKS[name]
+    x = X.astype(np.int16) if "int16" in name else X
+    check(fn, x)
+
+
+def test_a_traced_mask_beside_other_indices_raises_numpys_errors_or_is_refused_by_name():
+    too_many = _set_through(lambda a: (slice(None), _counted(a, [1, 0, 1, 0, 0])), lambda a: np.ones((3, 6)))
+    for fn, error, match in (
+            (too_many, ValueError, r"value array of shape \(3,6\) could not be broadcast to indexing result of shape "
+                                   r"\(2,2,6\) \(x\[mask\] = v .*checked as the kernel ran"),
+            (_set_through(lambda a: (slice(None), a[0, :2, 0] > 0), lambda a: 0), IndexError,
+             "boolean index did not match indexed array along axis 1"),
+            (_set_through(lambda a: (0, a[0, :, 0] > 0), lambda a: 0), NotImplementedError,
+             r"traced boolean mask beside integers, index arrays or new axes \(x\[0, mask\] = v\)")):
+        if error is not NotImplementedError:
+            with pytest.raises(error):
+                fn(X)
+        with pytest.raises(error, match=match):
+            jit(fn)(X)
     with pytest.raises(NotImplementedError, match="boolean mask indexing has a data-dependent shape"):
         jit(lambda a: a[:, a[0, :, 0] > 0])(X)
 
