@@ -5739,14 +5739,9 @@ def setitem(t: Tensor, key, value) -> None:
     if t.aliases == READ_ONLY:
         raise ValueError("assignment destination is read-only")
     masked = _mask_key(key)
-    if isinstance(value, MaskedRead):
-        if masked is None:
-            value.refuse()
-        if value.mask is not masked[0] or value.selected is not masked[0].node:  # one mask, named and unchanged
-            raise NotImplementedError(
-                f"x[mask] = y[mask] (y[mask] read at {value.line}) through two masks (or a mask written to since the "
-                "read): the compiler follows a selection only into an assignment through the same mask object "
-                "(m = y > 0; x[m] = y[m]; x[m] += 1)")
+    if isinstance(value, MaskedRead) and masked is not None:
+        np.empty(t.shape, np.bool_)[_selected_stand_in(*masked, 0)]  # NumPy's check of the mask's shape first
+        value.follows_into(masked[0], 0)
         _copy_where_masked(t, *masked, value.values)  # x[m] = f(y[m]), x[m] op= v: f(y) where the mask holds
         return
     if masked is not None:  # x[mask] = v, x[mask, ...] = v, x[mask, :] = v
@@ -5755,6 +5750,8 @@ def setitem(t: Tensor, key, value) -> None:
     if any(isinstance(k, Tensor) and k.dtype.kind == "b" for k in (key if isinstance(key, tuple) else (key,))):
         _assign_through_inner_mask(t, key, value)
         return
+    if isinstance(value, MaskedRead):
+        value.refuse()
     parts = key if isinstance(key, tuple) else (key,)
     if _holds_tensor(parts):
         _assign_at_traced_positions(t, key, value)
@@ -5903,18 +5900,14 @@ def _assign_where_masked(t: Tensor, mask: Tensor, value, trailing: tuple = (), p
                      "build the result instead (np.where(mask, v, x))")
 
 
-def _assign_through_inner_mask(t: Tensor, key: tuple, value) -> None:
-    """``x[:, mask] = v``, ``x[..., mask] = v``, ``x[1:, mask, ::2] = v``: a traced boolean mask beside slices
-    and an ellipsis. NumPy's own assignment on stand-ins (a mask selecting as many elements as the value has
-    rows) checks the key and the value; then the mask's axes are moved to the front of the sliced view
-    (x[:, mask] is x.T[mask] for a matrix, its value's row axis moved alike) and assigned as a leading mask."""
+def _inner_mask_view(t: Tensor, key) -> tuple[Tensor, Tensor, int, Tensor] | None:
+    """A key holding one traced boolean mask beside slices and an ellipsis (x[:, mask], x[..., mask, ::2]): the
+    sliced view with the mask's axes moved to its front, the mask, how many axes come before it, and the sliced
+    view (x[:, mask] is x.T[mask] for a matrix). None for any other key."""
     if not isinstance(key, tuple) or sum(isinstance(k, Tensor) for k in key) != 1 or \
-            not all(isinstance(k, (slice, Tensor)) or k is Ellipsis for k in key) or \
-            sum(k is Ellipsis for k in key) > 1:
-        raise NotImplementedError(
-            "item assignment through a traced boolean mask beside integers, index arrays or new axes (x[0, mask] = v) "
-            "is not supported by the compiler; beside slices and an ellipsis it is (x[:, mask] = v), or write "
-            "np.where(mask, v, x)")
+            not all(isinstance(k, slice) or k is Ellipsis or isinstance(k, Tensor) and k.dtype == np.bool_
+                    for k in key) or sum(k is Ellipsis for k in key) > 1:
+        return None
     at = next(i for i, k in enumerate(key) if isinstance(k, Tensor))
     mask = key[at]
     consumed = sum(1 for k in key if isinstance(k, slice)) + mask.ndim
@@ -5926,20 +5919,49 @@ def _assign_through_inner_mask(t: Tensor, key: tuple, value) -> None:
     if Ellipsis not in key:
         after += whole
     lead = len(before)
+    view = getitem(t, tuple(before) + (slice(None),) * mask.ndim + tuple(after))
+    moved = view.transpose(tuple(range(lead, lead + mask.ndim)) + tuple(range(lead)) +
+                           tuple(range(lead + mask.ndim, view.ndim)))
+    return moved, mask, lead, view
+
+
+def _inner_stand_in_key(key: tuple, rows: int | None) -> tuple:
+    """``key`` with its traced mask replaced by one of its shape selecting as many elements as a value has rows
+    (one where it has one for all): for NumPy's own checks on stand-ins."""
+    return tuple(_selected_stand_in(k, (), rows)[0] if isinstance(k, Tensor) else k for k in key)
+
+
+def _assign_through_inner_mask(t: Tensor, key: tuple, value) -> None:
+    """``x[:, mask] = v``, ``x[..., mask] = v``, ``x[1:, mask, ::2] = v``: a traced boolean mask beside slices
+    and an ellipsis. NumPy's own assignment on stand-ins (a mask selecting as many elements as the value has
+    rows) checks the key and the value; then the value is assigned through the sliced view with the mask's axes
+    moved to its front (``_inner_mask_view``), as a leading mask, the value's row axis moved alike. A selection
+    through the same key (x[:, m] = f(y[:, m]), x[:, m] += v) is copied where the mask holds."""
+    inner = _inner_mask_view(t, key)
+    if inner is None:
+        raise NotImplementedError(
+            "item assignment through a traced boolean mask beside integers, index arrays or new axes (x[0, mask] = v) "
+            "is not supported by the compiler; beside slices and an ellipsis it is (x[:, mask] = v), or write "
+            "np.where(mask, v, x)")
+    moved, mask, lead, view = inner
+    if isinstance(value, MaskedRead):
+        value.follows_into(mask, lead)
+        count = min(2, mask.size)  # (as many as a stand-in mask of its size selects)
+        np.zeros(t.shape, t.dtype)[_inner_stand_in_key(key, count)] = \
+            np.zeros(value.rest[:lead] + (count,) + value.rest[lead:], value.dtype)  # NumPy's errors
+        if len(value.rest) != moved.ndim - mask.ndim:  # (fewer axes would broadcast against the leading ones)
+            value.refuse()
+        _copy_where_masked(moved, mask, (), value.values)
+        return
+    rest_ndim = view.ndim - lead - mask.ndim
     given = tuple(value.shape) if isinstance(value, Tensor) else np.shape(value)
-    rest_ndim = len(after)
     stripped = given
     while len(stripped) > lead + 1 + rest_ndim and stripped[0] == 1:  # NumPy drops a value's leading unit axes
         stripped = stripped[1:]
     row_axis = len(stripped) - 1 - rest_ndim  # where the value meets the selected elements, if it reaches them
     rows = stripped[row_axis] if row_axis >= 0 and stripped[row_axis] != 1 else None
-    chooses = np.zeros(mask.shape, np.bool_)
-    chooses.reshape(-1)[:min(1 if rows is None else rows, mask.size)] = True
     stand_in = np.zeros(given, value.dtype) if isinstance(value, Tensor) else value
-    np.zeros(t.shape, t.dtype)[key[:at] + (chooses,) + key[at + 1:]] = stand_in  # NumPy's checks and messages
-    view = getitem(t, tuple(before) + (slice(None),) * mask.ndim + tuple(after))
-    moved = view.transpose(tuple(range(lead, lead + mask.ndim)) + tuple(range(lead)) +
-                           tuple(range(lead + mask.ndim, view.ndim)))
+    np.zeros(t.shape, t.dtype)[_inner_stand_in_key(key, rows)] = stand_in  # NumPy's checks and messages
     if row_axis >= 0:  # the value's row axis first, its missing leading axes as units after it
         v = value if isinstance(value, Tensor) else np.asarray(value)
         v = moveaxis(reshape(v, stripped) if isinstance(v, Tensor) else v.reshape(stripped), row_axis, 0)
@@ -5958,15 +5980,32 @@ class MaskedRead:
     that mask (``z[m] = f(y[m])``, ``x[m] += v``, which Python runs as a read, the operator in place and a write
     of the key).
     ``values`` is a full-shape array whose elements where the mask holds are the selection's: x itself, then
-    the ufuncs of such arrays. Any other use is refused, naming the line that read it."""
+    the ufuncs of such arrays. Any other use is refused, naming the line that read it. A mask beside slices
+    (x[:, mask], ``lead`` axes before it) selects from the sliced view with the mask's axes moved to its front
+    (``_inner_mask_view``); NumPy's selection has those ``lead`` axes before its row axis, so the arrays that
+    combine with it must not reach past the axes after the mask."""
 
-    __slots__ = ("values", "mask", "line", "selected")
+    __slots__ = ("values", "mask", "line", "selected", "lead")
 
-    def __init__(self, values: Tensor, mask: Tensor, line: str, selected=None):
+    def __init__(self, values: Tensor, mask: Tensor, line: str, selected=None, lead: int = 0):
         # the values as they were read (an update of x after the read does not reach NumPy's copy), and the
         # mask's value that selected them
-        self.values, self.mask, self.line = Tensor(values.node), mask, line
+        self.values, self.mask, self.line, self.lead = Tensor(values.node), mask, line, lead
         self.selected = mask.node if selected is None else selected
+
+    def follows_into(self, mask: Tensor, lead: int) -> None:
+        """Refuses an assignment of this selection through another key than the one it was read through: another
+        mask object, the mask written to since, or other axes before it."""
+        if self.mask is not mask or self.selected is not mask.node:  # one mask, named and unchanged
+            raise NotImplementedError(
+                f"x[mask] = y[mask] (y[mask] read at {self.line}) through two masks (or a mask written to since the "
+                "read): the compiler follows a selection only into an assignment through the same mask object "
+                "(m = y > 0; x[m] = y[m]; x[m] += 1)")
+        if self.lead != lead:
+            raise NotImplementedError(
+                f"x[..., mask] = y[mask] (y's selection read at {self.line}) with {lead} axes before the mask in the "
+                f"assignment and {self.lead} in the read: the compiler follows a selection into an assignment through "
+                "the same key (x[:, m] = y[:, m] * 2)")
 
     def refuse(self, *args, **kwargs):
         raise NotImplementedError(
@@ -5990,7 +6029,8 @@ class MaskedRead:
     ndim = property(lambda self: len(self.rest) + 1)
 
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
-        return MaskedRead(self.values.astype(dtype, order, casting, subok, copy), self.mask, self.line, self.selected)
+        return MaskedRead(self.values.astype(dtype, order, casting, subok, copy), self.mask, self.line, self.selected,
+                          self.lead)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method != "__call__" or "out" in kwargs or "where" in kwargs or ufunc.signature is not None:
@@ -6014,7 +6054,7 @@ def _selection_ufunc(read: MaskedRead, ufunc, inputs, kwargs=None) -> MaskedRead
                 raise NotImplementedError(f"a ufunc of selections through two masks (x[mask] read at {read.line} and "
                                           f"{v.line}; or a mask written to between the reads): the compiler follows "
                                           "selections through the same mask object only (m = y > 0; z[m] = y[m] + x[m])")
-            if len(v.rest) != len(rest):
+            if len(v.rest) != len(rest) or v.lead != read.lead:
                 read.refuse()
             stand_ins.append(np.zeros((count,) + v.rest, v.values.dtype))
         elif isinstance(v, Tensor):
@@ -6022,6 +6062,11 @@ def _selection_ufunc(read: MaskedRead, ufunc, inputs, kwargs=None) -> MaskedRead
         else:  # a constant array as NumPy converts it; a Python or NumPy scalar as it is
             v = np.asarray(v) if isinstance(v, (list, tuple)) else v
             stand_ins.append(v)
+        if read.lead and not isinstance(v, MaskedRead) and np.ndim(v) > len(rest) - read.lead:
+            raise NotImplementedError(
+                f"a ufunc of x[..., mask] (read at {read.line}) with an array of {np.ndim(v)} axes: beside a selection "
+                f"with axes before its mask the compiler takes arrays of at most the {len(rest) - read.lead} axes "
+                "after it")
         operands.append(v)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -6048,8 +6093,8 @@ def _selection_ufunc(read: MaskedRead, ufunc, inputs, kwargs=None) -> MaskedRead
             operands[i] = Tensor(node)
     results = ufunc(*operands, **(kwargs or {}))
     if ufunc.nout > 1:
-        return tuple(MaskedRead(r, mask, read.line, read.selected) for r in results)
-    return MaskedRead(results, mask, read.line, read.selected)
+        return tuple(MaskedRead(r, mask, read.line, read.selected, read.lead) for r in results)
+    return MaskedRead(results, mask, read.line, read.selected, read.lead)
 
 
 def _selection_operator(ufunc, reflected: bool = False):
@@ -6175,6 +6220,10 @@ def getitem(t: Tensor, key):
     if masked is not None:  # its shape is the data's: only an assignment through the same key is followed
         np.empty(t.shape, np.bool_)[_selected_stand_in(*masked, 0)]  # NumPy's check of the mask's shape
         return MaskedRead(t, masked[0], P.user_location().short())
+    inner = _inner_mask_view(t, key)
+    if inner is not None:  # x[:, mask]: the selection from the view with the mask's axes first
+        np.empty(t.shape, np.bool_)[_inner_stand_in_key(key, 0)]  # NumPy's check of the mask's shape
+        return MaskedRead(inner[0], inner[1], P.user_location().short(), lead=inner[2])
     x = t.node
     index = key
     key = key if isinstance(key, tuple) else (key,)

@@ -1117,7 +1117,7 @@ def _setitem_traced_params(c: Chooser, shape) -> dict | None:
         return None  # (the positions index axis 0)
     n, last = shape[0], shape[-1]
     count = c.integer(0, 6) if n and last else 0
-    return {"form": c.pick(("rows", "rows", "pair", "put", "put_along_axis", "reread", "inner_mask")),
+    return {"form": c.pick(("rows", "rows", "pair", "put", "put_along_axis", "reread", "inner_mask", "inner_update")),
             "indices": [c.integer(-n, n - 1) for _ in range(count)],
             "last": [c.integer(-last, last - 1) for _ in range(count)],
             "mode": c.pick(("raise", "wrap", "clip")), "value": c.pick(("element", "rows"))}
@@ -1127,7 +1127,7 @@ def _setitem_traced(xs, p):
     """Item assignment into a fresh copy of the operand at positions computed from it (zeros made like it, plus
     the positions: a compiled function has them only as the kernel runs), repeats and negative ones included:
     z[i] = v, z[i, j] = v, np.put(z, i, v, mode), np.put_along_axis at np.argmax, z[i] = z[i][::-1], and
-    z[..., mask] = v through a mask computed from it."""
+    z[..., mask] = v and z[:, mask] -= v through a mask computed from it."""
     x = xs[0]
     z = np.copy(x)
 
@@ -1145,6 +1145,9 @@ def _setitem_traced(xs, p):
         np.put_along_axis(z, np.argmax(z, axis=0, keepdims=True), element, axis=0)
     elif p["form"] == "inner_mask":  # a mask computed from x over the last axis, after an ellipsis
         z[..., x[(0,) * (x.ndim - 1)] >= element] = x[..., :1] * 2 if p["value"] == "rows" else element
+    elif p["form"] == "inner_update":  # read, updated and written back through one key
+        key = (slice(None), x[(0,) * (x.ndim - 2) + (slice(None), 0)] < element) if x.ndim > 1 else (x < element,)
+        z[key] -= element
     else:
         z[i] = z[i][::-1]
     return z
