@@ -498,11 +498,7 @@ def _ufunc_at_traced(ufunc, target: Tensor, indices: Tensor, b, what: str):
         raise IndexError(f"arrays used as indices must be of integer type, got {indices.dtype}")
     if not target.ndim:
         raise IndexError("too many indices for array: array is 0-dimensional, but 1 were indexed")
-    name = UFUNC_PRIMITIVES.get(ufunc)
-    if name is None:
-        raise NotImplementedError(f"{what} at traced positions is not supported by the compiler; positions known at "
-                                  "trace time are")
-    values = None if b is None else b if isinstance(b, Tensor) else Tensor(const_node(np.asarray(b)))
+    name, values = _traced_at_operands(ufunc, b, what)
     n, rest = target.shape[0], target.shape[1:]
     with np.errstate(all="ignore"):
         ufunc.at(np.zeros((max(n, 1),) + rest, target.dtype), np.zeros(indices.shape, indices.dtype),
@@ -527,14 +523,10 @@ def _ufunc_at_traced_key(ufunc, target: Tensor, key, b, what: str):
     NumPy's broadcasting, negative positions and IndexError as the kernel runs --, each element there updated
     in turn in that C order (``P.scatter``). NumPy's own ufunc.at on stand-ins (traced indices as zeros)
     gives the key's, shapes' and loop's errors."""
-    name = UFUNC_PRIMITIVES.get(ufunc)
-    if name is None:
-        raise NotImplementedError(f"{what} at traced positions is not supported by the compiler; positions known at "
-                                  "trace time are")
     if _holds_bool_tensor(key):
         raise NotImplementedError(f"{what} through a traced boolean mask is not supported by the compiler: the "
                                   "elements it selects are known only as the kernel runs; write np.where(mask, ...)")
-    values = None if b is None else b if isinstance(b, Tensor) else Tensor(const_node(np.asarray(b)))
+    name, values = _traced_at_operands(ufunc, b, what)
     with np.errstate(all="ignore"):
         ufunc.at(np.zeros(target.shape, target.dtype), _traced_as_zeros(key),
                  *([] if values is None else [np.zeros(values.shape, values.dtype)]))
@@ -547,6 +539,16 @@ def _ufunc_at_traced_key(ufunc, target: Tensor, key, b, what: str):
     updated = P.scatter(P.reshape(target.node, (target.size, 1)), index, updates, name)
     update_in_place(target, P.reshape(updated, target.shape), what, "compute the sums with np.where or a reduction instead")
     return None
+
+
+def _traced_at_operands(ufunc, b, what: str) -> tuple[str, Tensor | None]:
+    """ufunc.at at traced positions: the ufunc's primitive (refused by name without one) and the values (none
+    for a unary ufunc), converted as np.asarray converts them."""
+    name = UFUNC_PRIMITIVES.get(ufunc)
+    if name is None:
+        raise NotImplementedError(f"{what} at traced positions is not supported by the compiler; positions known at "
+                                  "trace time are")
+    return name, None if b is None else b if isinstance(b, Tensor) else Tensor(const_node(np.asarray(b)))
 
 
 def _traced_as_zeros(key):
@@ -5945,6 +5947,7 @@ def _assign_through_inner_mask(t: Tensor, key: tuple, value) -> None:
             "np.where(mask, v, x)")
     moved, mask, lead, view = inner
     if isinstance(value, MaskedRead):
+        np.empty(t.shape, np.bool_)[_inner_stand_in_key(key, 0)]  # NumPy's check of the mask's shape first
         value.follows_into(mask, lead)
         count = min(2, mask.size)  # (as many as a stand-in mask of its size selects)
         np.zeros(t.shape, t.dtype)[_inner_stand_in_key(key, count)] = \
