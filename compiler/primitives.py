@@ -1100,12 +1100,12 @@ def integer_exponent_source(node: Node):
     return source
 
 
-def _checked_exponent(exponent: Node) -> Node | None:
+def _checked_exponent(exponent: Node, what: str = "np.power") -> Node | None:
     """``exponent`` with negative elements replaced by 0 (``_integer_power`` never sees one), the kernel
     reporting any it met; None outside a trace."""
     line, origin = user_location().short(), _kernel_value_origin(exponent, "an exponent")
     return check_at_run_time(exponent, elementwise("less", [exponent, dt.Weak(0)]), "min", ValueError,
-                             lambda held: f"{NEGATIVE_INTEGER_POWER}; the exponent for np.power at {line} ({origin}) "
+                             lambda held: f"{NEGATIVE_INTEGER_POWER}; the exponent for {what} at {line} ({origin}) "
                                           f"held {held} (checked as the kernel ran)")
 
 
@@ -1420,10 +1420,7 @@ def _nonnegative_exponents(updates: Node) -> Node:
         if (updates.value < 0).any():
             raise ValueError(NEGATIVE_INTEGER_POWER)
         return updates
-    line, origin = user_location().short(), _kernel_value_origin(updates, "an exponent")
-    safe = check_at_run_time(updates, elementwise("less", [updates, dt.Weak(0)]), "min", ValueError,
-                             lambda held: f"{NEGATIVE_INTEGER_POWER}; the exponent for np.power.at at {line} "
-                                          f"({origin}) held {held} (checked as the kernel ran)")
+    safe = _checked_exponent(updates, "np.power.at")
     if safe is None:
         raise NotImplementedError("np.power.at with integer exponents outside a traced function: their check for "
                                   "negative ones needs a kernel")
