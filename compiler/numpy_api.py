@@ -429,14 +429,14 @@ def _ufunc_at(ufunc, a, indices, b=None):
     target = _writable_target(a, what)
     if (b is None) != (ufunc.nin == 1):
         raise ValueError("second operand needed for ufunc" if b is None else "second operand provided when ufunc is unary")
+    if _holds_bool_tensor(indices) and not isinstance(indices, list):
+        return _ufunc_at_through_mask(ufunc, target, indices, b, what)
     if isinstance(indices, Tensor):
         return _ufunc_at_traced(ufunc, target, indices, b, what)
     if _holds_tensor((indices,)):
         return _ufunc_at_traced_key(ufunc, target, indices, b, what)
     values = None if b is None else (b if isinstance(b, Tensor) else Tensor(const_node(np.asarray(b))))
-    with np.errstate(all="ignore"):  # NumPy's own checks: indices, shapes, the loop's casts
-        ufunc.at(np.zeros(target.shape, target.dtype), indices,
-                 *([] if values is None else [np.zeros(values.shape, values.dtype)]))
+    _checked_by_numpy_at(ufunc, target.shape, target.dtype, indices, values)
     indexed = _positions(target)[indices]  # a[indices]'s positions, whose C order is the updates' order
     positions = np.ravel(indexed)
     if values is not None:
@@ -500,9 +500,7 @@ def _ufunc_at_traced(ufunc, target: Tensor, indices: Tensor, b, what: str):
         raise IndexError("too many indices for array: array is 0-dimensional, but 1 were indexed")
     name, values = _traced_at_operands(ufunc, b, what)
     n, rest = target.shape[0], target.shape[1:]
-    with np.errstate(all="ignore"):
-        ufunc.at(np.zeros((max(n, 1),) + rest, target.dtype), np.zeros(indices.shape, indices.dtype),
-                 *([] if values is None else [np.zeros(values.shape, values.dtype)]))
+    _checked_by_numpy_at(ufunc, (max(n, 1),) + rest, target.dtype, np.zeros(indices.shape, indices.dtype), values)
     k = indices.size
     if not k:
         return None
@@ -524,12 +522,10 @@ def _ufunc_at_traced_key(ufunc, target: Tensor, key, b, what: str):
     in turn in that C order (``P.scatter``). NumPy's own ufunc.at on stand-ins (traced indices as zeros)
     gives the key's, shapes' and loop's errors."""
     if _holds_bool_tensor(key):
-        raise NotImplementedError(f"{what} through a traced boolean mask is not supported by the compiler: the "
-                                  "elements it selects are known only as the kernel runs; write np.where(mask, ...)")
+        raise NotImplementedError(f"{what} through a traced boolean mask inside a list is not supported by the "
+                                  "compiler; pass the mask alone or in a tuple")
     name, values = _traced_at_operands(ufunc, b, what)
-    with np.errstate(all="ignore"):
-        ufunc.at(np.zeros(target.shape, target.dtype), _traced_as_zeros(key),
-                 *([] if values is None else [np.zeros(values.shape, values.dtype)]))
+    _checked_by_numpy_at(ufunc, target.shape, target.dtype, _traced_as_zeros(key), values)
     positions = getitem(Tensor(const_node(_positions(target))), key)
     k = positions.size
     if not k or not target.size:
@@ -539,6 +535,56 @@ def _ufunc_at_traced_key(ufunc, target: Tensor, key, b, what: str):
     updated = P.scatter(P.reshape(target.node, (target.size, 1)), index, updates, name)
     update_in_place(target, P.reshape(updated, target.shape), what, "compute the sums with np.where or a reduction instead")
     return None
+
+
+def _ufunc_at_through_mask(ufunc, target: Tensor, key, b, what: str):
+    """``ufunc.at(a, mask[, b])`` through a traced boolean mask, alone or beside slices and an ellipsis
+    (``(slice(None), mask)``): a mask selects each element at most once, so NumPy's updates in turn are the
+    selection's elements updated at once, in at's loop for (a's dtype, b's), cast back to a's dtype and written
+    where the mask holds (a ``MaskedRead`` of a and one of ``b`` spread over the selected elements). NumPy's own
+    ufunc.at on stand-ins selecting as many elements as ``b`` has rows (else one) gives the key's, shapes' and
+    loop's errors; a count of selected elements other than b's rows is NumPy's ValueError as the kernel runs."""
+    parts = key if isinstance(key, tuple) else (key,)
+    leading = _mask_key(parts)
+    inner = None if leading is not None else _inner_mask_view(target, parts)
+    if leading is None and inner is None:
+        raise NotImplementedError(f"{what} through a traced boolean mask beside index arrays or new axes is not "
+                                  "supported by the compiler; alone or beside slices, integers and an ellipsis it is")
+    moved, mask, lead = (target, leading[0], 0) if inner is None else inner
+    values = None if b is None else b if isinstance(b, Tensor) else Tensor(const_node(np.asarray(b)))
+    rest = moved.shape[mask.ndim:]  # NumPy's selection: rest[:lead], the selected elements, rest[lead:]
+    rows = None if values is None else _selection_rows(values.shape, rest, lead)
+    _checked_by_numpy_at(ufunc, target.shape, target.dtype, _inner_stand_in_key(parts, rows), values)
+    if not target.size or not mask.size:
+        return None
+    line = P.user_location().short()
+    operands = [MaskedRead(moved, mask, line, lead=lead)]
+    if values is not None:  # b at each selected element
+        spread = _spread_over_selection(values, mask, rest, lead, lambda n: "array is not broadcastable to correct "
+                                        "shape", what)
+        if spread is None:
+            return None
+        operands.append(MaskedRead(Tensor(spread), mask, line, lead=lead))
+    updated = ufunc(*operands)
+    _write_where(moved, P.cast(updated.values.node, target.dtype), _mask_over(mask, moved.shape), what,
+                 "compute the result with np.where(mask, f(x), x) instead")
+    return None
+
+
+def _checked_by_numpy_at(ufunc, shape: tuple, dtype, key, values: Tensor | None) -> None:
+    """NumPy's own ufunc.at on stand-ins (zeros of ``shape``, the values' shape): its errors for the key, the
+    shapes and the loop. Values of more axes than the elements indexed are refused first, with the message NumPy
+    gives them: NumPy 2's ufunc.at reads past its shape arrays there when the key's index arrays follow a slice
+    (a garbage shape in its message, or a crash)."""
+    if values is not None:
+        try:
+            indexed = np.empty(shape, np.bool_)[key].ndim
+        except (IndexError, ValueError, TypeError):
+            indexed = values.ndim  # (NumPy's ufunc.at below names what is wrong with the key)
+        if values.ndim > indexed:
+            raise ValueError("array is not broadcastable to correct shape")
+    with np.errstate(all="ignore"):
+        ufunc.at(np.zeros(shape, dtype), key, *([] if values is None else [np.zeros(values.shape, values.dtype)]))
 
 
 def _traced_at_operands(ufunc, b, what: str) -> tuple[str, Tensor | None]:
@@ -5902,16 +5948,31 @@ def _assign_where_masked(t: Tensor, mask: Tensor, value, trailing: tuple = (), p
                      "build the result instead (np.where(mask, v, x))")
 
 
-def _inner_mask_view(t: Tensor, key) -> tuple[Tensor, Tensor, int, Tensor] | None:
-    """A key holding one traced boolean mask beside slices and an ellipsis (x[:, mask], x[..., mask, ::2]): the
-    sliced view with the mask's axes moved to its front, the mask, how many axes come before it, and the sliced
-    view (x[:, mask] is x.T[mask] for a matrix). None for any other key."""
+def _integer_key(k) -> bool:
+    return isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_))
+
+
+def _inner_mask_view(t: Tensor, key) -> tuple[Tensor, Tensor, int] | None:
+    """A key holding one traced boolean mask beside slices, an ellipsis and integers (x[:, mask], x[..., mask, ::2],
+    x[0, mask]): the sliced view with the mask's axes moved to its front (x[:, mask] is x.T[mask] for a matrix),
+    the mask, and how many axes come before its selection in NumPy's result. Integers beside an
+    array are advanced indices to NumPy, broadcast with the mask's positions: they take their axes away, and where
+    they and the mask stand apart in the key (x[0, :, mask]) NumPy puts the selection first. None for any other
+    key."""
     if not isinstance(key, tuple) or sum(isinstance(k, Tensor) for k in key) != 1 or \
-            not all(isinstance(k, slice) or k is Ellipsis or isinstance(k, Tensor) and k.dtype == np.bool_
-                    for k in key) or sum(k is Ellipsis for k in key) > 1:
+            not all(isinstance(k, slice) or k is Ellipsis or _integer_key(k) or
+                    isinstance(k, Tensor) and k.dtype == np.bool_ for k in key) or sum(k is Ellipsis for k in key) > 1:
         return None
     at = next(i for i, k in enumerate(key) if isinstance(k, Tensor))
     mask = key[at]
+    integers = [i for i, k in enumerate(key) if _integer_key(k)]
+    if integers:
+        np.empty(t.shape, np.bool_)[_inner_stand_in_key(key, 0)]  # NumPy's checks of the integers and the mask
+        advanced = integers + [at]
+        basic = getitem(t, tuple(s for i, k in enumerate(key) for s in (  # the integers taken, every other axis kept
+            (slice(None),) * mask.ndim if i == at else (k,) if _integer_key(k) or k is Ellipsis else (slice(None),))))
+        moved, mask, lead = _inner_mask_view(basic, tuple(k for k in key if not _integer_key(k)))
+        return moved, mask, lead if max(advanced) - min(advanced) < len(advanced) else 0
     consumed = sum(1 for k in key if isinstance(k, slice)) + mask.ndim
     if consumed > t.ndim:
         raise IndexError(f"too many indices for array: array is {t.ndim}-dimensional, but {consumed} were indexed")
@@ -5924,7 +5985,7 @@ def _inner_mask_view(t: Tensor, key) -> tuple[Tensor, Tensor, int, Tensor] | Non
     view = getitem(t, tuple(before) + (slice(None),) * mask.ndim + tuple(after))
     moved = view.transpose(tuple(range(lead, lead + mask.ndim)) + tuple(range(lead)) +
                            tuple(range(lead + mask.ndim, view.ndim)))
-    return moved, mask, lead, view
+    return moved, mask, lead
 
 
 def _inner_stand_in_key(key: tuple, rows: int | None) -> tuple:
@@ -5942,10 +6003,10 @@ def _assign_through_inner_mask(t: Tensor, key: tuple, value) -> None:
     inner = _inner_mask_view(t, key)
     if inner is None:
         raise NotImplementedError(
-            "item assignment through a traced boolean mask beside integers, index arrays or new axes (x[0, mask] = v) "
-            "is not supported by the compiler; beside slices and an ellipsis it is (x[:, mask] = v), or write "
+            "item assignment through a traced boolean mask beside index arrays or new axes (x[i, mask] = v) is not "
+            "supported by the compiler; beside slices, integers and an ellipsis it is (x[0, :, mask] = v), or write "
             "np.where(mask, v, x)")
-    moved, mask, lead, view = inner
+    moved, mask, lead = inner
     if isinstance(value, MaskedRead):
         np.empty(t.shape, np.bool_)[_inner_stand_in_key(key, 0)]  # NumPy's check of the mask's shape first
         value.follows_into(mask, lead)
@@ -5956,7 +6017,7 @@ def _assign_through_inner_mask(t: Tensor, key: tuple, value) -> None:
             value.refuse()
         _copy_where_masked(moved, mask, (), value.values)
         return
-    rest_ndim = view.ndim - lead - mask.ndim
+    rest_ndim = moved.ndim - lead - mask.ndim
     given = tuple(value.shape) if isinstance(value, Tensor) else np.shape(value)
     stripped = given
     while len(stripped) > lead + 1 + rest_ndim and stripped[0] == 1:  # NumPy drops a value's leading unit axes
@@ -5972,7 +6033,7 @@ def _assign_through_inner_mask(t: Tensor, key: tuple, value) -> None:
             else v.reshape(v.shape[:1] + (1,) * (lead - row_axis) + v.shape[1:])
     _assign_where_masked(moved, mask, value, problem=lambda n: (
         f"shape mismatch: value array of shape {_shape_text(given)} could not be broadcast to indexing result of "
-        f"shape {_shape_text(view.shape[:lead] + (n,) + view.shape[lead + mask.ndim:])}"))
+        f"shape {_shape_text(moved.shape[mask.ndim:mask.ndim + lead] + (n,) + moved.shape[mask.ndim + lead:])}"))
 
 
 class MaskedRead:
@@ -6041,13 +6102,34 @@ class MaskedRead:
         return _selection_ufunc(self, ufunc, inputs, kwargs)
 
 
+def _selection_rows(shape: tuple, rest: tuple, lead: int) -> int | None:
+    """How many rows a value of ``shape`` has along the axis of a selection's elements (NumPy's selection is
+    ``rest[:lead]``, the selected elements, ``rest[lead:]``); None where it has no such axis or a unit one (one
+    value for every selected element)."""
+    axis = len(shape) - (len(rest) - lead) - 1
+    return shape[axis] if 0 <= axis and len(shape) <= len(rest) + 1 and shape[axis] != 1 else None
+
+
+def _spread_over_selection(v: Tensor, mask: Tensor, rest: tuple, lead: int, problem, what: str) -> P.Node | None:
+    """A value broadcast against NumPy's selection through ``mask`` (``rest[:lead]``, the selected elements,
+    ``rest[lead:]``) laid out as the full arrays selections are followed in (the mask's axes, then ``rest``): a
+    value with a row per selected element gives the k-th selected element its row k (``_at_selected``: the
+    kernel checks the count, ``problem(count)`` otherwise); any other is broadcast to every element. None where
+    nothing is written (no element selected, or none to select)."""
+    rows = _selection_rows(v.shape, rest, lead)
+    v = broadcast_to(reshape(v, (1,) * (len(rest) + 1 - v.ndim) + v.shape), rest[:lead] + (rows or 1,) + rest[lead:])
+    v = moveaxis(v, lead, 0)  # the selected elements' axis first, as the mask's axes are
+    return _at_selected(mask.shape + rest, mask, P.reshape(v.node, v.shape if rows else v.shape[1:]), rows, problem,
+                        what)
+
+
 def _selection_ufunc(read: MaskedRead, ufunc, inputs, kwargs=None) -> MaskedRead | tuple:
     """An elementwise ufunc of selections through one mask (``read``'s), as NumPy computes it on the selected
     elements: on the full arrays the selections came from, which hold them where the mask holds (the other
     elements are never written back). NumPy's own call on stand-ins of as many selected elements as an operand
     has rows (else two) gives its errors, the result's dtype and whether it is still one value per element."""
-    mask, rest = read.mask, read.rest
-    counts = [_value_rows(np.shape(v), rest, strip=False)[1] for v in inputs
+    mask, rest, lead = read.mask, read.rest, read.lead
+    counts = [_selection_rows(np.shape(v), rest, lead) for v in inputs
               if not isinstance(v, MaskedRead) and isinstance(v, (Tensor, np.ndarray, list, tuple))]
     count = next((c for c in counts if c is not None), 2)  # selected elements, as the stand-ins have them
     stand_ins, operands = [], []
@@ -6059,23 +6141,18 @@ def _selection_ufunc(read: MaskedRead, ufunc, inputs, kwargs=None) -> MaskedRead
                                           "selections through the same mask object only (m = y > 0; z[m] = y[m] + x[m])")
             if len(v.rest) != len(rest) or v.lead != read.lead:
                 read.refuse()
-            stand_ins.append(np.zeros((count,) + v.rest, v.values.dtype))
+            stand_ins.append(np.zeros(v.rest[:lead] + (count,) + v.rest[lead:], v.values.dtype))
         elif isinstance(v, Tensor):
             stand_ins.append(np.zeros(v.shape, v.dtype))
         else:  # a constant array as NumPy converts it; a Python or NumPy scalar as it is
             v = np.asarray(v) if isinstance(v, (list, tuple)) else v
             stand_ins.append(v)
-        if read.lead and not isinstance(v, MaskedRead) and np.ndim(v) > len(rest) - read.lead:
-            raise NotImplementedError(
-                f"a ufunc of x[..., mask] (read at {read.line}) with an array of {np.ndim(v)} axes: beside a selection "
-                f"with axes before its mask the compiler takes arrays of at most the {len(rest) - read.lead} axes "
-                "after it")
         operands.append(v)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         expected = ufunc(*stand_ins, **(kwargs or {}))  # NumPy's errors, as they are
     expected = expected if isinstance(expected, tuple) else (expected,)
-    if any(np.ndim(e) != len(rest) + 1 or np.shape(e)[0] != count for e in expected):
+    if any(np.ndim(e) != len(rest) + 1 or np.shape(e)[lead] != count for e in expected):
         read.refuse()  # a result that is no longer one value per selected element
     integers = all(np.asarray(e).dtype.kind in "iu" for e in expected)
     for i, v in enumerate(operands):
@@ -6084,16 +6161,13 @@ def _selection_ufunc(read: MaskedRead, ufunc, inputs, kwargs=None) -> MaskedRead
             if ufunc is np.power and i == 1 and integers:  # an unselected negative exponent is none of NumPy's errors
                 operands[i] = where(_mask_over(mask, v.values.shape), v.values, 0)
         elif np.ndim(v):
-            shape, rows = _value_rows(np.shape(v), rest, strip=False)
-            node = P.reshape(v.node if isinstance(v, Tensor) else const_node(v), shape)
-            if rows is not None:  # a row per selected element
-                given = np.shape(v)
-                problem = (lambda n: f"operands could not be broadcast together with shapes {_shape_text((n,) + rest)} "
-                                     f"{_shape_text(given)}")
-                node = _at_selected(mask.shape + shape[1:], mask, node, rows, problem, "a ufunc of x[mask]")
-                if node is None:  # nothing selected: any value will do
-                    node = const_node(np.zeros(mask.shape + shape[1:], v.dtype))
-            operands[i] = Tensor(node)
+            given = np.shape(v)
+            problem = (lambda n: "operands could not be broadcast together with shapes "
+                                 f"{_shape_text(rest[:lead] + (n,) + rest[lead:])} {_shape_text(given)}")
+            node = _spread_over_selection(v if isinstance(v, Tensor) else Tensor(const_node(v)), mask, rest, lead,
+                                          problem, "a ufunc of x[mask]")
+            operands[i] = Tensor(const_node(np.zeros(mask.shape + rest, v.dtype)) if node is None else node)
+            # (nothing selected: any value will do)
     results = ufunc(*operands, **(kwargs or {}))
     if ufunc.nout > 1:
         return tuple(MaskedRead(r, mask, read.line, read.selected, read.lead) for r in results)

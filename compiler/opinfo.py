@@ -1092,15 +1092,25 @@ def _at_params(c: Chooser, shape) -> dict | None:
             "indices": [c.integer(-n, n - 1) for _ in range(count)], "source": [c.integer(0, n - 1) for _ in range(count)]}
 
 
+def _at_traced_params(c: Chooser, shape) -> dict | None:
+    p = _at_params(c, shape)
+    return p and dict(p, mask=c.pick((False, False, True)))
+
+
 def _at_call(xs, p, traced_positions: bool = False):
     """``ufunc.at`` into a fresh copy of the operand (NumPy's in-place update), which is the result; with
     ``traced_positions`` the positions are computed from the operand (zeros made like it, plus the positions),
-    so a compiled function has them only as the kernel runs."""
-    z, ufunc = np.copy(xs[0]), getattr(np, p["ufunc"])
+    so a compiled function has them only as the kernel runs, or (``mask``) are the rows where its first column
+    is at least its first element, each updated by its first row."""
+    x, z, ufunc = xs[0], np.copy(xs[0]), getattr(np, p["ufunc"])
+    if p.get("mask"):
+        first = (slice(None),) + (0,) * (x.ndim - 1)
+        ufunc.at(z, x[first] >= x[(0,) * x.ndim], *([] if ufunc.nin == 1 else [x[0]]))
+        return z
     indices = np.asarray(p["indices"], dtype=np.intp)
     if traced_positions:
-        indices = np.zeros_like(xs[0], dtype=np.intp, shape=indices.shape) + indices
-    ufunc.at(z, indices, *([] if ufunc.nin == 1 else [xs[0][np.asarray(p["source"], dtype=np.intp)]]))
+        indices = np.zeros_like(x, dtype=np.intp, shape=indices.shape) + indices
+    ufunc.at(z, indices, *([] if ufunc.nin == 1 else [x[np.asarray(p["source"], dtype=np.intp)]]))
     return z
 
 
@@ -1108,7 +1118,7 @@ def _at_call(xs, p, traced_positions: bool = False):
 _single("at", _at_call, _at_params, "np.ufunc.at", min_rank=1, family="scan")
 
 
-_single("at.traced_positions", lambda xs, p: _at_call(xs, p, traced_positions=True), _at_params,
+_single("at.traced_positions", lambda xs, p: _at_call(xs, p, traced_positions=True), _at_traced_params,
         "np.ufunc.at", min_rank=1, family="scan")
 
 
@@ -1117,7 +1127,8 @@ def _setitem_traced_params(c: Chooser, shape) -> dict | None:
         return None  # (the positions index axis 0)
     n, last = shape[0], shape[-1]
     count = c.integer(0, 6) if n and last else 0
-    return {"form": c.pick(("rows", "rows", "pair", "put", "put_along_axis", "reread", "inner_mask", "inner_update")),
+    return {"form": c.pick(("rows", "rows", "pair", "put", "put_along_axis", "reread", "inner_mask", "inner_update",
+                            "integer_mask")),
             "indices": [c.integer(-n, n - 1) for _ in range(count)],
             "last": [c.integer(-last, last - 1) for _ in range(count)],
             "mode": c.pick(("raise", "wrap", "clip")), "value": c.pick(("element", "rows"))}
@@ -1127,7 +1138,7 @@ def _setitem_traced(xs, p):
     """Item assignment into a fresh copy of the operand at positions computed from it (zeros made like it, plus
     the positions: a compiled function has them only as the kernel runs), repeats and negative ones included:
     z[i] = v, z[i, j] = v, np.put(z, i, v, mode), np.put_along_axis at np.argmax, z[i] = z[i][::-1], and
-    z[..., mask] = v and z[:, mask] -= v through a mask computed from it."""
+    z[..., mask] = v, z[:, mask] -= v and z[0, ..., mask] = f(z[0, ..., mask]) through a mask computed from it."""
     x = xs[0]
     z = np.copy(x)
 
@@ -1148,6 +1159,9 @@ def _setitem_traced(xs, p):
     elif p["form"] == "inner_update":  # read, updated and written back through one key
         key = (slice(None), x[(0,) * (x.ndim - 2) + (slice(None), 0)] < element) if x.ndim > 1 else (x < element,)
         z[key] -= element
+    elif p["form"] == "integer_mask":  # an integer beside the mask, an ellipsis between (NumPy: the selection first)
+        key = (0, Ellipsis, x[(0,) * (x.ndim - 1)] >= element) if x.ndim > 1 else (x >= element,)
+        z[key] = z[key] * 2 + element
     else:
         z[i] = z[i][::-1]
     return z
@@ -1155,7 +1169,7 @@ def _setitem_traced(xs, p):
 
 # each element takes the last value assigned to it: bit for bit
 _single("setitem.traced_positions", _setitem_traced, _setitem_traced_params,
-        "x[i] = v, np.put, np.put_along_axis, x[..., mask] = v",
+        "x[i] = v, np.put, np.put_along_axis, x[..., mask] = v, x[0, ..., mask] = v",
         min_rank=1, family="index")
 
 

@@ -86,6 +86,22 @@ def test_graph_values_whose_zero_sign_numpy_leaves_open_are_not_exact():
     assert exactness(case, values) == [False, False, True, True]
 
 
+def test_graph_values_holding_an_invalid_operations_nan_are_not_exact():
+    """0/0 of exact operands is a NaN whose sign IEEE leaves open (x86's -nan, MLIR's folded +nan: seed 1234), so
+    no sign-reading op is given it; 1/1 of the same operands stays exact."""
+    x = np.arange(4, dtype=np.int32)
+    case = {"kind": "graph", "inputs": [encode_operand(x)["array"]], "outputs": [2, 4], "nodes": [
+        {"op": "not_equal", "args": [{"input": 0}, {"input": 0}], "params": {}, "item": None},
+        {"op": "operator.truediv", "args": [{"node": 0}, {"python": "bool", "value": False}], "params": {}, "item": None},
+        {"op": "negative", "args": [{"node": 1}], "params": {}, "item": None},
+        {"op": "logical_not", "args": [{"node": 0}], "params": {}, "item": None},
+        {"op": "operator.truediv", "args": [{"node": 3}, {"python": "bool", "value": True}], "params": {}, "item": None}]}
+    from harness.fuzzing.cases import decode_array
+    values = numpy_eval(lambda: run_program(case, [decode_array(a) for a in case["inputs"]]))
+    assert np.isnan(values[2]).all() and (values[4] == 1.0).all()
+    assert exactness(case, values) == [True, False, False, True, True]
+
+
 @pytest.mark.parametrize("value", [np.float32(-0.0), np.float64(np.nan), np.uint64(2**64 - 1), 1.5, -7, True,
                                    float("inf"), np.array([[np.nan, -0.0]], np.float32), np.array([True, False])])
 def test_operands_round_trip_through_json(value):

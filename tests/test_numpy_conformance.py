@@ -2177,6 +2177,56 @@ def test_ufunc_at_with_traced_integers_inside_the_key_updates_each_element_in_tu
     assert_like_numpy(jit(fn)(x), fn(x))
 
 
+def _at_mask(ufunc, key, values=None, dtype=np.float32):
+    def fn(x):
+        y = x.astype(dtype)
+        ufunc.at(y, key(x), *([] if values is None else [values(x)]))
+        return y
+    return fn
+
+
+def _pattern(x, pattern):
+    """A traced mask whose count the test knows: ``pattern`` made a kernel value."""
+    return (x.reshape(-1)[:len(pattern)] * 0 + np.asarray(pattern)) > 0
+
+
+@pytest.mark.parametrize("fn", [
+    _at_mask(np.add, lambda x: x > 0, lambda x: 1.5),
+    _at_mask(np.add, lambda x: (x > 0,), lambda x: 1.5, dtype=np.int16),  # float64's loop, truncated
+    _at_mask(np.add, lambda x: x > 0.5, lambda x: 300, dtype=np.int8),  # int64's loop, wrapped
+    _at_mask(np.negative, lambda x: x < 0),
+    _at_mask(np.maximum, lambda x: (slice(None), x[0] > 0), lambda x: np.float32(np.nan)),
+    _at_mask(np.multiply, lambda x: (slice(None), _pattern(x, [1, 0, 1, 1, 0])), lambda x: np.arange(3.0) - 1),
+    _at_mask(np.subtract, lambda x: (_pattern(x, [0, 1, 0, 1]), ...), lambda x: x[:2] * 3),  # a row per element
+    _at_mask(np.add, lambda x: (2, x[0] > 0), lambda x: 10),
+    _at_mask(np.add, lambda x: (Ellipsis, _pattern(x, [1, 1, 0, 0, 1]), ), lambda x: np.ones((4, 1)) * 7),
+    _at_mask(np.power, lambda x: x[:, 0] > 0, lambda x: np.int16(3), dtype=np.int16),
+], ids=["add", "tuple-int16", "int8-wraps", "unary", "maximum-nan", "inner-rows", "leading-rows", "integer-beside",
+        "inner-broadcast", "power"])
+def test_ufunc_at_through_a_traced_mask_updates_each_selected_element_as_numpy(fn):
+    """A mask selects each element at most once: the selection updated in at's loop for (a's dtype, b's) and cast
+    back, written where the mask holds; values with a row per selected element take them in C order."""
+    x = np.random.default_rng(11).normal(size=(4, 5)).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = fn(x)
+    assert_like_numpy(jit(fn)(x), want)
+
+
+def test_ufunc_at_with_values_of_more_axes_than_the_selection_is_numpys_value_error():
+    # NumPy 2's own ufunc.at reads past its shape arrays here (index arrays after a slice) and crashes or names a
+    # garbage shape; the compiler gives the message NumPy gives such values elsewhere, and never calls NumPy's
+    def fn(x):
+        y = x * 1
+        np.add.at(y, (slice(None), x[0] > 0), np.ones((2, 2, 3, 4)))
+        return y
+
+    with pytest.raises(ValueError, match="array is not broadcastable to correct shape"):
+        jit(fn)(np.zeros((2, 3, 4)))
+    with pytest.raises(ValueError, match="array is not broadcastable to correct shape"):
+        np.add.at(np.zeros(5), np.zeros(5, bool), np.ones((1, 1)))  # (NumPy's message where the array comes first)
+
+
 def test_ufunc_at_and_assignment_at_traced_positions_scale_linearly():
     """A million labels into 1000 bins and 300,000 assignments into 200,000 elements (a billion and sixty billion
     element x update pairs: refused while every element was compared with every update)."""
@@ -2218,8 +2268,12 @@ def test_ufunc_at_into_a_view_updates_its_base():
     (lambda v, i: np.add.at(np.zeros_like(v, shape=(5, 2)), (i, [0, 1, 0]), 1.0), IndexError, "shape mismatch"),
     (lambda v, i: np.add.at(np.zeros_like(v, shape=(5, 2)), (i, [2] * 8), 1.0), IndexError,
      "index 2 is out of bounds for axis 1 with size 2"),
-    (lambda v, i: np.add.at(np.zeros_like(v, shape=8), (v > 0,), 1.0), NotImplementedError,
-     "np.add.at through a traced boolean mask"),
+    (lambda v, i: np.add.at(np.zeros_like(v, shape=8), [v > 0], 1.0), NotImplementedError,
+     "np.add.at through a traced boolean mask inside a list"),
+    (lambda v, i: np.add.at(np.zeros_like(v, shape=(8, 2)), (v > 0, [0, 1]), 1.0), NotImplementedError,
+     "np.add.at through a traced boolean mask beside index arrays"),
+    (lambda v, i: (lambda z: (np.add.at(z, v > 0, np.arange(8.0)), z)[1])(np.zeros_like(v, shape=8)), ValueError,
+     r"array is not broadcastable to correct shape \(np.add.at at .*checked as the kernel ran"),
     (lambda v, i: (lambda z: (np.power.at(z, i, (v * 0).astype(np.int8) - 1), z)[1])(
         np.ones_like(v, shape=5, dtype=np.int16)), ValueError,
      "integers to negative integer powers are not allowed .*np.power.at .*checked as the kernel ran"),
