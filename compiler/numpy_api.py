@@ -6036,6 +6036,17 @@ def _assign_through_inner_mask(t: Tensor, key: tuple, value) -> None:
         f"shape {_shape_text(moved.shape[mask.ndim:mask.ndim + lead] + (n,) + moved.shape[mask.ndim + lead:])}"))
 
 
+def _extreme_of(dtype: np.dtype, lowest: bool):
+    """The dtype's smallest (``lowest``) or largest value, a NumPy scalar: where a max or min starts."""
+    if dtype.kind == "f":
+        value = -np.inf if lowest else np.inf
+    elif dtype.kind == "b":
+        value = not lowest
+    else:
+        value = np.iinfo(dtype).min if lowest else np.iinfo(dtype).max
+    return np.asarray(value, dtype)[()]
+
+
 class MaskedRead:
     """``x[mask]`` with a traced boolean mask over x's leading axes. How many elements it holds is the data's,
     so the compiler follows a selection only where its count never shows: its dtype and ndim, astype, elementwise
@@ -6074,9 +6085,9 @@ class MaskedRead:
     def refuse(self, *args, **kwargs):
         raise NotImplementedError(
             f"boolean mask indexing (x[mask] at {self.line}) has a data-dependent shape and is not supported by the "
-            "compiler but for elementwise functions of selections and assigning them through the mask (x[m] = v, "
-            "x[m] += v, x[m] = np.exp(y[m])); write np.where(mask, f(x), x), or reduce with where=mask "
-            "(np.sum(x, where=mask), np.max(x, where=mask, initial=...))")
+            "compiler but for elementwise functions of selections, assigning them through the mask (x[m] = v, "
+            "x[m] += v, x[m] = np.exp(y[m])) and reducing a selection over every axis (x[m].sum(), np.max(x[m])); "
+            "write np.where(mask, f(x), x), or reduce with where=mask (np.sum(x, axis=0, where=mask))")
 
     def __getattr__(self, name):
         self.refuse()
@@ -6092,6 +6103,81 @@ class MaskedRead:
     itemsize = property(lambda self: self.values.dtype.itemsize)
     ndim = property(lambda self: len(self.rest) + 1)
 
+    def _compacted(self) -> tuple[Tensor, Tensor, Tensor]:
+        """The selection as NumPy holds it, a fresh C array, flattened: ``mask.size`` rows of the values, the
+        selected ones first in C order (the k-th found where the mask's running count first reaches k + 1; the
+        rows past them repeat the last element), a mask of the elements that are the selection's (the first
+        count x row), and the count. A reduction of a contiguous array agrees with NumPy's reduction of a
+        longer one under a where= mask that selects a prefix (NumPy's masked loop takes the prefix as one run)."""
+        n, row = self.mask.size, math.prod(self.rest)
+        if not n:
+            empty = Tensor(const_node(np.zeros(0, self.dtype)))
+            return empty, Tensor(const_node(np.zeros(0, np.bool_))), Tensor(const_node(np.zeros((), np.intp)))
+        counted = np.cumsum(ravel(self.mask), dtype=np.intp)
+        count = counted[n - 1]
+        nth = np.minimum(np.searchsorted(counted, np.arange(1, n + 1)), n - 1)
+        rows = np.take(reshape(self.values, (n, row)), nth, axis=0)
+        kept = np.broadcast_to(reshape(np.arange(n) < count, (n, 1)), (n, row))
+        return ravel(rows), ravel(kept), count
+
+    def _reduced(self, name: str, axis, keepdims: bool, out, where, **kwargs):
+        """``x[mask].<name>()`` over every axis of the selection (its shape the data's, its result's not): NumPy's
+        reduction of the compacted selection (``_compacted``), its elements beyond the selection masked out.
+        ``max``/``min`` without ``initial=`` start from the dtype's extreme, an empty selection NumPy's
+        ValueError as the kernel runs. Over some axes only, with out= or where=, or beside axes before the
+        mask, refused."""
+        every = tuple(range(self.ndim))
+        if out is not None or where is not np._NoValue or self.lead or (
+                axis is not None and tuple(sorted(P.normalize_axes(axis, self.ndim, f"x[mask].{name}"))) != every):
+            self.refuse()
+        flat, kept, count = self._compacted()
+        if name in ("max", "min") and kwargs.get("initial", np._NoValue) is np._NoValue:
+            line = P.user_location().short()
+            if not flat.size:  # (no element to select, whatever the mask)
+                getattr(np, name)(np.zeros(0, self.dtype))  # NumPy's ValueError
+            if P.check_at_run_time(count.node, (count == 0).node, "first", ValueError, lambda n: (
+                    f"zero-size array to reduction operation {'maximum' if name == 'max' else 'minimum'} which has no "
+                    f"identity (x[mask].{name}() at {line}, checked as the kernel ran)")) is None:
+                raise NotImplementedError(f"x[mask].{name}() outside a traced function: its check of an empty "
+                                          "selection needs a kernel")
+            kwargs["initial"] = _extreme_of(self.dtype, lowest=name == "max")
+        kwargs = {k: v for k, v in kwargs.items() if v is not np._NoValue}
+        result = getattr(np, name)(flat, where=kept, **kwargs)
+        return reshape(result, (1,) * self.ndim) if keepdims else result
+
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
+        return self._reduced("sum", axis, keepdims, out, where, dtype=dtype, initial=initial)
+
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
+        return self._reduced("prod", axis, keepdims, out, where, dtype=dtype, initial=initial)
+
+    def max(self, axis=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
+        return self._reduced("max", axis, keepdims, out, where, initial=initial)
+
+    def min(self, axis=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
+        return self._reduced("min", axis, keepdims, out, where, initial=initial)
+
+    def any(self, axis=None, out=None, keepdims=False, *, where=np._NoValue):
+        return self._reduced("any", axis, keepdims, out, where)
+
+    def all(self, axis=None, out=None, keepdims=False, *, where=np._NoValue):
+        return self._reduced("all", axis, keepdims, out, where)
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, *, where=np._NoValue):
+        return self._reduced("mean", axis, keepdims, out, where, dtype=dtype)
+
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np._NoValue, mean=np._NoValue,
+            correction=np._NoValue):
+        if mean is not np._NoValue or correction is not np._NoValue:
+            self.refuse()
+        return self._reduced("var", axis, keepdims, out, where, dtype=dtype, ddof=ddof)
+
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np._NoValue, mean=np._NoValue,
+            correction=np._NoValue):
+        if mean is not np._NoValue or correction is not np._NoValue:
+            self.refuse()
+        return self._reduced("std", axis, keepdims, out, where, dtype=dtype, ddof=ddof)
+
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
         return MaskedRead(self.values.astype(dtype, order, casting, subok, copy), self.mask, self.line, self.selected,
                           self.lead)
@@ -6100,6 +6186,15 @@ class MaskedRead:
         if method != "__call__" or "out" in kwargs or "where" in kwargs or ufunc.signature is not None:
             self.refuse()
         return _selection_ufunc(self, ufunc, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func not in _SELECTION_REDUCTIONS:
+            self.refuse()
+        return func._implementation(*args, **kwargs)  # (NumPy's own: it calls the selection's method)
+
+
+# NumPy's reductions that call an array-like's method of their name (np.sum(x[m]) is x[m].sum())
+_SELECTION_REDUCTIONS = {np.sum, np.prod, np.max, np.min, np.amax, np.amin, np.any, np.all, np.mean, np.var, np.std}
 
 
 def _selection_rows(shape: tuple, rest: tuple, lead: int) -> int | None:
@@ -6209,7 +6304,7 @@ setattr(MaskedRead, "__rdivmod__", _selection_operator(np.divmod, reflected=True
 for _name, _ufunc in {"neg": np.negative, "pos": np.positive, "abs": np.absolute, "invert": np.invert}.items():
     setattr(MaskedRead, f"__{_name}__", lambda self, _ufunc=_ufunc: _ufunc(self))
 for _name in ("matmul", "rmatmul", "imatmul", "len", "iter", "bool", "float", "int", "index", "getitem", "setitem",
-              "array", "array_function"):
+              "array"):
     setattr(MaskedRead, f"__{_name}__", MaskedRead.refuse)
 del _name, _ufunc
 

@@ -675,10 +675,47 @@ def _reduce_where_scale(xs, p):
     return np.sum(a, axis=axis, keepdims=p["keepdims"]) * math.sqrt(max(a.size, 1)) + abs(p["initial"] or 0)
 
 
+def _reduce_where_scale_of_selection(xs, p):
+    """x[mask]'s reduction is a masked one of x over every axis: reduce_where's scale."""
+    mask = np.asarray(xs[1]).astype(bool).reshape(np.shape(xs[1]) + (1,) * (np.ndim(xs[0]) - np.ndim(xs[1])))
+    scale = _reduce_where_scale((xs[0], np.broadcast_to(mask, np.shape(xs[0]))),
+                                {"kind": p["kind"], "axis": None, "keepdims": False, "masked": True,
+                                 "initial": p.get("initial"), "ddof": p.get("ddof", 0)})
+    return np.reshape(scale, (1,) * (1 + np.ndim(xs[0]) - np.ndim(xs[1]))) if p["keepdims"] else scale
+
+
 register(OpInfo("reduce_where", _reduce_where, 2, NUMERIC, "reduction_masked", _reduce_where_sample,
                 domains=(PROD_DOMAIN,), tolerance=REDUCTION, exact=False, mixed_dtypes=True,
                 numpy_name="np.<reduction>(x, where=mask, initial=v)", scale=_reduce_where_scale,
                 notes="operand 1 is the boolean mask"))
+
+def _selection_reduce_sample(c: Chooser) -> Call:
+    """A reduction over every axis of x[mask], the mask (operand 1, computed from the data in the traced
+    function: its count is the kernel's) over x's leading axes; max and min without initial= raise where
+    it selects nothing."""
+    shape = random_shape(c, 1, 3, empty=True)
+    kind = c.pick(("sum", "prod", "max", "min", "any", "all", "mean", "var", "std"))
+    params = {"kind": kind, "keepdims": c.pick((False, True)), "as_method": c.pick((False, True))}
+    if kind in ("max", "min"):
+        params["initial"] = c.pick((None, None, 1))
+    if kind in ("var", "std"):
+        params["ddof"] = c.pick((0, 0, 1))
+    return Call((shape, shape[:c.integer(1, len(shape))]), params=params)
+
+
+def _selection_reduce(xs, p):
+    x, selects = xs
+    kwargs = {k: p[k] for k in ("initial", "ddof") if p.get(k) is not None}
+    selection = x[selects != 0]  # (a traced mask: the function's argument, or computed from it)
+    if p["as_method"]:
+        return getattr(selection, p["kind"])(keepdims=p["keepdims"], **kwargs)
+    return getattr(np, p["kind"])(selection, keepdims=p["keepdims"], **kwargs)
+
+
+register(OpInfo("selection_reduce", _selection_reduce, 2, NUMERIC, "reduction_masked", _selection_reduce_sample,
+                domains=(PROD_DOMAIN,), tolerance=REDUCTION, exact=False, mixed_dtypes=True,
+                numpy_name="x[mask].<reduction>()", scale=_reduce_where_scale_of_selection,
+                notes="operand 1 is the mask, over operand 0's leading axes"))
 
 _NAN_KINDS = ("nansum", "nanprod", "nanmax", "nanmin", "nanmean", "nanvar", "nanstd", "nancumsum", "nancumprod")
 
