@@ -311,10 +311,98 @@ def append_functions(module, text: str) -> None:
 
 
 def substitute_blas(module) -> int:
-    """Replace f32/f64 ``linalg.matmul``/``batch_matmul`` on buffers with OpenBLAS gemm calls."""
+    """Replace f32/f64 ``linalg.matmul``/``batch_matmul`` on buffers with OpenBLAS gemm calls, and the
+    contraction of ``lowering.Emitter.row_dots`` (np.dot of operands of more than two axes) with ?dot calls."""
     targets = find_ops(module.operation, "linalg.matmul", "linalg.batch_matmul")
     with module.context:
-        return _substitute(module, targets)
+        dots, dot_types = _substitute_row_dots(module)
+        used = _substitute(module, targets)
+        if used | dot_types:  # (the gemm shim declares the BLAS functions and the pointer helper for both)
+            append_functions(module, _SHIM_COMMON + "".join(
+                _GEMM_SHIM.format(p="d" if t == "f64" else "s", t=t, m2=_strided(2, t), m3=_strided(3, t))
+                for t in sorted(used | dot_types)) + "".join(
+                _ROW_DOTS_SHIM.format(p="d" if t == "f64" else "s", t=t, m2=_strided(2, t)) for t in sorted(dot_types)))
+        return len(targets) + dots
+
+
+# NumPy's np.dot of operands of more than two axes calls ?dot once per output element at the operands'
+# strides: OpenBLAS has one kernel for unit increments and another for any others, so a row-dot function
+# of the "strided" mode copies each pair of rows to every other element of a scratch buffer first.
+_ROW_DOTS_SHIM = """
+  func.func private @parity_dots_of_rows_{t}(%a: {m2}, %b: {m2}, %c: {m2}, %spread: i1) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %m = memref.dim %a, %c0 : {m2}
+    %k = memref.dim %a, %c1 : {m2}
+    %n = memref.dim %b, %c0 : {m2}
+    %k2 = arith.muli %k, %c2 : index
+    %k4 = arith.muli %k2, %c2 : index
+    %k64 = arith.index_cast %k : index to i64
+    %k264 = arith.index_cast %k2 : index to i64
+    %two = arith.constant 2 : i64
+    %zero = arith.constant 0.0 : {t}
+    %buffer = memref.alloc(%k4) : memref<1x?x{t}>
+    %scratch = memref.cast %buffer : memref<1x?x{t}> to {m2}
+    %ps = func.call @parity_ptr_{t}(%scratch) : ({m2}) -> !llvm.ptr
+    %ps_b = llvm.getelementptr %ps[%k264] : (!llvm.ptr, i64) -> !llvm.ptr, {t}
+    scf.for %i = %c0 to %m step %c1 {{
+      %row = memref.subview %a[%i, 0] [%c1, %k] [1, 1] : {m2} to {m2}
+      %ab, %ao, %am, %ak, %as0, %as1 = memref.extract_strided_metadata %row : {m2} -> memref<{t}>, index, index, index, index, index
+      %inc_a = arith.index_cast %as1 : index to i64
+      %pa = func.call @parity_ptr_{t}(%row) : ({m2}) -> !llvm.ptr
+      scf.for %j = %c0 to %n step %c1 {{
+        %col = memref.subview %b[%j, 0] [%c1, %k] [1, 1] : {m2} to {m2}
+        %bb, %bo, %bm, %bk, %bs0, %bs1 = memref.extract_strided_metadata %col : {m2} -> memref<{t}>, index, index, index, index, index
+        %inc_b = arith.index_cast %bs1 : index to i64
+        %pb = func.call @parity_ptr_{t}(%col) : ({m2}) -> !llvm.ptr
+        %r = scf.if %spread -> ({t}) {{
+          scf.for %q = %c0 to %k step %c1 {{
+            %x = memref.load %a[%i, %q] : {m2}
+            %y = memref.load %b[%j, %q] : {m2}
+            %q2 = arith.muli %q, %c2 : index
+            %q2b = arith.addi %q2, %k2 : index
+            memref.store %x, %scratch[%c0, %q2] : {m2}
+            memref.store %y, %scratch[%c0, %q2b] : {m2}
+          }}
+          %d = llvm.call @scipy_cblas_{p}dot64_(%k64, %ps, %two, %ps_b, %two) : (i64, !llvm.ptr, i64, !llvm.ptr, i64) -> {t}
+          scf.yield %d : {t}
+        }} else {{
+          %d = llvm.call @scipy_cblas_{p}dot64_(%k64, %pa, %inc_a, %pb, %inc_b) : (i64, !llvm.ptr, i64, !llvm.ptr, i64) -> {t}
+          scf.yield %d : {t}
+        }}
+        %s = arith.addf %zero, %r : {t}
+        memref.store %s, %c[%i, %j] : {m2}
+      }}
+    }}
+    memref.dealloc %buffer : memref<1x?x{t}>
+    return
+  }}
+"""
+
+
+def _substitute_row_dots(module) -> tuple[int, set]:
+    """The generic of each private ``parity_row_dots_unit_<n>``/``parity_row_dots_strided_<n>`` function as a
+    call of ``parity_dots_of_rows_<t>`` (``_ROW_DOTS_SHIM``), its rows spread for the "strided" mode: how many,
+    and their element types."""
+    from mlir import ir
+    from mlir.dialects import arith, func
+
+    used, count = set(), 0
+    for fn in list(module.body.operations):
+        name = ir.StringAttr(fn.attributes["sym_name"]).value if "sym_name" in fn.attributes else ""
+        if not name.startswith(("parity_row_dots_unit_", "parity_row_dots_strided_")):
+            continue
+        for op in find_ops(fn.operation, "linalg.generic"):
+            elem = str(ir.MemRefType(op.operands[0].type).element_type)
+            with ir.InsertionPoint(op), op.location:
+                operands = [as_dynamic_operand(v, 2, False) for v in op.operands]
+                spread = arith.ConstantOp(ir.IntegerType.get_signless(1), int(name.startswith("parity_row_dots_strided_")))
+                func.CallOp([], ir.FlatSymbolRefAttr.get(f"parity_dots_of_rows_{elem}"), operands + [spread.result])
+            op.erase()
+            used.add(elem)
+            count += 1
+    return count, used
 
 
 # math ops that convert-math-to-llvm expands into a formula losing the precision they exist for
@@ -409,7 +497,7 @@ def as_dynamic_operand(value, rank: int, transposed: bool):
     return value if value.type == dynamic else memref.CastOp(dynamic, value).result
 
 
-def _substitute(module, targets) -> int:
+def _substitute(module, targets) -> set:
     from mlir import ir
     from mlir.dialects import func
 
@@ -425,10 +513,7 @@ def _substitute(module, targets) -> int:
             func.CallOp([], ir.FlatSymbolRefAttr.get(f"parity_{'b' if rank == 3 else ''}gemm_{elem}"), operands)
         op.erase()
         used.add(elem)
-    if used:
-        append_functions(module, _SHIM_COMMON + "".join(
-            _GEMM_SHIM.format(p="d" if t == "f64" else "s", t=t, m2=_strided(2, t), m3=_strided(3, t)) for t in sorted(used)))
-    return len(targets)
+    return used
 
 
 # --------------------------------------------------------------------------- executables

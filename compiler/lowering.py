@@ -1452,6 +1452,37 @@ class Emitter:
         return self._generic(node.shape, node.dtype, [(result, node.shape, acc)],
                              lambda rb, args: cast_scalar(rb, args[0], acc, node.dtype), node.loc)
 
+    def row_dots(self, node: Node, operands) -> str:
+        """``primitives.row_dots``: NumPy's np.dot of operands of more than two axes calls BLAS's dot once per
+        output element, at the operands' strides. On the CPU, a generic adding each product in turn in a
+        private function named for the mode, ``parity_row_dots_<mode>_<n>``: for "unit" and "strided" the BLAS
+        substitution (``backend.substitute_blas``) replaces it with ?dot calls, one per element, at unit
+        increments or at increments of 2 (the rows copied to every other element of a scratch buffer, so that
+        OpenBLAS takes its kernel for other strides, as NumPy's call did); "loop" is NumPy's own running sum.
+        On a target with its own sum order, one matmul reading y transposed."""
+        (x, y), (m, k), n = operands, node.inputs[0].shape, node.shape[1]
+        mode, t = node.attrs["mode"], dt.mlir_type(node.dtype)
+        a_t, b_t = dt.tensor_type((m, k), node.dtype), dt.tensor_type((n, k), node.dtype)
+        out_t = dt.tensor_type((m, n), node.dtype)
+        signature = ("row_dots", self.numpy_sum_order, mode, a_t, b_t)
+        callee = self.matmul_functions.get(signature)
+        if callee is None:
+            callee = f"parity_row_dots_{mode}_{len(self.matmul_functions)}"
+            self.matmul_functions[signature] = callee
+            self.origins[callee] = OpOrigin(node.op, node.loc, node.id)
+            here = f'loc("{callee}")'
+            if self.numpy_sum_order:
+                body = _sequential_matmul(2, [False, True], [a_t, b_t], out_t, here, t)
+            else:
+                maps = ", ".join(f"affine_map<(d0, d1, d2) -> {m_}>" for m_ in _matmul_maps(2, [False, True]))
+                body = (f"    %r = linalg.matmul indexing_maps = [{maps}] ins(%a, %b : {a_t}, {b_t}) "
+                        f"outs(%init : {out_t}) -> {out_t} {here}\n")
+            self.extra_functions.append(
+                f"  func.func private @{callee}(%a: {a_t} {here}, %b: {b_t} {here}, %init: {out_t} {here}) -> {out_t} {{\n"
+                f"{body}    return %r : {out_t} {here}\n  }} {here}\n")
+        init = self.filled(node.shape, node.dtype, 0, node.loc)
+        return self.assign(f"func.call @{callee}({x}, {y}, {init}) : ({a_t}, {b_t}, {out_t}) -> {out_t}", node.loc)
+
     def reshape(self, x: str, src: Node, shape: tuple, loc) -> str:
         return self._reshaped(x, src.shape, src.dtype, shape, loc)
 
@@ -1576,18 +1607,19 @@ def _matmul_maps(rank: int, folded: list) -> list[str]:
     return [a, b, f"({batch}{m}, {n})"]
 
 
-def _sequential_matmul(rank: int, folded: list, types: list, out_t: str, here: str) -> str:
-    """A float32 matmul (``%r`` of ``%a``, ``%b`` into ``%init``) as a generic whose reduction adds each
-    product in turn, k innermost (NumPy's float16 loop): a generic, so no BLAS call replaces it."""
+def _sequential_matmul(rank: int, folded: list, types: list, out_t: str, here: str, t: str = "f32") -> str:
+    """A matmul of element type ``t`` (``%r`` of ``%a``, ``%b`` into ``%init``) as a generic whose reduction adds
+    each product in turn, k innermost (NumPy's float16 loop, and its dot loop at strides BLAS cannot take): a
+    generic, so no BLAS call replaces it."""
     its = ", ".join(['"parallel"'] * rank + ['"reduction"'])
     dims = ", ".join(f"d{i}" for i in range(rank + 1))
     indexing = ", ".join(f"affine_map<({dims}) -> {m}>" for m in _matmul_maps(rank, folded))
     return (f"    %r = linalg.generic {{indexing_maps = [{indexing}], iterator_types = [{its}]}} "
             f"ins(%a, %b : {types[0]}, {types[1]}) outs(%init : {out_t}) {{\n"
-            f"    ^bb0(%x: f32 {here}, %y: f32 {here}, %sum: f32 {here}):\n"
-            f"      %p = arith.mulf %x, %y : f32 {here}\n"
-            f"      %s = arith.addf %sum, %p : f32 {here}\n"
-            f"      linalg.yield %s : f32 {here}\n"
+            f"    ^bb0(%x: {t} {here}, %y: {t} {here}, %sum: {t} {here}):\n"
+            f"      %p = arith.mulf %x, %y : {t} {here}\n"
+            f"      %s = arith.addf %sum, %p : {t} {here}\n"
+            f"      linalg.yield %s : {t} {here}\n"
             f"    }} -> {out_t} {here}\n")
 
 

@@ -1640,7 +1640,29 @@ def dot(a, b, out=None):
     if x.shape[-1] != y.shape[axis_b]:
         raise ValueError(f"shapes {x.shape} and {y.shape} not aligned: {x.shape[-1]} (dim {x.ndim - 1}) != "
                          f"{y.shape[axis_b]} (dim {axis_b})")
-    return Tensor(_contract(x, y, [x.ndim - 1], [axis_b], cblas=x.ndim <= 2 and y.ndim <= 2), scalar=True)
+    if x.ndim > 2 or y.ndim > 2:
+        return Tensor(_dot_of_rows(x, y, axis_b), scalar=True)
+    return Tensor(_contract(x, y, [x.ndim - 1], [axis_b], cblas=True), scalar=True)
+
+
+def _dot_of_rows(x: P.Node, y: P.Node, axis_b: int) -> P.Node:
+    """np.dot (and np.inner) of operands of more than two axes, as NumPy's PyArray_MatrixProduct2 computes it:
+    each output element by its type's dot function, which for float32 and float64 is BLAS's ?dot at the
+    operands' strides along the summed axis (x's last, y's ``axis_b``; an operand of another type is first
+    converted to a C-contiguous copy) -- OpenBLAS has one kernel for unit strides and another for any others,
+    and a stride BLAS cannot take (zero, negative) is NumPy's running sum from 0 (``P.row_dots``). Other types
+    add each product in turn: the matmul's loop."""
+    dtype = np.result_type(x.dtype, y.dtype)
+    if dtype not in _BLAS_TYPES:
+        return _contract(x, y, [x.ndim - 1], [axis_b])
+    increments = [max(layout.strides_of(v)[axis] if v.dtype == dtype else math.prod(v.shape[axis + 1:]), 0)
+                  for v, axis in ((x, x.ndim - 1), (y, axis_b))]  # (in elements; BLAS takes none below 1)
+    mode = "loop" if 0 in increments else "unit" if increments == [1, 1] else "strided"
+    free_b = [i for i in range(y.ndim) if i != axis_b]
+    k = x.shape[-1]
+    rows_x = P.reshape(P.cast(x, dtype), (math.prod(x.shape[:-1]), k))
+    rows_y = P.reshape(P.transpose(P.cast(y, dtype), free_b + [axis_b]), (math.prod(y.shape[i] for i in free_b), k))
+    return P.reshape(P.row_dots(rows_x, rows_y, mode), x.shape[:-1] + tuple(y.shape[i] for i in free_b))
 
 
 def _dot_into(a, b, out) -> Tensor:
@@ -1665,7 +1687,9 @@ def inner(a, b):
         raise ValueError(f"np.inner: shapes {x.shape} and {y.shape} not aligned: {x.shape[-1]} (dim {x.ndim - 1}) "
                          f"!= {y.shape[-1]} (dim {y.ndim - 1})")
     # (NumPy's np.dot of x and y with y's last axis moved first)
-    return Tensor(_contract(x, y, [x.ndim - 1], [y.ndim - 1], cblas=x.ndim <= 2 and y.ndim <= 2), scalar=True)
+    if x.ndim > 2 or y.ndim > 2:
+        return Tensor(_dot_of_rows(x, y, y.ndim - 1), scalar=True)
+    return Tensor(_contract(x, y, [x.ndim - 1], [y.ndim - 1], cblas=True), scalar=True)
 
 
 def _one_product_laid_out(x: P.Node, y: P.Node) -> Tensor:
@@ -6212,10 +6236,11 @@ def _spread_over_selection(v: Tensor, mask: Tensor, rest: tuple, lead: int, prob
     kernel checks the count, ``problem(count)`` otherwise); any other is broadcast to every element. None where
     nothing is written (no element selected, or none to select)."""
     rows = _selection_rows(v.shape, rest, lead)
-    v = broadcast_to(reshape(v, (1,) * (len(rest) + 1 - v.ndim) + v.shape), rest[:lead] + (rows or 1,) + rest[lead:])
+    v = broadcast_to(reshape(v, (1,) * (len(rest) + 1 - v.ndim) + v.shape),
+                     rest[:lead] + (1 if rows is None else rows,) + rest[lead:])
     v = moveaxis(v, lead, 0)  # the selected elements' axis first, as the mask's axes are
-    return _at_selected(mask.shape + rest, mask, P.reshape(v.node, v.shape if rows else v.shape[1:]), rows, problem,
-                        what)
+    return _at_selected(mask.shape + rest, mask, P.reshape(v.node, v.shape if rows is not None else v.shape[1:]), rows,
+                        problem, what)
 
 
 def _selection_ufunc(read: MaskedRead, ufunc, inputs, kwargs=None) -> MaskedRead | tuple:

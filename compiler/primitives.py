@@ -927,6 +927,27 @@ primitive("iota", lambda n, v: np.broadcast_to(np.arange(n.shape[n.attrs["axis"]
 primitive("sort_permutation", lambda n, v: np.argsort(v[0], axis=-1, kind="stable"),
           lambda em, n, ops: em.sort_permutation(n, ops[0]))
 primitive("matmul", lambda n, v: np.matmul(v[0], v[1]), lambda em, n, ops: em.matmul(n, ops), "accumulates")
+
+
+def _eval_row_dots(node, values):
+    """NumPy's dot of each pair of rows, called as ``row_dots`` calls it: np.dot of two vectors is BLAS's dot
+    at their strides (unit ones, or every other element of a spread copy), a running sum from 0 otherwise."""
+    x, y = values
+    mode = node.attrs["mode"]
+    out = np.zeros((x.shape[0], y.shape[0]), node.dtype)
+    for i, j in np.ndindex(out.shape):
+        if mode == "loop":
+            out[i, j] = np.cumsum(x[i] * y[j], dtype=node.dtype)[-1] + node.dtype.type(0) if x.shape[1] else 0
+        elif mode == "unit":
+            out[i, j] = np.dot(np.ascontiguousarray(x[i]), np.ascontiguousarray(y[j]))
+        else:
+            spread = np.zeros((2, 2 * x.shape[1]), node.dtype)
+            spread[0, ::2], spread[1, ::2] = x[i], y[j]
+            out[i, j] = np.dot(spread[0, ::2], spread[1, ::2])
+    return out
+
+
+primitive("row_dots", _eval_row_dots, lambda em, n, ops: em.row_dots(n, ops), "accumulates")
 primitive("reshape", lambda n, v: np.reshape(v[0], n.shape), lambda em, n, ops: em.reshape(ops[0], n.inputs[0], n.shape, n.loc))
 primitive("copy", lambda n, v: np.array(v[0], order=n.attrs["order"]), lambda em, n, ops: ops[0])
 primitive("transpose", lambda n, v: np.transpose(v[0], n.attrs["perm"]).copy(), lambda em, n, ops: em.transpose(n, ops[0]))
@@ -1684,6 +1705,21 @@ def broadcast_to(x: Node, shape) -> Node:
     if shape == x.shape:
         return x
     return _make("broadcast_to", [x], shape, x.dtype, compute=(x.dtype,))
+
+
+ROW_DOT_MODES = ("unit", "strided", "loop")
+
+
+def row_dots(x: Node, y: Node, mode: str) -> Node:
+    """``out[i, j]``: the dot of row i of x (m, k) and row j of y (n, k), both of one float32/float64 dtype, as
+    NumPy's np.dot of operands of more than two axes computes each output element: BLAS's ?dot where both
+    operands' strides along k are BLAS's, OpenBLAS taking one kernel at unit strides ("unit") and another at
+    any others ("strided"), and a running sum from 0 where they are not ("loop": a zero or negative stride)."""
+    if mode not in ROW_DOT_MODES or x.dtype != y.dtype or x.dtype not in (np.float32, np.float64) or \
+            x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[1]:
+        raise ValueError(f"row_dots: rows of one length and float dtype, a mode of {ROW_DOT_MODES}; got {x.shape} "
+                         f"{x.dtype}, {y.shape} {y.dtype}, {mode!r}")
+    return _make("row_dots", [x, y], (x.shape[0], y.shape[0]), x.dtype, mode=mode)
 
 
 def matmul(a: Node, b: Node) -> Node:

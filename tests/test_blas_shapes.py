@@ -54,3 +54,33 @@ def test_float16_matmuls_add_each_product_in_turn_as_numpys_half_loop_does():
         assert got.dtype == want.dtype == np.float16 and got.tobytes() == want.tobytes()
     wide = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
     assert not np.array_equal(wide, a @ b)  # the order shows
+
+
+_A3, _B3 = np.random.default_rng(6).standard_normal((2, 3, 40)), np.random.default_rng(7).standard_normal((4, 40, 5))
+ND_DOTS = {  # (function, a, b): NumPy calls ?dot per output element, at the operands' strides along k
+    "3-d . 3-d (a unit, b strided)": (np.dot, _A3, _B3),
+    "2-d . 3-d": (np.dot, _A3[0], _B3),
+    "3-d . vector (both unit)": (np.dot, _A3, _B3[0, :, 0].copy()),
+    "vector . 3-d": (lambda a, b: a.dot(b), _A3[0, 0].copy(), _B3),
+    "3-d . 3-d, b's k axis last (both unit)": (lambda a, b: np.dot(a, np.swapaxes(b, 1, 2).copy().swapaxes(1, 2)), _A3, _B3),
+    "a transposed (strided)": (lambda a, b: np.dot(a.T, b), np.random.default_rng(8).standard_normal((40, 3, 2)), _B3),
+    "a reversed (NumPy's own loop)": (lambda a, b: np.dot(a[..., ::-1], b), _A3, _B3),
+    "b broadcast (NumPy's own loop)": (lambda a, b: np.dot(a, np.broadcast_to(b[:1], (4, 40, 5))), _A3, _B3),
+    "int32 a converted (a C copy)": (lambda a, b: np.dot((a * 10).astype(np.int32), b), _A3, _B3),
+    "np.inner of 3-d": (np.inner, _A3, _B3[:, :, 0][:, None, :]),
+    "k past OpenBLAS's threading bound": (np.dot, np.random.default_rng(9).standard_normal((2, 1, 30000)),
+                                          np.random.default_rng(10).standard_normal((2, 30000, 3))),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", list(ND_DOTS))
+def test_dots_of_more_than_two_axes_are_numpys_dot_per_element(name, dtype):
+    """np.dot/np.inner with an operand of more than two axes: NumPy's MatrixProduct2 calls BLAS's ?dot for each
+    output element at the operands' strides (OpenBLAS: one kernel for unit increments, another for others), or
+    adds the products itself where a stride is not BLAS's; a gemm of the same operands rounds otherwise."""
+    fn, a, b = ND_DOTS[name]
+    a, b = a.astype(dtype) if a.dtype.kind == "f" else a, b.astype(dtype)
+    got, want = jit(fn)(a, b), fn(a, b)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == want.tobytes(), f"max err {np.abs(got - want).max()}"

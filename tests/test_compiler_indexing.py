@@ -911,6 +911,21 @@ def test_a_reduction_of_a_traced_selection_over_every_axis_is_numpys(name, dtype
             check(fn, x)
 
 
+def test_a_ufunc_of_a_selection_and_a_value_of_no_rows_is_numpys():
+    # (found by the GPU emulator's registry sweep: a value of zero rows was broadcast to one row)
+    def times_nothing(a, threshold):
+        y = a * 1
+        m = a[:, 0, 0] > threshold
+        y[m] = y[m] + np.ones((0, 1, 1), np.float32)
+        return y
+
+    check(lambda a: times_nothing(a, 100), X)  # nothing selected: NumPy's empty selection takes it
+    with pytest.raises(ValueError, match="operands could not be broadcast together"):
+        times_nothing(X, -100)
+    with pytest.raises(ValueError, match=r"operands could not be broadcast together .*checked as the kernel ran"):
+        jit(lambda a: times_nothing(a, -100))(X)
+
+
 def test_other_reductions_of_a_traced_selection_are_refused_by_name():
     refusals = (lambda a: a[a[:, 0, 0] > -7].sum(axis=0), lambda a: a[:, a[0, :, 0] > 0].sum(),
                 lambda a: a[a > 0].sum(out=np.zeros((), np.float32)), lambda a: np.median(a[a > 0]))
