@@ -312,17 +312,20 @@ def append_functions(module, text: str) -> None:
 
 def substitute_blas(module) -> int:
     """Replace f32/f64 ``linalg.matmul``/``batch_matmul`` on buffers with OpenBLAS gemm calls, and the
-    contraction of ``lowering.Emitter.row_dots`` (np.dot of operands of more than two axes) with ?dot calls."""
+    contractions of ``lowering.Emitter.row_dots`` (np.dot of operands of more than two axes) and
+    ``Emitter.window_dots`` (np.correlate, np.convolve) with ?dot calls where NumPy makes them."""
     targets = find_ops(module.operation, "linalg.matmul", "linalg.batch_matmul")
     with module.context:
         dots, dot_types = _substitute_row_dots(module)
+        windows, window_types = _substitute_window_dots(module)
         used = _substitute(module, targets)
-        if used | dot_types:  # (the gemm shim declares the BLAS functions and the pointer helper for both)
+        if used | dot_types | window_types:  # (the gemm shim declares the BLAS functions and the pointer helper)
+            shims = [(_GEMM_SHIM, used | dot_types | window_types), (_ROW_DOTS_SHIM, dot_types),
+                     (_WINDOW_DOTS_SHIM, window_types)]
             append_functions(module, _SHIM_COMMON + "".join(
-                _GEMM_SHIM.format(p="d" if t == "f64" else "s", t=t, m2=_strided(2, t), m3=_strided(3, t))
-                for t in sorted(used | dot_types)) + "".join(
-                _ROW_DOTS_SHIM.format(p="d" if t == "f64" else "s", t=t, m2=_strided(2, t)) for t in sorted(dot_types)))
-        return len(targets) + dots
+                shim.format(p="d" if t == "f64" else "s", t=t, m1=_strided(1, t), m2=_strided(2, t), m3=_strided(3, t))
+                for shim, types in shims for t in sorted(types)))
+        return len(targets) + dots + windows
 
 
 # NumPy's np.dot of operands of more than two axes calls ?dot once per output element at the operands'
@@ -379,6 +382,94 @@ _ROW_DOTS_SHIM = """
     return
   }}
 """
+
+
+# NumPy's correlation (_pyarray_correlate, for np.correlate and np.convolve) calls ?dot for each output on the
+# overlapping elements at unit strides, but for the full windows of a kernel of at most 11 elements, which its
+# small_correlate sums in order from 0.
+_WINDOW_DOTS_SHIM = """
+  func.func private @parity_ptr1_{t}(%v: {m1}) -> !llvm.ptr {{
+    %base, %off, %size, %stride = memref.extract_strided_metadata %v : {m1} -> memref<{t}>, index, index, index
+    %p = memref.extract_aligned_pointer_as_index %v : {m1} -> index
+    %pi = arith.index_cast %p : index to i64
+    %ptr = llvm.inttoptr %pi : i64 to !llvm.ptr
+    %oi = arith.index_cast %off : index to i64
+    %q = llvm.getelementptr %ptr[%oi] : (!llvm.ptr, i64) -> !llvm.ptr, {t}
+    return %q : !llvm.ptr
+  }}
+  func.func private @parity_windows_{t}(%x: {m1}, %w: {m1}, %out: {m1}, %left: index) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c11 = arith.constant 11 : index
+    %n1 = memref.dim %x, %c0 : {m1}
+    %n2 = memref.dim %w, %c0 : {m1}
+    %length = memref.dim %out, %c0 : {m1}
+    %small = arith.cmpi sle, %n2, %c11 : index
+    %zero = arith.constant 0.0 : {t}
+    %one = arith.constant 1 : i64
+    %px = func.call @parity_ptr1_{t}(%x) : ({m1}) -> !llvm.ptr
+    %pw = func.call @parity_ptr1_{t}(%w) : ({m1}) -> !llvm.ptr
+    scf.for %i = %c0 to %length step %c1 {{
+      %x_from = arith.subi %i, %left : index
+      %xs = arith.maxsi %x_from, %c0 : index
+      %w_from = arith.subi %left, %i : index
+      %ws = arith.maxsi %w_from, %c0 : index
+      %w_room = arith.subi %n2, %ws : index
+      %x_room = arith.subi %n1, %xs : index
+      %n = arith.minsi %w_room, %x_room : index
+      %full = arith.cmpi eq, %n, %n2 : index
+      %in_order = arith.andi %small, %full : i1
+      %r = scf.if %in_order -> ({t}) {{
+        %s = scf.for %j = %c0 to %n step %c1 iter_args(%acc = %zero) -> ({t}) {{
+          %xj = arith.addi %xs, %j : index
+          %wj = arith.addi %ws, %j : index
+          %a = memref.load %x[%xj] : {m1}
+          %b = memref.load %w[%wj] : {m1}
+          %prod = arith.mulf %a, %b : {t}
+          %sum = arith.addf %acc, %prod : {t}
+          scf.yield %sum : {t}
+        }}
+        scf.yield %s : {t}
+      }} else {{
+        %xs64 = arith.index_cast %xs : index to i64
+        %ws64 = arith.index_cast %ws : index to i64
+        %n64 = arith.index_cast %n : index to i64
+        %pa = llvm.getelementptr %px[%xs64] : (!llvm.ptr, i64) -> !llvm.ptr, {t}
+        %pb = llvm.getelementptr %pw[%ws64] : (!llvm.ptr, i64) -> !llvm.ptr, {t}
+        %d = llvm.call @scipy_cblas_{p}dot64_(%n64, %pa, %one, %pb, %one) : (i64, !llvm.ptr, i64, !llvm.ptr, i64) -> {t}
+        %d0 = arith.addf %zero, %d : {t}
+        scf.yield %d0 : {t}
+      }}
+      memref.store %r, %out[%i] : {m1}
+    }}
+    return
+  }}
+"""
+
+
+def _substitute_window_dots(module) -> tuple[int, set]:
+    """The generic of each private ``parity_window_dots_<n_left>_<n>`` function (``Emitter.window_dots``) as a
+    call of ``parity_windows_<t>`` (``_WINDOW_DOTS_SHIM``): how many, and their element types."""
+    from mlir import ir
+    from mlir.dialects import arith, func
+
+    used, count = set(), 0
+    for fn in list(module.body.operations):
+        name = ir.StringAttr(fn.attributes["sym_name"]).value if "sym_name" in fn.attributes else ""
+        if not name.startswith("parity_window_dots_"):
+            continue
+        n_left = int(name.split("_")[3])
+        x = fn.regions[0].blocks[0].arguments[0]
+        for op in find_ops(fn.operation, "linalg.generic"):
+            elem = str(ir.MemRefType(op.operands[0].type).element_type)
+            with ir.InsertionPoint(op), op.location:
+                operands = [as_dynamic_operand(v, 1, False) for v in (x, *op.operands)]
+                left = arith.ConstantOp(ir.IndexType.get(), n_left)
+                func.CallOp([], ir.FlatSymbolRefAttr.get(f"parity_windows_{elem}"), operands + [left.result])
+            op.erase()
+            used.add(elem)
+            count += 1
+    return count, used
 
 
 def _substitute_row_dots(module) -> tuple[int, set]:

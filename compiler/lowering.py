@@ -1483,6 +1483,41 @@ class Emitter:
         init = self.filled(node.shape, node.dtype, 0, node.loc)
         return self.assign(f"func.call @{callee}({x}, {y}, {init}) : ({a_t}, {b_t}, {out_t}) -> {out_t}", node.loc)
 
+    def window_dots(self, node: Node, operands) -> str:
+        """``primitives.window_dots`` (np.correlate, np.convolve): a private function named
+        ``parity_window_dots_<n_left>_<n>`` whose generic adds each output's overlapping products in turn (the
+        order of NumPy's small_correlate, and the fallback where no BLAS is substituted); on the CPU the BLAS
+        substitution replaces it with NumPy's calls of ?dot per output (``backend._WINDOW_DOTS_SHIM``)."""
+        (x, w), n1, n2 = operands, node.inputs[0].shape[0], node.inputs[1].shape[0]
+        n_left, t, length = node.attrs["n_left"], dt.mlir_type(node.dtype), node.shape[0]
+        x_t, w_t, out_t = (dt.tensor_type((d,), node.dtype) for d in (n1, n2, length))
+        callee = f"parity_window_dots_{n_left}_{len(self.matmul_functions)}"
+        self.matmul_functions[("window_dots", callee)] = callee
+        self.origins[callee] = OpOrigin(node.op, node.loc, node.id)
+        h = f'loc("{callee}")'
+        body = "\n".join(f"      {line} {h}" for line in (
+            "%i = linalg.index 0 : index", "%j = linalg.index 1 : index", "%c0 = arith.constant 0 : index",
+            f"%left = arith.constant {n_left} : index", f"%n1 = arith.constant {n1} : index",
+            f"%n2 = arith.constant {n2} : index", f"%x_last = arith.constant {n1 - 1} : index",
+            f"%w_last = arith.constant {n2 - 1} : index",
+            "%x_from = arith.subi %i, %left : index", "%xs = arith.maxsi %x_from, %c0 : index",
+            "%w_from = arith.subi %left, %i : index", "%ws = arith.maxsi %w_from, %c0 : index",
+            "%w_room = arith.subi %n2, %ws : index", "%x_room = arith.subi %n1, %xs : index",
+            "%overlap = arith.minsi %w_room, %x_room : index", "%inside = arith.cmpi slt, %j, %overlap : index",
+            "%xj = arith.addi %xs, %j : index", "%wj = arith.addi %ws, %j : index",
+            "%xk = arith.minsi %xj, %x_last : index", "%wk = arith.minsi %wj, %w_last : index",  # (never past an end)
+            f"%a = tensor.extract %x[%xk] : {x_t}", f"%b = tensor.extract %w[%wk] : {w_t}",
+            f"%p = arith.mulf %a, %b : {t}", f"%s = arith.addf %sum, %p : {t}",
+            f"%r = arith.select %inside, %s, %sum : {t}", f"linalg.yield %r : {t}"))
+        self.extra_functions.append(
+            f"  func.func private @{callee}(%x: {x_t} {h}, %w: {w_t} {h}, %init: {out_t} {h}) -> {out_t} {{\n"
+            f"    %out = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0)>], "
+            f'iterator_types = ["parallel", "reduction"]}} ins(%w : {w_t}) outs(%init : {out_t}) {{\n'
+            f"    ^bb0(%unused: {t} {h}, %sum: {t} {h}):\n{body}\n    }} -> {out_t} {h}\n"
+            f"    return %out : {out_t} {h}\n  }} {h}\n")
+        init = self.filled(node.shape, node.dtype, 0, node.loc)
+        return self.assign(f"func.call @{callee}({x}, {w}, {init}) : ({x_t}, {w_t}, {out_t}) -> {out_t}", node.loc)
+
     def reshape(self, x: str, src: Node, shape: tuple, loc) -> str:
         return self._reshaped(x, src.shape, src.dtype, shape, loc)
 

@@ -4248,6 +4248,13 @@ def _correlation(x: Tensor, w: Tensor, mode) -> Tensor:
     n, m = x.shape[0], w.shape[0]
     dtype = np.result_type(x.dtype, w.dtype)
     x, w = x.astype(dtype), w.astype(dtype)
+    kind = {"v": 0, "s": 1, "f": 2}[mode.lower()[0]] if isinstance(mode, str) else operator.index(mode)
+    if dtype in _BLAS_TYPES:  # NumPy's _pyarray_correlate: the longer operand first, the result reversed then
+        (a, v), inverted = ((w, x), True) if n < m else ((x, w), False)
+        short = min(n, m)
+        n_left, n_right = {0: (0, 0), 1: (short // 2, short - short // 2 - 1), 2: (short - 1, short - 1)}[kind]
+        out = Tensor(P.window_dots(a.node, v.node, n_left, n_right))
+        return out[::-1].copy() if inverted else out
     zeros = const_node(np.zeros(m - 1, dtype))
     padded = P.concat([zeros, x.node, zeros], 0) if m > 1 else x.node
     positions = np.arange(n + m - 1)[:, None] + np.arange(m)[None, :]
@@ -4255,13 +4262,12 @@ def _correlation(x: Tensor, w: Tensor, mode) -> Tensor:
     if dtype.kind == "f" and m > 1:
         # NumPy adds only the products of overlapping elements (a padding zero times an inf or NaN of the
         # other operand is no term of its sum): each window's products, those past an end left out
+        # float16's: NumPy's half dot adds them in turn from 0 in float32 (a running sum; + 0.0 as its start)
         inside = (positions >= m - 1) & (positions < n + m - 1)
-        wide = np.dtype(np.float32) if dtype == np.float16 else dtype  # (NumPy's half dot sums in float32)
-        products = Tensor(windows).astype(wide) * w.astype(wide)[None, :]
-        full = sum_(where(inside, products, 0), axis=1).astype(dtype).node
+        products = Tensor(windows).astype(np.float32) * w.astype(np.float32)[None, :]
+        full = (cumsum(where(inside, products, 0), axis=1)[:, -1] + np.float32(0)).astype(dtype).node
     else:
         full = P.reshape(P.matmul(windows, P.reshape(w.node, (m, 1))), (n + m - 1,))
-    kind = {"v": 0, "s": 1, "f": 2}[mode.lower()[0]] if isinstance(mode, str) else operator.index(mode)
     if kind == 2:
         return Tensor(full)
     start, length = (min(n, m) - 1, max(n, m) - min(n, m) + 1) if kind == 0 else \

@@ -1707,6 +1707,47 @@ def broadcast_to(x: Node, shape) -> Node:
     return _make("broadcast_to", [x], shape, x.dtype, compute=(x.dtype,))
 
 
+def window_dots(x: Node, w: Node, n_left: int, n_right: int) -> Node:
+    """NumPy's correlation of x (n1,) with w (n2,), n1 >= n2 >= 1, both of one float32/float64 dtype, as its
+    _pyarray_correlate computes it: ``n_left`` outputs before the full windows, each the dot of x's first
+    elements with w's last ones (one more each), the n1 - n2 + 1 full windows, and ``n_right`` after, shrinking
+    alike. Every output is BLAS's ?dot of the overlapping elements at unit strides, but the full windows of a w
+    of at most 11 elements, which NumPy's small_correlate sums in order from 0."""
+    n1, n2 = x.shape[0] if x.ndim == 1 else -1, w.shape[0] if w.ndim == 1 else -1
+    if x.dtype != w.dtype or x.dtype not in (np.float32, np.float64) or not n1 >= n2 >= 1 or \
+            not 0 <= n_left < n2 or not 0 <= n_right < n2:
+        raise ValueError(f"window_dots: a longer and a shorter vector of one float dtype; got {x.shape} {x.dtype}, "
+                         f"{w.shape} {w.dtype}, n_left={n_left}, n_right={n_right}")
+    return _make("window_dots", [x, w], (n1 - n2 + 1 + n_left + n_right,), x.dtype, n_left=n_left, n_right=n_right)
+
+
+# the longest w whose full windows NumPy's small_correlate sums itself (in order) rather than with BLAS
+SMALL_CORRELATE = 11
+
+
+def window_bounds(i: int, n1: int, n2: int, n_left: int) -> tuple[int, int, int]:
+    """Output i of ``window_dots``: where its elements start in x and in w, and how many overlap."""
+    x_start, w_start = max(i - n_left, 0), max(n_left - i, 0)
+    return x_start, w_start, min(n2 - w_start, n1 - x_start)
+
+
+def _eval_window_dots(node, values):
+    x, w = values
+    n_left = node.attrs["n_left"]
+    out = np.zeros(node.shape, node.dtype)
+    for i in range(out.shape[0]):
+        xs, ws, n = window_bounds(i, x.shape[0], w.shape[0], n_left)
+        if w.shape[0] <= SMALL_CORRELATE and n == w.shape[0]:
+            total = node.dtype.type(0)
+            for j in range(n):
+                total = total + x[xs + j] * w[ws + j]
+            out[i] = total
+        else:
+            out[i] = node.dtype.type(0) + np.dot(np.ascontiguousarray(x[xs:xs + n]), np.ascontiguousarray(w[ws:ws + n]))
+    return out
+
+
+primitive("window_dots", _eval_window_dots, lambda em, n, ops: em.window_dots(n, ops), "accumulates")
 ROW_DOT_MODES = ("unit", "strided", "loop")
 
 

@@ -84,3 +84,21 @@ def test_dots_of_more_than_two_axes_are_numpys_dot_per_element(name, dtype):
     got, want = jit(fn)(a, b), fn(a, b)
     assert got.dtype == want.dtype and got.shape == want.shape
     assert got.tobytes() == want.tobytes(), f"max err {np.abs(got - want).max()}"
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("mode", ["valid", "same", "full"])
+@pytest.mark.parametrize("fn", [np.correlate, np.convolve], ids=["correlate", "convolve"])
+def test_correlations_are_numpys_dot_per_output(fn, mode, dtype):
+    """NumPy's _pyarray_correlate computes each output with its type's dot of the overlapping elements: BLAS's
+    ?dot for float32/64 (OpenBLAS: a vector kernel past 16 elements), but the full windows of a kernel of at most
+    11 elements, which its small_correlate adds in turn; float16's dot adds in turn in float32. The longer
+    operand goes first (np.correlate reverses the result then). Windows of 3, 11, 12, 37 and 100 elements."""
+    rng = np.random.default_rng(12)
+    compiled = jit(lambda a, v: fn(a, v, mode))
+    for n1, n2 in ((60, 3), (60, 11), (60, 12), (5000, 37), (200, 100), (7, 30)):
+        a = (rng.standard_normal(n1) * 10.0 ** rng.uniform(-1, 1, n1)).astype(dtype)
+        v = (rng.standard_normal(n2) * 10.0 ** rng.uniform(-1, 1, n2)).astype(dtype)
+        got, want = compiled(a, v), fn(a, v, mode)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.tobytes() == want.tobytes(), f"{n1},{n2}: max err {np.abs(got.astype(float) - want).max()}"
