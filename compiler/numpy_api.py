@@ -6066,6 +6066,11 @@ def _assign_through_inner_mask(t: Tensor, key: tuple, value) -> None:
         f"shape {_shape_text(moved.shape[mask.ndim:mask.ndim + lead] + (n,) + moved.shape[mask.ndim + lead:])}"))
 
 
+def _sized(shape: tuple, strides: tuple) -> tuple:
+    """Strides of the axes longer than one (where unit axes lie changes no layout)."""
+    return tuple(st for d, st in zip(shape, strides) if d != 1)
+
+
 def _extreme_of(dtype: np.dtype, lowest: bool):
     """The dtype's smallest (``lowest``) or largest value, a NumPy scalar: where a max or min starts."""
     if dtype.kind == "f":
@@ -6116,7 +6121,8 @@ class MaskedRead:
         raise NotImplementedError(
             f"boolean mask indexing (x[mask] at {self.line}) has a data-dependent shape and is not supported by the "
             "compiler but for elementwise functions of selections, assigning them through the mask (x[m] = v, "
-            "x[m] += v, x[m] = np.exp(y[m])) and reducing a selection over every axis (x[m].sum(), np.max(x[m])); "
+            "x[m] += v, x[m] = np.exp(y[m])) and reducing a selection over its first axis (x[m].sum(), "
+            "np.max(x[m], axis=0)); "
             "write np.where(mask, f(x), x), or reduce with where=mask (np.sum(x, axis=0, where=mask))")
 
     def __getattr__(self, name):
@@ -6134,46 +6140,64 @@ class MaskedRead:
     ndim = property(lambda self: len(self.rest) + 1)
 
     def _compacted(self) -> tuple[Tensor, Tensor, Tensor]:
-        """The selection as NumPy holds it, a fresh C array, flattened: ``mask.size`` rows of the values, the
-        selected ones first in C order (the k-th found where the mask's running count first reaches k + 1; the
-        rows past them repeat the last element), a mask of the elements that are the selection's (the first
-        count x row), and the count. A reduction of a contiguous array agrees with NumPy's reduction of a
-        longer one under a where= mask that selects a prefix (NumPy's masked loop takes the prefix as one run)."""
-        n, row = self.mask.size, math.prod(self.rest)
+        """The selection as NumPy holds it, a fresh C array: ``mask.size`` rows of the values, the selected ones
+        first in C order (the k-th found where the mask's running count first reaches k + 1; the rows past them
+        repeat the last one), a C array of its shape marking the rows that are the selection's (the first count),
+        and the count. A reduction of a C array over its first axis (and any others) agrees with NumPy's
+        reduction of a longer one under a where= mask of its first rows (NumPy's masked loop takes them as the
+        same runs)."""
+        n, rest = self.mask.size, self.rest
         if not n:
-            empty = Tensor(const_node(np.zeros(0, self.dtype)))
-            return empty, Tensor(const_node(np.zeros(0, np.bool_))), Tensor(const_node(np.zeros((), np.intp)))
+            return (Tensor(const_node(np.zeros((0,) + rest, self.dtype))),
+                    Tensor(const_node(np.zeros((0,) + rest, np.bool_))), Tensor(const_node(np.zeros((), np.intp))))
         counted = np.cumsum(ravel(self.mask), dtype=np.intp)
         count = counted[n - 1]
         nth = np.minimum(np.searchsorted(counted, np.arange(1, n + 1)), n - 1)
-        rows = np.take(reshape(self.values, (n, row)), nth, axis=0)
-        kept = np.broadcast_to(reshape(np.arange(n) < count, (n, 1)), (n, row))
-        return ravel(rows), ravel(kept), count
+        rows = np.take(reshape(self.values, (n,) + rest), nth, axis=0)
+        kept = np.broadcast_to(reshape(np.arange(n) < count, (n,) + (1,) * len(rest)), (n,) + rest).copy(order="C")
+        return rows, kept, count
 
     def _reduced(self, name: str, axis, keepdims: bool, out, where, **kwargs):
-        """``x[mask].<name>()`` over every axis of the selection (its shape the data's, its result's not): NumPy's
-        reduction of the compacted selection (``_compacted``), its elements beyond the selection masked out.
-        ``max``/``min`` without ``initial=`` start from the dtype's extreme, an empty selection NumPy's
-        ValueError as the kernel runs. Over some axes only, with out= or where=, or beside axes before the
-        mask, refused."""
-        every = tuple(range(self.ndim))
-        if out is not None or where is not np._NoValue or self.lead or (
-                axis is not None and tuple(sorted(P.normalize_axes(axis, self.ndim, f"x[mask].{name}"))) != every):
+        """``x[mask].<name>(axis)`` over axes that include the selection's first (its length the data's, the
+        result's shape not): NumPy's reduction of the compacted selection (``_compacted``), its rows beyond the
+        selection masked out. ``max``/``min`` without ``initial=`` start from the dtype's extreme, and where NumPy
+        would reduce nothing, its ValueError (as the kernel runs where only the count decides). Over the other
+        axes only, with out= or where=, or beside axes before the mask, refused."""
+        axes = tuple(range(self.ndim)) if axis is None else \
+            tuple(sorted(P.normalize_axes(axis, self.ndim, f"x[mask].{name}")))
+        if out is not None or where is not np._NoValue or self.lead or 0 not in axes:
             self.refuse()
-        flat, kept, count = self._compacted()
-        if name in ("max", "min") and kwargs.get("initial", np._NoValue) is np._NoValue:
-            line = P.user_location().short()
-            if not flat.size:  # (no element to select, whatever the mask)
-                getattr(np, name)(np.zeros(0, self.dtype))  # NumPy's ValueError
-            if P.check_at_run_time(count.node, (count == 0).node, "first", ValueError, lambda n: (
-                    f"zero-size array to reduction operation {'maximum' if name == 'max' else 'minimum'} which has no "
-                    f"identity (x[mask].{name}() at {line}, checked as the kernel ran)")) is None:
-                raise NotImplementedError(f"x[mask].{name}() outside a traced function: its check of an empty "
-                                          "selection needs a kernel")
-            kwargs["initial"] = _extreme_of(self.dtype, lowest=name == "max")
         kwargs = {k: v for k, v in kwargs.items() if v is not np._NoValue}
-        result = getattr(np, name)(flat, where=kept, **kwargs)
-        return reshape(result, (1,) * self.ndim) if keepdims else result
+        reduce = lambda a, **more: getattr(np, name)(a, axis=axes, keepdims=keepdims, **kwargs, **more)  # noqa: E731
+        if 0 in self.rest:  # no element whatever the count: a sum's or product's result is the identity's
+            if name in ("sum", "prod", "any", "all"):
+                return reduce(Tensor(const_node(np.zeros((1,) + self.rest, self.dtype))))
+            raise NotImplementedError(  # (NumPy's errors and warnings still follow the count)
+                f"x[mask].{name}() of a selection whose rows have no element ({self.rest}) is not supported by the "
+                "compiler: reduce x itself with where=mask")
+        strides = layout.strides_of(self.values.node)
+        if not layout.known(self.values.node) or \
+                _sized(self.values.shape, strides) != _sized(self.values.shape, layout.contiguous_strides(self.values.shape)):
+            raise NotImplementedError(  # (NumPy lays x[mask] out after x, and its reduction follows that layout)
+                f"x[mask].{name}() of an array NumPy lays out otherwise than C-contiguously (x.T[m], a Fortran array) "
+                "is not supported by the compiler: reduce x itself with where=mask, or take x.copy(order='C') first")
+        rows, kept, count = self._compacted()
+        if name in ("max", "min") and "initial" not in kwargs:
+            stand_in = np.zeros((1,) + self.rest, self.dtype)
+            reduce(stand_in)  # NumPy's ValueError where even one selected row leaves nothing to reduce
+            try:
+                reduce(stand_in[:0])
+                message = None
+            except ValueError as error:  # only an empty selection fails: the kernel checks the count
+                message = str(error)
+            if message is not None:
+                line = P.user_location().short()
+                if P.check_at_run_time(count.node, (count == 0).node, "first", ValueError,
+                                       lambda n: f"{message} (x[mask].{name}() at {line}, checked as the kernel ran)") is None:
+                    raise NotImplementedError(f"x[mask].{name}() outside a traced function: its check of an empty "
+                                              "selection needs a kernel")
+            kwargs["initial"] = _extreme_of(self.dtype, lowest=name == "max")
+        return reduce(rows, where=kept)
 
     def sum(self, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
         return self._reduced("sum", axis, keepdims, out, where, dtype=dtype, initial=initial)

@@ -678,10 +678,13 @@ def _reduce_where_scale(xs, p):
 def _reduce_where_scale_of_selection(xs, p):
     """x[mask]'s reduction is a masked one of x over every axis: reduce_where's scale."""
     mask = np.asarray(xs[1]).astype(bool).reshape(np.shape(xs[1]) + (1,) * (np.ndim(xs[0]) - np.ndim(xs[1])))
+    axis = None if p.get("axis") is None else tuple(range(np.ndim(xs[1])))  # (the selection's first: the mask's)
     scale = _reduce_where_scale((xs[0], np.broadcast_to(mask, np.shape(xs[0]))),
-                                {"kind": p["kind"], "axis": None, "keepdims": False, "masked": True,
+                                {"kind": p["kind"], "axis": axis, "keepdims": False, "masked": True,
                                  "initial": p.get("initial"), "ddof": p.get("ddof", 0)})
-    return np.reshape(scale, (1,) * (1 + np.ndim(xs[0]) - np.ndim(xs[1]))) if p["keepdims"] else scale
+    if not p["keepdims"]:
+        return scale
+    return np.reshape(scale, (1,) * (1 + np.ndim(xs[0]) - np.ndim(xs[1])) if axis is None else (1,) + np.shape(scale))
 
 
 register(OpInfo("reduce_where", _reduce_where, 2, NUMERIC, "reduction_masked", _reduce_where_sample,
@@ -690,17 +693,21 @@ register(OpInfo("reduce_where", _reduce_where, 2, NUMERIC, "reduction_masked", _
                 notes="operand 1 is the boolean mask"))
 
 def _selection_reduce_sample(c: Chooser) -> Call:
-    """A reduction over every axis of x[mask], the mask (operand 1, computed from the data in the traced
-    function: its count is the kernel's) over x's leading axes; max and min without initial= raise where
+    """A reduction of x[mask] over every axis or its first, the mask (operand 1, computed from the data in the
+    traced function: its count is the kernel's) over x's leading axes; max and min without initial= raise where
     it selects nothing."""
     shape = random_shape(c, 1, 3, empty=True)
     kind = c.pick(("sum", "prod", "max", "min", "any", "all", "mean", "var", "std"))
-    params = {"kind": kind, "keepdims": c.pick((False, True)), "as_method": c.pick((False, True))}
+    params = {"kind": kind, "keepdims": c.pick((False, True)), "as_method": c.pick((False, True)),
+              "axis": c.pick((None, 0))}
     if kind in ("max", "min"):
         params["initial"] = c.pick((None, None, 1))
     if kind in ("var", "std"):
         params["ddof"] = c.pick((0, 0, 1))
-    return Call((shape, shape[:c.integer(1, len(shape))]), params=params)
+    lead = c.integer(1, len(shape))
+    if kind not in ("sum", "prod", "any", "all"):  # (rows of no element: refused by name but for those)
+        shape = shape[:lead] + tuple(max(d, 1) for d in shape[lead:])
+    return Call((shape, shape[:lead]), params=params)
 
 
 def _selection_reduce(xs, p):
@@ -708,8 +715,8 @@ def _selection_reduce(xs, p):
     kwargs = {k: p[k] for k in ("initial", "ddof") if p.get(k) is not None}
     selection = x[selects != 0]  # (a traced mask: the function's argument, or computed from it)
     if p["as_method"]:
-        return getattr(selection, p["kind"])(keepdims=p["keepdims"], **kwargs)
-    return getattr(np, p["kind"])(selection, keepdims=p["keepdims"], **kwargs)
+        return getattr(selection, p["kind"])(axis=p.get("axis"), keepdims=p["keepdims"], **kwargs)
+    return getattr(np, p["kind"])(selection, axis=p.get("axis"), keepdims=p["keepdims"], **kwargs)
 
 
 register(OpInfo("selection_reduce", _selection_reduce, 2, NUMERIC, "reduction_masked", _selection_reduce_sample,
