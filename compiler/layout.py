@@ -79,7 +79,7 @@ def inner_run(shape: tuple, strides: tuple, start: int) -> int:
     return run
 
 
-def _dense(shape: tuple, strides: tuple, order: tuple | None) -> bool:
+def dense(shape: tuple, strides: tuple, order: tuple | None = None) -> bool:
     """Whether ``strides`` are a fresh array's in ``order`` (C's by default), unit axes aside."""
     return all(s == c for s, c, n in zip(strides, contiguous_strides(shape, order), shape) if n != 1)
 
@@ -94,7 +94,7 @@ def memory_axes(shape: tuple, strides: tuple) -> tuple | None:
         return None
     axes = iter(order)
     perm = tuple(next(axes) if shape[d] != 1 else d for d in range(len(shape)))
-    return perm if _dense(shape, strides, perm) else None
+    return perm if dense(shape, strides, perm) else None
 
 
 def _like(shape: tuple, strides: tuple) -> tuple:
@@ -106,7 +106,7 @@ def _like(shape: tuple, strides: tuple) -> tuple:
 def contiguous(shape: tuple, strides: tuple, fortran: bool = False) -> bool:
     """NumPy's ``flags.c_contiguous`` (``f_contiguous``) of an array laid out with ``strides``: unit axes
     aside, and an empty array is both."""
-    return 0 in shape or _dense(shape, strides, tuple(reversed(range(len(shape)))) if fortran else None)
+    return 0 in shape or dense(shape, strides, tuple(reversed(range(len(shape)))) if fortran else None)
 
 
 def fortran_only(shape: tuple, strides: tuple) -> bool:

@@ -1425,25 +1425,10 @@ class Emitter:
         if any(folded):
             dims = ", ".join(f"d{i}" for i in range(node.ndim + 1))
             maps = " indexing_maps = [" + ", ".join(f"affine_map<({dims}) -> {m}>" for m in _matmul_maps(node.ndim, folded)) + "]"
-        # The matmul lives in its own private function: elementwise fusion (with its reshape
-        # propagation) would otherwise rewrite it into a generic with fused producers, which
-        # no longer looks like a matmul to the BLAS substitution and runs as naive loops.
-        signature = (op, maps, types[0], types[1], out_t, in_order)
-        callee = self.matmul_functions.get(signature)
-        if callee is None:
-            callee = f"parity_matmul_{len(self.matmul_functions)}"
-            self.matmul_functions[signature] = callee
-            # a diagnostic inside it is traced to the first matmul that uses it (the others share it)
-            self.origins[callee] = OpOrigin(node.op, node.loc, node.id)
-            # Destination-passing: the caller owns the zero-filled result buffer, so the callee
-            # returns nothing after bufferization (drop-equivalent-buffer-results).
-            # shared by every matmul of this signature, so located by its own name, not one caller's line
-            here = f'loc("{callee}")'
-            product = (_sequential_matmul(node.ndim, folded, types, out_t, here) if in_order else
-                       f"    %r = {op}{maps} ins(%a, %b : {types[0]}, {types[1]}) outs(%init : {out_t}) -> {out_t} {here}\n")
-            self.extra_functions.append(
-                f"  func.func private @{callee}(%a: {types[0]} {here}, %b: {types[1]} {here}, %init: {out_t} {here}) -> {out_t} {{\n"
-                f"{product}    return %r : {out_t} {here}\n  }} {here}\n")
+        signature = (op, maps, types[0], types[1], out_t, in_order)  # (a private function: ``_contraction_function``)
+        callee = self._contraction_function(signature, "parity_matmul", node, types, out_t, lambda here: (
+            _sequential_matmul(node.ndim, folded, types, out_t, here) if in_order else
+            f"    %r = {op}{maps} ins(%a, %b : {types[0]}, {types[1]}) outs(%init : {out_t}) -> {out_t} {here}\n"))
         init = self.filled(node.shape, acc, 0, node.loc)
         result = self.assign(
             f"func.call @{callee}({names[0]}, {names[1]}, {init}) : ({types[0]}, {types[1]}, {out_t}) -> {out_t}", node.loc)
@@ -1451,6 +1436,25 @@ class Emitter:
             return result
         return self._generic(node.shape, node.dtype, [(result, node.shape, acc)],
                              lambda rb, args: cast_scalar(rb, args[0], acc, node.dtype), node.loc)
+
+    def _contraction_function(self, signature: tuple, prefix: str, node: Node, types: list, out_t: str, body) -> str:
+        """The name of a private function ``(%a, %b, %init) -> %r`` of ``types`` and ``out_t`` whose text is
+        ``body(here)``, emitted once per ``signature``, named ``<prefix>_<n>``. In a function of its own a
+        contraction is safe from elementwise fusion (with its reshape propagation), which would rewrite it into a
+        generic of fused producers that the BLAS substitution no longer finds. Destination-passing: the caller
+        owns the zero-filled result buffer, so the callee returns nothing after bufferization
+        (drop-equivalent-buffer-results). Shared by every op of the signature, it is located by its own name,
+        and a diagnostic inside it is traced to the first op that uses it."""
+        callee = self.matmul_functions.get(signature)
+        if callee is None:
+            callee = f"{prefix}_{len(self.matmul_functions)}"
+            self.matmul_functions[signature] = callee
+            self.origins[callee] = OpOrigin(node.op, node.loc, node.id)
+            here = f'loc("{callee}")'
+            self.extra_functions.append(
+                f"  func.func private @{callee}(%a: {types[0]} {here}, %b: {types[1]} {here}, %init: {out_t} {here}) -> {out_t} {{\n"
+                f"{body(here)}    return %r : {out_t} {here}\n  }} {here}\n")
+        return callee
 
     def row_dots(self, node: Node, operands) -> str:
         """``primitives.row_dots``: NumPy's np.dot of operands of more than two axes calls BLAS's dot once per
@@ -1464,22 +1468,12 @@ class Emitter:
         mode, t = node.attrs["mode"], dt.mlir_type(node.dtype)
         a_t, b_t = dt.tensor_type((m, k), node.dtype), dt.tensor_type((n, k), node.dtype)
         out_t = dt.tensor_type((m, n), node.dtype)
-        signature = ("row_dots", self.numpy_sum_order, mode, a_t, b_t)
-        callee = self.matmul_functions.get(signature)
-        if callee is None:
-            callee = f"parity_row_dots_{mode}_{len(self.matmul_functions)}"
-            self.matmul_functions[signature] = callee
-            self.origins[callee] = OpOrigin(node.op, node.loc, node.id)
-            here = f'loc("{callee}")'
-            if self.numpy_sum_order:
-                body = _sequential_matmul(2, [False, True], [a_t, b_t], out_t, here, t)
-            else:
-                maps = ", ".join(f"affine_map<(d0, d1, d2) -> {m_}>" for m_ in _matmul_maps(2, [False, True]))
-                body = (f"    %r = linalg.matmul indexing_maps = [{maps}] ins(%a, %b : {a_t}, {b_t}) "
-                        f"outs(%init : {out_t}) -> {out_t} {here}\n")
-            self.extra_functions.append(
-                f"  func.func private @{callee}(%a: {a_t} {here}, %b: {b_t} {here}, %init: {out_t} {here}) -> {out_t} {{\n"
-                f"{body}    return %r : {out_t} {here}\n  }} {here}\n")
+        maps = ", ".join(f"affine_map<(d0, d1, d2) -> {m_}>" for m_ in _matmul_maps(2, [False, True]))
+        callee = self._contraction_function(
+            ("row_dots", self.numpy_sum_order, mode, a_t, b_t), f"parity_row_dots_{mode}", node, [a_t, b_t], out_t,
+            lambda here: _sequential_matmul(2, [False, True], [a_t, b_t], out_t, here, t) if self.numpy_sum_order else
+            f"    %r = linalg.matmul indexing_maps = [{maps}] ins(%a, %b : {a_t}, {b_t}) outs(%init : {out_t}) -> {out_t} "
+            f"{here}\n")
         init = self.filled(node.shape, node.dtype, 0, node.loc)
         return self.assign(f"func.call @{callee}({x}, {y}, {init}) : ({a_t}, {b_t}, {out_t}) -> {out_t}", node.loc)
 
@@ -1491,30 +1485,28 @@ class Emitter:
         (x, w), n1, n2 = operands, node.inputs[0].shape[0], node.inputs[1].shape[0]
         n_left, t, length = node.attrs["n_left"], dt.mlir_type(node.dtype), node.shape[0]
         x_t, w_t, out_t = (dt.tensor_type((d,), node.dtype) for d in (n1, n2, length))
-        callee = f"parity_window_dots_{n_left}_{len(self.matmul_functions)}"
-        self.matmul_functions[("window_dots", callee)] = callee
-        self.origins[callee] = OpOrigin(node.op, node.loc, node.id)
-        h = f'loc("{callee}")'
-        body = "\n".join(f"      {line} {h}" for line in (
-            "%i = linalg.index 0 : index", "%j = linalg.index 1 : index", "%c0 = arith.constant 0 : index",
-            f"%left = arith.constant {n_left} : index", f"%n1 = arith.constant {n1} : index",
-            f"%n2 = arith.constant {n2} : index", f"%x_last = arith.constant {n1 - 1} : index",
-            f"%w_last = arith.constant {n2 - 1} : index",
-            "%x_from = arith.subi %i, %left : index", "%xs = arith.maxsi %x_from, %c0 : index",
-            "%w_from = arith.subi %left, %i : index", "%ws = arith.maxsi %w_from, %c0 : index",
-            "%w_room = arith.subi %n2, %ws : index", "%x_room = arith.subi %n1, %xs : index",
-            "%overlap = arith.minsi %w_room, %x_room : index", "%inside = arith.cmpi slt, %j, %overlap : index",
-            "%xj = arith.addi %xs, %j : index", "%wj = arith.addi %ws, %j : index",
-            "%xk = arith.minsi %xj, %x_last : index", "%wk = arith.minsi %wj, %w_last : index",  # (never past an end)
-            f"%a = tensor.extract %x[%xk] : {x_t}", f"%b = tensor.extract %w[%wk] : {w_t}",
-            f"%p = arith.mulf %a, %b : {t}", f"%s = arith.addf %sum, %p : {t}",
-            f"%r = arith.select %inside, %s, %sum : {t}", f"linalg.yield %r : {t}"))
-        self.extra_functions.append(
-            f"  func.func private @{callee}(%x: {x_t} {h}, %w: {w_t} {h}, %init: {out_t} {h}) -> {out_t} {{\n"
-            f"    %out = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0)>], "
-            f'iterator_types = ["parallel", "reduction"]}} ins(%w : {w_t}) outs(%init : {out_t}) {{\n'
-            f"    ^bb0(%unused: {t} {h}, %sum: {t} {h}):\n{body}\n    }} -> {out_t} {h}\n"
-            f"    return %out : {out_t} {h}\n  }} {h}\n")
+
+        def body(h):
+            lines = "\n".join(f"      {line} {h}" for line in (
+                "%i = linalg.index 0 : index", "%j = linalg.index 1 : index", "%c0 = arith.constant 0 : index",
+                f"%left = arith.constant {n_left} : index", f"%n1 = arith.constant {n1} : index",
+                f"%n2 = arith.constant {n2} : index", f"%x_last = arith.constant {n1 - 1} : index",
+                f"%w_last = arith.constant {n2 - 1} : index",
+                "%x_from = arith.subi %i, %left : index", "%xs = arith.maxsi %x_from, %c0 : index",
+                "%w_from = arith.subi %left, %i : index", "%ws = arith.maxsi %w_from, %c0 : index",
+                "%w_room = arith.subi %n2, %ws : index", "%x_room = arith.subi %n1, %xs : index",
+                "%overlap = arith.minsi %w_room, %x_room : index", "%inside = arith.cmpi slt, %j, %overlap : index",
+                "%xj = arith.addi %xs, %j : index", "%wj = arith.addi %ws, %j : index",
+                "%xk = arith.minsi %xj, %x_last : index", "%wk = arith.minsi %wj, %w_last : index",  # (never past an end)
+                f"%x = tensor.extract %a[%xk] : {x_t}", f"%y = tensor.extract %b[%wk] : {w_t}",
+                f"%p = arith.mulf %x, %y : {t}", f"%s = arith.addf %sum, %p : {t}",
+                f"%next = arith.select %inside, %s, %sum : {t}", f"linalg.yield %next : {t}"))
+            return (f"    %r = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0)>], "
+                    f'iterator_types = ["parallel", "reduction"]}} ins(%b : {w_t}) outs(%init : {out_t}) {{\n'
+                    f"    ^bb0(%unused: {t} {h}, %sum: {t} {h}):\n{lines}\n    }} -> {out_t} {h}\n")
+
+        callee = self._contraction_function(("window_dots", n_left, x_t, w_t, out_t), f"parity_window_dots_{n_left}",
+                                            node, [x_t, w_t], out_t, body)
         init = self.filled(node.shape, node.dtype, 0, node.loc)
         return self.assign(f"func.call @{callee}({x}, {w}, {init}) : ({x_t}, {w_t}, {out_t}) -> {out_t}", node.loc)
 

@@ -435,7 +435,7 @@ def _ufunc_at(ufunc, a, indices, b=None):
         return _ufunc_at_traced(ufunc, target, indices, b, what)
     if _holds_tensor((indices,)):
         return _ufunc_at_traced_key(ufunc, target, indices, b, what)
-    values = None if b is None else (b if isinstance(b, Tensor) else Tensor(const_node(np.asarray(b))))
+    values = _at_values(b)
     _checked_by_numpy_at(ufunc, target.shape, target.dtype, indices, values)
     indexed = _positions(target)[indices]  # a[indices]'s positions, whose C order is the updates' order
     positions = np.ravel(indexed)
@@ -551,7 +551,7 @@ def _ufunc_at_through_mask(ufunc, target: Tensor, key, b, what: str):
         raise NotImplementedError(f"{what} through a traced boolean mask beside index arrays or new axes is not "
                                   "supported by the compiler; alone or beside slices, integers and an ellipsis it is")
     moved, mask, lead = (target, leading[0], 0) if inner is None else inner
-    values = None if b is None else b if isinstance(b, Tensor) else Tensor(const_node(np.asarray(b)))
+    values = _at_values(b)
     rest = moved.shape[mask.ndim:]  # NumPy's selection: rest[:lead], the selected elements, rest[lead:]
     rows = None if values is None else _selection_rows(values.shape, rest, lead)
     _checked_by_numpy_at(ufunc, target.shape, target.dtype, _inner_stand_in_key(parts, rows), values)
@@ -594,7 +594,13 @@ def _traced_at_operands(ufunc, b, what: str) -> tuple[str, Tensor | None]:
     if name is None:
         raise NotImplementedError(f"{what} at traced positions is not supported by the compiler; positions known at "
                                   "trace time are")
-    return name, None if b is None else b if isinstance(b, Tensor) else Tensor(const_node(np.asarray(b)))
+    return name, _at_values(b)
+
+
+def _at_values(b) -> Tensor | None:
+    """ufunc.at's values as NumPy's ufunc.at converts them (np.asarray: a Python number is int64/float64); None
+    for a unary ufunc."""
+    return None if b is None else b if isinstance(b, Tensor) else Tensor(const_node(np.asarray(b)))
 
 
 def _traced_as_zeros(key):
@@ -6066,11 +6072,6 @@ def _assign_through_inner_mask(t: Tensor, key: tuple, value) -> None:
         f"shape {_shape_text(moved.shape[mask.ndim:mask.ndim + lead] + (n,) + moved.shape[mask.ndim + lead:])}"))
 
 
-def _sized(shape: tuple, strides: tuple) -> tuple:
-    """Strides of the axes longer than one (where unit axes lie changes no layout)."""
-    return tuple(st for d, st in zip(shape, strides) if d != 1)
-
-
 def _extreme_of(dtype: np.dtype, lowest: bool):
     """The dtype's smallest (``lowest``) or largest value, a NumPy scalar: where a max or min starts."""
     if dtype.kind == "f":
@@ -6175,9 +6176,8 @@ class MaskedRead:
             raise NotImplementedError(  # (NumPy's errors and warnings still follow the count)
                 f"x[mask].{name}() of a selection whose rows have no element ({self.rest}) is not supported by the "
                 "compiler: reduce x itself with where=mask")
-        strides = layout.strides_of(self.values.node)
         if not layout.known(self.values.node) or \
-                _sized(self.values.shape, strides) != _sized(self.values.shape, layout.contiguous_strides(self.values.shape)):
+                not layout.dense(self.values.shape, layout.strides_of(self.values.node)):
             raise NotImplementedError(  # (NumPy lays x[mask] out after x, and its reduction follows that layout)
                 f"x[mask].{name}() of an array NumPy lays out otherwise than C-contiguously (x.T[m], a Fortran array) "
                 "is not supported by the compiler: reduce x itself with where=mask, or take x.copy(order='C') first")
