@@ -527,6 +527,201 @@ def substitute_libm(module) -> int:
     return len(declared)
 
 
+# --------------------------------------------------------------------------- NumPy's own loops
+
+# The ufuncs whose values are their library's (``primitives.NUMPY_LOOP_UFUNCS``: exp, tanh, power, ...)
+# call NumPy's own loop, so their values are NumPy's, SIMD code and all (its AVX-512 exp, SVML's pow), as
+# a product is NumPy's BLAS call's. Over whole arrays the lowering emits a private function
+# ``parity_numpy_ufunc_<n>`` (``lowering.Emitter._numpy_ufunc``), whose body becomes one call of the loop
+# over all elements: contiguous, or at stride 0 for a 0-d operand, which is how the lowering passes one
+# NumPy's inner loop sees as a scalar (its power takes fast paths then). Elsewhere (ufunc.at) a math op marked
+# ``parity.numpy_loop = "<ufunc>/<dtype>"`` calls the loop on its one element, as ufunc.at does. Either calls
+# ``parity_numpy_loop_call`` with the loop's slot in the kernel's table ``parity_numpy_loops`` (per slot
+# the loop, its context and auxdata, as NumPy's ``ufunc._get_strided_loop`` gives them), which
+# ``bind_numpy_loops`` fills as the kernel is loaded, reading which loops from ``parity_numpy_loop_names``:
+# the table holds addresses of this process, so it is never part of a cached kernel. (Both symbols carry
+# the ``_mlir_`` prefix under which the ExecutionEngine's lookup finds them.)
+NUMPY_LOOP_ATTR = "parity.numpy_loop"
+NUMPY_LOOP_TABLE = "_mlir_parity_numpy_loops"
+NUMPY_LOOP_NAMES = "_mlir_parity_numpy_loop_names"
+_NUMPY_LOOP_OPS = ("math.exp", "math.tanh", "math.log", "math.sin", "math.cos", "math.exp2", "math.expm1",
+                   "math.log2", "math.log10", "math.log1p", "math.tan", "math.asin", "math.acos", "math.atan",
+                   "math.sinh", "math.cosh", "math.asinh", "math.acosh", "math.atanh", "math.cbrt", "math.powf",
+                   "math.atan2")
+_ELEMENT_TYPES = {"float16": "f16", "float32": "f32", "float64": "f64"}
+_NUMPY_LOOP_CALL = """
+  func.func private @parity_numpy_loop_call(%slot: i64, %n: i64, %data: !llvm.ptr, %steps: !llvm.ptr) {
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %three = llvm.mlir.constant(3 : i64) : i64
+    %dims = llvm.alloca %one x i64 : (i64) -> !llvm.ptr
+    llvm.store %n, %dims : i64, !llvm.ptr
+    %table = llvm.mlir.addressof @_mlir_parity_numpy_loops : !llvm.ptr
+    %first = llvm.mul %slot, %three : i64
+    %entry = llvm.getelementptr %table[%first] : (!llvm.ptr, i64) -> !llvm.ptr, !llvm.ptr
+    %context_at = llvm.getelementptr %entry[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+    %auxdata_at = llvm.getelementptr %entry[2] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+    %loop = llvm.load %entry : !llvm.ptr -> !llvm.ptr
+    %context = llvm.load %context_at : !llvm.ptr -> !llvm.ptr
+    %auxdata = llvm.load %auxdata_at : !llvm.ptr -> !llvm.ptr
+    %status = llvm.call %loop(%context, %data, %dims, %steps, %auxdata) : !llvm.ptr, (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+    return
+  }
+"""
+
+
+def _pointer_arrays(pointers: list[str], steps: list[int]) -> list[str]:
+    """Lines storing ``pointers`` (``!llvm.ptr`` values) and byte ``steps`` into ``%data``/``%steps`` arrays."""
+    lines = [f"    %count = llvm.mlir.constant({len(pointers)} : i64) : i64",
+             "    %data = llvm.alloca %count x !llvm.ptr : (i64) -> !llvm.ptr",
+             "    %steps = llvm.alloca %count x i64 : (i64) -> !llvm.ptr"]
+    for i, (pointer, step) in enumerate(zip(pointers, steps)):
+        lines += [f"    %data{i} = llvm.getelementptr %data[{i}] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr",
+                  f"    llvm.store {pointer}, %data{i} : !llvm.ptr, !llvm.ptr",
+                  f"    %stepv{i} = llvm.mlir.constant({step} : i64) : i64",
+                  f"    %step{i} = llvm.getelementptr %steps[{i}] : (!llvm.ptr) -> !llvm.ptr, i64",
+                  f"    llvm.store %stepv{i}, %step{i} : i64, !llvm.ptr"]
+    return lines
+
+
+def _element_shim(arity: int, t: str) -> str:
+    """``parity_numpy_element<arity>_<t>(slot, x...) -> t``: the loop on one element, as NumPy's ufunc.at
+    calls it, strides 0 (so its power takes its fast paths: np.power.at(y, i, 2.0) squares)."""
+    lines = [f"  func.func private @parity_numpy_element{arity}_{t}(%slot: i64, "
+             + ", ".join(f"%x{i}: {t}" for i in range(arity)) + f") -> {t} {{",
+             f"    %places = llvm.mlir.constant({arity + 1} : i64) : i64",
+             f"    %values = llvm.alloca %places x {t} : (i64) -> !llvm.ptr"]
+    for i in range(arity + 1):  # the operands, then the result
+        lines.append(f"    %at{i} = llvm.getelementptr %values[{i}] : (!llvm.ptr) -> !llvm.ptr, {t}")
+        if i < arity:
+            lines.append(f"    llvm.store %x{i}, %at{i} : {t}, !llvm.ptr")
+    lines += _pointer_arrays([f"%at{i}" for i in range(arity + 1)], [0] * (arity + 1))
+    lines += ["    %n = llvm.mlir.constant(1 : i64) : i64",
+              "    func.call @parity_numpy_loop_call(%slot, %n, %data, %steps) : (i64, i64, !llvm.ptr, !llvm.ptr) -> ()",
+              f"    %result = llvm.load %at{arity} : !llvm.ptr -> {t}",
+              f"    return %result : {t}", "  }"]
+    return "\n".join(lines) + "\n"
+
+
+def _whole_array_body(name: str, memrefs: list, slot: int) -> str:
+    """``parity_numpy_ufunc_<n>`` as one call of its loop over every element. ``memrefs``: its argument
+    types after bufferization, the operands' then the destination's (identity layouts, as the function
+    boundary's bufferization makes them)."""
+    from mlir import ir
+    n = int(np.prod(ir.MemRefType(memrefs[-1]).shape, dtype=np.int64))
+    itemsize = {"f16": 2, "f32": 4, "f64": 8}[str(ir.MemRefType(memrefs[-1]).element_type)]
+    lines = [f"  func.func private @{name}({', '.join(f'%m{i}: {t}' for i, t in enumerate(memrefs))}) {{"]
+    steps = []
+    for i, t in enumerate(memrefs):
+        lines += [f"    %index{i} = memref.extract_aligned_pointer_as_index %m{i} : {t} -> index",
+                  f"    %int{i} = arith.index_cast %index{i} : index to i64",
+                  f"    %p{i} = llvm.inttoptr %int{i} : i64 to !llvm.ptr"]
+        # the lowering passes 0-d what NumPy's inner loop sees at stride 0 (primitives.scalar_to_binary_loop)
+        steps.append(0 if not ir.MemRefType(t).shape else itemsize)
+    lines += _pointer_arrays([f"%p{i}" for i in range(len(memrefs))], steps)
+    lines += [f"    %slot = llvm.mlir.constant({slot} : i64) : i64", f"    %n = llvm.mlir.constant({n} : i64) : i64",
+              "    func.call @parity_numpy_loop_call(%slot, %n, %data, %steps) : (i64, i64, !llvm.ptr, !llvm.ptr) -> ()",
+              "    return", "  }"]
+    return "\n".join(lines) + "\n"
+
+
+def _loop_spec(op) -> str:
+    from mlir import ir
+    spec = ir.StringAttr(op.attributes[NUMPY_LOOP_ATTR]).value
+    numpy_loop(spec)  # a loop NumPy has, or the error names the one it lacks
+    return spec
+
+
+def substitute_numpy_loops(module) -> int:
+    """Replace the whole-array ufunc functions and the marked math ops with calls of NumPy's loops
+    (above); how many loops the kernel's table holds."""
+    from mlir import ir
+    from mlir.dialects import arith, func
+
+    slots: dict[str, int] = {}
+    texts, shims = [], set()
+    with module.context:
+        for fn in list(module.body.operations):
+            name = ir.StringAttr(fn.attributes["sym_name"]).value if "sym_name" in fn.attributes else ""
+            if not name.startswith("parity_numpy_ufunc_"):
+                continue
+            marked = [op for op in find_ops(fn.operation, *_NUMPY_LOOP_OPS) if NUMPY_LOOP_ATTR in op.attributes]
+            function_type = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+            if len(marked) != 1 or function_type.results:  # (lowering.Emitter._numpy_ufunc_function's form)
+                raise RuntimeError(f"{name}: expected one NumPy loop and no result after bufferization, got "
+                                   f"{len(marked)} and {function_type}")
+            spec = _loop_spec(marked[0])
+            texts.append(_whole_array_body(name, list(function_type.inputs), slots.setdefault(spec, len(slots))))
+            fn.operation.erase()
+        for op in find_ops(module.operation, *_NUMPY_LOOP_OPS):
+            if NUMPY_LOOP_ATTR not in op.attributes:
+                continue
+            spec = _loop_spec(op)
+            loop_t = _ELEMENT_TYPES[spec.split("/")[1]]
+            t, arity = op.results[0].type, len(op.operands)
+            shims.add((arity, loop_t))
+            with ir.InsertionPoint(op), op.location:
+                lt = ir.Type.parse(loop_t)
+                # float16's loop: the compiler computes float16 in float32, whose operands are float16 values
+                args = [v if str(t) == loop_t else arith.TruncFOp(lt, v).result for v in op.operands]
+                index = arith.ConstantOp(ir.IntegerType.get_signless(64), slots.setdefault(spec, len(slots))).result
+                call = func.CallOp([lt], ir.FlatSymbolRefAttr.get(f"parity_numpy_element{arity}_{loop_t}"), [index] + args)
+                result = call.results[0] if str(t) == loop_t else arith.ExtFOp(t, call.results[0]).result
+            op.results[0].replace_all_uses_with(result)
+            op.erase()
+        if slots:
+            names = "".join(f"{spec}\\00" for spec in slots) + "\\00"
+            size = sum(len(spec) + 1 for spec in slots) + 1
+            entries = f"!llvm.array<{3 * len(slots)} x ptr>"
+            append_functions(module, _NUMPY_LOOP_CALL + "".join(texts) + "".join(_element_shim(a, t) for a, t in sorted(shims)) + f"""
+  llvm.mlir.global external @{NUMPY_LOOP_TABLE}() {{addr_space = 0 : i32}} : {entries} {{
+    %zero = llvm.mlir.zero : {entries}
+    llvm.return %zero : {entries}
+  }}
+  llvm.mlir.global external constant @{NUMPY_LOOP_NAMES}("{names}") {{addr_space = 0 : i32}} : !llvm.array<{size} x i8>
+""")
+    return len(slots)
+
+
+class _UfuncCallInfo(ctypes.Structure):
+    """NumPy's ``ufunc_call_info`` (the capsule ``ufunc._resolve_dtypes_and_context`` returns)."""
+    _fields_ = [("strided_loop", ctypes.c_void_p), ("context", ctypes.c_void_p), ("auxdata", ctypes.c_void_p),
+                ("requires_pyapi", ctypes.c_ubyte), ("no_floatingpoint_errors", ctypes.c_ubyte)]
+
+
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype, _capsule_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+_numpy_loop_capsules = []  # a loop's context lives in its capsule: kept for the life of the process
+
+
+@functools.cache
+def numpy_loop(spec: str) -> tuple[int, int, int]:
+    """The strided loop, context and auxdata of NumPy's loop ``"<ufunc>/<dtype>"`` (every operand and
+    result of that dtype)."""
+    name, _, dtype = spec.partition("/")
+    ufunc = getattr(np, name, None)
+    if not isinstance(ufunc, np.ufunc) or dtype not in ("float16", "float32", "float64"):
+        raise ValueError(f"no NumPy loop {spec!r}")
+    dtypes = (np.dtype(dtype),) * ufunc.nargs
+    resolved, info = ufunc._resolve_dtypes_and_context(dtypes)
+    if tuple(resolved) != dtypes:
+        raise ValueError(f"NumPy's {name} has no {dtype} loop (it resolves to {resolved})")
+    ufunc._get_strided_loop(info, fixed_strides=tuple(d.itemsize for d in dtypes))
+    call = _UfuncCallInfo.from_address(_capsule_pointer(info, b"numpy_1.24_ufunc_call_info"))
+    if call.requires_pyapi or not call.strided_loop:
+        raise ValueError(f"NumPy's {spec} loop needs the Python interpreter")
+    _numpy_loop_capsules.append(info)
+    return call.strided_loop, call.context, call.auxdata
+
+
+def bind_numpy_loops(names_address: int, table_address: int) -> None:
+    """Fill a loaded kernel's table of NumPy loops (``substitute_numpy_loops``), before it ever runs."""
+    entries, at = [], names_address
+    while (spec := ctypes.string_at(at).decode()):
+        entries.extend(numpy_loop(spec))
+        at += len(spec) + 1
+    ctypes.memmove(table_address, (ctypes.c_void_p * len(entries))(*entries), ctypes.sizeof(ctypes.c_void_p) * len(entries))
+
+
 # an inline-assembly identity of a float register: LLVM cannot see through it. x86's SSE registers;
 # AArch64's vector registers.
 _OPAQUE_FLOAT = {"x86_64": "=x,0", "amd64": "=x,0", "aarch64": "=w,0", "arm64": "=w,0"}
@@ -664,10 +859,13 @@ class Target:
     # float sums in NumPy's pairwise order (see ``Emitter._pairwise_sum``): generics with a reduction
     # loop between parallel ones, which the GPU's block-per-output reductions do not map
     numpy_sum_order = True
+    # the library-valued ufuncs (exp, tanh, power, ...) as calls of NumPy's own loops, whose values they
+    # then are (see ``substitute_numpy_loops``); else the target's math functions
+    numpy_loops = True
 
     def lowering_form(self) -> dict:
         """The ``build_module`` options this target's code needs."""
-        return {"scan_loops": self.scan_loops, "numpy_sum_order": self.numpy_sum_order}
+        return {"scan_loops": self.scan_loops, "numpy_sum_order": self.numpy_sum_order, "numpy_loops": self.numpy_loops}
 
     def specialization_tag(self) -> str:
         """What, besides the IR, decides the compiled code (part of the jit specialization key)."""
@@ -737,6 +935,7 @@ class CpuTarget(Target):
         _run_pipeline(module, BUFFERIZE_PIPELINE)
         if self.pipeline.blas:
             substitute_blas(module)
+        substitute_numpy_loops(module)
         substitute_libm(module)
         opaque_power_bases(module)
         _run_pipeline(module, LLVM_PIPELINE)
@@ -767,6 +966,8 @@ class CpuTarget(Target):
             address = engine.raw_lookup(f"_mlir_ciface_{lowered.func_name}")
             if not address:
                 raise RuntimeError(f"compiled module has no function {lowered.func_name}")
+            if _defines(module, NUMPY_LOOP_TABLE):
+                bind_numpy_loops(engine.raw_lookup(NUMPY_LOOP_NAMES[len('_mlir_'):]), engine.raw_lookup(NUMPY_LOOP_TABLE[len('_mlir_'):]))
             store_cached_kernel(key, engine, lowered.func_name)
             return NativeKernel(address, (engine, module), lowered.func_name)
 
@@ -777,6 +978,12 @@ class CpuTarget(Target):
             return False
         self.compile(lowered)
         return True
+
+
+def _defines(module, symbol: str) -> bool:
+    from mlir import ir
+    return any("sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value == symbol
+               for op in module.body.operations)
 
 
 def _execution_engine(module, libs):
@@ -1001,6 +1208,12 @@ def load_cached_kernel(key: str, func_name: str) -> NativeKernel | None:
     except (OSError, ValueError, AttributeError, KeyError, TypeError):
         _retire(library.parent)  # intact bytes that do not load: never try them again
         return None
+    try:
+        names = ctypes.addressof(ctypes.c_char.in_dll(lib, NUMPY_LOOP_NAMES))
+    except ValueError:  # it calls none of NumPy's loops
+        pass
+    else:
+        bind_numpy_loops(names, ctypes.addressof(ctypes.c_char.in_dll(lib, NUMPY_LOOP_TABLE)))
     kernel = NativeKernel(address, lib, func_name)
     kernel.from_disk_cache = True
     return kernel

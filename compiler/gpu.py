@@ -419,6 +419,7 @@ class GpuTarget(Target):
     name = "gpu"
     scan_loops = False  # host code may not loop over device data; each output element gets its own thread
     numpy_sum_order = False  # sums are shared-memory trees (``gpu_reduce``), in their own order
+    numpy_loops = False  # NumPy's loops run on the host: exp, tanh, ... are libdevice's
 
     def __init__(self, chip: str | None = None):
         self._chip = chip

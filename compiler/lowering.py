@@ -17,8 +17,8 @@ from . import dtypes as dt
 from . import layout, pairwise
 from .errors import OpOrigin
 from .graph import Node, SourceLoc, topological
-from .primitives import (PRIMITIVES, bitcast_scalar, cast_scalar, elementwise_scalar, numpy_constant_clip, numpy_scalar_power,
-                         scalar_const, UFUNCS)
+from .primitives import (NUMPY_LOOP_UFUNCS, PRIMITIVES, bitcast_scalar, cast_scalar, elementwise_scalar, numpy_constant_clip,
+                         numpy_scalar_power, scalar_const, scalar_to_binary_loop, UFUNCS)
 
 INLINE_CONST_LIMIT = 16  # elements; larger constants are passed as hidden arguments
 
@@ -105,10 +105,11 @@ def _const_text(value: np.ndarray) -> str:
 
 class Emitter:
     def __init__(self, func_name: str, inputs: list[Node], faults: dict | None = None, scan_loops: bool = True,
-                 numpy_sum_order: bool = True):
+                 numpy_sum_order: bool = True, numpy_loops: bool = True):
         self.func_name = func_name
         self.scan_loops = scan_loops  # see ``scan``
         self.numpy_sum_order = numpy_sum_order  # see ``_pairwise_sum``
+        self.numpy_loops = numpy_loops  # see ``_numpy_ufunc``
         self.strides: dict[int, tuple] = {}  # NumPy's layout of each value (``layout``), for its sums
         self.inputs = inputs
         self.faults = faults or {}
@@ -285,6 +286,8 @@ class Emitter:
     # -- primitive lowerings
     def elementwise(self, node: Node, operands) -> str:
         compute = node.attrs["compute"]
+        if self.numpy_loops and node.op in NUMPY_LOOP_UFUNCS and np.dtype(compute[0]).kind == "f":
+            return self._numpy_ufunc(node, operands)
         tensor_ops, scalars = [], {}
         for i, inp in enumerate(node.inputs):
             if inp.is_const() and inp.size == 1:
@@ -318,10 +321,84 @@ class Emitter:
                 result = numpy_constant_clip(rb, *vals, np.dtype(wide[-1]))
             else:
                 result = elementwise_scalar(rb, node.op, vals, np.dtype(wide[-1]), out, operand_dtypes=wide,
-                                            half=np.dtype(compute[-1]) == np.float16)
+                                            half=np.dtype(compute[-1]) == np.float16, numpy_loop=True)
             return cast_scalar(rb, result, out, node.dtype)
 
         return self._generic(node.shape, node.dtype, [(n, s, d) for _, n, s, d in tensor_ops], body, node.loc)
+
+    def _numpy_ufunc(self, node: Node, operands) -> str:
+        """A ufunc whose values are its library's (``primitives.NUMPY_LOOP_UFUNCS``) over whole arrays, as a
+        call of a private function ``parity_numpy_ufunc_<n>(operands..., %init)`` whose generic computes it and
+        which the CPU target replaces by one call of NumPy's own loop (``backend.substitute_numpy_loops``).
+        Its operands are in the loop's dtype, broadcast to the result's shape, but for those NumPy's inner loop
+        sees at stride 0 (``primitives.scalar_to_binary_loop``), as its power's fast paths look for (x ** 2.0 is
+        x * x, x ** 0.5 a square root, where its SIMD pow differs by an ulp): those are passed 0-d, and the call
+        passes them at stride 0. The result is cast to the node's dtype after."""
+        compute, shape = node.attrs["compute"], node.shape
+        loop = np.dtype(compute[0])
+        args, shapes = [], []
+        for i, (inp, operand, c) in enumerate(zip(node.inputs, operands, compute)):
+            scalar = len(node.inputs) == 2 and scalar_to_binary_loop(inp, node.inputs[1 - i], shape)
+            at = () if scalar else shape
+            if scalar and inp.is_const():
+                args.append(self.filled((), loop, inp.value.reshape(()).astype(c), node.loc))
+            elif inp.dtype == loop and inp.shape == at:
+                args.append(operand)
+            else:
+                value = self._generic(inp.shape if scalar else shape, loop, [(operand, inp.shape, inp.dtype)],
+                                      lambda rb, a, d=inp.dtype, c=c: cast_scalar(rb, cast_scalar(rb, a[0], d, c), c, loop),
+                                      node.loc)
+                if scalar and inp.ndim:  # one element: its unit axes collapsed away
+                    value = self.assign(f"tensor.collapse_shape {value} [] : {dt.tensor_type(inp.shape, loop)} into "
+                                        f"{dt.tensor_type((), loop)}", node.loc)
+                args.append(value)
+            shapes.append(at)
+        types = [dt.tensor_type(at, loop) for at in shapes]
+        out_t = dt.tensor_type(shape, loop)
+        callee = self._numpy_ufunc_function(node, loop, shapes, types, out_t)
+        init = self.filled(shape, loop, -0.0, node.loc)
+        result = self.assign(f"func.call @{callee}({', '.join(args + [init])}) : ({', '.join(types + [out_t])}) -> {out_t}",
+                             node.loc)
+        if node.dtype == loop:
+            return result
+        return self._generic(shape, node.dtype, [(result, shape, loop)],
+                             lambda rb, a: cast_scalar(rb, a[0], loop, node.dtype), node.loc)
+
+    def _numpy_ufunc_function(self, node: Node, loop: np.dtype, shapes: list, types: list, out_t: str) -> str:
+        signature = ("numpy_ufunc", node.op, tuple(types), out_t)
+        callee = self.matmul_functions.get(signature)
+        if callee is not None:
+            return callee
+        callee = f"parity_numpy_ufunc_{len(self.matmul_functions)}"
+        self.matmul_functions[signature] = callee
+        self.origins[callee] = OpOrigin(node.op, node.loc, node.id)
+        here = f'loc("{callee}")'
+        rank, wide = len(node.shape), dt.arithmetic_type(loop)
+        dims = [f"d{i}" for i in range(rank)]
+        maps = [_map(rank, dims if at == node.shape else ["0"] * len(at)) for at in shapes] + [_map(rank, dims)]
+        region = _Region(self)
+        xs = [f"%x{i}" for i in range(len(shapes))]
+        value = elementwise_scalar(region, node.op, [cast_scalar(region, x, loop, wide) for x in xs], np.dtype(wide),
+                                   np.dtype(wide), operand_dtypes=[wide] * len(xs), half=loop == np.float16,
+                                   numpy_loop=True)
+        value = cast_scalar(region, value, wide, loop)
+        t = dt.mlir_type(loop)
+        # the destination (-0.0, from the caller) added: a generic that reads its destination writes the
+        # caller's buffer, so the function returns nothing after bufferization (x + -0.0 is x, NaNs and
+        # -0.0 included; the CPU target replaces the whole body anyway)
+        value = region.op(f"arith.addf {value}, %o : {t}")
+        ins = ", ".join(f"%a{i}" for i in range(len(shapes)))
+        body = "\n".join(f"      {_region_line(ln, here)}" for ln in region.lines)
+        its = ", ".join(['"parallel"'] * rank)
+        self.extra_functions.append(
+            f"  func.func private @{callee}({', '.join(f'%a{i}: {ty} {here}' for i, ty in enumerate(types))}, "
+            f"%init: {out_t} {here}) -> {out_t} {{\n"
+            f"    %r = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = "
+            f"[{its}]}} ins({ins} : {', '.join(types)}) outs(%init : {out_t}) {{\n"
+            f"    ^bb0({', '.join(f'{x}: {t} {here}' for x in xs)}, %o: {t} {here}):\n{body}\n"
+            f"      linalg.yield {value} : {t} {here}\n    }} -> {out_t} {here}\n"
+            f"    return %r : {out_t} {here}\n  }} {here}\n")
+        return callee
 
     def reduce(self, node: Node, x: str, start: str | None = None) -> str:
         return self._reduce_node(node, x, start=start)
@@ -1278,10 +1355,13 @@ class Emitter:
         return cast_scalar(region, folded, wide, dtype)
 
     @staticmethod
-    def _ufunc_step(region: "_Region", name: str, dtype, acc: str, a: str | None, a_dtype=None) -> str:
+    def _ufunc_step(region: "_Region", name: str, dtype, acc: str, a: str | None, a_dtype=None,
+                    numpy_loop: bool = False) -> str:
         """ufunc ``name`` of a ``dtype`` value and ``a`` (of ``a_dtype``, default ``dtype``; none for a unary
         ufunc), stored form (bool as i8), as the elementwise lowering computes its element: in the loop's
-        arithmetic type, its result cast back to ``dtype``."""
+        arithmetic type, its result cast back to ``dtype``. ``numpy_loop``: NumPy computes it with its
+        elementwise loop (ufunc.at), not the scalar loop it takes for overlapping operands (accumulate,
+        reduceat): see ``primitives.NUMPY_LOOP_UFUNCS``."""
         operands = [dtype] + ([] if a is None else [dtype if a_dtype is None else a_dtype])
         compute, result = dt.resolve_ufunc(UFUNCS[name], operands)
         wide = [dt.arithmetic_type(c) for c in compute]
@@ -1292,7 +1372,7 @@ class Emitter:
             values.append(cast_scalar(region, cast_scalar(region, v, d, c), c, w))
         out = dt.arithmetic_type(result)
         value = elementwise_scalar(region, name, values, np.dtype(wide[-1]), out, operand_dtypes=wide,
-                                   half=compute[-1] == np.float16)
+                                   half=compute[-1] == np.float16, numpy_loop=numpy_loop)
         value = cast_scalar(region, cast_scalar(region, value, out, result), result, dtype)
         return region.op(f"arith.extui {value} : i1 to i8") if dt.is_bool(dtype) else value
 
@@ -1320,7 +1400,7 @@ class Emitter:
         def written(j: str, element: str, old: str) -> str:
             """update j's value for an element of its row now holding ``old``"""
             u = None if updates is None else r.op(f"tensor.extract {updates}[{j}, {element}] : {u_t}")
-            return u if name is None else self._ufunc_step(r, name, dtype, old, u, u_dtype)
+            return u if name is None else self._ufunc_step(r, name, dtype, old, u, u_dtype, numpy_loop=True)
 
         def position(j: str) -> str:  # clamped: native code never reads past the rows
             p = r.op(f"arith.index_cast {r.op(f'tensor.extract {positions}[{j}] : {idx_t}')} : i64 to index")
@@ -1691,12 +1771,14 @@ def _resident(node: Node) -> str:
 
 
 def build_module(inputs: list[Node], outputs: list[Node], func_name: str = "main", faults: dict | None = None,
-                 device_outputs: bool = False, scan_loops: bool = True, numpy_sum_order: bool = True) -> LoweredModule:
+                 device_outputs: bool = False, scan_loops: bool = True, numpy_sum_order: bool = True,
+                 numpy_loops: bool = True) -> LoweredModule:
     """The tensor-level module of ``outputs`` over ``inputs``. ``device_outputs``: the results are
     written into caller-provided device memory (marked device-resident, like DeviceArray inputs);
     ``scan_loops``: the target's form of cumsum/cumprod (see ``Emitter.scan``); ``numpy_sum_order``:
-    float sums in NumPy's pairwise order (see ``Emitter._pairwise_sum``), else one loop each."""
-    em = Emitter(func_name, inputs, faults, scan_loops, numpy_sum_order)
+    float sums in NumPy's pairwise order (see ``Emitter._pairwise_sum``), else one loop each; ``numpy_loops``:
+    the library-valued ufuncs over whole arrays as calls the target replaces by NumPy's loops (``Emitter._numpy_ufunc``)."""
+    em = Emitter(func_name, inputs, faults, scan_loops, numpy_sum_order, numpy_loops)
     order = topological(outputs)
     if numpy_sum_order:
         em.strides = layout.numpy_strides(order)

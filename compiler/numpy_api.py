@@ -449,6 +449,17 @@ def _ufunc_at(ufunc, a, indices, b=None):
     updated, first, counts = np.unique(positions[order], return_index=True, return_counts=True)
     depth = np.arange(positions.size) - np.repeat(first, counts)
     loop, out = dt.resolve_ufunc(ufunc, [target.dtype] + ([] if values is None else [values.dtype]))
+    # NumPy calls its loop on each element at stride 0 (where its power takes fast paths); the kernel's
+    # scatter calls that loop so for the library-valued ufuncs (P.NUMPY_LOOP_UFUNCS), where accumulate
+    # would be NumPy's scalar C-library loop and an elementwise step its loop at contiguous strides
+    numpy_loop = ufunc.__name__ in P.NUMPY_LOOP_UFUNCS and loop[0].kind == "f"
+    if (numpy_loop or counts.max() > _AT_MAX_STEPS) and ufunc in UFUNC_PRIMITIVES:  # the kernel updates them in turn
+        updates = None if values is None else P.reshape(values.node, (positions.size, 1))
+        updated = P.scatter(P.reshape(flat.node, (flat.size, 1)), const_node(positions.astype(np.int64)), updates,
+                            UFUNC_PRIMITIVES[ufunc])
+        update_in_place(target, P.reshape(updated, target.shape), what,
+                        "compute the sums with np.where or a reduction instead")
+        return None
     if values is not None and ufunc in UFUNC_PRIMITIVES and set(loop) | {out} == {target.dtype}:
         # [a[p], its contributions..., padding]: accumulated along the row, the column of its last one taken
         width = counts.max() + 1
@@ -459,13 +470,6 @@ def _ufunc_at(ufunc, a, indices, b=None):
         combined = _ufunc_accumulate(ufunc, table, axis=1, dtype=target.dtype)  # (add's default would widen ints)
         final = Tensor(gathered(combined.node, np.arange(updated.size) * width + counts).node)
     else:
-        if counts.max() > _AT_MAX_STEPS and ufunc in UFUNC_PRIMITIVES:  # the kernel updates them in turn
-            updates = None if values is None else P.reshape(values.node, (positions.size, 1))
-            updated = P.scatter(P.reshape(flat.node, (flat.size, 1)), const_node(positions.astype(np.int64)), updates,
-                                UFUNC_PRIMITIVES[ufunc])
-            update_in_place(target, P.reshape(updated, target.shape), what,
-                            "compute the sums with np.where or a reduction instead")
-            return None
         if counts.max() > _AT_MAX_STEPS:
             raise NotImplementedError(
                 f"{what}: a position updated {counts.max()} times, in a loop of another type than the array's "

@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 import numpy as np
 
 from . import dtypes as _dt
+from .primitives import NUMPY_LOOP_UFUNCS
 
 # --------------------------------------------------------------------------- dtypes
 
@@ -230,6 +231,9 @@ class OpInfo:
     zero_sign: bool = True
     # False where an exact op's float results are not (integer powers promoted to float64: NumPy's SIMD pow)
     exact_floats: bool = True
+    # on the CPU the compiler calls NumPy's own loop for it (primitives.NUMPY_LOOP_UFUNCS): bit for bit
+    # there, whatever ``tolerance`` and ``exact`` say for other targets (the GPU's libdevice)
+    numpy_loop: bool = False
 
     def domain(self, i: int) -> Domain:
         return self.domains[min(i, len(self.domains) - 1)]
@@ -326,7 +330,8 @@ _UNARY = {
 for _name, (_fn, _domain, _tol, _exact) in _UNARY.items():
     register(OpInfo(
         _name, _call_ufunc(_fn), 1, _supported_unary(_fn), "elementwise", _elementwise_sample(1),
-        domains=(_domain,), tolerance=_tol, exact=_exact, numpy_name=f"np.{_fn.__name__}"))
+        domains=(_domain,), tolerance=_tol, exact=_exact, numpy_name=f"np.{_fn.__name__}",
+        numpy_loop=_name in NUMPY_LOOP_UFUNCS))
 
 # NumPy functions made of ufuncs (its own code runs on the traced arrays): fix (ceil, then floor where x >= 0),
 # isposinf/isneginf (isinf and signbit), angle of a real array (arctan2(0, x): 0 or pi by the sign bit)
@@ -418,12 +423,13 @@ _C_ZERO_SIGN = ("fmax", "fmin")
 for _name, (_fn, _op, _dtypes, _domains, _tol, _exact) in _BINARY.items():
     register(OpInfo(
         _name, _call_ufunc(_fn), 2, _dtypes, "elementwise", _binary_sample, domains=_domains, tolerance=_tol,
-        exact=_exact, scalar_operands=True, numpy_name=f"np.{_fn.__name__}", zero_sign=_name not in _C_ZERO_SIGN))
+        exact=_exact, scalar_operands=True, numpy_name=f"np.{_fn.__name__}", zero_sign=_name not in _C_ZERO_SIGN,
+        numpy_loop=_name in NUMPY_LOOP_UFUNCS))
     if _op is not None:
         register(OpInfo(
             f"operator.{_op.__name__}", (lambda o: lambda xs, p: o(xs[0], xs[1]))(_op), 2, _dtypes, "elementwise",
             _binary_sample, domains=_domains, tolerance=_tol, exact=_exact, scalar_operands=True,
-            numpy_name=f"x {_SYMBOLS[_op.__name__]} y"))
+            numpy_name=f"x {_SYMBOLS[_op.__name__]} y", numpy_loop=_name in NUMPY_LOOP_UFUNCS))
 
 # operand 1 an integer power of two (EXPONENT_OPERAND_OPS), reaching past both ends of float64's range
 register(OpInfo("ldexp", _call_ufunc(np.ldexp), 2, ALL, "elementwise", _binary_sample,

@@ -258,12 +258,13 @@ def _float_nan_ignoring_extremum(rb, name: str, a: str, b: str, t: str) -> str:
     return rb.op(f"arith.select {take_a}, {a}, {b} : {t}")
 
 
-def _arctan2(rb, y: str, x: str, compute) -> str:
+def _arctan2(rb, y: str, x: str, compute, loop_attr: str = "") -> str:
     """C's atan2, two zeros included: y's zero for x = +0.0, pi with y's sign for x = -0.0. math.atan2
-    lowers to the C library's, but MLIR's constant folder makes atan2 of two zeros NaN, which a kernel
-    whose operands fold to zeros (x * 0 of an integer) would then return: the zeros are chosen here."""
+    lowers to the C library's (or NumPy's loop: ``loop_attr``), but MLIR's constant folder makes atan2
+    of two zeros NaN, which a kernel whose operands fold to zeros (x * 0 of an integer) would then
+    return: the zeros are chosen here."""
     t = dt.mlir_type(compute)
-    angle = rb.op(f"math.atan2 {y}, {x} : {t}")
+    angle = rb.op(f"math.atan2 {y}, {x}{loop_attr} : {t}")
     zero = scalar_const(rb, 0, compute)
     both_zero = rb.op(f"arith.andi {rb.op(f'arith.cmpf oeq, {y}, {zero} : {t}')}, "
                       f"{rb.op(f'arith.cmpf oeq, {x}, {zero} : {t}')} : i1")
@@ -655,10 +656,28 @@ def _float_division(rb, name: str, a: str, b: str, compute) -> str:
     return rb.op(f"arith.select {by_zero}, {quotient}, {result} : {t}")
 
 
+# The float ufuncs whose values are their library's, not IEEE's: the C library's, or NumPy's own SIMD
+# code (AVX-512 exp, SVML's pow, ...), which differ by an ulp or more in a third of the elements. Where
+# the element is NumPy's elementwise loop over fresh or in-place memory (a ufunc call, ufunc.at), the
+# math op carries ``parity.numpy_loop = "<ufunc>/<loop dtype>"`` and the CPU target calls that NumPy
+# loop for it (``backend.substitute_numpy_loops``), so the value is NumPy's bit for bit; elsewhere
+# (accumulate and reduceat, whose overlapping operands send NumPy to its scalar C-library loop, and
+# the compiler's own compositions) the op is the C library's. Other targets ignore the attribute.
+NUMPY_LOOP_UFUNCS = tuple(n for n in _UNARY_FLOAT if n not in ("sqrt", "rint")) + ("power", "float_power", "arctan2")
+
+
+def _numpy_loop_attr(name: str, compute, half: bool) -> str:
+    loop = "float16" if half else np.dtype(compute).name
+    return f' {{parity.numpy_loop = "{name}/{loop}"}}'
+
+
 def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: np.dtype, operand_dtypes=None,
-                       half: bool = False) -> str:
+                       half: bool = False, numpy_loop: bool = False) -> str:
     """One element of ufunc ``name`` computed in ``compute``; ``half``: NumPy's loop is float16's,
-    computed here in float32 (``dt.arithmetic_type``), which differs in how it breaks ties."""
+    computed here in float32 (``dt.arithmetic_type``), which differs in how it breaks ties.
+    ``numpy_loop``: the element is one of NumPy's elementwise loop (see ``NUMPY_LOOP_UFUNCS``)."""
+    loop_attr = (_numpy_loop_attr(name, compute, half)
+                 if numpy_loop and name in NUMPY_LOOP_UFUNCS and _kind(compute) == "f" else "")
     if name == "float_power":  # NumPy's loops are float64 (and complex) only: a power in the loop's type
         name = "power"
     if (name in _COMPARE and operand_dtypes is not None and len(operand_dtypes) == 2
@@ -695,12 +714,12 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
         low = elementwise_scalar(rb, "maximum", args[:2], compute, out, half=half)
         return elementwise_scalar(rb, "minimum", [low, args[2]], compute, out, half=half)
     if name == "arctan2" and kind == "f":
-        return _arctan2(rb, args[0], args[1], compute)
+        return _arctan2(rb, args[0], args[1], compute, loop_attr)
     if name in _BINARY:
         op = _BINARY[name].get(kind)
         if op is None:
             raise TypeError(f"np.{name} is not supported for {compute}")
-        return rb.op(f"{op} {args[0]}, {args[1]} : {t}")
+        return rb.op(f"{op} {args[0]}, {args[1]}{loop_attr} : {t}")
     if name in _COMPARE:
         fpred, spred, upred = _COMPARE[name]
         if kind == "f":
@@ -731,7 +750,7 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
     if name in _UNARY_FLOAT:
         if kind != "f":
             raise TypeError(f"np.{name} needs a float operand, got {compute}")
-        return rb.op(f"{_UNARY_FLOAT[name]} {args[0]} : {t}")
+        return rb.op(f"{_UNARY_FLOAT[name]} {args[0]}{loop_attr} : {t}")
     if name in _FLOAT_CLASS:
         if kind != "f":
             return scalar_const(rb, _FLOAT_CLASS[name], np.dtype(bool))
@@ -1015,13 +1034,26 @@ def elementwise(name: str, operands: list, signature=None, casting=None) -> Node
             (safe := _checked_exponent(cast(nodes[1], compute[1]))) is not None:  # (the loop's exponent: dtype= picks it)
         nodes[1], attrs["exponent_checked_in_kernel"] = safe, True
     # float16's power loop (computed in float32) has no fast paths
-    if name == "power" and compute[1].kind == "f" and compute[1] != np.float16 and _scalar_to_inner_loop(nodes[1], shape):
+    if name == "power" and compute[1].kind == "f" and compute[1] != np.float16 and \
+            scalar_to_binary_loop(nodes[1], nodes[0], shape):
         attrs["scalar_exponent"] = True
     if name == "clip" and compute[0].kind == "f" and all(_scalar_to_inner_loop(b, shape) for b in nodes[1:]):
         attrs["scalar_bounds"] = True
     node = _make(name, nodes, shape, out, compute=tuple(compute), **attrs)
     integer_exponent_source(node)  # refuses, at trace time, exponents that cannot be checked
     return node
+
+
+def scalar_to_binary_loop(operand: Node, other: Node, shape: tuple) -> bool:
+    """Whether NumPy's loop of two operands (result ``shape``) sees ``operand`` with stride 0, as its power's
+    fast paths look for (measured on NumPy 2.4): it holds one element and is 0-d, or is broadcast over more
+    than one, or, where the result has one element too, differs in shape from an ``other`` that is not 0-d
+    ((1, 1) ** (1,) takes the fast path; (1,) ** (1,) and () ** (1,) do not)."""
+    if operand.size != 1:
+        return False
+    if operand.ndim == 0 or int(np.prod(shape, dtype=np.int64)) > 1:
+        return True
+    return other.ndim > 0 and other.shape != operand.shape
 
 
 def _scalar_to_inner_loop(exponent: Node, shape: tuple) -> bool:
@@ -1032,9 +1064,10 @@ def _scalar_to_inner_loop(exponent: Node, shape: tuple) -> bool:
 
 
 def numpy_scalar_power(rb, x: str, y: str, compute) -> str:
-    """NumPy's float ``power`` when the exponent is a scalar to its inner loop: it takes fast paths, of
-    which only ``0.5 -> sqrt`` changes a value ((-0.0) ** 0.5 is -0.0 and (-inf) ** 0.5 NaN, where
-    C's pow gives +0.0 and +inf). A constant exponent folds the choice away."""
+    """NumPy's float ``power`` when the exponent is a scalar to its inner loop, computed with the C
+    library's pow (the target's, where it is not NumPy's own loop: ``Emitter._numpy_ufunc``): of
+    NumPy's fast paths only ``0.5 -> sqrt`` changes a value then ((-0.0) ** 0.5 is -0.0 and
+    (-inf) ** 0.5 NaN, where C's pow gives +0.0 and +inf). A constant exponent folds the choice away."""
     t = dt.mlir_type(compute)
     half = scalar_const(rb, 0.5, compute)
     is_half = rb.op(f"arith.cmpf oeq, {y}, {half} : {t}")

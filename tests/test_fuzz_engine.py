@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from compiler import opinfo as oi
+from compiler.primitives import NUMPY_LOOP_UFUNCS
 from compiler.testing import inject_fault
 from harness.commands import fuzz as fuzz_cmd
-from harness.fuzzing import engine
+from harness.fuzzing import check, engine
 from harness.fuzzing.cases import decode_operand, encode_operand, sample_op_case
 from harness.fuzzing.check import SELF_TEST_CRASH, Mismatch, check_case, compare_layout, compare_values, numpy_eval
 from harness.fuzzing.graphs import _magnification, exactness, graph_case_parts, run_program, sample_graph_case
@@ -67,8 +68,21 @@ def test_compare_values_checks_the_sign_of_zero_only_when_asked():
 def test_exact_elementwise_ops_check_the_sign_of_zero_but_reductions_do_not():
     from harness.fuzzing.check import _defines_zero_sign
     assert _defines_zero_sign(oi.REGISTRY["maximum"]) and _defines_zero_sign(oi.REGISTRY["floor"])
-    assert not _defines_zero_sign(oi.REGISTRY["max"]) and not _defines_zero_sign(oi.REGISTRY["exp"])
+    assert not _defines_zero_sign(oi.REGISTRY["max"]) and not _defines_zero_sign(oi.REGISTRY["logaddexp"])
     assert not _defines_zero_sign(oi.REGISTRY["sort"])
+    # NumPy's own loop on the CPU (sin(-0.0) is -0.0 there); libm-grade on other targets
+    assert _defines_zero_sign(oi.REGISTRY["sin"]) and oi.REGISTRY["sin"].numpy_loop
+
+
+def test_ops_computed_by_numpys_loop_are_exact_on_the_cpu_only():
+    """exp, power, ... call NumPy's own loop on the CPU (backend.substitute_numpy_loops), so the fuzzer wants
+    NumPy's bits there; the GPU (libdevice) keeps the libm-grade tolerance."""
+    x = np.linspace(-3, 3, 7)
+    exact = check.op_tolerance(oi.REGISTRY["exp"], [x], {}, np.float64)
+    assert exact == oi.EXACT.for_dtype(np.float64) and exact[0] == 0.0
+    assert check.op_tolerance(oi.REGISTRY["exp"], [x], {}, np.float64, target="gpu") == oi.TRANSCENDENTAL.for_dtype(np.float64)
+    assert check.op_tolerance(oi.REGISTRY["logaddexp"], [x, x], {}, np.float64) == oi.TRANSCENDENTAL.for_dtype(np.float64)
+    assert {n for n, i in oi.REGISTRY.items() if i.numpy_loop} == set(NUMPY_LOOP_UFUNCS) | {"operator.pow"}
 
 
 def test_graph_values_whose_zero_sign_numpy_leaves_open_are_not_exact():
@@ -239,7 +253,9 @@ def test_graph_tolerance_follows_tan_near_its_pole_but_still_catches_a_fault():
 
 def test_folded_cases_are_drawn_for_elementwise_ops_only_and_fold_to_constants():
     """A folded case gives every array operand as one value repeated, as a constant of the trace, so MLIR
-    computes the op at compile time: the optimized kernel has no math op left, only the folded value."""
+    computes the op at compile time: the optimized kernel has no math op left, only the folded value. (But
+    for the ufuncs whose values are NumPy's loop's on the CPU, primitives.NUMPY_LOOP_UFUNCS: a call of
+    that loop, which no folder sees.)"""
     import compiler
     from harness.fuzzing.cases import FOLDABLE_FAMILIES
     from harness.fuzzing.check import _case_function
@@ -254,11 +270,18 @@ def test_folded_cases_are_drawn_for_elementwise_ops_only_and_fold_to_constants()
                            for x in operands)  # one value repeated, bit for bit
     assert profiles == {"arctan2": {False, True}, "sum": {False}}
     assert oi.REGISTRY["arctan2"].family in FOLDABLE_FAMILIES
+    case = {"kind": "op", "op": "logaddexp", "params": {}, "folded": True,
+            "operands": [encode_operand(np.zeros(3)), encode_operand(np.full(3, -0.0))]}
+    fn, arguments = _case_function(case, oi.REGISTRY["logaddexp"], [decode_operand(o) for o in case["operands"]], {})
+    optimized = compiler.emit(fn, *arguments, stage="optimized")
+    assert "math." not in optimized and "func.call" not in optimized
+    assert "arith.constant 0.69314718055994529 : f64" in optimized, optimized  # log(2)
+    check_case(case)
     case = {"kind": "op", "op": "arctan2", "params": {}, "folded": True,
             "operands": [encode_operand(np.zeros(3)), encode_operand(np.full(3, -0.0))]}
     fn, arguments = _case_function(case, oi.REGISTRY["arctan2"], [decode_operand(o) for o in case["operands"]], {})
     optimized = compiler.emit(fn, *arguments, stage="optimized")
-    assert "math.atan2" not in optimized and "arith.constant 3.1415926535897931 : f64" in optimized
+    assert "call @parity_numpy_ufunc_" in optimized and 'parity.numpy_loop = "arctan2/float64"' in optimized
     check_case(case)  # C's atan2(+0, -0) = pi; MLIR's folder once made it NaN (seed 1136)
 
 
@@ -278,7 +301,8 @@ def test_graph_tolerance_of_a_variance_is_the_magnitude_of_what_it_sums():
 
 def test_folded_programs_take_their_inputs_as_constants():
     """Some random programs are drawn folded: each input one value repeated, given as a constant, so MLIR
-    folds the program where it can (seed 1136's bug, atan2 of x ^ x, folds away entirely)."""
+    folds the program where it can (seed 1136's bug, atan2 of x ^ x: the xor folds away, and atan2 of the
+    folded zeros is NumPy's loop on the CPU, primitives.NUMPY_LOOP_UFUNCS)."""
     import compiler
     cases = [sample_graph_case(oi.RandomChooser(seed), 2, 6) for seed in range(60)]
     folded = [case for case in cases if case.get("folded")]
@@ -292,7 +316,7 @@ def test_folded_programs_take_their_inputs_as_constants():
                 {"op": "arctan2", "args": [{"node": 0}, {"node": 0}], "params": {}, "item": None}]}
     fn, arguments, problems_of = graph_case_parts(case)
     optimized = compiler.emit(fn, *arguments, stage="optimized")
-    assert "math.atan2" not in optimized and "arith.xori" not in optimized
+    assert "arith.xori" not in optimized and "call @parity_numpy_ufunc_" in optimized
     check_case(case)
 
 

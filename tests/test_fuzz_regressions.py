@@ -102,6 +102,7 @@ def test_comparison_with_out_of_range_python_int(dtype, value):
 @pytest.mark.parametrize("base_shape, exponent_shape", [
     ((), ()), ((3,), ()), ((3,), (1,)), ((2, 3), (1, 1)), ((3, 1), (1, 1)), ((1,), ()),
     ((1,), (1,)), ((), (1,)), ((1, 1), (1, 1)), ((2, 3), (2, 1)), ((4,), (4,)),
+    ((1, 1), (1,)), ((1,), (1, 1)), ((1, 1, 1), (1, 1)),  # one element broadcast to other unit axes: stride 0
 ])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_power_takes_numpys_sqrt_fast_path_where_numpy_does(base_shape, exponent_shape, dtype):

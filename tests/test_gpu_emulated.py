@@ -241,7 +241,7 @@ def test_every_registry_op_on_the_gpu_target(name):
         problems = []
         for e, g in zip(flatten(expected), flatten(got)):
             assert np.asarray(g).dtype == np.asarray(e).dtype and np.shape(g) == np.shape(e)
-            rtol, atol = op_tolerance(info, operands, params, np.asarray(e).dtype)
+            rtol, atol = op_tolerance(info, operands, params, np.asarray(e).dtype, target="gpu")
             problems += compare_values(e, g, rtol, atol, f"{name}{params}")
         assert not problems, problems
         checked += 1

@@ -99,7 +99,9 @@ def test_the_lowered_ir_names_each_op_deterministically():
     for tag, op in (("tanh#0", "tanh"), ("concat#1", "concat"), ("multiply#2", "multiply")):
         assert f'loc("{tag}"("{__file__}":{line}:0))' in first.text
         assert first.origins[tag].op == op and first.origins[tag].loc.line == line
-    assert set(first.origins) == {"tanh#0", "concat#1", "multiply#2"}
+    # (tanh's private function, NumPy's loop on the CPU, stands for the tanh that made it)
+    assert set(first.origins) == {"tanh#0", "concat#1", "multiply#2", "parity_numpy_ufunc_0"}
+    assert first.origins["parity_numpy_ufunc_0"] == first.origins["tanh#0"]
 
 
 def test_tags_do_not_reach_the_kernel_cache_key():
@@ -132,6 +134,10 @@ def test_other_exceptions_pass_unchanged():
     assert from_mlir_error(RuntimeError("Failure while creating the ExecutionEngine"), lowered) is None
 
 
+def sqrt_only(x):
+    return np.sqrt(x)  # sqrt-line
+
+
 def tanh_only(x):
     return np.tanh(x)  # tanh-line
 
@@ -144,10 +150,10 @@ def test_a_parse_error_on_an_ops_unlocated_first_line_is_traced_to_that_op():
     """A ``linalg.generic``'s header line carries no location (its region and closing line do)."""
     wrong_input = lambda text: text.replace("ins(%arg0 : tensor<2x3xf32>)", "ins(%arg0 : tensor<2x4xf32>)")
     with edited_lowering("_generic", "linalg.generic", wrong_input), pytest.raises(CompileError) as info:
-        compiler.jit(tanh_only)(X)
+        compiler.jit(sqrt_only)(X)
     assert "expects different type than prior uses" in info.value.detail
-    assert info.value.origin is not None and info.value.origin.op == "tanh"
-    assert info.value.origin.loc.line == line_of("tanh-line")
+    assert info.value.origin is not None and info.value.origin.op == "sqrt"
+    assert info.value.origin.loc.line == line_of("sqrt-line")
 
 
 def test_an_error_inside_a_shared_matmul_function_names_the_matmul_that_made_it():
@@ -172,13 +178,34 @@ def test_an_error_inside_a_shared_matmul_function_names_the_matmul_that_made_it(
 
 def test_a_failed_translation_to_llvm_is_located_too():
     """MLIR reports it as printed diagnostics plus a bare RuntimeError; the backend keeps them."""
-    untranslatable = lambda text: text.replace("math.tanh", "math.erf")  # no lowering to LLVM here
-    with edited_lowering("_generic", "math.tanh", untranslatable), pytest.raises(CompileError) as info:
-        compiler.jit(tanh_only)(X)
+    untranslatable = lambda text: text.replace("math.sqrt", "math.erf")  # no lowering to LLVM here
+    with edited_lowering("_generic", "math.sqrt", untranslatable), pytest.raises(CompileError) as info:
+        compiler.jit(sqrt_only)(X)
     error = info.value
     assert error.stage == "lowering to native code" and error.mlir_op == "math.erf"
     assert "cannot be converted to LLVM IR" in error.detail and "loc(" not in error.detail
-    assert (error.origin.op, error.origin.loc.line) == ("tanh", line_of("tanh-line"))
+    assert (error.origin.op, error.origin.loc.line) == ("sqrt", line_of("sqrt-line"))
+
+
+def test_an_error_inside_a_numpy_loop_function_names_the_op_that_made_it():
+    """tanh is a private function the CPU replaces by NumPy's loop: MLIR refusing its text is traced to the tanh."""
+    from compiler.lowering import Emitter
+
+    original = Emitter._numpy_ufunc_function
+
+    def mistyped(self, node, *args):
+        callee = original(self, node, *args)
+        self.extra_functions[-1] = self.extra_functions[-1].replace("math.tanh %x0", "math.tanh %x9")
+        return callee
+
+    Emitter._numpy_ufunc_function = mistyped
+    try:
+        with pytest.raises(CompileError) as info:
+            compiler.jit(tanh_only)(X)
+    finally:
+        Emitter._numpy_ufunc_function = original
+    assert info.value.origin is not None and info.value.origin.op == "tanh"
+    assert info.value.origin.loc.line == line_of("tanh-line")
 
 
 def test_a_compile_error_survives_pickling():

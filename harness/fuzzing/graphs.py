@@ -95,14 +95,15 @@ def run_program(program: dict, inputs: list) -> list:
 
 
 def exact_node(info: oi.OpInfo, value, inputs_exact: bool) -> bool:
-    """Bit for bit NumPy's: a correctly rounded op of exact inputs whose float result also has a defined
+    """Bit for bit NumPy's: a correctly rounded op (or one whose CPU kernel calls NumPy's own loop) of exact
+    inputs whose float result also has a defined
     zero sign (signbit, copysign or 1/x of a max of +0.0 and -0.0 would otherwise see NumPy's SIMD order) and
     holds no NaN: a graph's inputs hold none, so a NaN is an invalid operation's, whose sign IEEE leaves open (x86's
     0/0 is -nan, the one MLIR folds from constants +nan: signbit(-((x != x) / False)) of integers, seed 1234)."""
     float_result = np.asarray(value).dtype.kind == "f"
-    return info.exact and inputs_exact and not (float_result and (info.family in ZERO_SIGN_UNDEFINED
-                                                                     or not info.zero_sign or not info.exact_floats
-                                                                     or bool(np.isnan(value).any())))
+    return (info.exact or info.numpy_loop) and inputs_exact and not (
+        float_result and (info.family in ZERO_SIGN_UNDEFINED or not info.zero_sign or not info.exact_floats
+                          or bool(np.isnan(value).any())))
 
 
 def exactness(program: dict, values: list) -> list[bool]:
