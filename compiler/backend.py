@@ -713,6 +713,25 @@ def numpy_loop(spec: str) -> tuple[int, int, int]:
     return call.strided_loop, call.context, call.auxdata
 
 
+@functools.cache
+def numpy_loops_available() -> bool:
+    """Whether this NumPy hands out its loops (``ufunc._get_strided_loop``, NumPy's interface for JIT
+    compilers, is private and may change) and one called as the kernels call them gives NumPy's values;
+    otherwise the CPU target computes the library-valued ufuncs with the C library's functions."""
+    try:
+        loop, context, auxdata = numpy_loop("exp/float64")
+    except (AttributeError, TypeError, ValueError):
+        return False
+    x = np.array([0.5, -3.25, 700.0])
+    out = np.zeros_like(x)
+    call = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                            ctypes.c_void_p)(loop)
+    data = (ctypes.c_void_p * 2)(x.ctypes.data, out.ctypes.data)
+    dims, steps = (ctypes.c_ssize_t * 1)(x.size), (ctypes.c_ssize_t * 2)(x.itemsize, out.itemsize)
+    call(context, ctypes.addressof(data), ctypes.addressof(dims), ctypes.addressof(steps), auxdata)
+    return out.tobytes() == np.exp(x).tobytes()
+
+
 def bind_numpy_loops(names_address: int, table_address: int) -> None:
     """Fill a loaded kernel's table of NumPy loops (``substitute_numpy_loops``), before it ever runs."""
     entries, at = [], names_address
@@ -924,6 +943,10 @@ class CpuTarget(Target):
 
     def __init__(self, pipeline: CpuPipeline = CpuPipeline()):
         self.pipeline = pipeline
+
+    @property
+    def numpy_loops(self) -> bool:
+        return numpy_loops_available()
 
     def optimized(self, text: str):
         module = _parse(text)

@@ -286,7 +286,9 @@ class Emitter:
     # -- primitive lowerings
     def elementwise(self, node: Node, operands) -> str:
         compute = node.attrs["compute"]
-        if self.numpy_loops and node.op in NUMPY_LOOP_UFUNCS and np.dtype(compute[0]).kind == "f":
+        # ufunc.at's updates (``per_update``): NumPy calls its loop on each element, at stride 0
+        per_update = self.numpy_loops and node.attrs.get("per_update", False)
+        if self.numpy_loops and node.op in NUMPY_LOOP_UFUNCS and np.dtype(compute[0]).kind == "f" and not per_update:
             return self._numpy_ufunc(node, operands)
         tensor_ops, scalars = [], {}
         for i, inp in enumerate(node.inputs):
@@ -315,13 +317,13 @@ class Emitter:
                 return bitcast_scalar(rb, vals[0], compute[0], node.dtype)
             if direct:
                 return cast_scalar(rb, vals[0], compute[0], node.dtype)
-            if node.attrs.get("scalar_exponent"):
+            if node.attrs.get("scalar_exponent") and not per_update:
                 result = numpy_scalar_power(rb, vals[0], vals[1], np.dtype(wide[-1]))
             elif node.attrs.get("scalar_bounds"):
                 result = numpy_constant_clip(rb, *vals, np.dtype(wide[-1]))
             else:
                 result = elementwise_scalar(rb, node.op, vals, np.dtype(wide[-1]), out, operand_dtypes=wide,
-                                            half=np.dtype(compute[-1]) == np.float16, numpy_loop=True)
+                                            half=np.dtype(compute[-1]) == np.float16, numpy_loop=per_update)
             return cast_scalar(rb, result, out, node.dtype)
 
         return self._generic(node.shape, node.dtype, [(n, s, d) for _, n, s, d in tensor_ops], body, node.loc)
@@ -1400,7 +1402,7 @@ class Emitter:
         def written(j: str, element: str, old: str) -> str:
             """update j's value for an element of its row now holding ``old``"""
             u = None if updates is None else r.op(f"tensor.extract {updates}[{j}, {element}] : {u_t}")
-            return u if name is None else self._ufunc_step(r, name, dtype, old, u, u_dtype, numpy_loop=True)
+            return u if name is None else self._ufunc_step(r, name, dtype, old, u, u_dtype, numpy_loop=self.numpy_loops)
 
         def position(j: str) -> str:  # clamped: native code never reads past the rows
             p = r.op(f"arith.index_cast {r.op(f'tensor.extract {positions}[{j}] : {idx_t}')} : i64 to index")

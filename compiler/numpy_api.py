@@ -570,6 +570,8 @@ def _ufunc_at_through_mask(ufunc, target: Tensor, key, b, what: str):
             return None
         operands.append(MaskedRead(Tensor(spread), mask, line, lead=lead))
     updated = ufunc(*operands)
+    if updated.values.node.op == UFUNC_PRIMITIVES.get(ufunc):  # NumPy's at: its loop per element, at stride 0
+        updated.values.node.attrs["per_update"] = True
     _write_where(moved, P.cast(updated.values.node, target.dtype), _mask_over(mask, moved.shape), what,
                  "compute the result with np.where(mask, f(x), x) instead")
     return None

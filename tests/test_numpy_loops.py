@@ -105,6 +105,11 @@ def test_ufunc_at_calls_the_loop_per_update_as_numpy_does(dtype):
         expected = y.copy()
         np.power.at(expected, positions, dtype(0.5))
         _same_bits(traced(y, positions, dtype(0.5)), expected)
+        for exponent in (2.0, -1.0, 0.5):  # through a traced mask: the selection at once, each at stride 0
+            masked = jit(lambda a: (a := a.copy(), np.power.at(a, a > 1.0, exponent), a)[2])
+            expected = y.copy()
+            np.power.at(expected, y > 1.0, exponent)
+            _same_bits(masked(y), expected)
 
 
 def test_accumulate_keeps_the_c_library_as_numpys_overlapping_loop_does():
@@ -149,3 +154,19 @@ def test_the_gpu_lowering_keeps_its_math_functions():
     gpu, cpu = JitFunction(f, "gpu").lower(x).text, JitFunction(f, "cpu").lower(x).text
     assert "parity_numpy_ufunc_" not in gpu and "math.exp %" in gpu and "math.powf" in gpu
     assert cpu.count("func.call @parity_numpy_ufunc_") == 2
+
+
+def test_without_numpys_loop_interface_the_c_library_computes_them(monkeypatch):
+    """``ufunc._get_strided_loop`` is NumPy's private interface for JIT compilers: where a NumPy lacks it (or its
+    loop does not give NumPy's values when called so) the CPU target falls back to the C library's functions."""
+    from compiler import backend
+    from compiler.jit import JitFunction
+
+    monkeypatch.setattr(backend, "numpy_loops_available", lambda: False)
+    x = _values("tanh", np.float32)
+    assert "parity_numpy_ufunc_" not in JitFunction(lambda a: np.tanh(a), "cpu").lower(x).text
+    got = jit(lambda a: np.tanh(a))(x)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, np.tanh(x), rtol=4 * np.finfo(np.float32).eps, atol=0)
+    monkeypatch.undo()
+    assert backend.numpy_loops_available()  # this NumPy has it, and its exp called so is np.exp
