@@ -990,7 +990,9 @@ class CpuTarget(Target):
             if not address:
                 raise RuntimeError(f"compiled module has no function {lowered.func_name}")
             if _defines(module, NUMPY_LOOP_TABLE):
-                bind_numpy_loops(engine.raw_lookup(NUMPY_LOOP_NAMES[len('_mlir_'):]), engine.raw_lookup(NUMPY_LOOP_TABLE[len('_mlir_'):]))
+                # (the engine's lookup prefixes the name with "_mlir_", as for the packed function above)
+                bind_numpy_loops(*(engine.raw_lookup(symbol.removeprefix("_mlir_"))
+                                   for symbol in (NUMPY_LOOP_NAMES, NUMPY_LOOP_TABLE)))
             store_cached_kernel(key, engine, lowered.func_name)
             return NativeKernel(address, (engine, module), lowered.func_name)
 

@@ -367,6 +367,9 @@ class Emitter:
                              lambda rb, a: cast_scalar(rb, a[0], loop, node.dtype), node.loc)
 
     def _numpy_ufunc_function(self, node: Node, loop: np.dtype, shapes: list, types: list, out_t: str) -> str:
+        """The name of the private function ``(%a0, ..., %init) -> %r`` computing ``node``'s ufunc in ``loop`` from
+        operands of ``shapes`` (the result's, or 0-d): one generic whose math op is marked with its NumPy loop,
+        emitted once per signature and located like the contraction functions (``_contraction_function``)."""
         signature = ("numpy_ufunc", node.op, tuple(types), out_t)
         callee = self.matmul_functions.get(signature)
         if callee is not None:

@@ -422,7 +422,8 @@ def _ufunc_at(ufunc, a, indices, b=None):
     along it (``ufunc.accumulate``, in order, rounding each step), the row's last real column taken;
     otherwise one traced step per repeat, up to ``_AT_MAX_STEPS``, beyond which the kernel updates
     the elements in turn (``P.scatter``: a loop on the CPU, but a GPU thread per element folds every
-    update, so the parallel steps are kept where they are few)."""
+    update, so the parallel steps are kept where they are few). The library-valued ufuncs (exp, power,
+    ...) always take the scatter, whose CPU kernel calls NumPy's loop per update as NumPy's at does."""
     what = f"np.{ufunc.__name__}.at"
     if ufunc.nout != 1 or ufunc.nin not in (1, 2) or ufunc.signature is not None:
         raise NotImplementedError(f"{what} is not supported by the compiler")
@@ -449,9 +450,9 @@ def _ufunc_at(ufunc, a, indices, b=None):
     updated, first, counts = np.unique(positions[order], return_index=True, return_counts=True)
     depth = np.arange(positions.size) - np.repeat(first, counts)
     loop, out = dt.resolve_ufunc(ufunc, [target.dtype] + ([] if values is None else [values.dtype]))
-    # NumPy calls its loop on each element at stride 0 (where its power takes fast paths); the kernel's
-    # scatter calls that loop so for the library-valued ufuncs (P.NUMPY_LOOP_UFUNCS), where accumulate
-    # would be NumPy's scalar C-library loop and an elementwise step its loop at contiguous strides
+    # NumPy calls its loop on each element at stride 0 (where its power takes fast paths), and so does the
+    # kernel's scatter for the library-valued ufuncs (P.NUMPY_LOOP_UFUNCS); accumulate would be NumPy's
+    # scalar C-library loop, and an elementwise step its loop at contiguous strides
     numpy_loop = ufunc.__name__ in P.NUMPY_LOOP_UFUNCS and loop[0].kind == "f"
     if (numpy_loop or counts.max() > _AT_MAX_STEPS) and ufunc in UFUNC_PRIMITIVES:  # the kernel updates them in turn
         updates = None if values is None else P.reshape(values.node, (positions.size, 1))
