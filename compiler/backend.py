@@ -532,8 +532,8 @@ def substitute_libm(module) -> int:
 # The ufuncs whose values are their library's (``primitives.NUMPY_LOOP_UFUNCS``: exp, tanh, power, ...)
 # call NumPy's own loop, so their values are NumPy's, SIMD code and all (its AVX-512 exp, SVML's pow), as
 # a product is NumPy's BLAS call's. Over whole arrays the lowering emits a private function
-# ``parity_numpy_ufunc_<n>`` (``lowering.Emitter._numpy_ufunc``), whose body becomes one call of the loop
-# over all elements: contiguous, or at stride 0 for a 0-d operand, which is how the lowering passes one
+# ``parity_numpy_ufunc_<n>`` marked ``parity.numpy_loop = "<ufunc>/<dtype>"`` (``lowering.Emitter._numpy_ufunc``),
+# whose body becomes one call of the loop over all elements: contiguous, or at stride 0 for a 0-d operand, which is how the lowering passes one
 # NumPy's inner loop sees as a scalar (its power takes fast paths then). Elsewhere (ufunc.at) a math op marked
 # ``parity.numpy_loop = "<ufunc>/<dtype>"`` calls the loop on its one element, as ufunc.at does. Either calls
 # ``parity_numpy_loop_call`` with the loop's slot in the kernel's table ``parity_numpy_loops`` (per slot
@@ -625,6 +625,7 @@ def _whole_array_body(name: str, memrefs: list, slot: int) -> str:
 
 
 def _loop_spec(op) -> str:
+    """The NumPy loop ``op`` (a math op or a ufunc function) is marked with, which this NumPy must have."""
     from mlir import ir
     spec = ir.StringAttr(op.attributes[NUMPY_LOOP_ATTR]).value
     numpy_loop(spec)  # a loop NumPy has, or the error names the one it lacks
@@ -644,12 +645,10 @@ def substitute_numpy_loops(module) -> int:
             name = ir.StringAttr(fn.attributes["sym_name"]).value if "sym_name" in fn.attributes else ""
             if not name.startswith("parity_numpy_ufunc_"):
                 continue
-            marked = [op for op in find_ops(fn.operation, *_NUMPY_LOOP_OPS) if NUMPY_LOOP_ATTR in op.attributes]
             function_type = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
-            if len(marked) != 1 or function_type.results:  # (lowering.Emitter._numpy_ufunc_function's form)
-                raise RuntimeError(f"{name}: expected one NumPy loop and no result after bufferization, got "
-                                   f"{len(marked)} and {function_type}")
-            spec = _loop_spec(marked[0])
+            if NUMPY_LOOP_ATTR not in fn.attributes or function_type.results:  # (Emitter._numpy_ufunc_function's form)
+                raise RuntimeError(f"{name}: expected a NumPy loop and no result after bufferization, got {function_type}")
+            spec = _loop_spec(fn)
             texts.append(_whole_array_body(name, list(function_type.inputs), slots.setdefault(spec, len(slots))))
             fn.operation.erase()
         for op in find_ops(module.operation, *_NUMPY_LOOP_OPS):

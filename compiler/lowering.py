@@ -18,7 +18,7 @@ from . import layout, pairwise
 from .errors import OpOrigin
 from .graph import Node, SourceLoc, topological
 from .primitives import (NUMPY_LOOP_UFUNCS, PRIMITIVES, bitcast_scalar, cast_scalar, elementwise_scalar, numpy_constant_clip,
-                         numpy_scalar_power, scalar_const, scalar_to_binary_loop, UFUNCS)
+                         numpy_loop_spec, numpy_scalar_power, scalar_const, scalar_to_binary_loop, UFUNCS)
 
 INLINE_CONST_LIMIT = 16  # elements; larger constants are passed as hidden arguments
 
@@ -368,8 +368,9 @@ class Emitter:
 
     def _numpy_ufunc_function(self, node: Node, loop: np.dtype, shapes: list, types: list, out_t: str) -> str:
         """The name of the private function ``(%a0, ..., %init) -> %r`` computing ``node``'s ufunc in ``loop`` from
-        operands of ``shapes`` (the result's, or 0-d): one generic whose math op is marked with its NumPy loop,
-        emitted once per signature and located like the contraction functions (``_contraction_function``)."""
+        operands of ``shapes`` (the result's, or 0-d): one generic computing it with the target's math functions,
+        the function marked ``parity.numpy_loop`` with its NumPy loop; emitted once per signature and located
+        like the contraction functions (``_contraction_function``)."""
         signature = ("numpy_ufunc", node.op, tuple(types), out_t)
         callee = self.matmul_functions.get(signature)
         if callee is not None:
@@ -384,8 +385,7 @@ class Emitter:
         region = _Region(self)
         xs = [f"%x{i}" for i in range(len(shapes))]
         value = elementwise_scalar(region, node.op, [cast_scalar(region, x, loop, wide) for x in xs], np.dtype(wide),
-                                   np.dtype(wide), operand_dtypes=[wide] * len(xs), half=loop == np.float16,
-                                   numpy_loop=True)
+                                   np.dtype(wide), operand_dtypes=[wide] * len(xs), half=loop == np.float16)
         value = cast_scalar(region, value, wide, loop)
         t = dt.mlir_type(loop)
         # the destination (-0.0, from the caller) added: a generic that reads its destination writes the
@@ -397,7 +397,8 @@ class Emitter:
         its = ", ".join(['"parallel"'] * rank)
         self.extra_functions.append(
             f"  func.func private @{callee}({', '.join(f'%a{i}: {ty} {here}' for i, ty in enumerate(types))}, "
-            f"%init: {out_t} {here}) -> {out_t} {{\n"
+            f"%init: {out_t} {here}) -> {out_t} attributes {{parity.numpy_loop = "
+            f"\"{numpy_loop_spec(node.op, loop, False)}\"}} {{\n"
             f"    %r = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = "
             f"[{its}]}} ins({ins} : {', '.join(types)}) outs(%init : {out_t}) {{\n"
             f"    ^bb0({', '.join(f'{x}: {t} {here}' for x in xs)}, %o: {t} {here}):\n{body}\n"

@@ -657,18 +657,24 @@ def _float_division(rb, name: str, a: str, b: str, compute) -> str:
 
 
 # The float ufuncs whose values are their library's, not IEEE's: the C library's, or NumPy's own SIMD
-# code (AVX-512 exp, SVML's pow, ...), which differ by an ulp or more in a third of the elements. Where
-# the element is NumPy's elementwise loop over fresh or in-place memory (a ufunc call, ufunc.at), the
-# math op carries ``parity.numpy_loop = "<ufunc>/<loop dtype>"`` and the CPU target calls that NumPy
-# loop for it (``backend.substitute_numpy_loops``), so the value is NumPy's bit for bit; elsewhere
-# (accumulate and reduceat, whose overlapping operands send NumPy to its scalar C-library loop, and
-# the compiler's own compositions) the op is the C library's. Other targets ignore the attribute.
-NUMPY_LOOP_UFUNCS = tuple(n for n in _UNARY_FLOAT if n not in ("sqrt", "rint")) + ("power", "float_power", "arctan2")
+# code (AVX-512 exp, SVML's pow, ...), which differ by an ulp or more in a third of the elements. The CPU
+# target calls NumPy's own loop for them (``backend.substitute_numpy_loops``), so the value is NumPy's bit
+# for bit: over whole arrays through a private function (``lowering.Emitter._numpy_ufunc``), and per
+# element (ufunc.at) where the ufunc is one math op, which then carries ``parity.numpy_loop =
+# "<ufunc>/<loop dtype>"``. Elsewhere (accumulate and reduceat, whose overlapping operands send NumPy to
+# its scalar C-library loop, and the compiler's own compositions) the op is the C library's; other
+# targets ignore the attribute.
+NUMPY_LOOP_UFUNCS = tuple(n for n in _UNARY_FLOAT if n not in ("sqrt", "rint")) + ("power", "float_power", "arctan2",
+                                                                                   "hypot")
+
+
+def numpy_loop_spec(name: str, compute, half: bool) -> str:
+    """``"<ufunc>/<dtype>"``: NumPy's loop of ufunc ``name`` computed in ``compute`` (float16's where ``half``)."""
+    return f"{name}/{'float16' if half else np.dtype(compute).name}"
 
 
 def _numpy_loop_attr(name: str, compute, half: bool) -> str:
-    loop = "float16" if half else np.dtype(compute).name
-    return f' {{parity.numpy_loop = "{name}/{loop}"}}'
+    return f' {{parity.numpy_loop = "{numpy_loop_spec(name, compute, half)}"}}'
 
 
 def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: np.dtype, operand_dtypes=None,
