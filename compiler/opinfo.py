@@ -229,8 +229,6 @@ class OpInfo:
     scale: Callable[[Sequence, Mapping], Any] | None = None
     # False where the sign of a zero result is the C library's choice (fmax of +0.0 and -0.0), not NumPy's
     zero_sign: bool = True
-    # False where an exact op's float results are not (integer powers promoted to float64: NumPy's SIMD pow)
-    exact_floats: bool = True
     # on the CPU the compiler calls NumPy's own loop for it (primitives.NUMPY_LOOP_UFUNCS): bit for bit
     # there, whatever ``tolerance`` and ``exact`` say for other targets (the GPU's libdevice)
     numpy_loop: bool = False
@@ -474,12 +472,12 @@ register(OpInfo("sinc", lambda xs, p: np.sinc(xs[0]), 1, ALL, "elementwise", _el
 
 # integer powers: NumPy refuses negative integer exponents, so they get their own domain; exponents
 # reach the dtype's maximum (an unsigned one with its top bit set included). uint64 with a signed
-# integer computes in float64, where NumPy's SIMD pow may differ from libm's by an ulp: hence the tolerance,
-# and the graph fuzzer takes those float results as inexact (seed 1183: 1218492183.0 ** 3 is an ulp below
-# the correctly rounded cube in NumPy's AVX-512 pow)
+# integer computes in float64, where NumPy's SIMD pow may differ from libm's by an ulp (seed 1183:
+# 1218492183.0 ** 3 is an ulp below the correctly rounded cube in NumPy's AVX-512 pow): the CPU calls
+# that NumPy loop (numpy_loop), other targets are held to the tolerance
 register(OpInfo("power_int", _call_ufunc(np.power), 2, INTS, "elementwise", _binary_sample,
                 domains=(Domain(lo=-50, hi=50), INT_EXPONENT), tolerance=TRANSCENDENTAL, scalar_operands=True,
-                exact_floats=False, numpy_name="np.power"))
+                numpy_name="np.power", numpy_loop=True))
 
 
 def _clip_sample(c: Chooser) -> Call:

@@ -102,8 +102,7 @@ def exact_node(info: oi.OpInfo, value, inputs_exact: bool) -> bool:
     0/0 is -nan, the one MLIR folds from constants +nan: signbit(-((x != x) / False)) of integers, seed 1234)."""
     float_result = np.asarray(value).dtype.kind == "f"
     return (info.exact or info.numpy_loop) and inputs_exact and not (
-        float_result and (info.family in ZERO_SIGN_UNDEFINED or not info.zero_sign or not info.exact_floats
-                          or bool(np.isnan(value).any())))
+        float_result and (info.family in ZERO_SIGN_UNDEFINED or not info.zero_sign or bool(np.isnan(value).any())))
 
 
 def exactness(program: dict, values: list) -> list[bool]:
