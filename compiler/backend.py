@@ -712,11 +712,18 @@ def numpy_loop(spec: str) -> tuple[int, int, int]:
     return call.strided_loop, call.context, call.auxdata
 
 
+NUMPY_LOOPS_ENV = "PARITY_NUMPY_LOOPS"
+
+
 @functools.cache
 def numpy_loops_available() -> bool:
     """Whether this NumPy hands out its loops (``ufunc._get_strided_loop``, NumPy's interface for JIT
     compilers, is private and may change) and one called as the kernels call them gives NumPy's values;
-    otherwise the CPU target computes the library-valued ufuncs with the C library's functions."""
+    otherwise, or with ``PARITY_NUMPY_LOOPS=0`` (NumPy's values cost what NumPy's code costs: its SVML pow
+    of a negative base takes a slow path, 40x the C library's time), the CPU target computes the
+    library-valued ufuncs with the C library's functions, within a few ulps of NumPy's."""
+    if os.environ.get(NUMPY_LOOPS_ENV, "1") == "0":
+        return False
     try:
         loop, context, auxdata = numpy_loop("exp/float64")
     except (AttributeError, TypeError, ValueError):

@@ -152,3 +152,27 @@ def test_each_pipeline_configuration_has_its_own_kernel_cache_key():
     keys = [CpuTarget(pipeline).cache_key(lowered) for _, pipeline in pipeline_steps()]
     assert len(set(keys)) == len(keys)
     assert pipeline_steps()[-1][1] == CpuPipeline() and keys[-1] == CpuTarget().cache_key(lowered)
+
+
+def softened(x):
+    return np.tanh(x) * 0.5  # tanh-line
+
+
+def test_ops_computed_by_numpys_loop_are_held_to_exact_rounding_on_the_cpu():
+    """tanh calls NumPy's own loop on the CPU, so a fault of eight ulps (half the C library's sixteen-ulp
+    allowance for a transcendental function) is named; without NumPy's loops it is within the allowance."""
+    from compiler import backend
+
+    x = np.random.default_rng(6).standard_normal(256).astype(np.float32)
+    assert localize(softened, (x,)) is None
+    with inject_fault("tanh", 1 + 8 * float(np.finfo(np.float32).eps)):
+        found = localize(softened, (x,))
+        assert found is not None and found.op == "tanh"
+        assert found.source.endswith(f"tests/test_diagnose.py:{softened.__code__.co_firstlineno + 1}")
+        backend.numpy_loops_available.cache_clear()
+        try:
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv(backend.NUMPY_LOOPS_ENV, "0")
+                assert localize(softened, (x,)) is None
+        finally:
+            backend.numpy_loops_available.cache_clear()

@@ -170,3 +170,26 @@ def test_without_numpys_loop_interface_the_c_library_computes_them(monkeypatch):
     np.testing.assert_allclose(got, np.tanh(x), rtol=4 * np.finfo(np.float32).eps, atol=0)
     monkeypatch.undo()
     assert backend.numpy_loops_available()  # this NumPy has it, and its exp called so is np.exp
+
+
+def test_parity_numpy_loops_0_computes_them_with_the_c_library(monkeypatch):
+    """NumPy's values cost what NumPy's code costs (its SVML pow of a negative base takes a slow path):
+    ``PARITY_NUMPY_LOOPS=0`` trades them for the C library's functions, within a few ulps."""
+    from compiler import backend
+    from compiler.jit import JitFunction
+
+    x = _values("power", np.float32)
+    monkeypatch.setenv(backend.NUMPY_LOOPS_ENV, "0")
+    backend.numpy_loops_available.cache_clear()
+    try:
+        assert not backend.get_target("cpu").numpy_loops
+        assert "parity_numpy_ufunc_" not in JitFunction(lambda a: a ** 3, "cpu").lower(x).text
+        with np.errstate(all="ignore"):
+            got, expected = jit(lambda a: a ** 3)(x), x ** 3
+        finite = np.isfinite(expected)
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got[finite], expected[finite], rtol=4 * np.finfo(np.float32).eps, atol=0)
+    finally:
+        monkeypatch.undo()
+        backend.numpy_loops_available.cache_clear()
+    assert backend.get_target("cpu").numpy_loops
