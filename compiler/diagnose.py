@@ -92,14 +92,14 @@ def per_op_values(fn, args, kwargs=None, target: str = "cpu"):
     kwargs = kwargs or {}
     inputs, outputs, _, paths = trace(fn, args, kwargs)
     ops = [n for n in topological(outputs) if n.op not in ("input", "const")]
-    lowered, arrays = _lowered_with_arrays(inputs, ops, paths, args)
+    lowered, arrays = _lowered_with_arrays(inputs, ops, paths, args, target)
     return ops, _run(get_target(target), lowered, arrays), arrays
 
 
-def _lowered_with_arrays(inputs, outputs, paths, args):
-    """The module computing ``outputs`` (any injected fault included) and the arrays its kernel
-    runs on, checked before any native code runs."""
-    lowered = build_module(inputs, outputs, faults=dict(FAULTS))
+def _lowered_with_arrays(inputs, outputs, paths, args, target: str = "cpu"):
+    """The module computing ``outputs`` (any injected fault included), lowered in ``target``'s form, and
+    the arrays its kernel runs on, checked before any native code runs."""
+    lowered = build_module(inputs, outputs, faults=dict(FAULTS), **get_target(target).lowering_form())
     leaves = []
     _flatten(tuple(args), "args", leaves, [])
     return lowered, checked_inputs(leaves, _host_checks(inputs, outputs, paths))
