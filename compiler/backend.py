@@ -704,7 +704,9 @@ def numpy_loop(spec: str) -> tuple[int, int, int]:
     resolved, info = ufunc._resolve_dtypes_and_context(dtypes)
     if tuple(resolved) != dtypes:
         raise ValueError(f"NumPy's {name} has no {dtype} loop (it resolves to {resolved})")
-    ufunc._get_strided_loop(info, fixed_strides=tuple(d.itemsize for d in dtypes))
+    # strides not fixed: the loop for any strides (one fixed for contiguous ones would misread the 0-d
+    # operands the calls pass at stride 0)
+    ufunc._get_strided_loop(info, fixed_strides=None)
     call = _UfuncCallInfo.from_address(_capsule_pointer(info, b"numpy_1.24_ufunc_call_info"))
     if call.requires_pyapi or not call.strided_loop:
         raise ValueError(f"NumPy's {spec} loop needs the Python interpreter")
