@@ -517,7 +517,9 @@ def test_list_ops_json_is_one_line_of_registry_rows(capsys):
     assert add == {"name": "add", "numpy": oi.REGISTRY["add"].numpy_name, "family": oi.REGISTRY["add"].family,
                    "arity": 2, "dtypes": [str(d) for d in oi.REGISTRY["add"].dtypes],
                    "domains": [{"lo": None, "hi": None, "finite_only": False}] * len(oi.REGISTRY["add"].domains),
-                   "tolerance_ulps": oi.REGISTRY["add"].tolerance.ulps}
+                   "tolerance_ulps": oi.REGISTRY["add"].tolerance.ulps, "cpu_tolerance_ulps": oi.REGISTRY["add"].tolerance.ulps}
+    exp = next(r for r in rows if r["name"] == "exp")  # NumPy's own loop on the CPU: exact there
+    assert exp["tolerance_ulps"] == oi.TRANSCENDENTAL.ulps and exp["cpu_tolerance_ulps"] == 0.0
 
 
 def test_list_ops_piped_never_truncates_names(capsys):

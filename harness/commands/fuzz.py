@@ -153,7 +153,8 @@ def op_rows(oi) -> list[dict]:
     return [{"name": o.name, "numpy": o.numpy_name, "family": o.family, "arity": o.arity,
              "dtypes": [str(d) for d in o.dtypes],
              "domains": [{"lo": bound(d.lo), "hi": bound(d.hi), "finite_only": not d.special} for d in o.domains],
-             "tolerance_ulps": o.tolerance.ulps}
+             "tolerance_ulps": o.tolerance.ulps,
+             "cpu_tolerance_ulps": 0.0 if o.numpy_loop else o.tolerance.ulps}  # (NumPy's own loop on the CPU)
             for o in oi.REGISTRY.values()]
 
 
@@ -167,7 +168,8 @@ def _list_ops(console, oi, as_json: bool) -> int:
         dom = ", ".join(f"[{d.lo if d.lo is not None else '-'}, {d.hi if d.hi is not None else '+'}]"
                         + ("" if d.special else " finite") for d in o.domains)
         rows.append((o.name, o.numpy_name, o.family, str(o.arity), oi.describe_dtypes(o.dtypes), dom,
-                     "exact" if o.tolerance.ulps == 0 else f"{o.tolerance.ulps:g} ulp"))
+                     ("exact" if o.tolerance.ulps == 0 else f"{o.tolerance.ulps:g} ulp")
+                     + (" (CPU: exact)" if o.numpy_loop and o.tolerance.ulps else "")))
     if not console.is_terminal:
         # piped: rich would wrap the table to 80 columns and cut names short; tab-separated lines never are
         for row in (header, *rows):
