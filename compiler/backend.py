@@ -615,7 +615,7 @@ def _whole_array_body(name: str, memrefs: list, slot: int) -> str:
         lines += [f"    %index{i} = memref.extract_aligned_pointer_as_index %m{i} : {t} -> index",
                   f"    %int{i} = arith.index_cast %index{i} : index to i64",
                   f"    %p{i} = llvm.inttoptr %int{i} : i64 to !llvm.ptr"]
-        # the lowering passes 0-d what NumPy's inner loop sees at stride 0 (primitives.scalar_to_binary_loop)
+        # the lowering passes 0-d what NumPy's inner loop sees at stride 0 (primitives.scalar_to_loop)
         steps.append(0 if not ir.MemRefType(t).shape else itemsize)
     lines += _pointer_arrays([f"%p{i}" for i in range(len(memrefs))], steps)
     lines += [f"    %slot = llvm.mlir.constant({slot} : i64) : i64", f"    %n = llvm.mlir.constant({n} : i64) : i64",

@@ -18,7 +18,7 @@ from . import layout, pairwise
 from .errors import OpOrigin
 from .graph import Node, SourceLoc, topological
 from .primitives import (NUMPY_LOOP_UFUNCS, PRIMITIVES, bitcast_scalar, cast_scalar, elementwise_scalar, numpy_constant_clip,
-                         numpy_loop_spec, numpy_scalar_power, scalar_const, scalar_to_binary_loop, UFUNCS)
+                         numpy_loop_spec, numpy_scalar_power, scalar_const, scalar_to_loop, UFUNCS)
 
 INLINE_CONST_LIMIT = 16  # elements; larger constants are passed as hidden arguments
 
@@ -333,14 +333,14 @@ class Emitter:
         call of a private function ``parity_numpy_ufunc_<n>(operands..., %init)`` whose generic computes it and
         which the CPU target replaces by one call of NumPy's own loop (``backend.substitute_numpy_loops``).
         Its operands are in the loop's dtype, broadcast to the result's shape, but for those NumPy's inner loop
-        sees at stride 0 (``primitives.scalar_to_binary_loop``), as its power's fast paths look for (x ** 2.0 is
+        sees at stride 0 (``primitives.scalar_to_loop``), as its power's fast paths look for (x ** 2.0 is
         x * x, x ** 0.5 a square root, where its SIMD pow differs by an ulp): those are passed 0-d, and the call
         passes them at stride 0. The result is cast to the node's dtype after."""
         compute, shape = node.attrs["compute"], node.shape
         loop = np.dtype(compute[0])
         args, shapes = [], []
         for i, (inp, operand, c) in enumerate(zip(node.inputs, operands, compute)):
-            scalar = len(node.inputs) == 2 and scalar_to_binary_loop(inp, node.inputs[1 - i], shape)
+            scalar = len(node.inputs) == 2 and scalar_to_loop(inp, [node.inputs[1 - i]], shape)
             at = () if scalar else shape
             if scalar and inp.is_const():
                 args.append(self.filled((), loop, inp.value.reshape(()).astype(c), node.loc))

@@ -1041,32 +1041,27 @@ def elementwise(name: str, operands: list, signature=None, casting=None) -> Node
         nodes[1], attrs["exponent_checked_in_kernel"] = safe, True
     # float16's power loop (computed in float32) has no fast paths
     if name == "power" and compute[1].kind == "f" and compute[1] != np.float16 and \
-            scalar_to_binary_loop(nodes[1], nodes[0], shape):
+            scalar_to_loop(nodes[1], [nodes[0]], shape):
         attrs["scalar_exponent"] = True
-    if name == "clip" and compute[0].kind == "f" and all(_scalar_to_inner_loop(b, shape) for b in nodes[1:]):
+    if name == "clip" and compute[0].kind == "f" and \
+            all(scalar_to_loop(b, [n for n in nodes if n is not b], shape) for b in nodes[1:]):
         attrs["scalar_bounds"] = True
     node = _make(name, nodes, shape, out, compute=tuple(compute), **attrs)
     integer_exponent_source(node)  # refuses, at trace time, exponents that cannot be checked
     return node
 
 
-def scalar_to_binary_loop(operand: Node, other: Node, shape: tuple) -> bool:
-    """Whether NumPy's loop of two operands (result ``shape``) sees ``operand`` with stride 0, as its power's
-    fast paths look for (measured on NumPy 2.4): it holds one element and is 0-d, or is broadcast over more
-    than one, or, where the result has one element too, differs in shape from an ``other`` that is not 0-d
-    ((1, 1) ** (1,) takes the fast path; (1,) ** (1,) and () ** (1,) do not)."""
+def scalar_to_loop(operand: Node, others, shape: tuple) -> bool:
+    """Whether NumPy's loop (result ``shape``) sees ``operand`` with stride 0, as its power's fast paths and
+    its clip's scalar-bounds path look for (measured on NumPy 2.4): it holds one element and is 0-d, or is
+    broadcast over more than one, or, where the result has one element too, some operand of ``others`` that is
+    not 0-d has another shape (so NumPy's iterator broadcasts; (1, 1) ** (1,) takes the fast path, (1,) ** (1,)
+    and () ** (1,) do not)."""
     if operand.size != 1:
         return False
     if operand.ndim == 0 or int(np.prod(shape, dtype=np.int64)) > 1:
         return True
-    return other.ndim > 0 and other.shape != operand.shape
-
-
-def _scalar_to_inner_loop(exponent: Node, shape: tuple) -> bool:
-    """Whether NumPy's power loop sees ``exponent`` with stride 0, which (measured on NumPy 2.4) is when
-    it holds one element and is 0-d or broadcast over more than one (a (1,) exponent with a (1,) base
-    is looped with its own stride; a (2, 1) one over a (2, 3) base too)."""
-    return exponent.size == 1 and (exponent.ndim == 0 or int(np.prod(shape, dtype=np.int64)) > 1)
+    return any(other.ndim > 0 and other.shape != operand.shape for other in others)
 
 
 def numpy_scalar_power(rb, x: str, y: str, compute) -> str:
@@ -1084,7 +1079,7 @@ def numpy_scalar_power(rb, x: str, y: str, compute) -> str:
 
 def numpy_constant_clip(rb, x: str, lo: str, hi: str, compute) -> str:
     """NumPy's float ``clip`` when both bounds are scalars to its loop (the rule of
-    ``_scalar_to_inner_loop``; measured on NumPy 2.4): a NaN bound, lo's first, is the result
+    ``scalar_to_loop``; measured on NumPy 2.4): a NaN bound, lo's first, is the result
     everywhere; otherwise ``x < lo -> lo``, then ``> hi -> hi``, so a NaN ``x`` stays and a tie of
     -0.0 with +0.0 keeps ``x``, where the general loop gives the bound. Constant bounds fold the
     choices away."""

@@ -263,3 +263,21 @@ def test_one_bool_item_set_through_flat_from_a_one_element_array():
             np.testing.assert_array_equal(got, want)
     with pytest.raises(ValueError, match="Error setting single item of array"):  # NumPy's own, for a float item
         jit(lambda a: (lambda y: (y.flat.__setitem__(0, a), y)[1])(np.zeros_like(a, shape=2)))(np.ones(1))
+
+
+ONE_ELEMENT_SHAPES = [(), (1,), (1, 1), (1, 1, 1)]
+
+
+@pytest.mark.parametrize("x_shape", ONE_ELEMENT_SHAPES)
+@pytest.mark.parametrize("bound_shapes", [(lo, hi) for lo in ONE_ELEMENT_SHAPES for hi in ONE_ELEMENT_SHAPES])
+def test_clip_of_one_element_takes_numpys_scalar_bounds_path_where_numpy_does(x_shape, bound_shapes):
+    """NumPy's clip keeps x where it ties a bound of the other zero when both bounds reach its loop at stride 0
+    (the general loop gives the bound): with one element in all, that is where a bound is 0-d or NumPy's
+    iterator broadcasts (shapes that differ, 0-d ones aside), as for power's fast paths; clip(x of (1,), bounds
+    of (1, 1)) gave +0.0 where NumPy keeps -0.0."""
+    x = np.full(x_shape, -0.0)
+    lo, hi = np.full(bound_shapes[0], 0.0), np.full(bound_shapes[1], 1.0)
+    expected = np.clip(x, lo, hi)
+    got = jit(lambda a, b, c: np.clip(a, b, c))(x, lo, hi)
+    assert np.shape(got) == np.shape(expected) and np.asarray(got).dtype == expected.dtype
+    assert np.signbit(got).tolist() == np.signbit(expected).tolist(), (got, expected)
