@@ -286,6 +286,12 @@ def _strided(rank: int, t: str) -> str:
     return f"memref<{'?x' * rank}{t}, strided<[{', '.join(['?'] * rank)}], offset: ?>>"
 
 
+def _symbol(op) -> str:
+    """The symbol an op of a module's body defines (a function's, a global's name), or ""."""
+    from mlir import ir
+    return ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else ""
+
+
 def find_ops(root, *names: str) -> list:
     """Every operation named one of ``names`` nested inside ``root``, in program order."""
     found = []
@@ -455,7 +461,7 @@ def _substitute_window_dots(module) -> tuple[int, set]:
 
     used, count = set(), 0
     for fn in list(module.body.operations):
-        name = ir.StringAttr(fn.attributes["sym_name"]).value if "sym_name" in fn.attributes else ""
+        name = _symbol(fn)
         if not name.startswith("parity_window_dots_"):
             continue
         n_left = int(name.split("_")[3])
@@ -481,7 +487,7 @@ def _substitute_row_dots(module) -> tuple[int, set]:
 
     used, count = set(), 0
     for fn in list(module.body.operations):
-        name = ir.StringAttr(fn.attributes["sym_name"]).value if "sym_name" in fn.attributes else ""
+        name = _symbol(fn)
         if not name.startswith(("parity_row_dots_unit_", "parity_row_dots_strided_")):
             continue
         for op in find_ops(fn.operation, "linalg.generic"):
@@ -642,7 +648,7 @@ def substitute_numpy_loops(module) -> int:
     texts, shims = [], set()
     with module.context:
         for fn in list(module.body.operations):
-            name = ir.StringAttr(fn.attributes["sym_name"]).value if "sym_name" in fn.attributes else ""
+            name = _symbol(fn)
             if not name.startswith("parity_numpy_ufunc_"):
                 continue
             function_type = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
@@ -1014,9 +1020,7 @@ class CpuTarget(Target):
 
 
 def _defines(module, symbol: str) -> bool:
-    from mlir import ir
-    return any("sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value == symbol
-               for op in module.body.operations)
+    return any(_symbol(op) == symbol for op in module.body.operations)
 
 
 def _execution_engine(module, libs):

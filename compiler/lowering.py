@@ -369,16 +369,12 @@ class Emitter:
     def _numpy_ufunc_function(self, node: Node, loop: np.dtype, shapes: list, types: list, out_t: str) -> str:
         """The name of the private function ``(%a0, ..., %init) -> %r`` computing ``node``'s ufunc in ``loop`` from
         operands of ``shapes`` (the result's, or 0-d): one generic computing it with the target's math functions,
-        the function marked ``parity.numpy_loop`` with its NumPy loop; emitted once per signature and located
-        like the contraction functions (``_contraction_function``)."""
-        signature = ("numpy_ufunc", node.op, tuple(types), out_t)
-        callee = self.matmul_functions.get(signature)
-        if callee is not None:
-            return callee
-        callee = f"parity_numpy_ufunc_{len(self.matmul_functions)}"
-        self.matmul_functions[signature] = callee
-        self.origins[callee] = OpOrigin(node.op, node.loc, node.id)
-        here = f'loc("{callee}")'
+        the function marked ``parity.numpy_loop`` with its NumPy loop (``_private_function``)."""
+        return self._private_function(("numpy_ufunc", node.op, tuple(types), out_t), "parity_numpy_ufunc", node,
+                                      lambda callee, here: self._numpy_ufunc_text(node, loop, shapes, types, out_t, callee, here))
+
+    def _numpy_ufunc_text(self, node: Node, loop: np.dtype, shapes: list, types: list, out_t: str, callee: str,
+                          here: str) -> str:
         rank, wide = len(node.shape), dt.arithmetic_type(loop)
         dims = [f"d{i}" for i in range(rank)]
         maps = [_map(rank, dims if at == node.shape else ["0"] * len(at)) for at in shapes] + [_map(rank, dims)]
@@ -395,16 +391,14 @@ class Emitter:
         ins = ", ".join(f"%a{i}" for i in range(len(shapes)))
         body = "\n".join(f"      {_region_line(ln, here)}" for ln in region.lines)
         its = ", ".join(['"parallel"'] * rank)
-        self.extra_functions.append(
-            f"  func.func private @{callee}({', '.join(f'%a{i}: {ty} {here}' for i, ty in enumerate(types))}, "
-            f"%init: {out_t} {here}) -> {out_t} attributes {{parity.numpy_loop = "
-            f"\"{numpy_loop_spec(node.op, loop, False)}\"}} {{\n"
-            f"    %r = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = "
-            f"[{its}]}} ins({ins} : {', '.join(types)}) outs(%init : {out_t}) {{\n"
-            f"    ^bb0({', '.join(f'{x}: {t} {here}' for x in xs)}, %o: {t} {here}):\n{body}\n"
-            f"      linalg.yield {value} : {t} {here}\n    }} -> {out_t} {here}\n"
-            f"    return %r : {out_t} {here}\n  }} {here}\n")
-        return callee
+        return (f"  func.func private @{callee}({', '.join(f'%a{i}: {ty} {here}' for i, ty in enumerate(types))}, "
+                f"%init: {out_t} {here}) -> {out_t} attributes {{parity.numpy_loop = "
+                f"\"{numpy_loop_spec(node.op, loop, False)}\"}} {{\n"
+                f"    %r = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = "
+                f"[{its}]}} ins({ins} : {', '.join(types)}) outs(%init : {out_t}) {{\n"
+                f"    ^bb0({', '.join(f'{x}: {t} {here}' for x in xs)}, %o: {t} {here}):\n{body}\n"
+                f"      linalg.yield {value} : {t} {here}\n    }} -> {out_t} {here}\n"
+                f"    return %r : {out_t} {here}\n  }} {here}\n")
 
     def reduce(self, node: Node, x: str, start: str | None = None) -> str:
         return self._reduce_node(node, x, start=start)
@@ -1531,15 +1525,19 @@ class Emitter:
         owns the zero-filled result buffer, so the callee returns nothing after bufferization
         (drop-equivalent-buffer-results). Shared by every op of the signature, it is located by its own name,
         and a diagnostic inside it is traced to the first op that uses it."""
+        return self._private_function(signature, prefix, node, lambda callee, here: (
+            f"  func.func private @{callee}(%a: {types[0]} {here}, %b: {types[1]} {here}, %init: {out_t} {here}) -> {out_t} {{\n"
+            f"{body(here)}    return %r : {out_t} {here}\n  }} {here}\n"))
+
+    def _private_function(self, signature: tuple, prefix: str, node: Node, text) -> str:
+        """The name of a private function ``<prefix>_<n>`` whose text is ``text(name, location)``, emitted once per
+        ``signature``; located by its own name, which stands for the first ``node`` that uses it."""
         callee = self.matmul_functions.get(signature)
         if callee is None:
             callee = f"{prefix}_{len(self.matmul_functions)}"
             self.matmul_functions[signature] = callee
             self.origins[callee] = OpOrigin(node.op, node.loc, node.id)
-            here = f'loc("{callee}")'
-            self.extra_functions.append(
-                f"  func.func private @{callee}(%a: {types[0]} {here}, %b: {types[1]} {here}, %init: {out_t} {here}) -> {out_t} {{\n"
-                f"{body(here)}    return %r : {out_t} {here}\n  }} {here}\n")
+            self.extra_functions.append(text(callee, f'loc("{callee}")'))
         return callee
 
     def row_dots(self, node: Node, operands) -> str:
