@@ -537,12 +537,12 @@ def substitute_libm(module) -> int:
 
 # The ufuncs whose values are their library's (``primitives.NUMPY_LOOP_UFUNCS``: exp, tanh, power, ...)
 # call NumPy's own loop, so their values are NumPy's, SIMD code and all (its AVX-512 exp, SVML's pow), as
-# a product is NumPy's BLAS call's. Over whole arrays the lowering emits a private function
-# ``parity_numpy_ufunc_<n>`` marked ``parity.numpy_loop = "<ufunc>/<dtype>"`` (``lowering.Emitter._numpy_ufunc``),
-# whose body becomes one call of the loop over all elements: contiguous, or at stride 0 for a 0-d operand, which is how the lowering passes one
-# NumPy's inner loop sees as a scalar (its power takes fast paths then). Elsewhere (ufunc.at) a math op marked
-# ``parity.numpy_loop = "<ufunc>/<dtype>"`` calls the loop on its one element, as ufunc.at does. Either calls
-# ``parity_numpy_loop_call`` with the loop's slot in the kernel's table ``parity_numpy_loops`` (per slot
+# a product is NumPy's BLAS call's. The lowering computes them in private functions marked
+# ``parity.numpy_loop = "<ufunc>/<dtype>"``, whose bodies become calls of the loop: ``parity_numpy_ufunc_<n>``
+# over whole arrays (``lowering.Emitter._numpy_ufunc``), contiguous, or at stride 0 for a 0-d operand, which
+# is how the lowering passes one NumPy's inner loop sees as a scalar (its power takes fast paths then); and
+# ``parity_numpy_element_<n>`` on one element, as ufunc.at calls the loop (``lowering.Emitter._numpy_element``).
+# Either calls ``parity_numpy_loop_call`` with the loop's slot in the kernel's table ``parity_numpy_loops`` (per slot
 # the loop, its context and auxdata, as NumPy's ``ufunc._get_strided_loop`` gives them), which
 # ``bind_numpy_loops`` fills as the kernel is loaded, reading which loops from ``parity_numpy_loop_names``:
 # the table holds addresses of this process, so it is never part of a cached kernel. (Both symbols carry
@@ -550,11 +550,6 @@ def substitute_libm(module) -> int:
 NUMPY_LOOP_ATTR = "parity.numpy_loop"
 NUMPY_LOOP_TABLE = "_mlir_parity_numpy_loops"
 NUMPY_LOOP_NAMES = "_mlir_parity_numpy_loop_names"
-_NUMPY_LOOP_OPS = ("math.exp", "math.tanh", "math.log", "math.sin", "math.cos", "math.exp2", "math.expm1",
-                   "math.log2", "math.log10", "math.log1p", "math.tan", "math.asin", "math.acos", "math.atan",
-                   "math.sinh", "math.cosh", "math.asinh", "math.acosh", "math.atanh", "math.cbrt", "math.powf",
-                   "math.atan2")
-_ELEMENT_TYPES = {"float16": "f16", "float32": "f32", "float64": "f64"}
 _NUMPY_LOOP_CALL = """
   func.func private @parity_numpy_loop_call(%slot: i64, %n: i64, %data: !llvm.ptr, %steps: !llvm.ptr) {
     %one = llvm.mlir.constant(1 : i64) : i64
@@ -589,11 +584,11 @@ def _pointer_arrays(pointers: list[str], steps: list[int]) -> list[str]:
     return lines
 
 
-def _element_shim(arity: int, t: str) -> str:
-    """``parity_numpy_element<arity>_<t>(slot, x...) -> t``: the loop on one element, as NumPy's ufunc.at
-    calls it, strides 0 (so its power takes its fast paths: np.power.at(y, i, 2.0) squares)."""
-    lines = [f"  func.func private @parity_numpy_element{arity}_{t}(%slot: i64, "
-             + ", ".join(f"%x{i}: {t}" for i in range(arity)) + f") -> {t} {{",
+def _element_body(name: str, types: list, slot: int) -> str:
+    """``parity_numpy_element_<n>(x...) -> x`` as one call of its loop on the one element, at strides 0 (as
+    NumPy's ufunc.at calls it: its power takes its fast paths). ``types``: the operands' (the result's too)."""
+    arity, t = len(types), str(types[0])
+    lines = [f"  func.func private @{name}({', '.join(f'%x{i}: {t}' for i in range(arity))}) -> {t} {{",
              f"    %places = llvm.mlir.constant({arity + 1} : i64) : i64",
              f"    %values = llvm.alloca %places x {t} : (i64) -> !llvm.ptr"]
     for i in range(arity + 1):  # the operands, then the result
@@ -601,7 +596,7 @@ def _element_shim(arity: int, t: str) -> str:
         if i < arity:
             lines.append(f"    llvm.store %x{i}, %at{i} : {t}, !llvm.ptr")
     lines += _pointer_arrays([f"%at{i}" for i in range(arity + 1)], [0] * (arity + 1))
-    lines += ["    %n = llvm.mlir.constant(1 : i64) : i64",
+    lines += [f"    %slot = llvm.mlir.constant({slot} : i64) : i64", "    %n = llvm.mlir.constant(1 : i64) : i64",
               "    func.call @parity_numpy_loop_call(%slot, %n, %data, %steps) : (i64, i64, !llvm.ptr, !llvm.ptr) -> ()",
               f"    %result = llvm.load %at{arity} : !llvm.ptr -> {t}",
               f"    return %result : {t}", "  }"]
@@ -630,54 +625,42 @@ def _whole_array_body(name: str, memrefs: list, slot: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _loop_spec(op) -> str:
-    """The NumPy loop ``op`` (a math op or a ufunc function) is marked with, which this NumPy must have."""
+def _loop_spec(fn) -> str:
+    """The NumPy loop the function ``fn`` is marked with, which this NumPy must have."""
     from mlir import ir
-    spec = ir.StringAttr(op.attributes[NUMPY_LOOP_ATTR]).value
+    spec = ir.StringAttr(fn.attributes[NUMPY_LOOP_ATTR]).value
     numpy_loop(spec)  # a loop NumPy has, or the error names the one it lacks
     return spec
 
 
 def substitute_numpy_loops(module) -> int:
-    """Replace the whole-array ufunc functions and the marked math ops with calls of NumPy's loops
-    (above); how many loops the kernel's table holds."""
+    """Replace the bodies of the functions marked with a NumPy loop by calls of it (above); how many loops
+    the kernel's table holds."""
     from mlir import ir
-    from mlir.dialects import arith, func
 
     slots: dict[str, int] = {}
-    texts, shims = [], set()
+    texts = []
     with module.context:
         for fn in list(module.body.operations):
             name = _symbol(fn)
-            if not name.startswith("parity_numpy_ufunc_"):
+            element = name.startswith("parity_numpy_element_")
+            if not (element or name.startswith("parity_numpy_ufunc_")):
                 continue
             function_type = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
-            if NUMPY_LOOP_ATTR not in fn.attributes or function_type.results:  # (Emitter._numpy_ufunc_function's form)
-                raise RuntimeError(f"{name}: expected a NumPy loop and no result after bufferization, got {function_type}")
-            spec = _loop_spec(fn)
-            texts.append(_whole_array_body(name, list(function_type.inputs), slots.setdefault(spec, len(slots))))
+            inputs = list(function_type.inputs)
+            # (Emitter._numpy_element's and _numpy_ufunc_function's forms, after bufferization)
+            expected = [str(inputs[0])] if element else []
+            if NUMPY_LOOP_ATTR not in fn.attributes or [str(t) for t in function_type.results] != expected:
+                raise RuntimeError(f"{name}: expected a NumPy loop and {expected or 'no'} result after bufferization, "
+                                   f"got {function_type}")
+            slot = slots.setdefault(_loop_spec(fn), len(slots))
+            texts.append(_element_body(name, inputs, slot) if element else _whole_array_body(name, inputs, slot))
             fn.operation.erase()
-        for op in find_ops(module.operation, *_NUMPY_LOOP_OPS):
-            if NUMPY_LOOP_ATTR not in op.attributes:
-                continue
-            spec = _loop_spec(op)
-            loop_t = _ELEMENT_TYPES[spec.split("/")[1]]
-            t, arity = op.results[0].type, len(op.operands)
-            shims.add((arity, loop_t))
-            with ir.InsertionPoint(op), op.location:
-                lt = ir.Type.parse(loop_t)
-                # float16's loop: the compiler computes float16 in float32, whose operands are float16 values
-                args = [v if str(t) == loop_t else arith.TruncFOp(lt, v).result for v in op.operands]
-                index = arith.ConstantOp(ir.IntegerType.get_signless(64), slots.setdefault(spec, len(slots))).result
-                call = func.CallOp([lt], ir.FlatSymbolRefAttr.get(f"parity_numpy_element{arity}_{loop_t}"), [index] + args)
-                result = call.results[0] if str(t) == loop_t else arith.ExtFOp(t, call.results[0]).result
-            op.results[0].replace_all_uses_with(result)
-            op.erase()
         if slots:
             names = "".join(f"{spec}\\00" for spec in slots) + "\\00"
             size = sum(len(spec) + 1 for spec in slots) + 1
             entries = f"!llvm.array<{3 * len(slots)} x ptr>"
-            append_functions(module, _NUMPY_LOOP_CALL + "".join(texts) + "".join(_element_shim(a, t) for a, t in sorted(shims)) + f"""
+            append_functions(module, _NUMPY_LOOP_CALL + "".join(texts) + f"""
   llvm.mlir.global external @{NUMPY_LOOP_TABLE}() {{addr_space = 0 : i32}} : {entries} {{
     %zero = llvm.mlir.zero : {entries}
     llvm.return %zero : {entries}

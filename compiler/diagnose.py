@@ -75,7 +75,7 @@ def allowed_error(node, inputs: list, expected: np.ndarray, numpy_loops: bool = 
     ``numpy_loops`` (the target calls NumPy's own loop for the library-valued ufuncs) those are exact ops."""
     finfo = np.finfo(expected.dtype)
     kind = PRIMITIVES[node.op].rounding
-    if numpy_loops and node.op in NUMPY_LOOP_UFUNCS and not node.attrs.get("per_update"):
+    if numpy_loops and node.op in NUMPY_LOOP_UFUNCS:
         kind = "exact"
     with np.errstate(all="ignore"):
         allowed = ULPS[kind] * float(finfo.eps) * np.abs(expected.astype(np.float64)) + float(finfo.tiny)

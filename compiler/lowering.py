@@ -286,9 +286,10 @@ class Emitter:
     # -- primitive lowerings
     def elementwise(self, node: Node, operands) -> str:
         compute = node.attrs["compute"]
+        numpy_loop = self.numpy_loops and node.op in NUMPY_LOOP_UFUNCS and np.dtype(compute[0]).kind == "f"
         # ufunc.at's updates (``per_update``): NumPy calls its loop on each element, at stride 0
-        per_update = self.numpy_loops and node.attrs.get("per_update", False)
-        if self.numpy_loops and node.op in NUMPY_LOOP_UFUNCS and np.dtype(compute[0]).kind == "f" and not per_update:
+        per_element = numpy_loop and node.attrs.get("per_update", False)
+        if numpy_loop and not per_element:
             return self._numpy_ufunc(node, operands)
         tensor_ops, scalars = [], {}
         for i, inp in enumerate(node.inputs):
@@ -317,13 +318,15 @@ class Emitter:
                 return bitcast_scalar(rb, vals[0], compute[0], node.dtype)
             if direct:
                 return cast_scalar(rb, vals[0], compute[0], node.dtype)
-            if node.attrs.get("scalar_exponent") and not per_update:
+            if per_element:
+                result = self._numpy_element(rb, node, node.op, vals, np.dtype(wide[-1]), np.dtype(compute[-1]))
+            elif node.attrs.get("scalar_exponent"):
                 result = numpy_scalar_power(rb, vals[0], vals[1], np.dtype(wide[-1]))
             elif node.attrs.get("scalar_bounds"):
                 result = numpy_constant_clip(rb, *vals, np.dtype(wide[-1]))
             else:
                 result = elementwise_scalar(rb, node.op, vals, np.dtype(wide[-1]), out, operand_dtypes=wide,
-                                            half=np.dtype(compute[-1]) == np.float16, numpy_loop=per_update)
+                                            half=np.dtype(compute[-1]) == np.float16)
             return cast_scalar(rb, result, out, node.dtype)
 
         return self._generic(node.shape, node.dtype, [(n, s, d) for _, n, s, d in tensor_ops], body, node.loc)
@@ -365,6 +368,33 @@ class Emitter:
             return result
         return self._generic(shape, node.dtype, [(result, shape, loop)],
                              lambda rb, a: cast_scalar(rb, a[0], loop, node.dtype), node.loc)
+
+    def _numpy_element(self, rb: "_Region", node: Node, name: str, values: list[str], wide: np.dtype,
+                       loop: np.dtype) -> str:
+        """One element of ufunc ``name`` as NumPy's ufunc.at computes it, its loop (dtype ``loop``) called on
+        the one element at stride 0 (so its power takes its fast paths: np.power.at(y, i, 2.0) squares):
+        a call of the private function ``parity_numpy_element_<n>(x...) -> x`` marked ``parity.numpy_loop``,
+        whose body computes it with the target's math functions and which the CPU target replaces by that call
+        (``backend.substitute_numpy_loops``). ``values`` and the result are in the arithmetic type ``wide``
+        (float32 for float16's loop, whose operands are float16 values)."""
+        t = dt.mlir_type(loop)
+        callee = self._private_function(("numpy_element", name, loop.name), "parity_numpy_element", node,
+                                        lambda callee, here: self._numpy_element_text(name, loop, len(values), callee, here))
+        args = [cast_scalar(rb, v, wide, loop) for v in values]
+        result = rb.op(f"func.call @{callee}({', '.join(args)}) : ({', '.join([t] * len(args))}) -> {t}")
+        return cast_scalar(rb, result, loop, wide)
+
+    def _numpy_element_text(self, name: str, loop: np.dtype, arity: int, callee: str, here: str) -> str:
+        wide, t = dt.arithmetic_type(loop), dt.mlir_type(loop)
+        region = _Region(self)
+        xs = [f"%x{i}" for i in range(arity)]
+        value = elementwise_scalar(region, name, [cast_scalar(region, x, loop, wide) for x in xs], np.dtype(wide),
+                                   np.dtype(wide), operand_dtypes=[wide] * arity, half=loop == np.float16)
+        value = cast_scalar(region, value, wide, loop)
+        body = "\n".join(f"    {_region_line(ln, here)}" for ln in region.lines)
+        return (f"  func.func private @{callee}({', '.join(f'{x}: {t} {here}' for x in xs)}) -> {t} attributes "
+                f"{{parity.numpy_loop = \"{numpy_loop_spec(name, loop, False)}\"}} {{\n{body}\n"
+                f"    return {value} : {t} {here}\n  }} {here}\n")
 
     def _numpy_ufunc_function(self, node: Node, loop: np.dtype, shapes: list, types: list, out_t: str) -> str:
         """The name of the private function ``(%a0, ..., %init) -> %r`` computing ``node``'s ufunc in ``loop`` from
@@ -1356,12 +1386,12 @@ class Emitter:
 
     @staticmethod
     def _ufunc_step(region: "_Region", name: str, dtype, acc: str, a: str | None, a_dtype=None,
-                    numpy_loop: bool = False) -> str:
+                    per_update: Node | None = None) -> str:
         """ufunc ``name`` of a ``dtype`` value and ``a`` (of ``a_dtype``, default ``dtype``; none for a unary
         ufunc), stored form (bool as i8), as the elementwise lowering computes its element: in the loop's
-        arithmetic type, its result cast back to ``dtype``. ``numpy_loop``: NumPy computes it with its
-        elementwise loop (ufunc.at), not the scalar loop it takes for overlapping operands (accumulate,
-        reduceat): see ``primitives.NUMPY_LOOP_UFUNCS``."""
+        arithmetic type, its result cast back to ``dtype``. ``per_update`` (the node, ufunc.at's): NumPy
+        computes it with its elementwise loop, per element (``_numpy_element``), not the scalar loop it takes
+        for overlapping operands (accumulate, reduceat): see ``primitives.NUMPY_LOOP_UFUNCS``."""
         operands = [dtype] + ([] if a is None else [dtype if a_dtype is None else a_dtype])
         compute, result = dt.resolve_ufunc(UFUNCS[name], operands)
         wide = [dt.arithmetic_type(c) for c in compute]
@@ -1371,8 +1401,11 @@ class Emitter:
                 v = region.op(f"arith.trunci {v} : i8 to i1")
             values.append(cast_scalar(region, cast_scalar(region, v, d, c), c, w))
         out = dt.arithmetic_type(result)
-        value = elementwise_scalar(region, name, values, np.dtype(wide[-1]), out, operand_dtypes=wide,
-                                   half=compute[-1] == np.float16, numpy_loop=numpy_loop)
+        if per_update is not None and name in NUMPY_LOOP_UFUNCS and np.dtype(compute[0]).kind == "f":
+            value = region.em._numpy_element(region, per_update, name, values, np.dtype(wide[-1]), np.dtype(compute[-1]))
+        else:
+            value = elementwise_scalar(region, name, values, np.dtype(wide[-1]), out, operand_dtypes=wide,
+                                       half=compute[-1] == np.float16)
         value = cast_scalar(region, cast_scalar(region, value, out, result), result, dtype)
         return region.op(f"arith.extui {value} : i1 to i8") if dt.is_bool(dtype) else value
 
@@ -1400,7 +1433,8 @@ class Emitter:
         def written(j: str, element: str, old: str) -> str:
             """update j's value for an element of its row now holding ``old``"""
             u = None if updates is None else r.op(f"tensor.extract {updates}[{j}, {element}] : {u_t}")
-            return u if name is None else self._ufunc_step(r, name, dtype, old, u, u_dtype, numpy_loop=self.numpy_loops)
+            return u if name is None else self._ufunc_step(r, name, dtype, old, u, u_dtype,
+                                                             per_update=node if self.numpy_loops else None)
 
         def position(j: str) -> str:  # clamped: native code never reads past the rows
             p = r.op(f"arith.index_cast {r.op(f'tensor.extract {positions}[{j}] : {idx_t}')} : i64 to index")

@@ -1170,6 +1170,22 @@ _single("at.traced_positions", lambda xs, p: _at_call(xs, p, traced_positions=Tr
         "np.ufunc.at", min_rank=1, family="scan")
 
 
+# ufuncs whose values are their library's, through ufunc.at: NumPy calls its loop once per update at stride 0
+# (its power takes its fast paths so), and on the CPU the kernel calls that loop so: bit for bit there
+_AT_LIBRARY = ("exp", "tanh", "log1p", "sin", "power", "arctan2", "hypot")
+
+
+def _at_library_params(c: Chooser, shape) -> dict | None:
+    p = _at_params(c, shape)
+    return p and dict(p, ufunc=c.pick(_AT_LIBRARY), positions=c.pick(("constant", "traced", "mask")))
+
+
+_single("at.library", lambda xs, p: _at_call(xs, dict(p, mask=p["positions"] == "mask"),
+                                             traced_positions=p["positions"] == "traced"),
+        _at_library_params, "np.ufunc.at", dtypes=FLOATS, min_rank=1, family="scan", tolerance=TRANSCENDENTAL,
+        numpy_loop=True)
+
+
 def _setitem_traced_params(c: Chooser, shape) -> dict | None:
     if not shape:
         return None  # (the positions index axis 0)

@@ -258,13 +258,12 @@ def _float_nan_ignoring_extremum(rb, name: str, a: str, b: str, t: str) -> str:
     return rb.op(f"arith.select {take_a}, {a}, {b} : {t}")
 
 
-def _arctan2(rb, y: str, x: str, compute, loop_attr: str = "") -> str:
+def _arctan2(rb, y: str, x: str, compute) -> str:
     """C's atan2, two zeros included: y's zero for x = +0.0, pi with y's sign for x = -0.0. math.atan2
-    lowers to the C library's (or NumPy's loop: ``loop_attr``), but MLIR's constant folder makes atan2
-    of two zeros NaN, which a kernel whose operands fold to zeros (x * 0 of an integer) would then
-    return: the zeros are chosen here."""
+    lowers to the C library's, but MLIR's constant folder makes atan2 of two zeros NaN, which a kernel
+    whose operands fold to zeros (x * 0 of an integer) would then return: the zeros are chosen here."""
     t = dt.mlir_type(compute)
-    angle = rb.op(f"math.atan2 {y}, {x}{loop_attr} : {t}")
+    angle = rb.op(f"math.atan2 {y}, {x} : {t}")
     zero = scalar_const(rb, 0, compute)
     both_zero = rb.op(f"arith.andi {rb.op(f'arith.cmpf oeq, {y}, {zero} : {t}')}, "
                       f"{rb.op(f'arith.cmpf oeq, {x}, {zero} : {t}')} : i1")
@@ -659,11 +658,11 @@ def _float_division(rb, name: str, a: str, b: str, compute) -> str:
 # The float ufuncs whose values are their library's, not IEEE's: the C library's, or NumPy's own SIMD
 # code (AVX-512 exp, SVML's pow, ...), which differ by an ulp or more in a third of the elements. The CPU
 # target calls NumPy's own loop for them (``backend.substitute_numpy_loops``), so the value is NumPy's bit
-# for bit: over whole arrays through a private function (``lowering.Emitter._numpy_ufunc``), and per
-# element (ufunc.at) where the ufunc is one math op, which then carries ``parity.numpy_loop =
-# "<ufunc>/<loop dtype>"``. Elsewhere (accumulate and reduceat, whose overlapping operands send NumPy to
-# its scalar C-library loop, and the compiler's own compositions) the op is the C library's; other
-# targets ignore the attribute.
+# for bit, through private functions marked ``parity.numpy_loop = "<ufunc>/<loop dtype>"``: over whole
+# arrays (``lowering.Emitter._numpy_ufunc``) and on one element, as ufunc.at calls the loop
+# (``lowering.Emitter._numpy_element``). Elsewhere (accumulate and reduceat, whose overlapping operands
+# send NumPy to its scalar C-library loop, and the compiler's own compositions) the op is the C
+# library's, and on other targets (which keep those functions' bodies) their math functions'.
 NUMPY_LOOP_UFUNCS = tuple(n for n in _UNARY_FLOAT if n not in ("sqrt", "rint")) + ("power", "float_power", "arctan2",
                                                                                    "hypot")
 
@@ -673,17 +672,10 @@ def numpy_loop_spec(name: str, compute, half: bool) -> str:
     return f"{name}/{'float16' if half else np.dtype(compute).name}"
 
 
-def _numpy_loop_attr(name: str, compute, half: bool) -> str:
-    return f' {{parity.numpy_loop = "{numpy_loop_spec(name, compute, half)}"}}'
-
-
 def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: np.dtype, operand_dtypes=None,
-                       half: bool = False, numpy_loop: bool = False) -> str:
+                       half: bool = False) -> str:
     """One element of ufunc ``name`` computed in ``compute``; ``half``: NumPy's loop is float16's,
-    computed here in float32 (``dt.arithmetic_type``), which differs in how it breaks ties.
-    ``numpy_loop``: the element is one of NumPy's elementwise loop (see ``NUMPY_LOOP_UFUNCS``)."""
-    loop_attr = (_numpy_loop_attr(name, compute, half)
-                 if numpy_loop and name in NUMPY_LOOP_UFUNCS and _kind(compute) == "f" else "")
+    computed here in float32 (``dt.arithmetic_type``), which differs in how it breaks ties."""
     if name == "float_power":  # NumPy's loops are float64 (and complex) only: a power in the loop's type
         name = "power"
     if (name in _COMPARE and operand_dtypes is not None and len(operand_dtypes) == 2
@@ -720,12 +712,12 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
         low = elementwise_scalar(rb, "maximum", args[:2], compute, out, half=half)
         return elementwise_scalar(rb, "minimum", [low, args[2]], compute, out, half=half)
     if name == "arctan2" and kind == "f":
-        return _arctan2(rb, args[0], args[1], compute, loop_attr)
+        return _arctan2(rb, args[0], args[1], compute)
     if name in _BINARY:
         op = _BINARY[name].get(kind)
         if op is None:
             raise TypeError(f"np.{name} is not supported for {compute}")
-        return rb.op(f"{op} {args[0]}, {args[1]}{loop_attr} : {t}")
+        return rb.op(f"{op} {args[0]}, {args[1]} : {t}")
     if name in _COMPARE:
         fpred, spred, upred = _COMPARE[name]
         if kind == "f":
@@ -756,7 +748,7 @@ def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: n
     if name in _UNARY_FLOAT:
         if kind != "f":
             raise TypeError(f"np.{name} needs a float operand, got {compute}")
-        return rb.op(f"{_UNARY_FLOAT[name]} {args[0]}{loop_attr} : {t}")
+        return rb.op(f"{_UNARY_FLOAT[name]} {args[0]} : {t}")
     if name in _FLOAT_CLASS:
         if kind != "f":
             return scalar_const(rb, _FLOAT_CLASS[name], np.dtype(bool))
@@ -861,7 +853,17 @@ def _eval_elementwise(node: Node, values):
             return np.where(args[0], args[1], args[2]).astype(node.dtype, copy=False)
         if node.op == "cast":
             return args[0].astype(node.dtype)
+        if node.attrs.get("per_update") and node.op in NUMPY_LOOP_UFUNCS and compute[0].kind == "f":
+            return _per_update(UFUNCS[node.op], args, node.shape).astype(node.dtype, copy=False)
         return np.asarray(UFUNCS[node.op](*args)).astype(node.dtype, copy=False)
+
+
+def _per_update(ufunc, args: list, shape: tuple) -> np.ndarray:
+    """ufunc.at's updates, as NumPy computes them: its loop called on each element, at stride 0 (where its
+    power takes its fast paths: x ** 0.5 a square root, an ulp from its SIMD pow over an array)."""
+    first = np.broadcast_to(args[0], shape).reshape(-1).copy()
+    ufunc.at(first, np.arange(first.size), *(np.broadcast_to(a, shape).reshape(-1) for a in args[1:]))
+    return first.reshape(shape)
 
 
 def _lower_elementwise(em, node: Node, operands: list[str]) -> str:

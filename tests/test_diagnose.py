@@ -176,3 +176,40 @@ def test_ops_computed_by_numpys_loop_are_held_to_exact_rounding_on_the_cpu():
                 assert localize(softened, (x,)) is None
         finally:
             backend.numpy_loops_available.cache_clear()
+
+
+def rooted(x):
+    y = x.copy()
+    np.power.at(y, y > 0.25, 0.5)  # power-at-line
+    return y * 0.5
+
+
+def test_ufunc_at_updates_are_evaluated_per_element_and_held_to_exact_rounding():
+    """ufunc.at through a traced mask calls NumPy's loop on each element at stride 0, where its power takes
+    its fast paths (x ** 0.5 a square root, within an ulp of its SIMD pow over an array): the localizer
+    evaluates the updates so too, and holds them exact on the CPU, so an 8-ulp fault in them is named."""
+    x = np.random.default_rng(7).uniform(0.0, 4.0, 512)
+    assert localize(rooted, (x,)) is None
+    with inject_fault("power", 1 + 8 * float(np.finfo(np.float64).eps)):
+        found = localize(rooted, (x,))
+    assert found is not None and found.op == "power"
+    assert found.source.endswith(f"tests/test_diagnose.py:{rooted.__code__.co_firstlineno + 2}")
+
+
+def test_the_evaluator_computes_ufunc_at_updates_per_element_as_numpy_does():
+    """The localizer's NumPy value of ufunc.at's updates is NumPy's at: each element at stride 0 (x ** 0.5 a
+    square root), not its power over the array (its SIMD pow, an ulp off in some elements): the same bits as
+    the kernel's, which calls NumPy's loop so."""
+    from compiler.diagnose import per_op_values
+    from compiler.primitives import PRIMITIVES
+
+    x = np.random.default_rng(7).uniform(0.0, 4.0, 512)
+    ops, results, arrays = per_op_values(rooted, (x,))
+    values = {n.id: r for n, r in zip(ops, results)}
+    node = next(n for n in ops if n.op == "power")
+    inputs = [arrays[i.index] if i.op == "input" else i.value if i.op == "const" else values[i.id] for i in node.inputs]
+    evaluated = np.asarray(PRIMITIVES["power"].evaluate(node, inputs))
+    assert evaluated.dtype == values[node.id].dtype == np.float64
+    assert np.array_equal(evaluated.view(np.int64), values[node.id].view(np.int64))
+    with np.errstate(all="ignore"):
+        assert not np.array_equal(np.power(*inputs).view(np.int64), evaluated.view(np.int64))
