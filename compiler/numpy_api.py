@@ -203,13 +203,19 @@ def _ufunc_results(ufunc, inputs, signature=None, casting=None):
     if ufunc is np.conjugate:  # of a real array: its values, in the loop's type (bool's is int8)
         x = _node(inputs[0])
         _, out = dt.resolve_ufunc(np.conjugate, [x.dtype])
-        return Tensor(P.cast(x, out), scalar=True)
+        return Tensor(_unary_result(P.cast(x, out)), scalar=True)
     if ufunc is np.positive:  # a fresh array of the same values; NumPy has no bool loop
         x = _node(inputs[0])
         dt.resolve_ufunc(np.positive, [x.dtype])
-        return Tensor(x, scalar=True)
+        return Tensor(_unary_result(x), scalar=True)
     _numpys_loop_or_its_error(ufunc, inputs)  # (np.isnat of numbers: NumPy's TypeError)
     raise NotImplementedError(f"np.{ufunc.__name__} is not supported by the compiler")
+
+
+def _unary_result(x: P.Node) -> P.Node:
+    """``x``'s values as a unary ufunc's fresh array: laid out in the order its iterator visits x, which is
+    not x's own where x is a broadcast or has gaps (and a later sum follows the layout: ``layout``)."""
+    return P.laid_out(x, layout.contiguous_strides(x.shape, layout.iteration_order(x.shape, [layout.as_read(x)])))
 
 
 def _numpys_loop_or_its_error(ufunc, inputs, signature=None, casting=None) -> None:

@@ -573,6 +573,29 @@ def test_nan_to_num_and_round_lay_their_results_out_as_numpy_does(program, sprea
     _numpy_and_compiled(lambda a: np.ravel(program(_SPREAD[spread](a)), order="K"), x)
 
 
+@pytest.mark.parametrize("spread", list(_SPREAD) + ["sliced"], ids=str)
+@pytest.mark.parametrize("program", [
+    pytest.param(np.positive, id="positive"), pytest.param(np.conjugate, id="conjugate"),
+    pytest.param(lambda v: v.conj(), id="method-conj"), pytest.param(lambda v: np.conjugate(v > 1), id="conjugate-bool"),
+    pytest.param(lambda v: np.clip(v, None, None), id="clip-without-bounds"),  # (NumPy's positive)
+])
+def test_positive_and_conjugate_make_a_fresh_array_laid_out_as_a_unary_ufuncs(program, spread):
+    # their values are the operand's, but NumPy's result is a fresh array in its iterator's order, not laid
+    # out as a broadcast or a slice with gaps is (fuzz seed 1242: np.column_stack of np.positive of a broadcast)
+    spread_out = _SPREAD.get(spread, lambda a: np.stack([a, a], axis=1)[:, :, ::2])
+    x = np.arange(20.0, dtype=np.float32).reshape(4, 5) / 7
+    real, got = _numpy_and_compiled(lambda a: np.concatenate([program(spread_out(a))], axis=1), x)
+    assert got.strides == real.strides
+    _numpy_and_compiled(lambda a: np.ravel(program(spread_out(a)), order="K"), x)
+
+
+@pytest.mark.parametrize("program", [np.positive, np.conjugate], ids=["positive", "conjugate"])
+def test_a_sum_of_positive_of_a_broadcast_adds_in_numpys_order(program):
+    # NumPy sums the fresh C array pairwise along its rows; the broadcast itself it would sum otherwise
+    x = np.random.default_rng(0).standard_normal((2, 40000)).astype(np.float32)
+    _numpy_and_compiled(lambda a: program(np.broadcast_to(a[0], (3, a.shape[1]))).sum(), x)
+
+
 @pytest.mark.parametrize("spread", _SPREAD, ids=str)
 @pytest.mark.parametrize("program", [
     # linspace's np.subtract(stop, start, dtype=...) runs over the endpoints as they lie (a broadcast's zero
