@@ -1203,7 +1203,7 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
 
 def round_(a, decimals=0, out=None):
     """NumPy's PyArray_Round: rint of floats scaled by a power of ten (a Python float, so weak), the
-    scale then divided out again; integers with decimals >= 0 are returned as they are, and to negative
+    scale then divided out again; integers with decimals >= 0 are copied as they are (NumPy's 'K' copy), and to negative
     decimals are divided, rounded and multiplied in float64 (so past 2**53 with its precision), the
     result converted back (wrapping, as a float-to-int cast does: int8 127 to tens is -126)."""
     decimals = operator.index(decimals)
@@ -1212,7 +1212,7 @@ def round_(a, decimals=0, out=None):
     x = _node(a)
     if x.dtype.kind in "iu":  # bool is not among them: NumPy rounds it as a float (rint of bool is float16)
         if decimals >= 0:
-            return Tensor(x, scalar=True)
+            return Tensor(P.copy(x, "K"), scalar=True)
         scale = const_node(np.float64(10.0 ** -decimals))
         y = P.elementwise("divide", [P.cast(x, np.float64), scale])
         y = P.elementwise("multiply", [P.elementwise("rint", [y]), scale])

@@ -563,6 +563,9 @@ _SPREAD = {  # operands NumPy lays out neither C- nor Fortran-contiguous, and on
     pytest.param(lambda v: np.round(v, 2), id="round-decimals"),  # PyArray_Round's own allocation: C or Fortran
     pytest.param(lambda v: np.round(v, -1), id="round-negative-decimals"),
     pytest.param(lambda v: np.round((v * 7).astype(np.int16), -1), id="round-integers-to-tens"),
+    # integers to decimals >= 0: NumPy's 'K' copy (of a broadcast: not laid out as the broadcast is)
+    pytest.param(lambda v: np.round(np.broadcast_to((v * 7).astype(np.int16)[:, :1], v.shape)), id="round-integers"),
+    pytest.param(lambda v: np.broadcast_to(v.astype(np.int64)[:1], v.shape).round(2), id="round-integers-decimals"),
     pytest.param(lambda v: np.round(v), id="round-rint"),  # decimals=0: the rint ufunc, laid out as ufuncs are
 ])
 def test_nan_to_num_and_round_lay_their_results_out_as_numpy_does(program, spread):
