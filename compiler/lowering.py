@@ -1521,18 +1521,34 @@ class Emitter:
         # float16 operands are widened to float32 (exactly) and their products accumulated there, rounded
         # once at the end, as NumPy's float16 matmul does: on the CPU in NumPy's order too (its half loop
         # adds each product in turn, no BLAS), elsewhere as a float32 matmul
+        # NumPy's own loop, or the form in which its BLAS call reads each operand (CPU: ``_numpy_matmul_plan``)
         acc = dt.arithmetic_type(node.dtype)
-        in_order = self.numpy_sum_order and node.dtype == np.float16
+        plan = _numpy_matmul_plan(node, [self.strides[inp.id] for inp in node.inputs]) \
+            if self.numpy_sum_order and node.dtype.kind == "f" and node.dtype != np.float16 else None
+        in_order = self.numpy_sum_order and (node.dtype == np.float16 or plan == "loop")
+        swapped = (1, 0) if node.ndim == 2 else (0, 2, 1)
         names, types, folded = [], [], []
         for i, inp in enumerate(node.inputs):
-            folded.append(foldable_transpose(node, inp) and "transpose" not in self.faults)  # a faulted one is computed
-            src, name = (inp.inputs[0], self.value(inp.inputs[0])) if folded[-1] else (inp, operands[i])
-            dtype = dt.arithmetic_type(src.dtype)
-            if dtype != src.dtype:
-                name = self._generic(src.shape, dtype, [(name, src.shape, src.dtype)],
-                                     lambda rb, args, d=src.dtype, w=dtype: cast_scalar(rb, args[0], d, w), node.loc)
+            transpose = foldable_transpose(node, inp) and "transpose" not in self.faults  # a faulted one is computed
+            column_major = transpose if plan in (None, "loop") or plan[i] is None else plan[i] == "F"
+            folded.append(column_major)
+            other = node.inputs[1 - i]
+            if column_major and transpose:
+                shape, name = inp.inputs[0].shape, self.value(inp.inputs[0])
+            elif column_major and plan[1 - i] == "C" and foldable_transpose(node, other) and other.inputs[0] is inp:
+                # x laid out Fortran's way times x.T (or x.T times x): one memory read both ways, NumPy's syrk
+                shape, name = other.shape, operands[1 - i]
+            elif column_major:  # BLAS reads NumPy's operand transposed: the kernel's copy is laid out so too
+                shape = tuple(inp.shape[p] for p in swapped)
+                name = self._permuted(operands[i], inp.shape, inp.dtype, swapped, node.loc)
+            else:
+                shape, name = inp.shape, operands[i]
+            dtype = dt.arithmetic_type(inp.dtype)
+            if dtype != inp.dtype:
+                name = self._generic(shape, dtype, [(name, shape, inp.dtype)],
+                                     lambda rb, args, d=inp.dtype, w=dtype: cast_scalar(rb, args[0], d, w), node.loc)
             names.append(name)
-            types.append(dt.tensor_type(src.shape, dtype))
+            types.append(dt.tensor_type(shape, dtype))
         out_t = dt.tensor_type(node.shape, acc)
         op = "linalg.matmul" if node.ndim == 2 else "linalg.batch_matmul"
         maps = ""
@@ -1541,7 +1557,7 @@ class Emitter:
             maps = " indexing_maps = [" + ", ".join(f"affine_map<({dims}) -> {m}>" for m in _matmul_maps(node.ndim, folded)) + "]"
         signature = (op, maps, types[0], types[1], out_t, in_order)  # (a private function: ``_contraction_function``)
         callee = self._contraction_function(signature, "parity_matmul", node, types, out_t, lambda here: (
-            _sequential_matmul(node.ndim, folded, types, out_t, here) if in_order else
+            _sequential_matmul(node.ndim, folded, types, out_t, here, dt.mlir_type(acc)) if in_order else
             f"    %r = {op}{maps} ins(%a, %b : {types[0]}, {types[1]}) outs(%init : {out_t}) -> {out_t} {here}\n"))
         init = self.filled(node.shape, acc, 0, node.loc)
         result = self.assign(
@@ -1766,6 +1782,35 @@ def _sequential_matmul(rank: int, folded: list, types: list, out_t: str, here: s
             f"      %s = arith.addf %sum, %p : {t} {here}\n"
             f"      linalg.yield %s : {t} {here}\n"
             f"    }} -> {out_t} {here}\n")
+
+
+def _numpy_matmul_plan(node: Node, strides: list):
+    """How NumPy's matmul multiplies ``node``'s float matrices, by its rule (NumPy 2's ``matmul.c.src``) on the
+    operands' strides (elements, as ``layout`` gives them): "loop" where it runs its own loop (each output a
+    running sum from 0, k innermost: ``_sequential_matmul``), else per operand the form its BLAS call reads:
+    "C" (as it lies, row-major), "F" (transposed) or None (a vector, read at its steps). A matrix BLAS can read
+    has unit steps along one axis and a leading dimension at least the other's extent; a gemm's operand it
+    cannot read (a broadcast, a reversal, gaps along both axes) NumPy copies, transposed where the step along
+    its rows is the smaller; a dot or a gemv it cannot read takes the loop. The kernel hands its BLAS shim
+    (``backend.substitute_blas``, which picks the routine as NumPy does) contiguous copies laid out in these
+    forms."""
+    (dm, dn), dp = node.inputs[0].shape[-2:], node.shape[-1]
+    (a_m, a_n), (b_n, b_p) = strides[0][-2:], strides[1][-2:]
+
+    def readable(outer: int, inner: int, inner_extent: int) -> bool:  # NumPy's is_blasable2d
+        return inner == 1 and outer >= inner_extent
+
+    a_c, a_f, b_c, b_f = readable(a_m, a_n, dn), readable(a_n, a_m, dm), readable(b_n, b_p, dp), readable(b_p, b_n, dn)
+    if 0 in (dm, dn, dp) or dn == 1:
+        return "loop"
+    if dm == 1 and dp == 1:  # its dot: BLAS at positive steps
+        return (None, None) if a_n > 0 and b_n > 0 else "loop"
+    if dm == 1:  # vector @ matrix: a gemv, column-major where it can be
+        return (None, "F" if b_f else "C") if (b_c or b_f) and a_n >= 1 else "loop"
+    if dp == 1:
+        return ("C" if a_c else "F", None) if (a_c or a_f) and b_n >= 1 else "loop"
+    return ("C" if a_c else "F" if a_f or abs(a_m) < abs(a_n) else "C",
+            "C" if b_c else "F" if b_f or abs(b_n) < abs(b_p) else "C")
 
 
 def _buffered_cast(node: Node) -> bool:

@@ -102,3 +102,47 @@ def test_correlations_are_numpys_dot_per_output(fn, mode, dtype):
         got, want = compiled(a, v), fn(a, v, mode)
         assert got.dtype == want.dtype and got.shape == want.shape
         assert got.tobytes() == want.tobytes(), f"{n1},{n2}: max err {np.abs(got.astype(float) - want).max()}"
+
+
+# Operands NumPy's matmul cannot hand BLAS as they lie: it copies a gemm's operand (transposed where the step
+# along its rows is the smaller), and runs its own loop for a dot or gemv of one (matmul.c.src); an operand laid
+# out Fortran's way it hands BLAS transposed. The kernel does the same from NumPy's strides (``layout``).
+VIEWS = {
+    "C": lambda a: a,
+    "broadcast-rows": lambda a: np.broadcast_to(a[:1], a.shape),
+    "broadcast-columns": lambda a: np.broadcast_to(a[..., :1], a.shape),
+    "reversed-rows": lambda a: a[::-1],
+    "reversed-columns": lambda a: a[..., ::-1],
+    "fortran-copy": lambda a: a.copy(order="F"),
+}
+PAIRS = [(v, "C") for v in VIEWS if v != "C"] + [("C", v) for v in VIEWS if v != "C"] + [
+    ("broadcast-rows", "reversed-columns"), ("reversed-rows", "broadcast-columns"), ("fortran-copy", "reversed-rows")]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("pair", PAIRS, ids="@".join)
+def test_matmul_of_views_is_numpys_by_its_blas_rule(pair, dtype):
+    view_a, view_b = (VIEWS[v] for v in pair)
+    compiled = jit(lambda a, b: view_a(a) @ view_b(b))
+    rng = np.random.default_rng(1)
+    for m, k, n in SHAPES:
+        a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+        expected = view_a(a) @ view_b(b)
+        got = compiled(a, b)
+        assert got.shape == expected.shape and got.dtype == expected.dtype
+        assert got.tobytes() == expected.tobytes(), f"{pair} m,k,n={m},{k},{n}: max err {np.abs(got - expected).max()}"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul_of_fortran_arguments_and_their_transposes_is_numpys(dtype):
+    # an argument laid out Fortran's way is read transposed by BLAS (its memory is its transpose's, C-ordered),
+    # and x @ x.T of one is NumPy's syrk
+    rng = np.random.default_rng(2)
+    forms = [lambda a, b: a @ b, lambda a, b: a @ a.T + b[0, 0], lambda a, b: a.T @ a + b[0, 0],
+             lambda a, b: np.stack([a, a[::-1]]) @ b]
+    for m, k, n in [(9, 300, 40), (40, 300, 9), (16, 3, 5)]:
+        a = np.asfortranarray(rng.standard_normal((m, k)).astype(dtype))
+        b = np.asfortranarray(rng.standard_normal((k, n)).astype(dtype))
+        for form in forms:
+            expected, got = form(a, b), jit(form)(a, b)
+            assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes(), (m, k, n)

@@ -244,7 +244,8 @@ def test_out_of_memory_could_not_run(capsys, monkeypatch):
 
 
 def test_a_huge_shape_prints_ir_without_allocating_it():
-    """x alone would be 40 GB: tracing reads shapes, never values, so emit passes zero-stride placeholders."""
+    """x alone would be 40 GB: tracing reads shapes and strides, never values, so emit passes placeholders backed by
+    one element."""
     import subprocess
     import sys
 

@@ -1,7 +1,8 @@
 """``parity emit FUNCTION``: print the IR of one of the compiler's library formulas
 (``compiler.ops``) specialized on example inputs of a chosen shape and dtype, at one
 pipeline stage — tensor, optimized, lowered, or (GPU target) kernels and PTX. The inputs
-are zero-stride placeholders (only shapes and dtypes matter), so any --shape is cheap.
+are placeholders laid out as fresh C arrays but backed by one element (tracing reads shapes, dtypes and
+strides, never values), so any --shape is cheap.
 Exit 0 with the IR, else 2 ("could not run") with the reason."""
 
 from __future__ import annotations
@@ -18,11 +19,15 @@ DTYPES = ("float16", "float32", "float64")
 
 
 def placeholder(shape: tuple[int, ...], dtype):
-    """A read-only array of ``shape`` whose every element is one shared zero (all strides 0), so a huge --shape costs
-    no memory: tracing and lowering read only shapes and dtypes, never values (``compiler.jit.trace``)."""
+    """A read-only array of ``shape`` with a fresh C array's strides over one element, so a huge --shape costs no
+    memory: tracing and lowering read shapes, dtypes and strides, never values (``compiler.jit.trace``). The strides
+    are a caller's fresh array's because NumPy's layout decides what the IR computes (the order of float sums, the
+    form in which BLAS reads a matmul's operands: a broadcast's zero strides would show another kernel)."""
     import numpy as np
 
-    return np.broadcast_to(np.zeros((), dtype), shape)
+    one = np.zeros(1, dtype)
+    strides = tuple(one.itemsize * int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape)))
+    return np.lib.stride_tricks.as_strided(one, shape, strides, writeable=False)
 
 
 def example_inputs(name: str, shape: tuple[int, ...], dtype):
