@@ -1526,6 +1526,10 @@ class Emitter:
         plan = _numpy_matmul_plan(node, [self.strides[inp.id] for inp in node.inputs]) \
             if self.numpy_sum_order and node.dtype.kind == "f" and node.dtype != np.float16 else None
         in_order = self.numpy_sum_order and (node.dtype == np.float16 or plan == "loop")
+        if plan == "strided dot":
+            if node.ndim == 2:
+                return self._strided_dot(node, operands)
+            plan = (None, None)  # (a batch of them: BLAS at unit steps, rounding otherwise — README)
         swapped = (1, 0) if node.ndim == 2 else (0, 2, 1)
         names, types, folded = [], [], []
         for i, inp in enumerate(node.inputs):
@@ -1566,6 +1570,19 @@ class Emitter:
             return result
         return self._generic(node.shape, node.dtype, [(result, node.shape, acc)],
                              lambda rb, args: cast_scalar(rb, args[0], acc, node.dtype), node.loc)
+
+    def _strided_dot(self, node: Node, operands) -> str:
+        """A row times a column that NumPy's dot hands BLAS at steps other than one, where OpenBLAS sums with
+        its kernel for such steps: ``row_dots``' strided mode (the column read as a row)."""
+        k = node.inputs[0].shape[1]
+        column = self._permuted(operands[1], (k, 1), node.dtype, (1, 0), node.loc)
+        row_t, out_t, t = dt.tensor_type((1, k), node.dtype), dt.tensor_type((1, 1), node.dtype), dt.mlir_type(node.dtype)
+        callee = self._contraction_function(
+            ("row_dots", True, "strided", row_t, row_t), "parity_row_dots_strided", node, [row_t, row_t], out_t,
+            lambda here: _sequential_matmul(2, [False, True], [row_t, row_t], out_t, here, t))
+        init = self.filled(node.shape, node.dtype, 0, node.loc)
+        return self.assign(f"func.call @{callee}({operands[0]}, {column}, {init}) : ({row_t}, {row_t}, {out_t}) -> {out_t}",
+                           node.loc)
 
     def _contraction_function(self, signature: tuple, prefix: str, node: Node, types: list, out_t: str, body) -> str:
         """The name of a private function ``(%a, %b, %init) -> %r`` of ``types`` and ``out_t`` whose text is
@@ -1787,7 +1804,8 @@ def _sequential_matmul(rank: int, folded: list, types: list, out_t: str, here: s
 def _numpy_matmul_plan(node: Node, strides: list):
     """How NumPy's matmul multiplies ``node``'s float matrices, by its rule (NumPy 2's ``matmul.c.src``) on the
     operands' strides (elements, as ``layout`` gives them): "loop" where it runs its own loop (each output a
-    running sum from 0, k innermost: ``_sequential_matmul``), else per operand the form its BLAS call reads:
+    running sum from 0, k innermost: ``_sequential_matmul``), "strided dot" for a row times a column BLAS reads at
+    steps other than one (``row_dots``' strided mode), else per operand the form its BLAS call reads:
     "C" (as it lies, row-major), "F" (transposed) or None (a vector, read at its steps). A matrix BLAS can read
     has unit steps along one axis and a leading dimension at least the other's extent; a gemm's operand it
     cannot read (a broadcast, a reversal, gaps along both axes) NumPy copies, transposed where the step along
@@ -1803,8 +1821,8 @@ def _numpy_matmul_plan(node: Node, strides: list):
     a_c, a_f, b_c, b_f = readable(a_m, a_n, dn), readable(a_n, a_m, dm), readable(b_n, b_p, dp), readable(b_p, b_n, dn)
     if 0 in (dm, dn, dp) or dn == 1:
         return "loop"
-    if dm == 1 and dp == 1:  # its dot: BLAS at positive steps
-        return (None, None) if a_n > 0 and b_n > 0 else "loop"
+    if dm == 1 and dp == 1:  # its dot: BLAS at positive steps (OpenBLAS: one kernel at unit steps, one at others)
+        return ("strided dot" if (a_n, b_n) != (1, 1) else (None, None)) if a_n > 0 and b_n > 0 else "loop"
     if dm == 1:  # vector @ matrix: a gemv, column-major where it can be
         return (None, "F" if b_f else "C") if (b_c or b_f) and a_n >= 1 else "loop"
     if dp == 1:

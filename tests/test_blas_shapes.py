@@ -146,3 +146,17 @@ def test_matmul_of_fortran_arguments_and_their_transposes_is_numpys(dtype):
         for form in forms:
             expected, got = form(a, b), jit(form)(a, b)
             assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes(), (m, k, n)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_dot_of_vectors_at_other_steps_takes_openblas_kernel_for_them(dtype):
+    # NumPy's dot hands BLAS its vectors at their steps; OpenBLAS sums with another kernel unless both are one
+    rng = np.random.default_rng(3)
+    forms = [lambda a, b: a[::2] @ b[:len(b) // 2], lambda a, b: a[:len(a) // 2] @ b[::2],
+             lambda a, b: np.dot(a[::2], b[1::2]), lambda a, b: a[None, ::2] @ b[::2, None],
+             lambda a, b: a[::-2] @ b[::2]]  # (the last: NumPy's loop)
+    for n in (4, 40, 300):
+        a, b = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+        for form in forms:
+            expected, got = np.asarray(form(a, b)), np.asarray(jit(form)(a, b))
+            assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes(), (n, np.abs(got - expected).max())
