@@ -1524,7 +1524,8 @@ class Emitter:
         # NumPy's own loop, or the form in which its BLAS call reads each operand (CPU: ``_numpy_matmul_plan``)
         acc = dt.arithmetic_type(node.dtype)
         plan = _numpy_matmul_plan(node, [self.strides[inp.id] for inp in node.inputs]) \
-            if self.numpy_sum_order and node.dtype.kind == "f" and node.dtype != np.float16 else None
+            if self.numpy_sum_order and node.dtype.kind == "f" and node.dtype != np.float16 and \
+            all(layout.known(inp) for inp in node.inputs) else None  # (a guessed layout: as a fresh C array)
         in_order = self.numpy_sum_order and (node.dtype == np.float16 or plan == "loop")
         if plan == "strided dot":
             if node.ndim == 2:
