@@ -17,8 +17,8 @@ from . import dtypes as dt
 from . import layout, pairwise
 from .errors import OpOrigin
 from .graph import Node, SourceLoc, topological
-from .primitives import (NUMPY_LOOP_UFUNCS, PRIMITIVES, bitcast_scalar, cast_scalar, elementwise_scalar, numpy_constant_clip,
-                         numpy_loop_spec, numpy_scalar_power, scalar_const, scalar_to_loop, UFUNCS)
+from .primitives import (PRIMITIVES, bitcast_scalar, cast_scalar, computed_by_numpy_loop, elementwise_scalar,
+                         numpy_constant_clip, numpy_loop_spec, numpy_scalar_power, scalar_const, scalar_to_loop, UFUNCS)
 
 INLINE_CONST_LIMIT = 16  # elements; larger constants are passed as hidden arguments
 
@@ -286,7 +286,7 @@ class Emitter:
     # -- primitive lowerings
     def elementwise(self, node: Node, operands) -> str:
         compute = node.attrs["compute"]
-        numpy_loop = self.numpy_loops and node.op in NUMPY_LOOP_UFUNCS and np.dtype(compute[0]).kind == "f"
+        numpy_loop = self.numpy_loops and computed_by_numpy_loop(node.op, compute)
         # ufunc.at's updates (``per_update``): NumPy calls its loop on each element, at stride 0
         per_element = numpy_loop and node.attrs.get("per_update", False)
         if numpy_loop and not per_element:
@@ -384,16 +384,23 @@ class Emitter:
         result = rb.op(f"func.call @{callee}({', '.join(args)}) : ({', '.join([t] * len(args))}) -> {t}")
         return cast_scalar(rb, result, loop, wide)
 
-    def _numpy_element_text(self, name: str, loop: np.dtype, arity: int, callee: str, here: str) -> str:
-        wide, t = dt.arithmetic_type(loop), dt.mlir_type(loop)
+    def _numpy_loop_region(self, name: str, loop: np.dtype, arity: int) -> tuple["_Region", list[str], str]:
+        """The scalar ops of ufunc ``name`` on ``%x0``... of dtype ``loop`` with the target's math functions
+        (the body both NumPy-loop function forms keep where NumPy's loop does not replace it): the region,
+        the operands' names and the value, of dtype ``loop``."""
+        wide = dt.arithmetic_type(loop)
         region = _Region(self)
         xs = [f"%x{i}" for i in range(arity)]
         value = elementwise_scalar(region, name, [cast_scalar(region, x, loop, wide) for x in xs], np.dtype(wide),
                                    np.dtype(wide), operand_dtypes=[wide] * arity, half=loop == np.float16)
-        value = cast_scalar(region, value, wide, loop)
+        return region, xs, cast_scalar(region, value, wide, loop)
+
+    def _numpy_element_text(self, name: str, loop: np.dtype, arity: int, callee: str, here: str) -> str:
+        t = dt.mlir_type(loop)
+        region, xs, value = self._numpy_loop_region(name, loop, arity)
         body = "\n".join(f"    {_region_line(ln, here)}" for ln in region.lines)
         return (f"  func.func private @{callee}({', '.join(f'{x}: {t} {here}' for x in xs)}) -> {t} attributes "
-                f"{{parity.numpy_loop = \"{numpy_loop_spec(name, loop, False)}\"}} {{\n{body}\n"
+                f"{{parity.numpy_loop = \"{numpy_loop_spec(name, loop)}\"}} {{\n{body}\n"
                 f"    return {value} : {t} {here}\n  }} {here}\n")
 
     def _numpy_ufunc_function(self, node: Node, loop: np.dtype, shapes: list, types: list, out_t: str) -> str:
@@ -405,14 +412,10 @@ class Emitter:
 
     def _numpy_ufunc_text(self, node: Node, loop: np.dtype, shapes: list, types: list, out_t: str, callee: str,
                           here: str) -> str:
-        rank, wide = len(node.shape), dt.arithmetic_type(loop)
+        rank = len(node.shape)
         dims = [f"d{i}" for i in range(rank)]
         maps = [_map(rank, dims if at == node.shape else ["0"] * len(at)) for at in shapes] + [_map(rank, dims)]
-        region = _Region(self)
-        xs = [f"%x{i}" for i in range(len(shapes))]
-        value = elementwise_scalar(region, node.op, [cast_scalar(region, x, loop, wide) for x in xs], np.dtype(wide),
-                                   np.dtype(wide), operand_dtypes=[wide] * len(xs), half=loop == np.float16)
-        value = cast_scalar(region, value, wide, loop)
+        region, xs, value = self._numpy_loop_region(node.op, loop, len(shapes))
         t = dt.mlir_type(loop)
         # the destination (-0.0, from the caller) added: a generic that reads its destination writes the
         # caller's buffer, so the function returns nothing after bufferization (x + -0.0 is x, NaNs and
@@ -423,7 +426,7 @@ class Emitter:
         its = ", ".join(['"parallel"'] * rank)
         return (f"  func.func private @{callee}({', '.join(f'%a{i}: {ty} {here}' for i, ty in enumerate(types))}, "
                 f"%init: {out_t} {here}) -> {out_t} attributes {{parity.numpy_loop = "
-                f"\"{numpy_loop_spec(node.op, loop, False)}\"}} {{\n"
+                f"\"{numpy_loop_spec(node.op, loop)}\"}} {{\n"
                 f"    %r = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = "
                 f"[{its}]}} ins({ins} : {', '.join(types)}) outs(%init : {out_t}) {{\n"
                 f"    ^bb0({', '.join(f'{x}: {t} {here}' for x in xs)}, %o: {t} {here}):\n{body}\n"
@@ -1401,7 +1404,7 @@ class Emitter:
                 v = region.op(f"arith.trunci {v} : i8 to i1")
             values.append(cast_scalar(region, cast_scalar(region, v, d, c), c, w))
         out = dt.arithmetic_type(result)
-        if per_update is not None and name in NUMPY_LOOP_UFUNCS and np.dtype(compute[0]).kind == "f":
+        if per_update is not None and computed_by_numpy_loop(name, compute):
             value = region.em._numpy_element(region, per_update, name, values, np.dtype(wide[-1]), np.dtype(compute[-1]))
         else:
             value = elementwise_scalar(region, name, values, np.dtype(wide[-1]), out, operand_dtypes=wide,
@@ -1528,9 +1531,7 @@ class Emitter:
             all(layout.known(inp) for inp in node.inputs) else None  # (a guessed layout: as a fresh C array)
         in_order = self.numpy_sum_order and (node.dtype == np.float16 or plan == "loop")
         if plan == "strided dot":
-            if node.ndim == 2:
-                return self._strided_dot(node, operands)
-            plan = (None, None)  # (a batch of them: BLAS at unit steps, rounding otherwise — README)
+            return self._strided_dot(node, operands)
         swapped = (1, 0) if node.ndim == 2 else (0, 2, 1)
         names, types, folded = [], [], []
         for i, inp in enumerate(node.inputs):
@@ -1577,13 +1578,7 @@ class Emitter:
         its kernel for such steps: ``row_dots``' strided mode (the column read as a row)."""
         k = node.inputs[0].shape[1]
         column = self._permuted(operands[1], (k, 1), node.dtype, (1, 0), node.loc)
-        row_t, out_t, t = dt.tensor_type((1, k), node.dtype), dt.tensor_type((1, 1), node.dtype), dt.mlir_type(node.dtype)
-        callee = self._contraction_function(
-            ("row_dots", True, "strided", row_t, row_t), "parity_row_dots_strided", node, [row_t, row_t], out_t,
-            lambda here: _sequential_matmul(2, [False, True], [row_t, row_t], out_t, here, t))
-        init = self.filled(node.shape, node.dtype, 0, node.loc)
-        return self.assign(f"func.call @{callee}({operands[0]}, {column}, {init}) : ({row_t}, {row_t}, {out_t}) -> {out_t}",
-                           node.loc)
+        return self._row_dots(node, operands[0], column, 1, "strided")
 
     def _contraction_function(self, signature: tuple, prefix: str, node: Node, types: list, out_t: str, body) -> str:
         """The name of a private function ``(%a, %b, %init) -> %r`` of ``types`` and ``out_t`` whose text is
@@ -1616,8 +1611,11 @@ class Emitter:
         increments or at increments of 2 (the rows copied to every other element of a scratch buffer, so that
         OpenBLAS takes its kernel for other strides, as NumPy's call did); "loop" is NumPy's own running sum.
         On a target with its own sum order, one matmul reading y transposed."""
-        (x, y), (m, k), n = operands, node.inputs[0].shape, node.shape[1]
-        mode, t = node.attrs["mode"], dt.mlir_type(node.dtype)
+        return self._row_dots(node, *operands, node.inputs[1].shape[0], node.attrs["mode"])
+
+    def _row_dots(self, node: Node, x: str, y: str, n: int, mode: str) -> str:
+        """``row_dots`` (in ``mode``) of ``x`` (node's first operand's shape, (m, k)) and ``y`` (n, k) into ``node``."""
+        (m, k), t = node.inputs[0].shape, dt.mlir_type(node.dtype)
         a_t, b_t = dt.tensor_type((m, k), node.dtype), dt.tensor_type((n, k), node.dtype)
         out_t = dt.tensor_type((m, n), node.dtype)
         maps = ", ".join(f"affine_map<(d0, d1, d2) -> {m_}>" for m_ in _matmul_maps(2, [False, True]))
@@ -1805,8 +1803,8 @@ def _sequential_matmul(rank: int, folded: list, types: list, out_t: str, here: s
 def _numpy_matmul_plan(node: Node, strides: list):
     """How NumPy's matmul multiplies ``node``'s float matrices, by its rule (NumPy 2's ``matmul.c.src``) on the
     operands' strides (elements, as ``layout`` gives them): "loop" where it runs its own loop (each output a
-    running sum from 0, k innermost: ``_sequential_matmul``), "strided dot" for a row times a column BLAS reads at
-    steps other than one (``row_dots``' strided mode), else per operand the form its BLAS call reads:
+    running sum from 0, k innermost: ``_sequential_matmul``), "strided dot" for a row times a column (not batched)
+    BLAS reads at steps other than one (``row_dots``' strided mode), else per operand the form its BLAS call reads:
     "C" (as it lies, row-major), "F" (transposed) or None (a vector, read at its steps). A matrix BLAS can read
     has unit steps along one axis and a leading dimension at least the other's extent; a gemm's operand it
     cannot read (a broadcast, a reversal, gaps along both axes) NumPy copies, transposed where the step along
@@ -1822,8 +1820,10 @@ def _numpy_matmul_plan(node: Node, strides: list):
     a_c, a_f, b_c, b_f = readable(a_m, a_n, dn), readable(a_n, a_m, dm), readable(b_n, b_p, dp), readable(b_p, b_n, dn)
     if 0 in (dm, dn, dp) or dn == 1:
         return "loop"
-    if dm == 1 and dp == 1:  # its dot: BLAS at positive steps (OpenBLAS: one kernel at unit steps, one at others)
-        return ("strided dot" if (a_n, b_n) != (1, 1) else (None, None)) if a_n > 0 and b_n > 0 else "loop"
+    if dm == 1 and dp == 1:  # its dot: BLAS at positive steps (OpenBLAS: one kernel at unit steps, one at others;
+        # a batch of dots keeps the unit one, within rounding: README)
+        strided = (a_n, b_n) != (1, 1) and node.ndim == 2
+        return ("strided dot" if strided else (None, None)) if a_n > 0 and b_n > 0 else "loop"
     if dm == 1:  # vector @ matrix: a gemv, column-major where it can be
         return (None, "F" if b_f else "C") if (b_c or b_f) and a_n >= 1 else "loop"
     if dp == 1:

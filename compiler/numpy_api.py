@@ -459,7 +459,7 @@ def _ufunc_at(ufunc, a, indices, b=None):
     # NumPy calls its loop on each element at stride 0 (where its power takes fast paths), and so does the
     # kernel's scatter for the library-valued ufuncs (P.NUMPY_LOOP_UFUNCS); accumulate would be NumPy's
     # scalar C-library loop, and an elementwise step its loop at contiguous strides
-    numpy_loop = ufunc.__name__ in P.NUMPY_LOOP_UFUNCS and loop[0].kind == "f"
+    numpy_loop = P.computed_by_numpy_loop(ufunc.__name__, loop)
     if (numpy_loop or counts.max() > _AT_MAX_STEPS) and ufunc in UFUNC_PRIMITIVES:  # the kernel updates them in turn
         updates = None if values is None else P.reshape(values.node, (positions.size, 1))
         updated = P.scatter(P.reshape(flat.node, (flat.size, 1)), const_node(positions.astype(np.int64)), updates,

@@ -667,9 +667,15 @@ NUMPY_LOOP_UFUNCS = tuple(n for n in _UNARY_FLOAT if n not in ("sqrt", "rint")) 
                                                                                    "hypot")
 
 
-def numpy_loop_spec(name: str, compute, half: bool) -> str:
-    """``"<ufunc>/<dtype>"``: NumPy's loop of ufunc ``name`` computed in ``compute`` (float16's where ``half``)."""
-    return f"{name}/{'float16' if half else np.dtype(compute).name}"
+def numpy_loop_spec(name: str, loop) -> str:
+    """``"<ufunc>/<dtype>"``: NumPy's loop of ufunc ``name`` for dtype ``loop``."""
+    return f"{name}/{np.dtype(loop).name}"
+
+
+def computed_by_numpy_loop(name: str, compute) -> bool:
+    """Whether ufunc ``name`` with these loop dtypes is one the CPU target computes with NumPy's own loop:
+    one of ``NUMPY_LOOP_UFUNCS`` in a float loop."""
+    return name in NUMPY_LOOP_UFUNCS and np.dtype(compute[0]).kind == "f"
 
 
 def elementwise_scalar(rb, name: str, args: list[str], compute: np.dtype, out: np.dtype, operand_dtypes=None,
@@ -853,7 +859,7 @@ def _eval_elementwise(node: Node, values):
             return np.where(args[0], args[1], args[2]).astype(node.dtype, copy=False)
         if node.op == "cast":
             return args[0].astype(node.dtype)
-        if node.attrs.get("per_update") and node.op in NUMPY_LOOP_UFUNCS and compute[0].kind == "f":
+        if node.attrs.get("per_update") and computed_by_numpy_loop(node.op, compute):
             return _per_update(UFUNCS[node.op], args, node.shape).astype(node.dtype, copy=False)
         return np.asarray(UFUNCS[node.op](*args)).astype(node.dtype, copy=False)
 
