@@ -1530,10 +1530,9 @@ class Emitter:
             if self.numpy_sum_order and node.dtype.kind == "f" and node.dtype != np.float16 and \
             all(layout.known(inp) for inp in node.inputs) else None  # (a guessed layout: as a fresh C array)
         in_order = self.numpy_sum_order and (node.dtype == np.float16 or plan == "loop")
-        if plan == "strided dot":
-            return self._strided_dot(node, operands)
         swapped = (1, 0) if node.ndim == 2 else (0, 2, 1)
-        names, types, folded = [], [], []
+        names, types, folded, views = [], [], [], []
+        padded = {}  # (operand, view) -> its copy at NumPy's steps: x @ x.T's syrk still finds one memory
         for i, inp in enumerate(node.inputs):
             transpose = foldable_transpose(node, inp) and "transpose" not in self.faults  # a faulted one is computed
             column_major = transpose if plan in (None, "loop") or plan[i] is None else plan[i] == "F"
@@ -1549,6 +1548,13 @@ class Emitter:
                 name = self._permuted(operands[i], inp.shape, inp.dtype, swapped, node.loc)
             else:
                 shape, name = inp.shape, operands[i]
+            steps = tuple(self.strides[inp.id][-2:]) if plan not in (None, "loop") else None
+            view = _blas_view(shape, inp.dtype, steps[::-1] if column_major else steps) if steps else None
+            if view is not None:
+                if (name, view) not in padded:
+                    padded[name, view] = self._spread(name, view, node.loc)
+                name = padded[name, view]
+            views.append(view)
             dtype = dt.arithmetic_type(inp.dtype)
             if dtype != inp.dtype:
                 name = self._generic(shape, dtype, [(name, shape, inp.dtype)],
@@ -1561,36 +1567,46 @@ class Emitter:
         if any(folded):
             dims = ", ".join(f"d{i}" for i in range(node.ndim + 1))
             maps = " indexing_maps = [" + ", ".join(f"affine_map<({dims}) -> {m}>" for m in _matmul_maps(node.ndim, folded)) + "]"
-        signature = (op, maps, types[0], types[1], out_t, in_order)  # (a private function: ``_contraction_function``)
+        arg_types = [t if v is None else v.spread_type for t, v in zip(types, views)]
+        signature = (op, maps, *arg_types, out_t, in_order, *views)  # (a private function: ``_contraction_function``)
         callee = self._contraction_function(signature, "parity_matmul", node, types, out_t, lambda here: (
             _sequential_matmul(node.ndim, folded, types, out_t, here, dt.mlir_type(acc)) if in_order else
-            f"    %r = {op}{maps} ins(%a, %b : {types[0]}, {types[1]}) outs(%init : {out_t}) -> {out_t} {here}\n"))
+            f"    %r = {op}{maps} ins(%a, %b : {types[0]}, {types[1]}) outs(%init : {out_t}) -> {out_t} {here}\n"),
+            views)
         init = self.filled(node.shape, acc, 0, node.loc)
         result = self.assign(
-            f"func.call @{callee}({names[0]}, {names[1]}, {init}) : ({types[0]}, {types[1]}, {out_t}) -> {out_t}", node.loc)
+            f"func.call @{callee}({names[0]}, {names[1]}, {init}) : ({arg_types[0]}, {arg_types[1]}, {out_t}) -> {out_t}",
+            node.loc)
         if acc == node.dtype:
             return result
         return self._generic(node.shape, node.dtype, [(result, node.shape, acc)],
                              lambda rb, args: cast_scalar(rb, args[0], acc, node.dtype), node.loc)
 
-    def _strided_dot(self, node: Node, operands) -> str:
-        """A row times a column that NumPy's dot hands BLAS at steps other than one, where OpenBLAS sums with
-        its kernel for such steps: ``row_dots``' strided mode (the column read as a row)."""
-        k = node.inputs[0].shape[1]
-        column = self._permuted(operands[1], (k, 1), node.dtype, (1, 0), node.loc)
-        return self._row_dots(node, operands[0], column, 1, "strided")
-
-    def _contraction_function(self, signature: tuple, prefix: str, node: Node, types: list, out_t: str, body) -> str:
+    def _contraction_function(self, signature: tuple, prefix: str, node: Node, types: list, out_t: str, body,
+                              views: list = (None, None)) -> str:
         """The name of a private function ``(%a, %b, %init) -> %r`` of ``types`` and ``out_t`` whose text is
-        ``body(here)``, emitted once per ``signature``, named ``<prefix>_<n>``. In a function of its own a
+        ``body(here)``, emitted once per ``signature``, named ``<prefix>_<n>``; an operand with a ``view``
+        (``_blas_view``) is passed spread out (``_spread``) and read as its strided slice, so that after
+        bufferization the BLAS shim sees the steps NumPy passed. In a function of its own a
         contraction is safe from elementwise fusion (with its reshape propagation), which would rewrite it into a
         generic of fused producers that the BLAS substitution no longer finds. Destination-passing: the caller
         owns the zero-filled result buffer, so the callee returns nothing after bufferization
         (drop-equivalent-buffer-results). Shared by every op of the signature, it is located by its own name,
         and a diagnostic inside it is traced to the first op that uses it."""
+        params, slices = [], ""
+        for name, t, view in zip("ab", types, views):
+            params.append(f"%{name}: {t}" if view is None else f"%{name}_spread: {view.spread_type}")
+            if view is not None:
+                slices += f"    %{name} = {view.slice(f'%{name}_spread')} {{here}}\n"
         return self._private_function(signature, prefix, node, lambda callee, here: (
-            f"  func.func private @{callee}(%a: {types[0]} {here}, %b: {types[1]} {here}, %init: {out_t} {here}) -> {out_t} {{\n"
-            f"{body(here)}    return %r : {out_t} {here}\n  }} {here}\n"))
+            f"  func.func private @{callee}({params[0]} {here}, {params[1]} {here}, %init: {out_t} {here}) -> {out_t} {{\n"
+            f"{slices.replace('{here}', here)}{body(here)}    return %r : {out_t} {here}\n  }} {here}\n"))
+
+    def _spread(self, x: str, view: "BlasView", loc) -> str:
+        """``x`` written into a zero-filled tensor of ``view``'s spread shape at its steps."""
+        zeros = self.filled(view.spread_shape, view.dtype, 0, loc)
+        return self.assign(f"tensor.insert_slice {x} into {zeros}{view.placement} : {view.tensor_type} into "
+                           f"{view.spread_type}", loc)
 
     def _private_function(self, signature: tuple, prefix: str, node: Node, text) -> str:
         """The name of a private function ``<prefix>_<n>`` whose text is ``text(name, location)``, emitted once per
@@ -1611,11 +1627,8 @@ class Emitter:
         increments or at increments of 2 (the rows copied to every other element of a scratch buffer, so that
         OpenBLAS takes its kernel for other strides, as NumPy's call did); "loop" is NumPy's own running sum.
         On a target with its own sum order, one matmul reading y transposed."""
-        return self._row_dots(node, *operands, node.inputs[1].shape[0], node.attrs["mode"])
-
-    def _row_dots(self, node: Node, x: str, y: str, n: int, mode: str) -> str:
-        """``row_dots`` (in ``mode``) of ``x`` (node's first operand's shape, (m, k)) and ``y`` (n, k) into ``node``."""
-        (m, k), t = node.inputs[0].shape, dt.mlir_type(node.dtype)
+        (x, y), mode = operands, node.attrs["mode"]
+        (m, k), n, t = node.inputs[0].shape, node.inputs[1].shape[0], dt.mlir_type(node.dtype)
         a_t, b_t = dt.tensor_type((m, k), node.dtype), dt.tensor_type((n, k), node.dtype)
         out_t = dt.tensor_type((m, n), node.dtype)
         maps = ", ".join(f"affine_map<(d0, d1, d2) -> {m_}>" for m_ in _matmul_maps(2, [False, True]))
@@ -1800,17 +1813,60 @@ def _sequential_matmul(rank: int, folded: list, types: list, out_t: str, here: s
             f"    }} -> {out_t} {here}\n")
 
 
+@dataclass(frozen=True)
+class BlasView:
+    """A matmul operand of ``shape`` (as the kernel reads it) at the element steps NumPy hands its BLAS call,
+    which the kernel's own contiguous copy does not have: a matrix with gaps between its rows (its leading
+    dimension), a vector at a step other than one (its increment). OpenBLAS sums otherwise for these (float32
+    gemv kernels by the leading dimension, gemv and dot kernels by the increment), so the operand is copied into
+    a larger zero-filled tensor at those steps, and the matmul reads the strided slice of it."""
+    shape: tuple
+    dtype: np.dtype
+    spread_shape: tuple
+    steps: tuple  # along the matrix axes, in the spread tensor
+
+    @property
+    def tensor_type(self) -> str:
+        return dt.tensor_type(self.shape, self.dtype)
+
+    @property
+    def spread_type(self) -> str:
+        return dt.tensor_type(self.spread_shape, self.dtype)
+
+    @property
+    def placement(self) -> str:
+        rank = len(self.shape)
+        return (f"[{', '.join(['0'] * rank)}] [{', '.join(map(str, self.shape))}] "
+                f"[{', '.join(['1'] * (rank - 2) + [str(s) for s in self.steps])}]")
+
+    def slice(self, spread: str) -> str:
+        return f"tensor.extract_slice {spread}{self.placement} : {self.spread_type} to {self.tensor_type}"
+
+
+def _blas_view(shape: tuple, dtype, steps: tuple) -> BlasView | None:
+    """The ``BlasView`` of an operand of ``shape`` that NumPy's BLAS call reads as it lies at ``steps`` (the
+    element strides of its two matrix axes, as the kernel reads it), or None where a contiguous copy has
+    NumPy's steps (or NumPy hands BLAS a contiguous copy of its own)."""
+    (rows, cols), (row_step, col_step), batch = shape[-2:], steps, tuple(shape[:-2])
+    if rows > 1 and cols > 1 and col_step == 1 and row_step > cols:  # a leading dimension beyond the row
+        return BlasView(tuple(shape), np.dtype(dtype), batch + (rows, row_step), (1, 1))
+    if rows == 1 and cols > 1 and col_step > 1:  # a row vector at its increment
+        return BlasView(tuple(shape), np.dtype(dtype), batch + (1, (cols - 1) * col_step + 1), (1, col_step))
+    if cols == 1 and rows > 1 and row_step > 1:  # a column vector
+        return BlasView(tuple(shape), np.dtype(dtype), batch + ((rows - 1) * row_step + 1, 1), (row_step, 1))
+    return None
+
+
 def _numpy_matmul_plan(node: Node, strides: list):
     """How NumPy's matmul multiplies ``node``'s float matrices, by its rule (NumPy 2's ``matmul.c.src``) on the
     operands' strides (elements, as ``layout`` gives them): "loop" where it runs its own loop (each output a
-    running sum from 0, k innermost: ``_sequential_matmul``), "strided dot" for a row times a column (not batched)
-    BLAS reads at steps other than one (``row_dots``' strided mode), else per operand the form its BLAS call reads:
+    running sum from 0, k innermost: ``_sequential_matmul``), else per operand the form its BLAS call reads:
     "C" (as it lies, row-major), "F" (transposed) or None (a vector, read at its steps). A matrix BLAS can read
     has unit steps along one axis and a leading dimension at least the other's extent; a gemm's operand it
     cannot read (a broadcast, a reversal, gaps along both axes) NumPy copies, transposed where the step along
     its rows is the smaller; a dot or a gemv it cannot read takes the loop. The kernel hands its BLAS shim
-    (``backend.substitute_blas``, which picks the routine as NumPy does) contiguous copies laid out in these
-    forms."""
+    (``backend.substitute_blas``, which picks the routine as NumPy does) copies laid out in these forms, at
+    NumPy's leading dimensions and increments where those are not a contiguous copy's (``_blas_view``)."""
     (dm, dn), dp = node.inputs[0].shape[-2:], node.shape[-1]
     (a_m, a_n), (b_n, b_p) = strides[0][-2:], strides[1][-2:]
 
@@ -1820,10 +1876,8 @@ def _numpy_matmul_plan(node: Node, strides: list):
     a_c, a_f, b_c, b_f = readable(a_m, a_n, dn), readable(a_n, a_m, dm), readable(b_n, b_p, dp), readable(b_p, b_n, dn)
     if 0 in (dm, dn, dp) or dn == 1:
         return "loop"
-    if dm == 1 and dp == 1:  # its dot: BLAS at positive steps (OpenBLAS: one kernel at unit steps, one at others;
-        # a batch of dots keeps the unit one, within rounding: README)
-        strided = (a_n, b_n) != (1, 1) and node.ndim == 2
-        return ("strided dot" if strided else (None, None)) if a_n > 0 and b_n > 0 else "loop"
+    if dm == 1 and dp == 1:  # its dot: BLAS at positive steps
+        return (None, None) if a_n > 0 and b_n > 0 else "loop"
     if dm == 1:  # vector @ matrix: a gemv, column-major where it can be
         return (None, "F" if b_f else "C") if (b_c or b_f) and a_n >= 1 else "loop"
     if dp == 1:

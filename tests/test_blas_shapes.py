@@ -160,3 +160,26 @@ def test_a_dot_of_vectors_at_other_steps_takes_openblas_kernel_for_them(dtype):
         for form in forms:
             expected, got = np.asarray(form(a, b)), np.asarray(jit(form)(a, b))
             assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes(), (n, np.abs(got - expected).max())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_blas_reads_operands_at_numpys_leading_dimensions_and_increments(dtype):
+    # NumPy hands BLAS a vector at its step and a matrix with gaps between its rows at its own leading dimension;
+    # OpenBLAS's gemv and dot kernels sum otherwise for these than for a contiguous copy
+    rng = np.random.default_rng(4)
+    forms = {
+        "fortran matrix @ vector at step 2": lambda a, b, v: a.copy(order="F") @ v[:2 * a.shape[1]:2],
+        "vector at step 2 @ matrix": lambda a, b, v: v[:2 * b.shape[0]:2] @ b,
+        "vector at step 3 @ fortran matrix": lambda a, b, v: v[1::3][:b.shape[0]] @ b.copy(order="F"),
+        "gapped rows @ vector": lambda a, b, v: a[:, :-3] @ v[:a.shape[1] - 3],
+        "vector @ gapped rows": lambda a, b, v: v[:b.shape[0]] @ b[:, 1:],
+        "gapped rows @ gapped rows": lambda a, b, v: a[:, :-3] @ b[:-3, 2:],
+        "batch of dots at step 2": lambda a, b, v: (np.stack([v[:2 * a.shape[1]:2], v[1:2 * a.shape[1]:2]])[:, None, :] @ a[:2, :, None])[:, 0],
+    }
+    for m, k, n in [(3, 64, 33), (40, 300, 9), (9, 5, 4)]:
+        a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+        v = rng.standard_normal(3 * k + 1).astype(dtype)
+        for name, form in forms.items():
+            expected, got = form(a, b, v), jit(form)(a, b, v)
+            assert got.shape == expected.shape and got.dtype == expected.dtype, name
+            assert got.tobytes() == expected.tobytes(), f"{name} m,k,n={m},{k},{n}: max err {np.abs(got - expected).max()}"
