@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .lowering import LoweredModule
+from .lowering import SYRK_ATTR, LoweredModule
 from .paths import STALE_AFTER_S, cache_root, remove_stale
 
 # The modules that turn lowered IR text into native code: pass pipelines, the BLAS and GPU
@@ -114,14 +114,15 @@ def _runtime_libraries() -> tuple[str, ...]:
 # shim, calling the same routine with NumPy's arguments, so products are NumPy's bit for bit: a row
 # times a column is a dot; a row times a matrix or a matrix times a column a gemv (NumPy's form: the
 # matrix read transposed, column-major where it lies row-major); a matrix times its own transpose (the
-# same memory) a syrk of the upper triangle, mirrored; other matrices a gemm. What NumPy multiplies
+# same memory, which the lowering marks: ``lowering.SYRK_ATTR``) a syrk of the upper triangle, mirrored; other
+# matrices a gemm. What NumPy multiplies
 # itself (k = 1 with a row or column result, operands BLAS cannot read) takes loops, in NumPy's order.
 _GEMM_SHIM = """
   llvm.func @scipy_cblas_{p}gemm64_(i32, i32, i32, i64, i64, i64, {t}, !llvm.ptr, i64, !llvm.ptr, i64, {t}, !llvm.ptr, i64)
   llvm.func @scipy_cblas_{p}gemv64_(i32, i32, i64, i64, {t}, !llvm.ptr, i64, !llvm.ptr, i64, {t}, !llvm.ptr, i64)
   llvm.func @scipy_cblas_{p}dot64_(i64, !llvm.ptr, i64, !llvm.ptr, i64) -> {t}
   llvm.func @scipy_cblas_{p}syrk64_(i32, i32, i32, i64, i64, {t}, !llvm.ptr, i64, {t}, !llvm.ptr, i64)
-  func.func private @parity_gemm_{t}(%a: {m2}, %b: {m2}, %c: {m2}) {{
+  func.func private @parity_gemm_{t}(%a: {m2}, %b: {m2}, %c: {m2}, %may_syrk: i1) {{
     %c1 = arith.constant 1 : index
     %true = arith.constant true
     %ab, %ao, %am, %ak, %as0, %as1 = memref.extract_strided_metadata %a : {m2} -> memref<{t}>, index, index, index, index, index
@@ -169,7 +170,7 @@ _GEMM_SHIM = """
           func.call @parity_gemv_{t}(%pa, %as0, %as1, %am, %ak, %pb, %bs0, %pc, %cs0) : (!llvm.ptr, index, index, index, index, !llvm.ptr, index, !llvm.ptr, index) -> ()
         }} else {{
           scf.if %matrix_matrix {{
-            func.call @parity_gemm_blas_{t}(%a, %b, %c, %pa, %pb, %pc, %a_c, %b_c) : ({m2}, {m2}, {m2}, !llvm.ptr, !llvm.ptr, !llvm.ptr, i1, i1) -> ()
+            func.call @parity_gemm_blas_{t}(%a, %b, %c, %pa, %pb, %pc, %a_c, %b_c, %may_syrk) : ({m2}, {m2}, {m2}, !llvm.ptr, !llvm.ptr, !llvm.ptr, i1, i1, i1) -> ()
           }} else {{
             linalg.matmul ins(%a, %b : {m2}, {m2}) outs(%c : {m2})
           }}
@@ -196,7 +197,7 @@ _GEMM_SHIM = """
     return
   }}
   func.func private @parity_gemm_blas_{t}(%a: {m2}, %b: {m2}, %c: {m2}, %pa: !llvm.ptr, %pb: !llvm.ptr, %pc: !llvm.ptr,
-                                          %a_c: i1, %b_c: i1) {{
+                                          %a_c: i1, %b_c: i1, %may_syrk: i1) {{
     %ab, %ao, %am, %ak, %as0, %as1 = memref.extract_strided_metadata %a : {m2} -> memref<{t}>, index, index, index, index, index
     %bb, %bo, %bk, %bn, %bs0, %bs1 = memref.extract_strided_metadata %b : {m2} -> memref<{t}>, index, index, index, index, index
     %cb, %co, %cm, %cn, %cs0, %cs1 = memref.extract_strided_metadata %c : {m2} -> memref<{t}>, index, index, index, index, index
@@ -224,7 +225,8 @@ _GEMM_SHIM = """
     %s1 = arith.andi %same, %square : i1
     %s2 = arith.andi %mirror_m, %mirror_k : i1
     %s3 = arith.andi %s1, %s2 : i1
-    %syrk = arith.andi %s3, %one_transposed : i1
+    %s4 = arith.andi %s3, %one_transposed : i1
+    %syrk = arith.andi %s4, %may_syrk : i1
     scf.if %syrk {{
       %upper = arith.constant 121 : i32
       %a_plain = arith.cmpi eq, %ta, %no : i32
@@ -253,7 +255,7 @@ _GEMM_SHIM = """
     %q = llvm.getelementptr %ptr[%oi] : (!llvm.ptr, i64) -> !llvm.ptr, {t}
     return %q : !llvm.ptr
   }}
-  func.func private @parity_bgemm_{t}(%a: {m3}, %b: {m3}, %c: {m3}) {{
+  func.func private @parity_bgemm_{t}(%a: {m3}, %b: {m3}, %c: {m3}, %may_syrk: i1) {{
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c2 = arith.constant 2 : index
@@ -265,7 +267,7 @@ _GEMM_SHIM = """
       %sa = memref.subview %a[%i, 0, 0] [1, %m, %k] [1, 1, 1] : {m3} to {m2}
       %sb = memref.subview %b[%i, 0, 0] [1, %k, %n] [1, 1, 1] : {m3} to {m2}
       %sc = memref.subview %c[%i, 0, 0] [1, %m, %n] [1, 1, 1] : {m3} to {m2}
-      func.call @parity_gemm_{t}(%sa, %sb, %sc) : ({m2}, {m2}, {m2}) -> ()
+      func.call @parity_gemm_{t}(%sa, %sb, %sc, %may_syrk) : ({m2}, {m2}, {m2}, i1) -> ()
     }}
     return
   }}
@@ -799,9 +801,19 @@ def as_dynamic_operand(value, rank: int, transposed: bool):
     return value if value.type == dynamic else memref.CastOp(dynamic, value).result
 
 
+def _in_syrk_function(op) -> bool:
+    """Whether ``op`` lies in a function the lowering marked as NumPy's syrk (``lowering.SYRK_ATTR``): elsewhere
+    two operands that are one buffer (values the canonicalizer merged, a copy bufferization elided) were two
+    arrays to NumPy, which calls gemm for them."""
+    parent = op.operation.parent
+    while parent is not None and parent.name != "func.func":
+        parent = parent.parent
+    return parent is not None and SYRK_ATTR in parent.attributes
+
+
 def _substitute(module, targets) -> set:
     from mlir import ir
-    from mlir.dialects import func
+    from mlir.dialects import arith, func
 
     used = set()
     for op in targets:
@@ -812,7 +824,9 @@ def _substitute(module, targets) -> set:
         transposed = _transposed_operands(op)
         with ir.InsertionPoint(op), op.location:
             operands = [as_dynamic_operand(v, rank, t) for v, t in zip(op.operands, transposed)]
-            func.CallOp([], ir.FlatSymbolRefAttr.get(f"parity_{'b' if rank == 3 else ''}gemm_{elem}"), operands)
+            may_syrk = arith.ConstantOp(ir.IntegerType.get_signless(1), int(_in_syrk_function(op)))
+            func.CallOp([], ir.FlatSymbolRefAttr.get(f"parity_{'b' if rank == 3 else ''}gemm_{elem}"),
+                        operands + [may_syrk.result])
         op.erase()
         used.add(elem)
     return used

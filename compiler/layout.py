@@ -311,6 +311,27 @@ def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:
     return fresh
 
 
+def memory_start(node: Node) -> tuple:
+    """Where NumPy's array ``node`` starts: (the id of the node whose memory it views, the element offset of its
+    first element there). Transposes, slices, broadcasts and copy-free reshapes view their operand's memory;
+    any other value is an array of its own, so two values share a start only through such views (NumPy's
+    matmul tells a matrix times its own transpose by its operands' pointers)."""
+    offset = 0
+    while _is_view(node):
+        src = node.inputs[0]
+        if node.op == "slice":
+            offset += sum(start * stride for start, stride in zip(node.attrs["starts"], strides_of(src)))
+        node = src
+    return node.id, offset
+
+
+def _is_view(node: Node) -> bool:
+    if node.op == "reshape":
+        src = node.inputs[0]
+        return bool(src.size) and _reshaped(src.shape, strides_of(src), node.shape) is not None
+    return node.op in ("transpose", "slice", "broadcast_to")
+
+
 def as_read(operand: Node) -> tuple:
     """The strides a NumPy loop (a ufunc's, a scan's; a copy's of its prototype) reads ``operand`` with: a
     cast to the loop's type is no array NumPy allocates but a conversion as the loop reads, so the cast's

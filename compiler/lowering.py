@@ -1530,19 +1530,20 @@ class Emitter:
             if self.numpy_sum_order and node.dtype.kind == "f" and node.dtype != np.float16 and \
             all(layout.known(inp) for inp in node.inputs) else None  # (a guessed layout: as a fresh C array)
         in_order = self.numpy_sum_order and (node.dtype == np.float16 or plan == "loop")
+        # NumPy's syrk (a matrix times its own transpose, one memory): the kernel hands both operands as one tensor
+        syrk = plan not in (None, "loop") and _numpy_syrk(node, [self.strides[inp.id] for inp in node.inputs])
         swapped = (1, 0) if node.ndim == 2 else (0, 2, 1)
         names, types, folded, views = [], [], [], []
-        padded = {}  # (operand, view) -> its copy at NumPy's steps: x @ x.T's syrk still finds one memory
+        padded = {}  # (operand, view) -> its copy at NumPy's steps: a syrk's one memory stays one
         for i, inp in enumerate(node.inputs):
             transpose = foldable_transpose(node, inp) and "transpose" not in self.faults  # a faulted one is computed
             column_major = transpose if plan in (None, "loop") or plan[i] is None else plan[i] == "F"
             folded.append(column_major)
             other = node.inputs[1 - i]
-            if column_major and transpose:
-                shape, name = inp.inputs[0].shape, self.value(inp.inputs[0])
-            elif column_major and plan[1 - i] == "C" and foldable_transpose(node, other) and other.inputs[0] is inp:
-                # x laid out Fortran's way times x.T (or x.T times x): one memory read both ways, NumPy's syrk
+            if column_major and syrk:  # read as its row-major partner lies: the same memory, transposed
                 shape, name = other.shape, operands[1 - i]
+            elif column_major and transpose:
+                shape, name = inp.inputs[0].shape, self.value(inp.inputs[0])
             elif column_major:  # BLAS reads NumPy's operand transposed: the kernel's copy is laid out so too
                 shape = tuple(inp.shape[p] for p in swapped)
                 name = self._permuted(operands[i], inp.shape, inp.dtype, swapped, node.loc)
@@ -1568,11 +1569,13 @@ class Emitter:
             dims = ", ".join(f"d{i}" for i in range(node.ndim + 1))
             maps = " indexing_maps = [" + ", ".join(f"affine_map<({dims}) -> {m}>" for m in _matmul_maps(node.ndim, folded)) + "]"
         arg_types = [t if v is None else v.spread_type for t, v in zip(types, views)]
-        signature = (op, maps, *arg_types, out_t, in_order, *views)  # (a private function: ``_contraction_function``)
+        if plan is None and self.numpy_sum_order and not in_order:  # (a guessed layout: NumPy's syrk where the
+            syrk = names[0] == names[1] and folded[0] != folded[1]      # operands are one array, as the trace has it)
+        signature = (op, maps, *arg_types, out_t, in_order, *views, syrk)  # (a private function: ``_contraction_function``)
         callee = self._contraction_function(signature, "parity_matmul", node, types, out_t, lambda here: (
             _sequential_matmul(node.ndim, folded, types, out_t, here, dt.mlir_type(acc)) if in_order else
             f"    %r = {op}{maps} ins(%a, %b : {types[0]}, {types[1]}) outs(%init : {out_t}) -> {out_t} {here}\n"),
-            views)
+            views, SYRK_ATTR if syrk else None)
         init = self.filled(node.shape, acc, 0, node.loc)
         result = self.assign(
             f"func.call @{callee}({names[0]}, {names[1]}, {init}) : ({arg_types[0]}, {arg_types[1]}, {out_t}) -> {out_t}",
@@ -1583,9 +1586,10 @@ class Emitter:
                              lambda rb, args: cast_scalar(rb, args[0], acc, node.dtype), node.loc)
 
     def _contraction_function(self, signature: tuple, prefix: str, node: Node, types: list, out_t: str, body,
-                              views: list = (None, None)) -> str:
+                              views: list = (None, None), marked: str | None = None) -> str:
         """The name of a private function ``(%a, %b, %init) -> %r`` of ``types`` and ``out_t`` whose text is
-        ``body(here)``, emitted once per ``signature``, named ``<prefix>_<n>``; an operand with a ``view``
+        ``body(here)``, emitted once per ``signature``, named ``<prefix>_<n>``, carrying the unit attribute
+        ``marked`` if given; an operand with a ``view``
         (``_blas_view``) is passed spread out (``_spread``) and read as its strided slice, so that after
         bufferization the BLAS shim sees the steps NumPy passed. In a function of its own a
         contraction is safe from elementwise fusion (with its reshape propagation), which would rewrite it into a
@@ -1598,9 +1602,10 @@ class Emitter:
             params.append(f"%{name}: {t}" if view is None else f"%{name}_spread: {view.spread_type}")
             if view is not None:
                 slices += f"    %{name} = {view.slice(f'%{name}_spread')} {{here}}\n"
+        attributes = f" attributes {{{marked}}}" if marked else ""
         return self._private_function(signature, prefix, node, lambda callee, here: (
-            f"  func.func private @{callee}({params[0]} {here}, {params[1]} {here}, %init: {out_t} {here}) -> {out_t} {{\n"
-            f"{slices.replace('{here}', here)}{body(here)}    return %r : {out_t} {here}\n  }} {here}\n"))
+            f"  func.func private @{callee}({params[0]} {here}, {params[1]} {here}, %init: {out_t} {here}) -> {out_t}"
+            f"{attributes} {{\n{slices.replace('{here}', here)}{body(here)}    return %r : {out_t} {here}\n  }} {here}\n"))
 
     def _spread(self, x: str, view: "BlasView", loc) -> str:
         """``x`` written into a zero-filled tensor of ``view``'s spread shape at its steps."""
@@ -1869,11 +1874,7 @@ def _numpy_matmul_plan(node: Node, strides: list):
     NumPy's leading dimensions and increments where those are not a contiguous copy's (``_blas_view``)."""
     (dm, dn), dp = node.inputs[0].shape[-2:], node.shape[-1]
     (a_m, a_n), (b_n, b_p) = strides[0][-2:], strides[1][-2:]
-
-    def readable(outer: int, inner: int, inner_extent: int) -> bool:  # NumPy's is_blasable2d
-        return inner == 1 and outer >= inner_extent
-
-    a_c, a_f, b_c, b_f = readable(a_m, a_n, dn), readable(a_n, a_m, dm), readable(b_n, b_p, dp), readable(b_p, b_n, dn)
+    a_c, a_f, b_c, b_f = _readable_forms(node, strides)
     if 0 in (dm, dn, dp) or dn == 1:
         return "loop"
     if dm == 1 and dp == 1:  # its dot: BLAS at positive steps
@@ -1884,6 +1885,32 @@ def _numpy_matmul_plan(node: Node, strides: list):
         return ("C" if a_c else "F", None) if (a_c or a_f) and b_n >= 1 else "loop"
     return ("C" if a_c else "F" if a_f or abs(a_m) < abs(a_n) else "C",
             "C" if b_c else "F" if b_f or abs(b_n) < abs(b_p) else "C")
+
+
+def _readable_forms(node: Node, strides: list) -> tuple:
+    """Whether BLAS can read each matmul operand of ``node`` at NumPy's ``strides`` as it lies, row-major and
+    column-major: (a_c, a_f, b_c, b_f), NumPy's is_blasable2d (unit steps along one axis, a leading dimension
+    at least the other's extent)."""
+    (dm, dn), dp = node.inputs[0].shape[-2:], node.shape[-1]
+    (a_m, a_n), (b_n, b_p) = strides[0][-2:], strides[1][-2:]
+
+    def readable(outer: int, inner: int, inner_extent: int) -> bool:
+        return inner == 1 and outer >= inner_extent
+
+    return readable(a_m, a_n, dn), readable(a_n, a_m, dm), readable(b_n, b_p, dp), readable(b_p, b_n, dn)
+
+
+def _numpy_syrk(node: Node, strides: list) -> bool:
+    """Whether NumPy's matmul computes ``node`` as a matrix times its own transpose (?syrk, its upper triangle
+    mirrored): a matrix product of operands BLAS reads as they lie, one row-major and one column-major, from
+    one pointer with mirrored strides (matmul.c.src). Its pointers are the arrays' starts
+    (``layout.memory_start``), the same for every matrix of a batch where the batch strides agree."""
+    (dm, dn), dp = node.inputs[0].shape[-2:], node.shape[-1]
+    a, b = strides[0], strides[1]
+    a_c, a_f, b_c, b_f = _readable_forms(node, strides)
+    return (min(dm, dn, dp) > 1 and dm == dp and (a_c or a_f) and (b_c or b_f) and a_c != b_c
+            and a[-2:] == b[-2:][::-1] and a[:-2] == b[:-2]
+            and layout.memory_start(node.inputs[0]) == layout.memory_start(node.inputs[1]))
 
 
 def _buffered_cast(node: Node) -> bool:
@@ -1916,6 +1943,9 @@ def _name_loc(name) -> str:
 
 
 DEVICE_RESIDENT_ATTR = "parity.device_resident"
+# on a matmul's private function: NumPy computes it as a matrix times its own transpose (?syrk), and the kernel
+# passes both operands as one tensor; the BLAS shim calls syrk only there (``backend._GEMM_SHIM``)
+SYRK_ATTR = "parity.syrk"
 # a pairwise sum's block table with more entries than this is computed from two numbers per leaf,
 # and a table this long is passed as a hidden argument rather than written into the IR
 LARGE_TABLE = 1 << 14

@@ -183,3 +183,27 @@ def test_blas_reads_operands_at_numpys_leading_dimensions_and_increments(dtype):
             expected, got = form(a, b, v), jit(form)(a, b, v)
             assert got.shape == expected.shape and got.dtype == expected.dtype, name
             assert got.tobytes() == expected.tobytes(), f"{name} m,k,n={m},{k},{n}: max err {np.abs(got - expected).max()}"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_syrk_exactly_where_numpy_multiplies_an_array_by_its_own_transpose(dtype):
+    # NumPy calls ?syrk where both operands start at one pointer with mirrored strides, ?gemm for two arrays,
+    # however equal: values the kernel would compute once (or a copy it would not make) must still be a gemm
+    rng = np.random.default_rng(5)
+    forms = {
+        "x @ x.T (syrk)": lambda x: x @ x.T,
+        "x.T @ x (syrk)": lambda x: x.T @ x,
+        "two slices of one array (syrk)": lambda x: x[:, :-2] @ x[:, :-2].T,
+        "one sum, used twice (syrk)": lambda x: (lambda s: s @ s.T)(x + 1),
+        "two equal sums (gemm)": lambda x: (x + 1) @ (x + 1).T,
+        "x times its copy's transpose (gemm)": lambda x: x @ x.copy().T,
+        "two Fortran copies (gemm)": lambda x: x.copy(order="F").T @ x.copy(order="F"),
+        "reversed views NumPy copies apart (gemm)": lambda x: x[::-1] @ x[::-1].T,
+        "broadcast NumPy copies apart (gemm)": lambda x: np.broadcast_to(x[:1], x.shape) @ np.broadcast_to(x[:1], x.shape).T,
+    }
+    for shape in [(9, 300), (40, 300), (16, 5)]:
+        x = rng.standard_normal(shape).astype(dtype)
+        for name, form in forms.items():
+            expected, got = form(x), jit(form)(x)
+            assert got.shape == expected.shape and got.dtype == expected.dtype, name
+            assert got.tobytes() == expected.tobytes(), f"{name} {shape}: max err {np.abs(got - expected).max()}"
