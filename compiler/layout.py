@@ -297,6 +297,8 @@ def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:
         return _broadcast(src, src_strides, node.shape)
     if node.op == "reshape":
         view = _reshaped(src.shape, src_strides, node.shape) if src.size else None
+        if view is None and node.attrs.get("loop_axes"):  # a matmul's batch axes, which NumPy's loop steps through
+            return fresh[:1] + src_strides[-2:]           # one by one: each matrix keeps its strides
         return fresh if view is None else view
     if node.op in _SCANS:  # ufunc.accumulate's result: allocated by its iterator over the operand
         return contiguous_strides(node.shape, iteration_order(node.shape, [as_read(src)]))
@@ -326,6 +328,8 @@ def memory_start(node: Node) -> tuple:
 
 
 def _is_view(node: Node) -> bool:
+    if node.op == "reshape" and node.attrs.get("loop_axes"):
+        return True
     if node.op == "reshape":
         src = node.inputs[0]
         return bool(src.size) and _reshaped(src.shape, strides_of(src), node.shape) is not None

@@ -1909,8 +1909,16 @@ def _numpy_syrk(node: Node, strides: list) -> bool:
     a, b = strides[0], strides[1]
     a_c, a_f, b_c, b_f = _readable_forms(node, strides)
     return (min(dm, dn, dp) > 1 and dm == dp and (a_c or a_f) and (b_c or b_f) and a_c != b_c
-            and a[-2:] == b[-2:][::-1] and a[:-2] == b[:-2]
+            and a[-2:] == b[-2:][::-1] and _batch_strides(node.inputs[0]) == _batch_strides(node.inputs[1])
             and layout.memory_start(node.inputs[0]) == layout.memory_start(node.inputs[1]))
+
+
+def _batch_strides(operand: Node) -> tuple:
+    """The strides NumPy's matmul loop steps through ``operand``'s batch axes with, before the trace made them
+    one (``primitives._loop_axes_flattened``)."""
+    if operand.op == "reshape" and operand.attrs.get("loop_axes"):
+        operand = operand.inputs[0]
+    return layout.strides_of(operand)[:-2]
 
 
 def _buffered_cast(node: Node) -> bool:

@@ -232,6 +232,13 @@ class OpInfo:
     # on the CPU the compiler calls NumPy's own loop for it (primitives.NUMPY_LOOP_UFUNCS): bit for bit
     # there, whatever ``tolerance`` and ``exact`` say for other targets (the GPU's libdevice)
     numpy_loop: bool = False
+    # on the CPU the compiler makes NumPy's BLAS calls for it, with NumPy's arguments (backend._GEMM_SHIM):
+    # bit for bit there too, whatever ``tolerance`` says for other targets
+    numpy_blas: bool = False
+
+    @property
+    def exact_on_cpu(self) -> bool:
+        return self.numpy_loop or self.numpy_blas
 
     def domain(self, i: int) -> Domain:
         return self.domains[min(i, len(self.domains) - 1)]
@@ -807,9 +814,9 @@ def _matmul_scale(xs, p):
     return np.abs(np.matmul(np.abs(a), np.abs(b))) * math.sqrt(k)
 
 register(OpInfo("matmul", lambda xs, p: np.matmul(xs[0], xs[1]), 2, ALL, "matmul", _matmul_sample,
-                domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_name="np.matmul", scale=_matmul_scale))
+                domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_blas=True, numpy_name="np.matmul", scale=_matmul_scale))
 register(OpInfo("operator.matmul", lambda xs, p: xs[0] @ xs[1], 2, ALL, "matmul", _matmul_sample,
-                domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_name="x @ y", scale=_matmul_scale))
+                domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_blas=True, numpy_name="x @ y", scale=_matmul_scale))
 
 # np.dot and its relatives: NumPy's own definitions in terms of a 2-d matmul (or a multiply)
 
@@ -886,19 +893,19 @@ def _vdot_scale(xs, p):
 
 
 register(OpInfo("dot", lambda xs, p: np.dot(xs[0], xs[1]), 2, ALL, "matmul", _dot_sample, domains=(SMALL,),
-                tolerance=_MATMUL_TOL, exact=False, numpy_name="np.dot", scale=_dot_scale))
+                tolerance=_MATMUL_TOL, exact=False, numpy_blas=True, numpy_name="np.dot", scale=_dot_scale))
 register(OpInfo("method.dot", lambda xs, p: xs[0].dot(xs[1]), 2, ALL, "matmul", _dot_sample, domains=(SMALL,),
-                tolerance=_MATMUL_TOL, exact=False, numpy_name="x.dot", scale=_dot_scale,
+                tolerance=_MATMUL_TOL, exact=False, numpy_blas=True, numpy_name="x.dot", scale=_dot_scale,
                 notes="a 0-d first operand is an array (a NumPy scalar has its own dot)"))
 register(OpInfo("tensordot", lambda xs, p: np.tensordot(xs[0], xs[1], _tensordot_axes(p)), 2, ALL, "contraction",
-                _tensordot_sample, domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_name="np.tensordot",
+                _tensordot_sample, domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_blas=True, numpy_name="np.tensordot",
                 scale=_tensordot_scale))
 register(OpInfo("inner", lambda xs, p: np.inner(xs[0], xs[1]), 2, ALL, "contraction", _inner_sample, domains=(SMALL,),
-                tolerance=_MATMUL_TOL, exact=False, numpy_name="np.inner", scale=_inner_scale))
+                tolerance=_MATMUL_TOL, exact=False, numpy_blas=True, numpy_name="np.inner", scale=_inner_scale))
 register(OpInfo("outer", lambda xs, p: np.outer(xs[0], xs[1]), 2, ALL, "contraction", _outer_sample,
                 numpy_name="np.outer"))
 register(OpInfo("vdot", lambda xs, p: np.vdot(xs[0], xs[1]), 2, ALL, "contraction", _vdot_sample, domains=(SMALL,),
-                tolerance=_MATMUL_TOL, exact=False, numpy_name="np.vdot", scale=_vdot_scale))
+                tolerance=_MATMUL_TOL, exact=False, numpy_blas=True, numpy_name="np.vdot", scale=_vdot_scale))
 
 def _gufunc_sample(name):
     """np.vecdot/matvec/vecmat: core dimensions (n), (m, n) or (n, m) after loop dimensions that broadcast
@@ -923,7 +930,7 @@ def _gufunc_scale(name):
 
 for _name in ("vecdot", "matvec", "vecmat"):
     register(OpInfo(_name, (lambda f: lambda xs, p: f(xs[0], xs[1]))(getattr(np, _name)), 2, ALL, "contraction",
-                    _gufunc_sample(_name), domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False,
+                    _gufunc_sample(_name), domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_blas=True,
                     numpy_name=f"np.{_name}", scale=_gufunc_scale(_name)))
 
 
@@ -937,7 +944,7 @@ def _vecdot_axis_sample(c: Chooser) -> Call:
 
 
 register(OpInfo("vecdot_axis", lambda xs, p: np.vecdot(xs[0], xs[1], **p), 2, ALL, "contraction",
-                _vecdot_axis_sample, domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False,
+                _vecdot_axis_sample, domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_blas=True,
                 numpy_name="np.vecdot(axis=)",
                 scale=lambda xs, p: np.vecdot(np.abs(_as_float(xs[0])), np.abs(_as_float(xs[1])), **p)
                 * math.sqrt(np.shape(xs[0])[p["axis"]])))
@@ -949,7 +956,7 @@ def _correlate_sample(c: Chooser) -> Call:
 
 for _name in ("correlate", "convolve"):
     register(OpInfo(_name, (lambda f: lambda xs, p: f(xs[0], xs[1], p["mode"]))(getattr(np, _name)), 2, ALL,
-                    "contraction", _correlate_sample, domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False,
+                    "contraction", _correlate_sample, domains=(SMALL,), tolerance=_MATMUL_TOL, exact=False, numpy_blas=True,
                     numpy_name=f"np.{_name}",
                     scale=(lambda f: lambda xs, p: f(np.abs(_as_float(xs[0])), np.abs(_as_float(xs[1])), p["mode"])
                            * math.sqrt(max(np.size(xs[0]), np.size(xs[1]))))(getattr(np, _name))))

@@ -1805,6 +1805,15 @@ def row_dots(x: Node, y: Node, mode: str) -> Node:
     return _make("row_dots", [x, y], (x.shape[0], y.shape[0]), x.dtype, mode=mode)
 
 
+def _loop_axes_flattened(x: Node) -> Node:
+    """``x`` (batch..., rows, columns) as one batch axis: NumPy's matmul loop steps through the batch axes one by
+    one, copying nothing, so to the layout model each matrix keeps its strides (``loop_axes``)."""
+    if x.ndim == 3:
+        return x
+    return _make("reshape", [x], (int(np.prod(x.shape[:-2], dtype=np.int64)),) + x.shape[-2:], x.dtype,
+                 loop_axes=x.ndim - 2)
+
+
 def matmul(a: Node, b: Node) -> Node:
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("matmul: input operand does not have enough dimensions (scalars are not allowed)")
@@ -1821,8 +1830,8 @@ def matmul(a: Node, b: Node) -> Node:
     m, k, n = a2.shape[-2], a2.shape[-1], b2.shape[-1]
     if batch:
         nb = int(np.prod(batch, dtype=np.int64))
-        a3 = reshape(broadcast_to(a2, batch + (m, k)), (nb, m, k))
-        b3 = reshape(broadcast_to(b2, batch + (k, n)), (nb, k, n))
+        a3 = _loop_axes_flattened(broadcast_to(a2, batch + (m, k)))
+        b3 = _loop_axes_flattened(broadcast_to(b2, batch + (k, n)))
         r = reshape(_make("matmul", [a3, b3], (nb, m, n), out), batch + (m, n))
     else:
         r = _make("matmul", [a2, b2], (m, n), out)

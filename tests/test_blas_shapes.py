@@ -207,3 +207,19 @@ def test_syrk_exactly_where_numpy_multiplies_an_array_by_its_own_transpose(dtype
             expected, got = form(x), jit(form)(x)
             assert got.shape == expected.shape and got.dtype == expected.dtype, name
             assert got.tobytes() == expected.tobytes(), f"{name} {shape}: max err {np.abs(got - expected).max()}"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_batches_keep_each_matrix_strides_through_the_loop_axes(dtype):
+    # NumPy's matmul loop (vecdot's, matvec's) steps through the batch axes one by one and hands BLAS each
+    # matrix at its own strides: a vecdot along an axis other than the last is a ?dot at that axis' step
+    rng = np.random.default_rng(6)
+    forms = {f"vecdot axis={axis}": (lambda x, y, axis=axis: np.vecdot(x, y, axis=axis)) for axis in range(3)}
+    forms["matvec of moved axes"] = lambda x, y: np.matvec(np.moveaxis(x, 0, -1), np.moveaxis(y, 0, -1)[..., 0, :])
+    forms["batch of a view times its transpose"] = lambda x, y: np.swapaxes(x, 0, 1) @ np.swapaxes(x, 0, 1).swapaxes(-1, -2)
+    for shape in [(3, 4, 64), (2, 5, 40, 3)]:
+        x, y = rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape).astype(dtype)
+        for name, form in forms.items():
+            expected, got = form(x, y), jit(form)(x, y)
+            assert got.shape == expected.shape and got.dtype == expected.dtype, name
+            assert got.tobytes() == expected.tobytes(), f"{name} {shape}: max err {np.abs(got - expected).max()}"

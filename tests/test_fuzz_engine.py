@@ -86,6 +86,21 @@ def test_ops_computed_by_numpys_loop_are_exact_on_the_cpu_only():
             == set(NUMPY_LOOP_UFUNCS) | {"operator.pow", "power_int", "at.library"})
 
 
+def test_products_computed_by_numpys_blas_calls_are_exact_on_the_cpu_only():
+    """matmul, dot, vecdot, ... make NumPy's own BLAS calls on the CPU (backend._GEMM_SHIM), so the op fuzzer
+    wants NumPy's bits there; other targets keep the matmul tolerance, and einsum (NumPy's own unrolled loops,
+    which the compiler does not repeat) keeps it everywhere."""
+    a, b = np.ones((3, 4)), np.ones((4, 2))
+    exact = check.op_tolerance(oi.REGISTRY["matmul"], [a, b], {}, np.float64)
+    assert exact == oi.EXACT.for_dtype(np.float64) and exact[0] == 0.0
+    rtol, atol = check.op_tolerance(oi.REGISTRY["matmul"], [a, b], {}, np.float64, target="gpu")
+    assert rtol == oi.REGISTRY["matmul"].tolerance.for_dtype(np.float64)[0] > 0 and np.all(np.asarray(atol) > 0)
+    assert not oi.REGISTRY["einsum"].exact_on_cpu
+    assert {n for n, i in oi.REGISTRY.items() if i.numpy_blas} == {
+        "matmul", "operator.matmul", "dot", "method.dot", "tensordot", "inner", "vdot", "vecdot", "matvec", "vecmat",
+        "vecdot_axis", "correlate", "convolve"}
+
+
 def test_graph_values_whose_zero_sign_numpy_leaves_open_are_not_exact():
     """A float max (or sort) of +0.0 and -0.0 is not bit-exact, so no sign-reading op (signbit, a
     comparison) is given it; an integer max is exact."""

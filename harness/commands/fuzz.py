@@ -154,7 +154,7 @@ def op_rows(oi) -> list[dict]:
              "dtypes": [str(d) for d in o.dtypes],
              "domains": [{"lo": bound(d.lo), "hi": bound(d.hi), "finite_only": not d.special} for d in o.domains],
              "tolerance_ulps": o.tolerance.ulps,
-             "cpu_tolerance_ulps": 0.0 if o.numpy_loop else o.tolerance.ulps}  # (NumPy's own loop on the CPU)
+             "cpu_tolerance_ulps": 0.0 if o.exact_on_cpu else o.tolerance.ulps}  # (NumPy's loop or BLAS call)
             for o in oi.REGISTRY.values()]
 
 

@@ -96,8 +96,8 @@ def compare_layout(expected, got, label: str) -> list[str]:
 
 
 def op_tolerance(info: oi.OpInfo, operands, params, result_dtype, target: str = "cpu") -> tuple[float, object]:
-    """(rtol, atol) of the op's result on ``target``: exact where the CPU calls NumPy's own loop."""
-    if info.numpy_loop and target == "cpu":
+    """(rtol, atol) of the op's result on ``target``: exact where the CPU calls NumPy's own loop or BLAS routine."""
+    if info.exact_on_cpu and target == "cpu":
         return oi.EXACT.for_dtype(result_dtype)
     rtol, atol = info.tolerance.for_dtype(result_dtype)
     if info.scale is not None and np.dtype(result_dtype).kind == "f":
