@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .lowering import SYRK_ATTR, LoweredModule
+from .lowering import NUMPY_LOOP_BACKWARDS_ATTR, SYRK_ATTR, LoweredModule
 from .paths import STALE_AFTER_S, cache_root, remove_stale
 
 # The modules that turn lowered IR text into native code: pass pipelines, the BLAS and GPU
@@ -605,10 +605,11 @@ def _element_body(name: str, types: list, slot: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _whole_array_body(name: str, memrefs: list, slot: int) -> str:
+def _whole_array_body(name: str, memrefs: list, slot: int, backwards: set = frozenset()) -> str:
     """``parity_numpy_ufunc_<n>`` as one call of its loop over every element. ``memrefs``: its argument
     types after bufferization, the operands' then the destination's (identity layouts, as the function
-    boundary's bufferization makes them)."""
+    boundary's bufferization makes them); ``backwards``: the operands that hold their elements last to first,
+    read from their end at a negative step, as NumPy's loop reads a reversed view (``layout.read_backwards``)."""
     from mlir import ir
     n = int(np.prod(ir.MemRefType(memrefs[-1]).shape, dtype=np.int64))
     itemsize = {"f16": 2, "f32": 4, "f64": 8}[str(ir.MemRefType(memrefs[-1]).element_type)]
@@ -618,9 +619,13 @@ def _whole_array_body(name: str, memrefs: list, slot: int) -> str:
         lines += [f"    %index{i} = memref.extract_aligned_pointer_as_index %m{i} : {t} -> index",
                   f"    %int{i} = arith.index_cast %index{i} : index to i64",
                   f"    %p{i} = llvm.inttoptr %int{i} : i64 to !llvm.ptr"]
+        if i in backwards:  # (from its last element)
+            lines += [f"    %last{i} = llvm.mlir.constant({n - 1} : i64) : i64",
+                      f"    %end{i} = llvm.getelementptr %p{i}[%last{i}] : (!llvm.ptr, i64) -> !llvm.ptr, "
+                      f"{ir.MemRefType(t).element_type}"]
         # the lowering passes 0-d what NumPy's inner loop sees at stride 0 (primitives.scalar_to_loop)
-        steps.append(0 if not ir.MemRefType(t).shape else itemsize)
-    lines += _pointer_arrays([f"%p{i}" for i in range(len(memrefs))], steps)
+        steps.append(0 if not ir.MemRefType(t).shape else -itemsize if i in backwards else itemsize)
+    lines += _pointer_arrays([f"%end{i}" if i in backwards else f"%p{i}" for i in range(len(memrefs))], steps)
     lines += [f"    %slot = llvm.mlir.constant({slot} : i64) : i64", f"    %n = llvm.mlir.constant({n} : i64) : i64",
               "    func.call @parity_numpy_loop_call(%slot, %n, %data, %steps) : (i64, i64, !llvm.ptr, !llvm.ptr) -> ()",
               "    return", "  }"]
@@ -656,7 +661,9 @@ def substitute_numpy_loops(module) -> int:
                 raise RuntimeError(f"{name}: expected a NumPy loop and {expected or 'no'} result after bufferization, "
                                    f"got {function_type}")
             slot = slots.setdefault(_loop_spec(fn), len(slots))
-            texts.append(_element_body(name, inputs, slot) if element else _whole_array_body(name, inputs, slot))
+            backwards = {ir.IntegerAttr(i).value for i in ir.ArrayAttr(fn.attributes[NUMPY_LOOP_BACKWARDS_ATTR])} \
+                if NUMPY_LOOP_BACKWARDS_ATTR in fn.attributes else set()
+            texts.append(_element_body(name, inputs, slot) if element else _whole_array_body(name, inputs, slot, backwards))
             fn.operation.erase()
         if slots:
             names = "".join(f"{spec}\\00" for spec in slots) + "\\00"

@@ -336,6 +336,24 @@ def _is_view(node: Node) -> bool:
     return node.op in ("transpose", "slice", "broadcast_to")
 
 
+def read_backwards(node: Node) -> list[bool]:
+    """Which operands of the ufunc ``node`` NumPy's loop reads at a negative step while it writes the result it
+    allocates forwards, which sends its SIMD loops (exp, arctan, power, ...) down another path with other
+    roundings: where the whole call is one inner loop (every non-unit axis coalesces, in the iterator's order,
+    for every operand), an operand laid out reversed along it (``x[::-1]``, a fully reversed array). An operand
+    NumPy converts to the loop's type is read through its buffer, forwards. Where NumPy's iterator runs several
+    axes it flips negative strides and, below its buffer's size, may buffer, by rules the model does not follow:
+    there every operand counts as read forwards (README)."""
+    shape = node.shape
+    strides = [tuple(0 if n == 1 else s for s, n in zip(_broadcast(op, as_read(op), shape), shape))
+               for op in node.inputs]
+    order = [d for d in iteration_order(shape, strides) if shape[d] != 1]
+    if not order or not all(s[outer] == s[inner] * shape[inner] for s in strides
+                            for outer, inner in zip(order, order[1:])):
+        return [False] * len(node.inputs)
+    return [s[order[-1]] < 0 and op.op != "cast" for s, op in zip(strides, node.inputs)]
+
+
 def as_read(operand: Node) -> tuple:
     """The strides a NumPy loop (a ufunc's, a scan's; a copy's of its prototype) reads ``operand`` with: a
     cast to the loop's type is no array NumPy allocates but a conversion as the loop reads, so the cast's

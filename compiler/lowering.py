@@ -67,6 +67,11 @@ def _map(n: int, results: list[str]) -> str:
     return f"affine_map<({_dims(n)}) -> ({', '.join(results)})>"
 
 
+def _reversed_map(shape: tuple) -> str:
+    """The indexing map that reads an array of ``shape`` last element first (every axis reversed)."""
+    return _map(len(shape), [f"-d{i} + {n - 1}" for i, n in enumerate(shape)])
+
+
 def _reassociation(groups: list[list[int]]) -> str:
     """A collapse_shape/expand_shape reassociation: which dims of the larger shape form each of the other's."""
     return "[" + ", ".join("[" + ", ".join(map(str, g)) + "]" for g in groups) + "]"
@@ -341,12 +346,19 @@ class Emitter:
         passes them at stride 0. The result is cast to the node's dtype after."""
         compute, shape = node.attrs["compute"], node.shape
         loop = np.dtype(compute[0])
-        args, shapes = [], []
-        for i, (inp, operand, c) in enumerate(zip(node.inputs, operands, compute)):
+        args, shapes, backwards = [], [], []
+        # (a guessed layout: read forwards, as a fresh C array)
+        read_backwards = layout.read_backwards(node) if all(layout.known(inp) for inp in node.inputs) else \
+            [False] * len(node.inputs)
+        for i, (inp, operand, c, reversed_) in enumerate(zip(node.inputs, operands, compute, read_backwards)):
             scalar = len(node.inputs) == 2 and scalar_to_loop(inp, [node.inputs[1 - i]], shape)
             at = () if scalar else shape
+            backwards.append(reversed_ and not scalar and inp.dtype == loop and inp.shape == at)
             if scalar and inp.is_const():
                 args.append(self.filled((), loop, inp.value.reshape(()).astype(c), node.loc))
+            elif backwards[-1]:  # its elements last to first, which the call reads from the end (backend)
+                args.append(self._generic(shape, loop, [(operand, shape, loop, _reversed_map(shape))],
+                                          lambda rb, a: a[0], node.loc))
             elif inp.dtype == loop and inp.shape == at:
                 args.append(operand)
             else:
@@ -360,7 +372,7 @@ class Emitter:
             shapes.append(at)
         types = [dt.tensor_type(at, loop) for at in shapes]
         out_t = dt.tensor_type(shape, loop)
-        callee = self._numpy_ufunc_function(node, loop, shapes, types, out_t)
+        callee = self._numpy_ufunc_function(node, loop, shapes, types, out_t, backwards)
         init = self.filled(shape, loop, -0.0, node.loc)
         result = self.assign(f"func.call @{callee}({', '.join(args + [init])}) : ({', '.join(types + [out_t])}) -> {out_t}",
                              node.loc)
@@ -403,18 +415,26 @@ class Emitter:
                 f"{{parity.numpy_loop = \"{numpy_loop_spec(name, loop)}\"}} {{\n{body}\n"
                 f"    return {value} : {t} {here}\n  }} {here}\n")
 
-    def _numpy_ufunc_function(self, node: Node, loop: np.dtype, shapes: list, types: list, out_t: str) -> str:
+    def _numpy_ufunc_function(self, node: Node, loop: np.dtype, shapes: list, types: list, out_t: str,
+                              backwards: list) -> str:
         """The name of the private function ``(%a0, ..., %init) -> %r`` computing ``node``'s ufunc in ``loop`` from
         operands of ``shapes`` (the result's, or 0-d): one generic computing it with the target's math functions,
-        the function marked ``parity.numpy_loop`` with its NumPy loop (``_private_function``)."""
-        return self._private_function(("numpy_ufunc", node.op, tuple(types), out_t), "parity_numpy_ufunc", node,
-                                      lambda callee, here: self._numpy_ufunc_text(node, loop, shapes, types, out_t, callee, here))
+        the function marked ``parity.numpy_loop`` with its NumPy loop (``_private_function``). An operand marked
+        ``backwards`` (``layout.read_backwards``) holds its elements last to first and is read so; the NumPy loop's
+        call reads it from its end at a negative step (``parity.numpy_loop_backwards``: the operands' positions)."""
+        return self._private_function(("numpy_ufunc", node.op, tuple(types), out_t, tuple(backwards)),
+                                      "parity_numpy_ufunc", node, lambda callee, here: self._numpy_ufunc_text(
+                                          node, loop, shapes, types, out_t, backwards, callee, here))
 
-    def _numpy_ufunc_text(self, node: Node, loop: np.dtype, shapes: list, types: list, out_t: str, callee: str,
-                          here: str) -> str:
+    def _numpy_ufunc_text(self, node: Node, loop: np.dtype, shapes: list, types: list, out_t: str, backwards: list,
+                          callee: str, here: str) -> str:
         rank = len(node.shape)
         dims = [f"d{i}" for i in range(rank)]
-        maps = [_map(rank, dims if at == node.shape else ["0"] * len(at)) for at in shapes] + [_map(rank, dims)]
+        maps = [_reversed_map(node.shape) if back else _map(rank, dims if at == node.shape else ["0"] * len(at))
+                for at, back in zip(shapes, backwards)] + [_map(rank, dims)]
+        read_backwards = [i for i, back in enumerate(backwards) if back]
+        marked = f", {NUMPY_LOOP_BACKWARDS_ATTR} = [{', '.join(f'{i} : i64' for i in read_backwards)}]" \
+            if read_backwards else ""
         region, xs, value = self._numpy_loop_region(node.op, loop, len(shapes))
         t = dt.mlir_type(loop)
         # the destination (-0.0, from the caller) added: a generic that reads its destination writes the
@@ -426,7 +446,7 @@ class Emitter:
         its = ", ".join(['"parallel"'] * rank)
         return (f"  func.func private @{callee}({', '.join(f'%a{i}: {ty} {here}' for i, ty in enumerate(types))}, "
                 f"%init: {out_t} {here}) -> {out_t} attributes {{parity.numpy_loop = "
-                f"\"{numpy_loop_spec(node.op, loop)}\"}} {{\n"
+                f"\"{numpy_loop_spec(node.op, loop)}\"{marked}}} {{\n"
                 f"    %r = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = "
                 f"[{its}]}} ins({ins} : {', '.join(types)}) outs(%init : {out_t}) {{\n"
                 f"    ^bb0({', '.join(f'{x}: {t} {here}' for x in xs)}, %o: {t} {here}):\n{body}\n"
@@ -1597,15 +1617,17 @@ class Emitter:
         owns the zero-filled result buffer, so the callee returns nothing after bufferization
         (drop-equivalent-buffer-results). Shared by every op of the signature, it is located by its own name,
         and a diagnostic inside it is traced to the first op that uses it."""
-        params, slices = [], ""
-        for name, t, view in zip("ab", types, views):
-            params.append(f"%{name}: {t}" if view is None else f"%{name}_spread: {view.spread_type}")
-            if view is not None:
-                slices += f"    %{name} = {view.slice(f'%{name}_spread')} {{here}}\n"
+        params = [f"%{name}: {t}" if view is None else f"%{name}_spread: {view.spread_type}"
+                  for name, t, view in zip("ab", types, views)]
         attributes = f" attributes {{{marked}}}" if marked else ""
+
+        def slices(here: str) -> str:
+            return "".join(f"    %{name} = {view.slice(f'%{name}_spread')} {here}\n"
+                           for name, view in zip("ab", views) if view is not None)
+
         return self._private_function(signature, prefix, node, lambda callee, here: (
             f"  func.func private @{callee}({params[0]} {here}, {params[1]} {here}, %init: {out_t} {here}) -> {out_t}"
-            f"{attributes} {{\n{slices.replace('{here}', here)}{body(here)}    return %r : {out_t} {here}\n  }} {here}\n"))
+            f"{attributes} {{\n{slices(here)}{body(here)}    return %r : {out_t} {here}\n  }} {here}\n"))
 
     def _spread(self, x: str, view: "BlasView", loc) -> str:
         """``x`` written into a zero-filled tensor of ``view``'s spread shape at its steps."""
@@ -1951,6 +1973,8 @@ def _name_loc(name) -> str:
 
 
 DEVICE_RESIDENT_ATTR = "parity.device_resident"
+# on a NumPy-loop function: the operands it holds last element first, which the loop's call reads backwards
+NUMPY_LOOP_BACKWARDS_ATTR = "parity.numpy_loop_backwards"
 # on a matmul's private function: NumPy computes it as a matrix times its own transpose (?syrk), and the kernel
 # passes both operands as one tensor; the BLAS shim calls syrk only there (``backend._GEMM_SHIM``)
 SYRK_ATTR = "parity.syrk"

@@ -192,7 +192,7 @@ def _ufunc_results(ufunc, inputs, signature=None, casting=None):
         operands = [_operand(x) for x in inputs]
         dt.resolve_ufunc(ufunc, [o if isinstance(o, dt.Weak) else o.dtype for o in operands], casting=casting)
     if ufunc is np.matmul:
-        return Tensor(P.matmul(_node(inputs[0]), _node(inputs[1])), scalar=True)
+        return Tensor(P.matmul(_node(inputs[0]), _node(inputs[1]), gufunc=True), scalar=True)
     if ufunc.__name__ in _GUFUNC_CORES and ufunc is getattr(np, ufunc.__name__):
         # the loop dimensions of NumPy's result follow its iterator over the operands': asked of NumPy
         return _laid_out_by_numpy(lambda *xs: _vector_gufunc(ufunc.__name__, *xs), ufunc)(*inputs)
@@ -4527,12 +4527,12 @@ def _vector_gufunc(name: str, x1, x2) -> Tensor:
         raise ValueError(f"{name}: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
                          f"{signature} (size {n_b} is different from {n_a})")
     if name == "vecdot":
-        product = P.matmul(P.reshape(a, a.shape[:-1] + (1, n_a)), P.reshape(b, b.shape + (1,)))
+        product = P.matmul(P.reshape(a, a.shape[:-1] + (1, n_a)), P.reshape(b, b.shape + (1,)), gufunc=True)
         return Tensor(P.reshape(product, product.shape[:-2]), scalar=True)
     if name == "matvec":
-        product = P.matmul(a, P.reshape(b, b.shape + (1,)))
+        product = P.matmul(a, P.reshape(b, b.shape + (1,)), gufunc=True)
         return Tensor(P.reshape(product, product.shape[:-1]), scalar=True)
-    product = P.matmul(P.reshape(a, a.shape[:-1] + (1, n_a)), b)
+    product = P.matmul(P.reshape(a, a.shape[:-1] + (1, n_a)), b, gufunc=True)
     return Tensor(P.reshape(product, product.shape[:-2] + product.shape[-1:]), scalar=True)
 
 

@@ -1805,6 +1805,15 @@ def row_dots(x: Node, y: Node, mode: str) -> Node:
     return _make("row_dots", [x, y], (x.shape[0], y.shape[0]), x.dtype, mode=mode)
 
 
+def _converted_operand(x: Node, dtype, gufunc: bool) -> Node:
+    """A matmul operand converted to the loop's ``dtype``: NumPy's matmul gufunc (np.matmul, @, np.vecdot, ...)
+    converts it into a fresh C-ordered array (core axes last), whatever its layout, which its BLAS call then
+    reads as a C array; np.dot's conversion keeps the operand's layout (its K order: a cast's own)."""
+    from .layout import contiguous_strides  # (layout reads this module's UFUNCS)
+    converted = cast(x, dtype)
+    return laid_out(converted, contiguous_strides(x.shape)) if gufunc and converted is not x else converted
+
+
 def _loop_axes_flattened(x: Node) -> Node:
     """``x`` (batch..., rows, columns) as one batch axis: NumPy's matmul loop steps through the batch axes one by
     one, copying nothing, so to the layout model each matrix keeps its strides (``loop_axes``)."""
@@ -1814,14 +1823,16 @@ def _loop_axes_flattened(x: Node) -> Node:
                  loop_axes=x.ndim - 2)
 
 
-def matmul(a: Node, b: Node) -> Node:
+def matmul(a: Node, b: Node, gufunc: bool = False) -> Node:
+    """``a @ b`` (batched, a vector made a row or column); ``gufunc``: as NumPy's matmul gufunc converts its
+    operands (``_converted_operand``), not as np.dot (and what NumPy builds on it) does."""
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("matmul: input operand does not have enough dimensions (scalars are not allowed)")
     compute, out = dt.resolve_ufunc(np.matmul, [a.dtype, b.dtype])
     if out.kind == "b":  # NumPy's bool matmul is an OR of ANDs: a count of true products, nonzero
-        counts = matmul(cast(a, np.dtype(np.int64)), cast(b, np.dtype(np.int64)))
+        counts = matmul(cast(a, np.dtype(np.int64)), cast(b, np.dtype(np.int64)), gufunc)
         return elementwise("not_equal", [counts, const_node(np.zeros((), np.int64))])
-    a, b = cast(a, compute[0]), cast(b, compute[1])
+    a, b = _converted_operand(a, compute[0], gufunc), _converted_operand(b, compute[1], gufunc)
     a2 = reshape(a, (1,) + a.shape) if a.ndim == 1 else a
     b2 = reshape(b, b.shape + (1,)) if b.ndim == 1 else b
     if a2.shape[-1] != b2.shape[-2]:

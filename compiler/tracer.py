@@ -320,10 +320,10 @@ class Tensor:
 
     def __matmul__(self, other):
         other = as_node(other)
-        return Tensor(P.matmul(self.node, other), scalar=True)
+        return Tensor(P.matmul(self.node, other, gufunc=True), scalar=True)
 
     def __rmatmul__(self, other):
-        return Tensor(P.matmul(as_node(other), self.node), scalar=True)
+        return Tensor(P.matmul(as_node(other), self.node, gufunc=True), scalar=True)
 
     # -- methods
     def reshape(self, *shape, order="C", copy=None):

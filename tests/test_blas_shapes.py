@@ -223,3 +223,18 @@ def test_batches_keep_each_matrix_strides_through_the_loop_axes(dtype):
             expected, got = form(x, y), jit(form)(x, y)
             assert got.shape == expected.shape and got.dtype == expected.dtype, name
             assert got.tobytes() == expected.tobytes(), f"{name} {shape}: max err {np.abs(got - expected).max()}"
+
+
+def test_an_operand_numpy_converts_is_read_as_its_c_ordered_copy():
+    # NumPy's matmul converts an operand of another dtype into a fresh C-ordered array (core axes last), which
+    # its BLAS call reads as a C array, whatever the layout of the operand it converted (fuzz seed 2004)
+    rng = np.random.default_rng(7)
+    x = np.asfortranarray(rng.standard_normal((40, 300)).astype(np.float32))
+    y = rng.standard_normal((300, 9))
+    h, i = rng.standard_normal((16, 1)).astype(np.float16), rng.integers(-9, 9, (16, 4)).astype(np.int16)
+    cases = [(lambda a, b: a @ b, (x, y)), (lambda a, b: a[:, ::-1] @ b, (x, y)), (lambda a, b: b.T @ a.T, (x, y)),
+             (lambda a, b: np.vecdot(a, b, axis=0), (h, i)), (lambda a, b: np.vecdot(a, b, axis=0), (y[:16, :1], i))]
+    for form, args in cases:
+        expected, got = form(*args), jit(form)(*args)
+        assert got.shape == expected.shape and got.dtype == expected.dtype
+        assert got.tobytes() == expected.tobytes(), f"max err {np.abs(got - expected).max()}"

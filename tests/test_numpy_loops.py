@@ -63,6 +63,26 @@ def test_binary_library_functions_are_numpys_bit_for_bit(name, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", UNARY + BINARY)
+def test_an_operand_numpys_loop_reads_backwards_is_read_backwards(name, dtype):
+    """Where NumPy's call is one inner loop over an operand laid out reversed (x[::-1], a fully reversed array),
+    its loop reads that operand at a negative step while it writes the result it allocated forwards, and its
+    SIMD loops take another path there (float32 arctan of x[::-1] differs from arctan of its copy in a quarter
+    of the elements); the kernel's call reads a reversed copy from its end."""
+    ufunc = getattr(np, name)
+    x = _values(name, dtype)
+    m = x[: 60 * 50].reshape(60, 50)
+    if ufunc.nin == 1:
+        cases = [(lambda a: ufunc(a[::-2]), (x,)), (lambda a: ufunc(a[::-1, ::-1]), (m,))]
+    else:
+        y = np.random.default_rng(6).permutation(x)
+        cases = [(lambda a, b: ufunc(a, b[::-1]), (x, y)), (lambda a, b: ufunc(a[:1], b[::-1]), (x, y))]
+    with np.errstate(all="ignore"):
+        for fn, args in cases:
+            _same_bits(jit(fn)(*args), fn(*args))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("exponent", [-1.0, 0.0, 0.5, 1.0, 2.0, 3.0, -2.0])
 def test_power_takes_numpys_fast_paths_exactly_where_numpy_does(exponent, dtype):
     """NumPy's power loop computes x**2.0 as x*x, x**0.5 as sqrt(x), x**-1.0 as 1/x, x**1.0 as x when its
