@@ -296,7 +296,7 @@ def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:
     if node.op == "bitcast":
         return _broadcast(src, src_strides, node.shape)
     if node.op == "reshape":
-        view = _reshaped(src.shape, src_strides, node.shape) if src.size else None
+        view = _reshape_view(src, src_strides, node.shape)
         if view is None and node.attrs.get("loop_axes"):  # a matmul's batch axes, which NumPy's loop steps through
             return fresh[:1] + src_strides[-2:]           # one by one: each matrix keeps its strides
         return fresh if view is None else view
@@ -328,12 +328,16 @@ def memory_start(node: Node) -> tuple:
 
 
 def _is_view(node: Node) -> bool:
-    if node.op == "reshape" and node.attrs.get("loop_axes"):
-        return True
     if node.op == "reshape":
         src = node.inputs[0]
-        return bool(src.size) and _reshaped(src.shape, strides_of(src), node.shape) is not None
+        return bool(node.attrs.get("loop_axes")) or _reshape_view(src, strides_of(src), node.shape) is not None
     return node.op in ("transpose", "slice", "broadcast_to")
+
+
+def _reshape_view(src: Node, src_strides: tuple, shape: tuple) -> tuple | None:
+    """The strides of NumPy's reshape of ``src`` to ``shape`` as a view of it, or None where it is an array of
+    its own (NumPy copies; an empty array the model takes as fresh)."""
+    return _reshaped(src.shape, src_strides, shape) if src.size else None
 
 
 def read_backwards(node: Node) -> list[bool]:

@@ -1546,12 +1546,13 @@ class Emitter:
         # adds each product in turn, no BLAS), elsewhere as a float32 matmul
         # NumPy's own loop, or the form in which its BLAS call reads each operand (CPU: ``_numpy_matmul_plan``)
         acc = dt.arithmetic_type(node.dtype)
-        plan = _numpy_matmul_plan(node, [self.strides[inp.id] for inp in node.inputs]) \
+        strides = [self.strides[inp.id] for inp in node.inputs] if self.numpy_sum_order else None
+        plan = _numpy_matmul_plan(node, strides) \
             if self.numpy_sum_order and node.dtype.kind == "f" and node.dtype != np.float16 and \
             all(layout.known(inp) for inp in node.inputs) else None  # (a guessed layout: as a fresh C array)
         in_order = self.numpy_sum_order and (node.dtype == np.float16 or plan == "loop")
         # NumPy's syrk (a matrix times its own transpose, one memory): the kernel hands both operands as one tensor
-        syrk = plan not in (None, "loop") and _numpy_syrk(node, [self.strides[inp.id] for inp in node.inputs])
+        syrk = plan not in (None, "loop") and _numpy_syrk(node, strides)
         swapped = (1, 0) if node.ndim == 2 else (0, 2, 1)
         names, types, folded, views = [], [], [], []
         padded = {}  # (operand, view) -> its copy at NumPy's steps: a syrk's one memory stays one
@@ -1569,7 +1570,7 @@ class Emitter:
                 name = self._permuted(operands[i], inp.shape, inp.dtype, swapped, node.loc)
             else:
                 shape, name = inp.shape, operands[i]
-            steps = tuple(self.strides[inp.id][-2:]) if plan not in (None, "loop") else None
+            steps = tuple(strides[i][-2:]) if plan not in (None, "loop") else None
             view = _blas_view(shape, inp.dtype, steps[::-1] if column_major else steps) if steps else None
             if view is not None:
                 if (name, view) not in padded:
