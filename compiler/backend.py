@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .lowering import NUMPY_LOOP_BACKWARDS_ATTR, SYRK_ATTR, LoweredModule
+from .lowering import NUMPY_LOOP_BACKWARDS_ATTR, NUMPY_LOOP_PER_ROW_ATTR, SYRK_ATTR, LoweredModule
 from .paths import STALE_AFTER_S, cache_root, remove_stale
 
 # The modules that turn lowered IR text into native code: pass pipelines, the BLAS and GPU
@@ -609,7 +609,7 @@ def _whole_array_body(name: str, memrefs: list, slot: int, backwards: set = froz
     """``parity_numpy_ufunc_<n>`` as one call of its loop over every element. ``memrefs``: its argument
     types after bufferization, the operands' then the destination's (identity layouts, as the function
     boundary's bufferization makes them); ``backwards``: the operands that hold their elements last to first,
-    read from their end at a negative step, as NumPy's loop reads a reversed view (``layout.read_backwards``)."""
+    read from their end at a negative step, as NumPy's loop reads a reversed view (``layout.loop_steps``)."""
     from mlir import ir
     n = int(np.prod(ir.MemRefType(memrefs[-1]).shape, dtype=np.int64))
     itemsize = {"f16": 2, "f32": 4, "f64": 8}[str(ir.MemRefType(memrefs[-1]).element_type)]
@@ -629,6 +629,46 @@ def _whole_array_body(name: str, memrefs: list, slot: int, backwards: set = froz
     lines += [f"    %slot = llvm.mlir.constant({slot} : i64) : i64", f"    %n = llvm.mlir.constant({n} : i64) : i64",
               "    func.call @parity_numpy_loop_call(%slot, %n, %data, %steps) : (i64, i64, !llvm.ptr, !llvm.ptr) -> ()",
               "    return", "  }"]
+    return "\n".join(lines) + "\n"
+
+
+def _row_by_row_body(name: str, memrefs: list, slot: int, backwards: set, per_row: set) -> str:
+    """``parity_numpy_ufunc_<n>`` as one call of its loop per row (``lowering.NUMPY_LOOP_PER_ROW_ATTR``): the
+    operands in ``per_row`` hold one element per row, read at step 0 by that row's call; the others and the
+    destination hold the rows one after another (``backwards``: last to first, each row read from its end)."""
+    from mlir import ir
+    types = [ir.MemRefType(t) for t in memrefs]
+    n = int(np.prod(types[-1].shape, dtype=np.int64))
+    rows = int(np.prod(types[min(per_row)].shape, dtype=np.int64))
+    element = types[-1].element_type
+    itemsize = {"f16": 2, "f32": 4, "f64": 8}[str(element)]
+    lines = [f"  func.func private @{name}({', '.join(f'%m{i}: {t}' for i, t in enumerate(memrefs))}) {{"]
+    for i, t in enumerate(memrefs):
+        lines += [f"    %index{i} = memref.extract_aligned_pointer_as_index %m{i} : {t} -> index",
+                  f"    %int{i} = arith.index_cast %index{i} : index to i64",
+                  f"    %p{i} = llvm.inttoptr %int{i} : i64 to !llvm.ptr"]
+        if i in backwards:
+            lines += [f"    %last{i} = llvm.mlir.constant({n - 1} : i64) : i64",
+                      f"    %end{i} = llvm.getelementptr %p{i}[%last{i}] : (!llvm.ptr, i64) -> !llvm.ptr, {element}"]
+    steps = [0 if i in per_row or not types[i].shape else -itemsize if i in backwards else itemsize
+             for i in range(len(memrefs))]
+    lines += _pointer_arrays([f"%end{i}" if i in backwards else f"%p{i}" for i in range(len(memrefs))], steps)
+    lines += [f"    %slot = llvm.mlir.constant({slot} : i64) : i64", f"    %n = llvm.mlir.constant({n // rows} : i64) : i64",
+              "    %zero = llvm.mlir.constant(0 : i64) : i64",
+              "    %first = arith.constant 0 : index", f"    %rows = arith.constant {rows} : index",
+              "    %one = arith.constant 1 : index",
+              "    scf.for %row = %first to %rows step %one {",
+              "      %r = arith.index_cast %row : index to i64",
+              "      %ahead = llvm.mul %r, %n : i64",
+              "      %behind = llvm.sub %zero, %ahead : i64"]
+    for i, memref in enumerate(types):
+        if not memref.shape:
+            continue  # one element for every call: stored once above
+        base, offset = (f"%end{i}", "%behind") if i in backwards else (f"%p{i}", "%r" if i in per_row else "%ahead")
+        lines += [f"      %at{i} = llvm.getelementptr {base}[{offset}] : (!llvm.ptr, i64) -> !llvm.ptr, {element}",
+                  f"      llvm.store %at{i}, %data{i} : !llvm.ptr, !llvm.ptr"]
+    lines += ["      func.call @parity_numpy_loop_call(%slot, %n, %data, %steps) : (i64, i64, !llvm.ptr, !llvm.ptr) -> ()",
+              "    }", "    return", "  }"]
     return "\n".join(lines) + "\n"
 
 
@@ -661,9 +701,12 @@ def substitute_numpy_loops(module) -> int:
                 raise RuntimeError(f"{name}: expected a NumPy loop and {expected or 'no'} result after bufferization, "
                                    f"got {function_type}")
             slot = slots.setdefault(_loop_spec(fn), len(slots))
-            backwards = {ir.IntegerAttr(i).value for i in ir.ArrayAttr(fn.attributes[NUMPY_LOOP_BACKWARDS_ATTR])} \
-                if NUMPY_LOOP_BACKWARDS_ATTR in fn.attributes else set()
-            texts.append(_element_body(name, inputs, slot) if element else _whole_array_body(name, inputs, slot, backwards))
+            backwards, per_row = ({ir.IntegerAttr(i).value for i in ir.ArrayAttr(fn.attributes[attr])}
+                                  if attr in fn.attributes else set()
+                                  for attr in (NUMPY_LOOP_BACKWARDS_ATTR, NUMPY_LOOP_PER_ROW_ATTR))
+            texts.append(_element_body(name, inputs, slot) if element else
+                         _row_by_row_body(name, inputs, slot, backwards, per_row) if per_row else
+                         _whole_array_body(name, inputs, slot, backwards))
             fn.operation.erase()
         if slots:
             names = "".join(f"{spec}\\00" for spec in slots) + "\\00"

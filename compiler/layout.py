@@ -11,6 +11,8 @@ ask ("K": like the operand); anything else is a fresh C-contiguous array."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .graph import Node, const_node
@@ -315,14 +317,16 @@ def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:
 
 def memory_start(node: Node) -> tuple:
     """Where NumPy's array ``node`` starts: (the id of the node whose memory it views, the element offset of its
-    first element there). Transposes, slices, broadcasts and copy-free reshapes view their operand's memory;
-    any other value is an array of its own, so two values share a start only through such views (NumPy's
-    matmul tells a matrix times its own transpose by its operands' pointers)."""
+    first element there). Transposes, slices (negative steps too), broadcasts and copy-free reshapes view their
+    operand's memory; any other value is an array of its own, so two values share a start only through such
+    views (NumPy's matmul tells a matrix times its own transpose by its operands' pointers)."""
     offset = 0
     while _is_view(node):
         src = node.inputs[0]
         if node.op == "slice":
             offset += sum(start * stride for start, stride in zip(node.attrs["starts"], strides_of(src)))
+        elif node.op == "gather" and node.inputs[1].value.size:  # a negative-step slice: from its first position
+            offset += int(node.inputs[1].value[0]) * strides_of(src)[node.attrs["axis"]]
         node = src
     return node.id, offset
 
@@ -331,7 +335,7 @@ def _is_view(node: Node) -> bool:
     if node.op == "reshape":
         src = node.inputs[0]
         return bool(node.attrs.get("loop_axes")) or _reshape_view(src, strides_of(src), node.shape) is not None
-    return node.op in ("transpose", "slice", "broadcast_to")
+    return node.op in ("transpose", "slice", "broadcast_to") or node.op == "gather" and "view_step" in node.attrs
 
 
 def _reshape_view(src: Node, src_strides: tuple, shape: tuple) -> tuple | None:
@@ -340,22 +344,150 @@ def _reshape_view(src: Node, src_strides: tuple, shape: tuple) -> tuple | None:
     return _reshaped(src.shape, src_strides, shape) if src.size else None
 
 
-def read_backwards(node: Node) -> list[bool]:
-    """Which operands of the ufunc ``node`` NumPy's loop reads at a negative step while it writes the result it
-    allocates forwards, which sends its SIMD loops (exp, arctan, power, ...) down another path with other
-    roundings: where the whole call is one inner loop (every non-unit axis coalesces, in the iterator's order,
-    for every operand), an operand laid out reversed along it (``x[::-1]``, a fully reversed array). An operand
-    NumPy converts to the loop's type is read through its buffer, forwards. Where NumPy's iterator runs several
-    axes it flips negative strides and, below its buffer's size, may buffer, by rules the model does not follow:
-    there every operand counts as read forwards (README)."""
-    shape = node.shape
-    strides = [tuple(0 if n == 1 else s for s, n in zip(_broadcast(op, as_read(op), shape), shape))
-               for op in node.inputs]
-    order = [d for d in iteration_order(shape, strides) if shape[d] != 1]
-    if not order or not all(s[outer] == s[inner] * shape[inner] for s in strides
-                            for outer, inner in zip(order, order[1:])):
-        return [False] * len(node.inputs)
-    return [s[order[-1]] < 0 and op.op != "cast" for s, op in zip(strides, node.inputs)]
+NUMPY_BUFSIZE = 8192  # elements: NumPy's default ufunc buffer (np.getbufsize())
+
+
+@dataclass(frozen=True)
+class LoopSteps:
+    """How NumPy's strided loop sees a ufunc's operands (``loop_steps``): ``steps[i]`` is the sign of operand
+    i's step in every inner-loop call (-1 read backwards, 0 the same element throughout a call, +1 forwards),
+    ``result`` the sign of the step the result is written at, and ``row_axes`` the axes one call covers at
+    most, along which a step-0 operand does not vary."""
+    steps: tuple
+    row_axes: tuple
+    result: int = 1
+
+
+def loop_steps(node: Node, loop: np.dtype) -> LoopSteps:
+    """The steps NumPy's ufunc loop (of dtype ``loop``) is called with for ``node``'s operands, from their
+    layouts: a port of NumPy 2.4's iterator construction for a ufunc (nditer_constr.c: the axes ordered by
+    stride; where the result is allocated, it is laid out in that order and no stride is flipped, where it is
+    written into ``out=`` (``numpy_out``, and ``where=``'s mask, ``numpy_where``: the strides and whether the
+    loop converts) an axis every operand steps backwards along is flipped; axes coalesced; then
+    ``npyiter_find_buffering_setup``'s choice of how many axes one call covers). Its SIMD loops take other
+    paths, with other roundings, by these steps: an operand read backwards (``np.arctan(x[:, ::-1])`` of long
+    rows; of short ones NumPy buffers the operand and reads the buffer forwards), an exponent at step 0
+    (``x ** e[:, None]`` of long rows squares where ``e`` is 2). An operand the loop converts to or from its
+    dtype goes through a buffer: forwards, or at step 0 where it is one element throughout. Checked against
+    ``np.nditer``'s inner strides under the ufunc's flags in tests/test_numpy_loops.py."""
+    shape, nin = node.shape, len(node.inputs)
+    if int(np.prod(shape, dtype=np.int64)) <= 1:  # one element, or none: scalar_to_loop's measured rule
+        return LoopSteps((1,) * nin, ())
+    # (strides in elements, as every operand's here: NumPy compares an operand's strides only with its own)
+    strides = [_unit_axes_zero(_broadcast(op, as_read(op), shape), shape) for op in node.inputs]
+    casts = [_loop_operand(op).dtype != loop for op in node.inputs]
+    written = node.attrs.get("numpy_out")
+    if written is None:  # the result, allocated in the order the iterator visits the axes
+        order = iteration_order(shape, strides)
+        strides.append(_unit_axes_zero(contiguous_strides(shape, order), shape))
+        casts.append(False)
+    else:
+        extra = [written] + ([node.attrs["numpy_where"]] if node.attrs.get("numpy_where") else [])
+        strides += [_unit_axes_zero(s, shape) for s, _ in extra]
+        casts += [converted for _, converted in extra]
+        order = iteration_order(shape, strides)
+        flips = _flips(strides)
+        if _written_over_an_operand(node, written[0], node.attrs["numpy_out_start"]):
+            # NumPy writes into a fresh array laid out in the order it iterates (the flips decided by the out=
+            # array's strides: it walks the fresh one backwards there), and copies that back after
+            strides[nin] = _unit_axes_zero(contiguous_strides(shape, order), shape)
+            casts[nin] = False
+        strides = [tuple(-x if flip else x for x, flip in zip(s, flips)) for s in strides]
+    dims = _coalesced([(shape[d], [s[d] for s in strides], (d,)) for d in reversed(order)])
+    best_dim, single = _buffering_setup(dims, casts)
+    steps = []
+    for i in range(nin + 1):
+        inner = dims[0][1][i]
+        buffered = casts[i] or single[i] <= best_dim
+        steps.append(int(np.sign(inner)) if not buffered or (single[i] > best_dim and inner == 0) else 1)
+    rows = tuple(sorted(d for _, _, axes in dims[:best_dim + 1] for d in axes if shape[d] != 1))
+    return LoopSteps(tuple(steps[:nin]), rows, steps[nin])
+
+
+def _written_over_an_operand(node: Node, out_strides: tuple, out_start: tuple) -> bool:
+    """Whether the out= array (its strides and ``memory_start``) of the ufunc ``node`` may share memory with an
+    operand it reads, other than being that very array: NumPy's iterator (COPY_IF_OVERLAP) then writes into a
+    temporary. It asks whether the arrays' memory spans meet (``solve_may_share_memory`` with max_work=1)."""
+    def span(shape, strides, start):
+        ends = [(n - 1) * s for n, s in zip(shape, strides) if n > 1]
+        return start + sum(e for e in ends if e < 0), start + sum(e for e in ends if e > 0)
+
+    base, offset = out_start
+    low, high = span(node.shape, out_strides, offset)
+    for operand in map(_loop_operand, node.inputs):
+        their_base, their_offset = memory_start(operand)
+        if their_base != base or not operand.size:
+            continue
+        strides = strides_of(operand)
+        identical = (their_offset == offset and operand.shape == node.shape and strides == out_strides
+                     and not any(s == 0 for s, n in zip(strides, operand.shape) if n > 1))
+        their_low, their_high = span(operand.shape, strides, their_offset)
+        if not identical and their_low <= high and low <= their_high:
+            return True
+    return False
+
+
+def _unit_axes_zero(strides: tuple, shape: tuple) -> tuple:
+    """Strides as NumPy's iterator holds them: 0 along unit axes."""
+    return tuple(0 if n == 1 else s for s, n in zip(strides, shape))
+
+
+def _flips(strides: list) -> list[bool]:
+    """NumPy's ``npyiter_flip_negative_strides`` (only where no operand is allocated): the axes along which some
+    operand steps backwards and none forwards, which it walks from their other end."""
+    return [any(s[d] < 0 for s in strides) and not any(s[d] > 0 for s in strides) for d in range(len(strides[0]))]
+
+
+def _loop_operand(operand: Node) -> Node:
+    """The array a ufunc's loop reads for ``operand``: a cast the loop makes as it reads is its operand."""
+    while operand.op == "cast" and not operand.attrs.get("buffered"):
+        operand = operand.inputs[0]
+    return operand
+
+
+def _coalesced(dims: list) -> list:
+    """NumPy's ``npyiter_coalesce_axes`` on (size, strides per operand, axes) innermost first: an axis joins
+    the one inside it where every operand steps through both with one stride (a unit axis at stride 0 joins
+    anything)."""
+    merged = [dims[0]]
+    for size, strides, axes in dims[1:]:
+        inner_size, inner_strides, inner_axes = merged[-1]
+        if all((inner_size == 1 and a == 0) or (size == 1 and b == 0) or a * inner_size == b
+               for a, b in zip(inner_strides, strides)):
+            merged[-1] = (inner_size * size, [b if a == 0 else a for a, b in zip(inner_strides, strides)],
+                          inner_axes + axes)
+        else:
+            merged.append((size, list(strides), axes))
+    return merged
+
+
+def _buffering_setup(dims: list, casts: list) -> tuple[int, list]:
+    """NumPy's ``npyiter_find_buffering_setup`` without reductions, under GROWINNER: how many coalesced axes
+    (from the innermost, ``best_dim`` + 1) one call covers, and for each operand how many it steps through with
+    one stride (an operand that cannot step through all of them is buffered). A call grows over an axis while
+    its cost, (1 + operands buffered) per element, does not outweigh the larger call (capped at the buffer's
+    size once anything is buffered)."""
+    cost = 1 + sum(casts)
+    single = [1] * len(casts)
+    size = best_size = dims[0][0]
+    best_dim, best_cost = 0, cost
+    for idim in range(1, len(dims)):
+        if size >= NUMPY_BUFSIZE and cost > 1:
+            break
+        inner_size, inner_strides, _ = dims[idim - 1]
+        for i, stride in enumerate(dims[idim][1]):
+            if single[i] == idim:
+                if inner_strides[i] * inner_size == stride:
+                    single[i] += 1
+                elif not casts[i]:
+                    cost += 1
+        size *= dims[idim][0]
+        if size == 0:
+            break
+        capped = NUMPY_BUFSIZE if size > NUMPY_BUFSIZE and cost > 1 else size
+        if cost * best_size <= best_cost * capped:
+            best_dim, best_cost, best_size = idim, cost, size
+    return best_dim, single
 
 
 def as_read(operand: Node) -> tuple:

@@ -72,6 +72,21 @@ def _reversed_map(shape: tuple) -> str:
     return _map(len(shape), [f"-d{i} + {n - 1}" for i, n in enumerate(shape)])
 
 
+def _loop_operand_indices(operand_shape: tuple, shape: tuple, axes: list, backwards: bool) -> list[str]:
+    """The indices into an operand of ``operand_shape`` (broadcast onto ``shape``) of the element at the index
+    ``d0, d1, ...`` of a tensor whose axes are ``shape``'s ``axes``, read last to first if ``backwards``: an axis
+    the tensor lacks (a row's, for an operand that does not vary along it) or the operand stretches reads 0."""
+    lead = len(shape) - len(operand_shape)
+    indices = []
+    for e, n in enumerate(operand_shape):
+        if n == 1 or lead + e not in axes:
+            indices.append("0")
+        else:
+            j = axes.index(lead + e)
+            indices.append(f"-d{j} + {shape[lead + e] - 1}" if backwards else f"d{j}")
+    return indices
+
+
 def _reassociation(groups: list[list[int]]) -> str:
     """A collapse_shape/expand_shape reassociation: which dims of the larger shape form each of the other's."""
     return "[" + ", ".join("[" + ", ".join(map(str, g)) + "]" for g in groups) + "]"
@@ -339,43 +354,59 @@ class Emitter:
     def _numpy_ufunc(self, node: Node, operands) -> str:
         """A ufunc whose values are its library's (``primitives.NUMPY_LOOP_UFUNCS``) over whole arrays, as a
         call of a private function ``parity_numpy_ufunc_<n>(operands..., %init)`` whose generic computes it and
-        which the CPU target replaces by one call of NumPy's own loop (``backend.substitute_numpy_loops``).
-        Its operands are in the loop's dtype, broadcast to the result's shape, but for those NumPy's inner loop
-        sees at stride 0 (``primitives.scalar_to_loop``), as its power's fast paths look for (x ** 2.0 is
-        x * x, x ** 0.5 a square root, where its SIMD pow differs by an ulp): those are passed 0-d, and the call
-        passes them at stride 0. The result is cast to the node's dtype after."""
+        which the CPU target replaces by calls of NumPy's own loop (``backend.substitute_numpy_loops``), at
+        steps of the signs NumPy's iterator calls it with (``layout.loop_steps``), since its SIMD loops round
+        otherwise at other steps: an operand it reads backwards is passed reversed, last element first, and read
+        from its end; one it sees at step 0 throughout the call is passed 0-d (``primitives.scalar_to_loop``: x ** 2.0
+        is x * x there, x ** 0.5 a square root, where its SIMD pow differs by an ulp); one it sees at step 0 along
+        each row of the iteration (``x ** e[:, None]`` of long rows) is passed one element per row, the others
+        with the rows' axes last, and the loop is called row by row; a result NumPy writes backwards (into an
+        out= view such as ``o[::-1]``) is written from the end of the call's destination and reversed after.
+        Operands are in the loop's dtype; the result is cast to the node's dtype after."""
         compute, shape = node.attrs["compute"], node.shape
         loop = np.dtype(compute[0])
-        args, shapes, backwards = [], [], []
         # (a guessed layout: read forwards, as a fresh C array)
-        read_backwards = layout.read_backwards(node) if all(layout.known(inp) for inp in node.inputs) else \
-            [False] * len(node.inputs)
-        for i, (inp, operand, c, reversed_) in enumerate(zip(node.inputs, operands, compute, read_backwards)):
-            scalar = len(node.inputs) == 2 and scalar_to_loop(inp, [node.inputs[1 - i]], shape)
-            at = () if scalar else shape
-            backwards.append(reversed_ and not scalar and inp.dtype == loop and inp.shape == at)
-            if scalar and inp.is_const():
+        steps = layout.loop_steps(node, loop) if all(layout.known(inp) for inp in node.inputs) else None
+        kinds = []
+        for i, inp in enumerate(node.inputs):
+            step = 1 if steps is None else steps.steps[i]
+            if len(node.inputs) == 2 and scalar_to_loop(inp, [node.inputs[1 - i]], shape):
+                kinds.append("scalar")
+            elif step == 0 and inp.size > 1:  # (one element: scalar_to_loop's measured rule decides)
+                kinds.append("row")
+            else:
+                kinds.append("back" if step < 0 else "fwd")
+        # with rows, the rows' axes last (in order: which element a call meets first changes no value)
+        row_axes = steps.row_axes if "row" in kinds else ()
+        axes = [d for d in range(len(shape)) if d not in row_axes] + list(row_axes)
+        outer = axes[:len(axes) - len(row_axes)]
+        at_shape = {"scalar": (), "row": tuple(shape[d] for d in outer), "back": None, "fwd": None}
+        call_shape = tuple(shape[d] for d in axes)
+        written_back = steps is not None and steps.result < 0
+        args, shapes = [], []
+        for inp, operand, c, kind in zip(node.inputs, operands, compute, kinds):
+            at = call_shape if at_shape[kind] is None else at_shape[kind]
+            if kind == "scalar" and inp.is_const():
                 args.append(self.filled((), loop, inp.value.reshape(()).astype(c), node.loc))
-            elif backwards[-1]:  # its elements last to first, which the call reads from the end (backend)
-                args.append(self._generic(shape, loop, [(operand, shape, loop, _reversed_map(shape))],
-                                          lambda rb, a: a[0], node.loc))
-            elif inp.dtype == loop and inp.shape == at:
+            elif kind == "fwd" and inp.dtype == loop and inp.shape == shape and axes == sorted(axes):
                 args.append(operand)
             else:
-                value = self._generic(inp.shape if scalar else shape, loop, [(operand, inp.shape, inp.dtype)],
-                                      lambda rb, a, d=inp.dtype, c=c: cast_scalar(rb, cast_scalar(rb, a[0], d, c), c, loop),
-                                      node.loc)
-                if scalar and inp.ndim:  # one element: its unit axes collapsed away
-                    value = self.assign(f"tensor.collapse_shape {value} [] : {dt.tensor_type(inp.shape, loop)} into "
-                                        f"{dt.tensor_type((), loop)}", node.loc)
-                args.append(value)
+                read = outer if kind == "row" else axes
+                amap = _map(len(at), _loop_operand_indices(inp.shape, shape, read, kind == "back"))
+                args.append(self._generic(at, loop, [(operand, inp.shape, inp.dtype, amap)],
+                                          lambda rb, a, d=inp.dtype, c=c: a[0] if d == loop else
+                                          cast_scalar(rb, cast_scalar(rb, a[0], d, c), c, loop), node.loc))
             shapes.append(at)
         types = [dt.tensor_type(at, loop) for at in shapes]
-        out_t = dt.tensor_type(shape, loop)
-        callee = self._numpy_ufunc_function(node, loop, shapes, types, out_t, backwards)
-        init = self.filled(shape, loop, -0.0, node.loc)
+        out_t = dt.tensor_type(call_shape, loop)
+        callee = self._numpy_ufunc_function(node, loop, shapes, types, out_t, kinds, written_back)
+        init = self.filled(call_shape, loop, -0.0, node.loc)
         result = self.assign(f"func.call @{callee}({', '.join(args + [init])}) : ({', '.join(types + [out_t])}) -> {out_t}",
                              node.loc)
+        if axes != sorted(axes) or written_back:  # back to the result's axes, first element first
+            indices = [f"-d{d} + {shape[d] - 1}" if written_back else f"d{d}" for d in axes]
+            result = self._generic(shape, loop, [(result, call_shape, loop, _map(len(shape), indices))],
+                                   lambda rb, a: a[0], node.loc)
         if node.dtype == loop:
             return result
         return self._generic(shape, node.dtype, [(result, shape, loop)],
@@ -416,25 +447,33 @@ class Emitter:
                 f"    return {value} : {t} {here}\n  }} {here}\n")
 
     def _numpy_ufunc_function(self, node: Node, loop: np.dtype, shapes: list, types: list, out_t: str,
-                              backwards: list) -> str:
+                              kinds: list, written_back: bool = False) -> str:
         """The name of the private function ``(%a0, ..., %init) -> %r`` computing ``node``'s ufunc in ``loop`` from
-        operands of ``shapes`` (the result's, or 0-d): one generic computing it with the target's math functions,
-        the function marked ``parity.numpy_loop`` with its NumPy loop (``_private_function``). An operand marked
-        ``backwards`` (``layout.read_backwards``) holds its elements last to first and is read so; the NumPy loop's
-        call reads it from its end at a negative step (``parity.numpy_loop_backwards``: the operands' positions)."""
-        return self._private_function(("numpy_ufunc", node.op, tuple(types), out_t, tuple(backwards)),
+        operands of ``shapes`` (the call's, one element per row, or 0-d; ``kinds``, ``_numpy_ufunc``'s): one
+        generic computing it with the target's math functions, the function marked ``parity.numpy_loop`` with its
+        NumPy loop (``_private_function``). An operand read backwards holds its elements last to first; the NumPy
+        loop's calls read it from its end at a negative step (``parity.numpy_loop_backwards``: the operands'
+        positions, the destination's last, where ``written_back``: it then holds the result last element first);
+        with operands of one element per row (``parity.numpy_loop_per_row``), the loop is called row by row,
+        the rows being the call's last axes."""
+        return self._private_function(("numpy_ufunc", node.op, tuple(types), out_t, tuple(kinds), written_back),
                                       "parity_numpy_ufunc", node, lambda callee, here: self._numpy_ufunc_text(
-                                          node, loop, shapes, types, out_t, backwards, callee, here))
+                                          node, loop, shapes, types, out_t, kinds, written_back, callee, here))
 
-    def _numpy_ufunc_text(self, node: Node, loop: np.dtype, shapes: list, types: list, out_t: str, backwards: list,
-                          callee: str, here: str) -> str:
+    def _numpy_ufunc_text(self, node: Node, loop: np.dtype, shapes: list, types: list, out_t: str, kinds: list,
+                          written_back: bool, callee: str, here: str) -> str:
         rank = len(node.shape)
         dims = [f"d{i}" for i in range(rank)]
-        maps = [_reversed_map(node.shape) if back else _map(rank, dims if at == node.shape else ["0"] * len(at))
-                for at, back in zip(shapes, backwards)] + [_map(rank, dims)]
-        read_backwards = [i for i, back in enumerate(backwards) if back]
-        marked = f", {NUMPY_LOOP_BACKWARDS_ATTR} = [{', '.join(f'{i} : i64' for i in read_backwards)}]" \
-            if read_backwards else ""
+        # each operand read where its element of the destination's lies: a destination written backwards holds
+        # element k of the call at k's mirror, so there the operands held forwards are read mirrored
+        maps = [_map(rank, dims[:len(at)]) if (kind == "back") == written_back or kind == "scalar" else
+                _map(rank, [f"-{d} + {n - 1}" for d, n in zip(dims, at)]) for at, kind in zip(shapes, kinds)]
+        maps.append(_map(rank, dims))
+        backwards = [i for i, k in enumerate(kinds + ["back" if written_back else "fwd"]) if k == "back"]
+        per_row = [i for i, k in enumerate(kinds) if k == "row"]
+        marked = "".join(f", {attr} = [{', '.join(f'{i} : i64' for i in positions)}]"
+                         for positions, attr in ((backwards, NUMPY_LOOP_BACKWARDS_ATTR), (per_row, NUMPY_LOOP_PER_ROW_ATTR))
+                         if positions)
         region, xs, value = self._numpy_loop_region(node.op, loop, len(shapes))
         t = dt.mlir_type(loop)
         # the destination (-0.0, from the caller) added: a generic that reads its destination writes the
@@ -1976,6 +2015,9 @@ def _name_loc(name) -> str:
 DEVICE_RESIDENT_ATTR = "parity.device_resident"
 # on a NumPy-loop function: the operands it holds last element first, which the loop's call reads backwards
 NUMPY_LOOP_BACKWARDS_ATTR = "parity.numpy_loop_backwards"
+# on a NumPy-loop function: the operands it holds one element of per row, which the loop's calls, one a row, read
+# at step 0 (the rows are the result's last axes, as many elements each as it has over that operand's)
+NUMPY_LOOP_PER_ROW_ATTR = "parity.numpy_loop_per_row"
 # on a matmul's private function: NumPy computes it as a matrix times its own transpose (?syrk), and the kernel
 # passes both operands as one tensor; the BLAS shim calls syrk only there (``backend._GEMM_SHIM``)
 SYRK_ATTR = "parity.syrk"

@@ -69,7 +69,9 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
     if where is not True and out is None:
         raise NotImplementedError(f"np.{ufunc.__name__}: where= without out= leaves NumPy's uninitialized memory where "
                                   "the mask is False; pass out= too")
-    results = _gufunc_placed(ufunc, inputs, placement, loop) if placement else _ufunc_results(ufunc, inputs, **loop)
+    written = _written_iteration(out, where) if out is not None and not placement else None
+    results = _gufunc_placed(ufunc, inputs, placement, loop) if placement else \
+        _ufunc_results(ufunc, inputs, written=written, **loop)
     if out is not None:
         return _into_out(ufunc, results, out, where, loop["casting"] or "same_kind")
     return results if order is None else _laid_out_in_order(ufunc, inputs, results, order, placement, loop)
@@ -157,12 +159,31 @@ def _into_out(ufunc, results, out: tuple, where, casting: str = "same_kind"):
     return tuple(returned) if several else returned[0]
 
 
-def _ufunc_results(ufunc, inputs, signature=None, casting=None):
+def _written_iteration(out: tuple, where) -> P.WrittenInto | None:
+    """The out= array NumPy's iterator walks along with a ufunc's operands, and where='s mask (``layout.loop_steps``
+    reads their strides); None where there is not one traced array, or the model only guesses a layout."""
+    if len(out) != 1 or not isinstance(out[0], Tensor):
+        return None
+    target = out[0].node
+    mask = None
+    if where is not True:
+        mask = where.node if isinstance(where, Tensor) else layout.user_array_node(np.asarray(where))
+        if mask.ndim > target.ndim or not layout.known(mask):
+            return None
+    if not layout.known(target):
+        return None
+    return P.WrittenInto(target.shape, layout.strides_of(target), target.dtype, layout.memory_start(target),
+                         None if mask is None else (layout.broadcast_strides(mask, target.shape), mask.dtype))
+
+
+def _ufunc_results(ufunc, inputs, signature=None, casting=None, written=None):
     """The result (a tuple of them for np.divmod, np.frexp, np.modf) of calling ``ufunc`` on traced inputs;
-    ``signature`` and ``casting`` choose the loop (see ``_loop_arguments``)."""
+    ``signature`` and ``casting`` choose the loop (see ``_loop_arguments``); ``written``: the out= array the
+    result goes into (``_written_iteration``), for the steps NumPy's loop is called with."""
     name = UFUNC_PRIMITIVES.get(ufunc)
     if name is not None:
-        return Tensor(P.elementwise(name, [_operand(x) for x in inputs], signature, casting), scalar=True)
+        return Tensor(P.elementwise(name, [_operand(x) for x in inputs], signature, casting, written=written),
+                      scalar=True)
     if ufunc is np.square:  # x * x in the loop NumPy picks for square (bool's is int8), under the same arguments
         x = _node(inputs[0])
         compute, out = dt.resolve_ufunc(np.square, [x.dtype], signature, casting)

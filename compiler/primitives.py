@@ -1024,9 +1024,23 @@ def broadcast_shapes(*shapes, what="operands") -> tuple:
         raise ValueError(f"{what}: shapes {' and '.join(str(tuple(s)) for s in shapes)} cannot be broadcast together") from None
 
 
-def elementwise(name: str, operands: list, signature=None, casting=None) -> Node:
+@dataclass(frozen=True)
+class WrittenInto:
+    """The out= array of a ufunc call (its shape, strides in elements, dtype, and where it starts:
+    ``layout.memory_start``) and where='s mask (its strides broadcast onto that shape, its dtype), which NumPy's
+    iterator walks along with the operands."""
+    shape: tuple
+    strides: tuple
+    dtype: np.dtype
+    start: tuple
+    mask: tuple | None = None
+
+
+def elementwise(name: str, operands: list, signature=None, casting=None, written: WrittenInto | None = None) -> Node:
     """Apply a ufunc-like primitive; operands are Nodes or ``Weak`` Python scalars; ``signature`` and
-    ``casting`` choose the loop as the ufunc's own arguments do (see ``dt.resolve_ufunc``)."""
+    ``casting`` choose the loop as the ufunc's own arguments do (see ``dt.resolve_ufunc``); ``written``: the
+    out= array the result goes into, as ``numpy_out``/``numpy_where`` (strides, converted by the loop) for
+    ``layout.loop_steps``."""
     ufunc = UFUNCS[name]
     types = [o if isinstance(o, dt.Weak) else o.dtype for o in operands]
     compute, out = dt.resolve_ufunc(ufunc, types, signature, casting)
@@ -1054,6 +1068,11 @@ def elementwise(name: str, operands: list, signature=None, casting=None) -> Node
     if name == "clip" and compute[0].kind == "f" and \
             all(scalar_to_loop(b, [n for n in nodes if n is not b], shape) for b in nodes[1:]):
         attrs["scalar_bounds"] = True
+    if written is not None and written.shape == shape and name in NUMPY_LOOP_UFUNCS:
+        attrs["numpy_out"] = (written.strides, np.dtype(written.dtype) != out)
+        attrs["numpy_out_start"] = written.start
+        if written.mask is not None:
+            attrs["numpy_where"] = (written.mask[0], np.dtype(written.mask[1]) != np.bool_)
     node = _make(name, nodes, shape, out, compute=tuple(compute), **attrs)
     integer_exponent_source(node)  # refuses, at trace time, exponents that cannot be checked
     return node

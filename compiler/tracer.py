@@ -397,6 +397,8 @@ class Tensor:
     def transpose(self, *axes):
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
             axes = axes[0]
+        elif len(axes) == 1 and isinstance(axes[0], np.ndarray) and axes[0].ndim == 1:
+            axes = tuple(axes[0])  # NumPy reads an array of axes as the sequence of its elements
         return view(P.transpose(self.node, axes or None), self, scalar=self.numpy_scalar,
                     positions=lambda p: np.transpose(p, axes or None))
 

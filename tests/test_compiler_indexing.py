@@ -240,6 +240,9 @@ def test_reshape_and_transpose():
         return h, merged, x.T, np.reshape(x, (3, 8)), x.reshape(-1), np.swapaxes(h, 0, 2)
 
     check(f, x)
+    # the axes as an integer array, which NumPy reads as the sequence of its elements
+    check(lambda x: (x.reshape(4, 2, 3).transpose(np.array([2, 0, 1])),
+                     np.transpose(x.reshape(2, 3, 4), np.array([1, 2, 0], np.int32))), x)
 
 
 def test_multihead_reshape_matmul():

@@ -220,3 +220,192 @@ def test_parity_numpy_loops_0_computes_them_with_the_c_library(monkeypatch):
         monkeypatch.undo()
         backend.numpy_loops_available.cache_clear()
     assert backend.get_target("cpu").numpy_loops
+
+
+def _view_recipe(rng, shape: tuple) -> tuple:
+    """A random way to lay out an array of ``shape`` as a view (axes reversed, strided, transposed): the
+    shape of the array to make, and how to view it (``_viewed``)."""
+    steps = [int(rng.choice([1, 1, -1, 2, -2])) for _ in shape]
+    perm = rng.permutation(len(shape)) if rng.random() < 0.3 else np.arange(len(shape))
+    return [shape[p] * abs(steps[p]) for p in perm], (perm, steps)
+
+
+def _viewed(base, how):
+    perm, steps = how
+    return base.transpose(np.argsort(perm))[tuple(slice(None, None, s) for s in steps)]
+
+
+def _operand_view(rng, shape: tuple, dtype) -> np.ndarray:
+    """A random view of about ``shape`` (leading axes dropped, unit axes to broadcast, laid out by
+    ``_view_recipe``), as NumPy's iterator meets operands."""
+    shape = list(shape[int(rng.integers(0, len(shape))):] if rng.random() < 0.3 else shape)
+    base_shape, how = _view_recipe(rng, [1 if rng.random() < 0.2 else n for n in shape])
+    return _viewed(rng.uniform(0.2, 3.0, base_shape).astype(dtype), how)
+
+
+def test_loop_steps_are_the_steps_numpys_iterator_gives_the_loop():
+    """``layout.loop_steps`` (the model of NumPy's ufunc iterator: axis order, flips, coalescing, and which
+    operands it buffers for calls over several axes) against ``np.nditer`` under the flags a ufunc builds its
+    iterator with: the sign of every operand's inner step and the result's, on random layouts, broadcasts and
+    converted operands, the result allocated or written into an out= view (where= a mask, or not)."""
+    from compiler import layout
+    from compiler.graph import topological
+    from compiler.jit import trace
+
+    rng = np.random.default_rng(11)
+    checked = 0
+    while checked < 500:
+        shape = tuple(int(rng.choice([1, 2, 3, 7, 64, 400, 1500, 5000, 9000])) for _ in range(int(rng.integers(1, 4))))
+        if not 2 <= int(np.prod(shape)) <= 400_000:
+            continue
+        loop, nin = np.dtype(rng.choice(["float32", "float64"])), int(rng.integers(1, 3))
+        arrays = [_operand_view(rng, shape, rng.choice([loop, loop, loop, np.int32, np.float16])) for _ in range(nin)]
+        result_shape = np.broadcast_shapes(*[a.shape for a in arrays])
+        if int(np.prod(result_shape)) < 2:
+            continue
+        ufunc = np.arctan2 if nin == 2 else np.arctan
+        loop = ufunc(*arrays).dtype  # the loop NumPy picks
+        out = mask = None
+        if rng.random() < 0.5:  # into a view of an array the function makes
+            out_base, out_how = _view_recipe(rng, result_shape)
+            out_dtype = rng.choice([loop, loop, np.float64])
+            out = _viewed(np.zeros_like(arrays[0], shape=out_base, dtype=out_dtype), out_how)  # as traced below
+            if rng.random() < 0.5:
+                mask = _operand_view(rng, result_shape, np.bool_)
+
+        def program(*a):
+            if out is None:
+                return ufunc(*a)
+            target = _viewed(np.zeros_like(a[0], shape=out_base, dtype=out.dtype), out_how)
+            return ufunc(*a, out=target, **({} if mask is None else {"where": mask}))
+
+        _, outputs, _, _ = trace(program, tuple(arrays), {})
+        node, = [n for n in topological(outputs) if n.op == ufunc.__name__]
+        masked = [] if mask is None else [mask]
+        it = np.nditer(arrays + [out] + masked, flags=["external_loop", "buffered", "growinner", "delay_bufalloc",
+                                                       "zerosize_ok", "refs_ok"],
+                       op_flags=[["readonly", "aligned"]] * nin +
+                       [["writeonly", "allocate", "no_subtype", "aligned", "no_broadcast"] if mask is None else
+                        ["readwrite", "writemasked", "aligned", "no_broadcast"]] + [["readonly", "arraymask"]] * len(masked),
+                       op_dtypes=[loop] * (nin + 1) + [np.bool_] * len(masked), casting="unsafe")
+        it.reset()
+        views = it.value if isinstance(it.value, tuple) else (it.value,)
+        expected = [int(np.sign(v.strides[0])) for v in views[:nin + 1]]
+        steps = layout.loop_steps(node, loop)
+        assert list(steps.steps) + [steps.result] == expected, \
+            (shape, [(a.shape, a.strides, a.dtype.name) for a in arrays + [out] + masked if a is not None])
+        checked += 1
+
+
+def test_loop_steps_where_out_overlaps_an_operand():
+    """An out= view sharing memory with an operand, other than as the very same array, makes NumPy's iterator
+    write into a temporary laid out in its order (COPY_IF_OVERLAP): ``layout.loop_steps`` against ``np.nditer``
+    on operands and out arrays that are reversed and transposed views of one array."""
+    from compiler import layout
+    from compiler.graph import topological
+    from compiler.jit import trace
+
+    rng = np.random.default_rng(14)
+    views = [lambda t: t, lambda t: t[::-1], lambda t: t[:, ::-1], lambda t: t[::-1, ::-1], lambda t: t.T,
+             lambda t: t.T[::-1], lambda t: t[:, 1:], lambda t: t[:, :-1][:, ::-1]]
+    for _ in range(200):
+        square = (int(rng.choice([2, 3, 64, 100, 400])),) * 2  # (rows of 400 are too short to buffer two views)
+        read, written = (views[int(rng.integers(0, len(views)))] for _ in range(2))
+        other = rng.uniform(0.2, 3.0, square).astype(np.float32)[:, ::int(rng.choice([1, -1]))]
+        a = rng.uniform(0.2, 3.0, square).astype(np.float32)
+        if read(a).shape != written(a).shape:
+            continue
+        binary = rng.random() < 0.5
+        ufunc = np.arctan2 if binary else np.arctan
+
+        def program(a, b):
+            t = a.copy()
+            ufunc(*((read(t), b[:read(t).shape[0], :read(t).shape[1]]) if binary else (read(t),)), out=written(t))
+            return t
+
+        _, outputs, _, _ = trace(program, (a, other), {})
+        node, = [x for x in topological(outputs) if x.op == ufunc.__name__]
+        t = a.copy()
+        arrays = [read(t)] + ([other[:read(t).shape[0], :read(t).shape[1]]] if binary else [])
+        with np.nditer(arrays + [written(t)], flags=["external_loop", "buffered", "growinner", "delay_bufalloc",
+                                                    "zerosize_ok", "refs_ok", "copy_if_overlap"],
+                       op_flags=[["readonly", "aligned", "overlap_assume_elementwise"]] * len(arrays) +
+                       [["writeonly", "aligned", "no_broadcast", "overlap_assume_elementwise"]],
+                       op_dtypes=[np.float32] * (len(arrays) + 1), casting="unsafe") as it:
+            it.reset()
+            got = it.value if isinstance(it.value, tuple) else (it.value,)
+        steps = layout.loop_steps(node, np.dtype(np.float32))
+        assert list(steps.steps) + [steps.result] == [int(np.sign(v.strides[0])) for v in got], \
+            (square, [(x.shape, x.strides) for x in arrays + [written(t)]])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_operands_are_read_at_the_steps_numpys_iterator_calls_the_loop_with(dtype):
+    """Where NumPy's iterator runs several axes, each call of its loop reads an operand at the step its
+    layout and the buffering decide (``layout.loop_steps``): a reversed axis backwards in rows too long to
+    buffer together, forwards through the buffer in short ones; an exponent broadcast along long rows at
+    step 0, so x ** e[:, None] squares where e is 2 (in C order, and with the rows along a Fortran array's
+    first axis). The kernel read every such operand forwards before, and seven of these cases differed (in up
+    to 40% of the elements); the two buffered ones guard the other side."""
+    rng = np.random.default_rng(12)
+    x = rng.uniform(0.2, 3.0, (3, 9000)).astype(dtype)
+    y = rng.uniform(-3.0, 3.0, (3, 9000)).astype(dtype)
+    e = np.array([2.0, 0.5, 3.0], dtype)
+    cases = [
+        (lambda a: np.arctan(a[:, ::-1]), (x,)),                           # rows of 9,000: backwards
+        (lambda a: np.arctan(a[:, :2000][:, ::-1]), (x,)),                 # 6,000 buffered: forwards
+        (lambda a, b: np.arctan2(a[:2, :400][:, ::-1], b[:2, :400][:, ::-1]), (x, y)),  # two to buffer: rows
+        (lambda a, b: np.arctan2(a[0, ::-1], b[:, ::-1]), (x, y)),        # a reversed row broadcast
+        (lambda a: np.exp(a.T[::-1]), (x,)),
+        (lambda a, b: a ** b[:, None], (x, e)),                           # step 0 along each row
+        (lambda a, b: a[:, ::-1] ** b[:, None], (x, e)),
+        (lambda a, b: a ** b, (np.asfortranarray(x.T), e)),               # rows along axis 0
+        (lambda a, b: a[:, :400] ** b[:, None], (x, e)),                   # buffered: the exponent forwards
+    ]
+    with np.errstate(all="ignore"):
+        for fn, args in cases:
+            _same_bits(jit(fn)(*args), fn(*args))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_result_written_into_out_is_written_at_the_step_numpys_loop_writes_it(dtype):
+    """With out=, NumPy's iterator allocates nothing, so it walks an axis every operand steps backwards along
+    from its other end (np.arctan(x[::-1], out=o[::-1]) reads and writes forwards) and otherwise writes the
+    result at the out view's step, backwards into o[::-1] or o[:, ::-1]; where='s mask counts as an operand.
+    An out= array over an operand's memory, other than that very array, is a fresh one NumPy copies back.
+    The kernel wrote every result forwards before, and all but two cases differed (the in-place ones differed
+    when it wrote them as the out= view lies)."""
+    rng = np.random.default_rng(13)
+    x = rng.uniform(0.2, 3.0, (3, 9000)).astype(dtype)
+    y = rng.uniform(-3.0, 3.0, (3, 9000)).astype(dtype)
+    e = np.array([2.0, 0.5, 3.0], dtype)
+
+    def into(view, ufunc, *operands, **where):
+        def program(a, *b):
+            o = np.zeros_like(a, dtype=view[1])
+            ufunc(*(f(a, *b) for f in operands), out=view[0](o), **{k: f(a) for k, f in where.items()})
+            return o
+        return program
+
+    backwards, columns_backwards = (lambda o: o[::-1], dtype), (lambda o: o[:, ::-1], dtype)
+    cases = [
+        (into(backwards, np.arctan, lambda a: a[::-1]), (x[0],)),                    # flipped: forwards
+        (into(backwards, np.arctan, lambda a: a), (x[0],)),                          # written backwards
+        (into(columns_backwards, np.arctan, lambda a: a), (x,)),
+        (into(columns_backwards, np.arctan2, lambda a, b: a, lambda a, b: b), (x, y)),
+        (into(columns_backwards, np.power, lambda a, b: a, lambda a, b: b[:, None]), (x, e)),  # and row by row
+        (into(columns_backwards, np.arctan, lambda a: a, where=lambda a: a > 1.0), (x,)),
+        (into((lambda o: o, np.float64), np.arctan, lambda a: a[:, ::-1]), (x,)),  # converted as written
+        (into(columns_backwards, np.arctan, lambda a: a[:, ::-1]), (x,)),            # flipped
+        (into((lambda o: o[:, 500:0:-1], dtype), np.arctan, lambda a: a[:, :500]), (x,)),  # short rows: buffered
+    ]
+    # out= over the operand's own memory, reversed: NumPy writes into a fresh array (forwards) and copies it back
+    in_place = [
+        (lambda a: (t := a.copy(), np.arctan(t, out=t[::-1]), t)[2], (x[0],)),
+        (lambda a: (t := a.copy(), np.arctan(t, out=t[:, ::-1]), t)[2], (x,)),
+        (lambda a, b: (t := a.copy(), np.power(t, b[:, None], out=t[:, ::-1]), t)[2], (x, e)),
+        (lambda a: (t := a.copy(), np.arctan(t[:, ::-1], out=t), t)[2], (x,)),  # (read backwards)
+    ]
+    with np.errstate(all="ignore"):
+        for fn, args in cases + in_place:
+            _same_bits(jit(fn)(*args), fn(*args))
