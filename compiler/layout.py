@@ -495,8 +495,7 @@ def as_read(operand: Node) -> tuple:
     cast to the loop's type is no array NumPy allocates but a conversion as the loop reads, so the cast's
     operand as it lies (a broadcast's zero strides included, which decide nothing). Alone, as a result,
     a cast is a unary ufunc's array (``_strides_of``); folded to a constant, it keeps both."""
-    while operand.op == "cast" and not operand.attrs.get("buffered"):
-        operand = operand.inputs[0]
+    operand = _loop_operand(operand)
     return operand.attrs.get("read_strides") or strides_of(operand)
 
 

@@ -199,6 +199,7 @@ def test_syrk_exactly_where_numpy_multiplies_an_array_by_its_own_transpose(dtype
         "x times its copy's transpose (gemm)": lambda x: x @ x.copy().T,
         "two Fortran copies (gemm)": lambda x: x.copy(order="F").T @ x.copy(order="F"),
         "reversed views NumPy copies apart (gemm)": lambda x: x[::-1] @ x[::-1].T,
+        "a view reversed twice is the array (syrk)": lambda x: x.T[:, ::-1][:, ::-1] @ x,
         "broadcast NumPy copies apart (gemm)": lambda x: np.broadcast_to(x[:1], x.shape) @ np.broadcast_to(x[:1], x.shape).T,
     }
     for shape in [(9, 300), (40, 300), (16, 5)]:
