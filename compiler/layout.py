@@ -360,7 +360,8 @@ class LoopSteps:
 
 def loop_steps(node: Node, loop: np.dtype) -> LoopSteps:
     """The steps NumPy's ufunc loop (of dtype ``loop``) is called with for ``node``'s operands, from their
-    layouts: a port of NumPy 2.4's iterator construction for a ufunc (nditer_constr.c: the axes ordered by
+    layouts: a port of NumPy 2.4's ufunc call (ufunc_object.c's ``check_for_trivial_loop``, which converts short
+    inputs first, ``_converted_first``), then its iterator construction (nditer_constr.c: the axes ordered by
     stride; where the result is allocated, it is laid out in that order and no stride is flipped, where it is
     written into ``out=`` (``numpy_out``, and ``where=``'s mask, ``numpy_where``: the strides and whether the
     loop converts) an axis every operand steps backwards along is flipped; axes coalesced; then
@@ -376,6 +377,8 @@ def loop_steps(node: Node, loop: np.dtype) -> LoopSteps:
     # (strides in elements, as every operand's here: NumPy compares an operand's strides only with its own)
     strides = [_unit_axes_zero(_broadcast(op, as_read(op), shape), shape) for op in node.inputs]
     casts = [_loop_operand(op).dtype != loop for op in node.inputs]
+    if not node.attrs.get("numpy_where"):  # (a masked call goes to the iterator directly)
+        _converted_first(node, strides, casts)
     written = node.attrs.get("numpy_out")
     if written is None:  # the result, allocated in the order the iterator visits the axes
         order = iteration_order(shape, strides)
@@ -402,6 +405,21 @@ def loop_steps(node: Node, loop: np.dtype) -> LoopSteps:
         steps.append(int(np.sign(inner)) if not buffered or (single[i] > best_dim and inner == 0) else 1)
     rows = tuple(sorted(d for _, _, axes in dims[:best_dim + 1] for d in axes if shape[d] != 1))
     return LoopSteps(tuple(steps[:nin]), rows, steps[nin])
+
+
+def _converted_first(node: Node, strides: list, casts: list) -> None:
+    """NumPy's ``check_for_trivial_loop`` (ufunc_object.c), before any iterator: an input the loop converts that
+    has no axis, or one of at most a buffer's elements, is converted into a fresh contiguous array first (which
+    the iterator then reads as it lies, unconverted); it goes through the inputs in order and stops at the first
+    converted one it cannot copy so. Updates ``strides`` and ``casts`` in place."""
+    for i, operand in enumerate(node.inputs):
+        if not casts[i]:
+            continue
+        source = _loop_operand(operand)
+        if source.ndim > 1 or source.ndim == 1 and source.shape[0] > NUMPY_BUFSIZE:
+            return
+        strides[i] = _unit_axes_zero(_broadcast(source, contiguous_strides(source.shape), node.shape), node.shape)
+        casts[i] = False
 
 
 def _written_over_an_operand(node: Node, out_strides: tuple, out_start: tuple) -> bool:

@@ -243,6 +243,20 @@ def _operand_view(rng, shape: tuple, dtype) -> np.ndarray:
     return _viewed(rng.uniform(0.2, 3.0, base_shape).astype(dtype), how)
 
 
+def _converted_as_the_ufunc_does(arrays: list, loop) -> list:
+    """The operands an unmasked ufunc call hands its iterator: before it builds one, NumPy's
+    ``check_for_trivial_loop`` (ufunc_object.c) converts each input of another dtype that has no axis or one of
+    at most a buffer's elements into a fresh array of the loop's dtype, and stops at the first it cannot."""
+    handed = list(arrays)
+    for i, a in enumerate(arrays):
+        if a.dtype == loop:
+            continue
+        if a.ndim > 1 or a.ndim == 1 and a.shape[0] > np.getbufsize():
+            break
+        handed[i] = a.astype(loop)
+    return handed
+
+
 def test_loop_steps_are_the_steps_numpys_iterator_gives_the_loop():
     """``layout.loop_steps`` (the model of NumPy's ufunc iterator: axis order, flips, coalescing, and which
     operands it buffers for calls over several axes) against ``np.nditer`` under the flags a ufunc builds its
@@ -282,7 +296,8 @@ def test_loop_steps_are_the_steps_numpys_iterator_gives_the_loop():
         _, outputs, _, _ = trace(program, tuple(arrays), {})
         node, = [n for n in topological(outputs) if n.op == ufunc.__name__]
         masked = [] if mask is None else [mask]
-        it = np.nditer(arrays + [out] + masked, flags=["external_loop", "buffered", "growinner", "delay_bufalloc",
+        iterated = arrays if mask is not None else _converted_as_the_ufunc_does(arrays, loop)
+        it = np.nditer(iterated + [out] + masked, flags=["external_loop", "buffered", "growinner", "delay_bufalloc",
                                                        "zerosize_ok", "refs_ok"],
                        op_flags=[["readonly", "aligned"]] * nin +
                        [["writeonly", "allocate", "no_subtype", "aligned", "no_broadcast"] if mask is None else
@@ -406,6 +421,11 @@ def test_a_result_written_into_out_is_written_at_the_step_numpys_loop_writes_it(
         (lambda a, b: (t := a.copy(), np.power(t, b[:, None], out=t[:, ::-1]), t)[2], (x, e)),
         (lambda a: (t := a.copy(), np.arctan(t[:, ::-1], out=t), t)[2], (x,)),  # (read backwards)
     ]
+    # a short 1-d operand of another dtype NumPy converts into a fresh array before it iterates, so it flips no
+    # axis: into o[::-2] the result is written backwards
+    converted = (x[0, :3000] * 100).astype(np.int32)
+    in_place.append((lambda a: (o := np.zeros_like(a, dtype=np.float64), np.cbrt(a[::-2], out=o[::-2]), o)[2],
+                     (converted,)))
     with np.errstate(all="ignore"):
         for fn, args in cases + in_place:
             _same_bits(jit(fn)(*args), fn(*args))
