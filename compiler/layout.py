@@ -349,10 +349,10 @@ NUMPY_BUFSIZE = 8192  # elements: NumPy's default ufunc buffer (np.getbufsize())
 
 @dataclass(frozen=True)
 class LoopSteps:
-    """How NumPy's strided loop sees a ufunc's operands (``loop_steps``): ``steps[i]`` is the sign of operand
-    i's step in every inner-loop call (-1 read backwards, 0 the same element throughout a call, +1 forwards),
-    ``result`` the sign of the step the result is written at, and ``row_axes`` the axes one call covers at
-    most, along which a step-0 operand does not vary."""
+    """How NumPy's strided loop sees a ufunc's operands (``loop_steps``): ``steps[i]`` is operand i's step in
+    every inner-loop call, in elements (negative: read backwards; 0: the same element throughout a call; 1:
+    contiguous, as a buffer is), ``result`` the step the result is written at, and ``row_axes`` the axes one
+    call covers at most, along which a step-0 operand does not vary."""
     steps: tuple
     row_axes: tuple
     result: int = 1
@@ -366,7 +366,8 @@ def loop_steps(node: Node, loop: np.dtype) -> LoopSteps:
     written into ``out=`` (``numpy_out``, and ``where=``'s mask, ``numpy_where``: the strides and whether the
     loop converts) an axis every operand steps backwards along is flipped; axes coalesced; then
     ``npyiter_find_buffering_setup``'s choice of how many axes one call covers). Its SIMD loops take other
-    paths, with other roundings, by these steps: an operand read backwards (``np.arctan(x[:, ::-1])`` of long
+    paths, with other roundings, by these steps (float32's and float64's by their signs, float16's by whether
+    they are 1): an operand read backwards (``np.arctan(x[:, ::-1])`` of long
     rows; of short ones NumPy buffers the operand and reads the buffer forwards), an exponent at step 0
     (``x ** e[:, None]`` of long rows squares where ``e`` is 2). An operand the loop converts to or from its
     dtype goes through a buffer: forwards, or at step 0 where it is one element throughout. Checked against
@@ -402,7 +403,7 @@ def loop_steps(node: Node, loop: np.dtype) -> LoopSteps:
     for i in range(nin + 1):
         inner = dims[0][1][i]
         buffered = casts[i] or single[i] <= best_dim
-        steps.append(int(np.sign(inner)) if not buffered or (single[i] > best_dim and inner == 0) else 1)
+        steps.append(int(inner) if not buffered or (single[i] > best_dim and inner == 0) else 1)
     rows = tuple(sorted(d for _, _, axes in dims[:best_dim + 1] for d in axes if shape[d] != 1))
     return LoopSteps(tuple(steps[:nin]), rows, steps[nin])
 
@@ -423,12 +424,20 @@ def _converted_first(node: Node, strides: list, casts: list) -> None:
 
 
 def _written_over_an_operand(node: Node, out_strides: tuple, out_start: tuple) -> bool:
-    """Whether the out= array (its strides and ``memory_start``) of the ufunc ``node`` may share memory with an
+    """Whether the out= array (its strides and ``memory_start``) of the ufunc ``node`` shares memory with an
     operand it reads, other than being that very array: NumPy's iterator (COPY_IF_OVERLAP) then writes into a
-    temporary. It asks whether the arrays' memory spans meet (``solve_may_share_memory`` with max_work=1)."""
+    temporary. NumPy asks ``solve_may_share_memory`` with max_work=1, which answers exactly where the arrays'
+    spans do not meet or its first step settles it; the model answers exactly always (where NumPy's solver gives
+    up on arrays that interleave without sharing an element, NumPy copies and the model does not)."""
     def span(shape, strides, start):
         ends = [(n - 1) * s for n, s in zip(shape, strides) if n > 1]
         return start + sum(e for e in ends if e < 0), start + sum(e for e in ends if e > 0)
+
+    def elements(shape, strides, start):
+        offsets = np.array(start, dtype=np.int64)
+        for n, stride in zip(shape, strides):
+            offsets = np.add.outer(offsets, np.arange(n, dtype=np.int64) * stride)
+        return offsets.ravel()
 
     base, offset = out_start
     low, high = span(node.shape, out_strides, offset)
@@ -440,7 +449,8 @@ def _written_over_an_operand(node: Node, out_strides: tuple, out_start: tuple) -
         identical = (their_offset == offset and operand.shape == node.shape and strides == out_strides
                      and not any(s == 0 for s, n in zip(strides, operand.shape) if n > 1))
         their_low, their_high = span(operand.shape, strides, their_offset)
-        if not identical and their_low <= high and low <= their_high:
+        if not identical and their_low <= high and low <= their_high and np.intersect1d(
+                elements(node.shape, out_strides, offset), elements(operand.shape, strides, their_offset)).size:
             return True
     return False
 

@@ -367,6 +367,10 @@ class Emitter:
         loop = np.dtype(compute[0])
         # (a guessed layout: read forwards, as a fresh C array)
         steps = layout.loop_steps(node, loop) if all(layout.known(inp) for inp in node.inputs) else None
+        # float16's loops take their SIMD path only where every step is 1 and else compute element by element,
+        # whatever the steps: a step other than 1 is passed as a backwards one (float32's and float64's loops
+        # round the same at any positive step)
+        backwards = (lambda step: step < 0 or step > 1) if loop == np.float16 else (lambda step: step < 0)
         kinds = []
         for i, inp in enumerate(node.inputs):
             step = 1 if steps is None else steps.steps[i]
@@ -375,14 +379,14 @@ class Emitter:
             elif step == 0 and inp.size > 1:  # (one element: scalar_to_loop's measured rule decides)
                 kinds.append("row")
             else:
-                kinds.append("back" if step < 0 else "fwd")
+                kinds.append("back" if backwards(step) else "fwd")
         # with rows, the rows' axes last (in order: which element a call meets first changes no value)
         row_axes = steps.row_axes if "row" in kinds else ()
         axes = [d for d in range(len(shape)) if d not in row_axes] + list(row_axes)
         outer = axes[:len(axes) - len(row_axes)]
         at_shape = {"scalar": (), "row": tuple(shape[d] for d in outer), "back": None, "fwd": None}
         call_shape = tuple(shape[d] for d in axes)
-        written_back = steps is not None and steps.result < 0
+        written_back = steps is not None and backwards(steps.result)
         args, shapes = [], []
         for inp, operand, c, kind in zip(node.inputs, operands, compute, kinds):
             at = call_shape if at_shape[kind] is None else at_shape[kind]

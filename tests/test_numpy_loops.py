@@ -305,7 +305,7 @@ def test_loop_steps_are_the_steps_numpys_iterator_gives_the_loop():
                        op_dtypes=[loop] * (nin + 1) + [np.bool_] * len(masked), casting="unsafe")
         it.reset()
         views = it.value if isinstance(it.value, tuple) else (it.value,)
-        expected = [int(np.sign(v.strides[0])) for v in views[:nin + 1]]
+        expected = [v.strides[0] // loop.itemsize for v in views[:nin + 1]]  # (in elements)
         steps = layout.loop_steps(node, loop)
         assert list(steps.steps) + [steps.result] == expected, \
             (shape, [(a.shape, a.strides, a.dtype.name) for a in arrays + [out] + masked if a is not None])
@@ -350,7 +350,7 @@ def test_loop_steps_where_out_overlaps_an_operand():
             it.reset()
             got = it.value if isinstance(it.value, tuple) else (it.value,)
         steps = layout.loop_steps(node, np.dtype(np.float32))
-        assert list(steps.steps) + [steps.result] == [int(np.sign(v.strides[0])) for v in got], \
+        assert list(steps.steps) + [steps.result] == [v.strides[0] // 4 for v in got], \
             (square, [(x.shape, x.strides) for x in arrays + [written(t)]])
 
 
@@ -429,3 +429,23 @@ def test_a_result_written_into_out_is_written_at_the_step_numpys_loop_writes_it(
     with np.errstate(all="ignore"):
         for fn, args in cases + in_place:
             _same_bits(jit(fn)(*args), fn(*args))
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_float16_loops_take_their_simd_path_only_at_unit_steps(name):
+    """NumPy's float16 loops (loops_half.dispatch.c.src) convert a contiguous run to float32 through SVML and
+    compute element by element at any other step, which rounds otherwise (cbrt of 2.658 is 1.3848 one way and
+    1.3857 the other): a strided operand (x[::2], a column step of 3) or result (out=o[::2]) takes the element
+    path, as NumPy's does."""
+    ufunc = getattr(np, name)
+    x = _values(name, np.float16, 8000)
+
+    def into_every_other(a):
+        o = np.zeros_like(a)
+        ufunc(a[: (a.size + 1) // 2], out=o[::2])
+        return o
+
+    cases = [lambda a: ufunc(a[::2]), into_every_other, lambda a: ufunc(a[: a.size // 2 * 2].reshape(2, -1)[:, ::3])]
+    with np.errstate(all="ignore"):
+        for fn in cases:
+            _same_bits(jit(fn)(x), fn(x))
