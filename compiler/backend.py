@@ -605,27 +605,36 @@ def _element_body(name: str, types: list, slot: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _whole_array_body(name: str, memrefs: list, slot: int, backwards: set = frozenset()) -> str:
-    """``parity_numpy_ufunc_<n>`` as one call of its loop over every element. ``memrefs``: its argument
-    types after bufferization, the operands' then the destination's (identity layouts, as the function
-    boundary's bufferization makes them); ``backwards``: the operands that hold their elements last to first,
-    read from their end at a negative step, as NumPy's loop reads a reversed view (``layout.loop_steps``)."""
+def _loop_operands(name: str, memrefs: list, backwards: set, per_row: set = frozenset()) -> tuple[list, int, str]:
+    """The head of ``parity_numpy_ufunc_<n>``'s body: each argument's pointer (a ``backwards`` one's to its last
+    element) and the step its loop's calls read it at, stored into ``%data``/``%steps``; (lines, the number of
+    elements, the element type). ``memrefs``: its argument types after bufferization, the operands' then the
+    destination's (identity layouts, as the function boundary's bufferization makes them)."""
     from mlir import ir
-    n = int(np.prod(ir.MemRefType(memrefs[-1]).shape, dtype=np.int64))
-    itemsize = {"f16": 2, "f32": 4, "f64": 8}[str(ir.MemRefType(memrefs[-1]).element_type)]
+    types = [ir.MemRefType(t) for t in memrefs]
+    n = int(np.prod(types[-1].shape, dtype=np.int64))
+    element = str(types[-1].element_type)
+    itemsize = {"f16": 2, "f32": 4, "f64": 8}[element]
     lines = [f"  func.func private @{name}({', '.join(f'%m{i}: {t}' for i, t in enumerate(memrefs))}) {{"]
-    steps = []
     for i, t in enumerate(memrefs):
         lines += [f"    %index{i} = memref.extract_aligned_pointer_as_index %m{i} : {t} -> index",
                   f"    %int{i} = arith.index_cast %index{i} : index to i64",
                   f"    %p{i} = llvm.inttoptr %int{i} : i64 to !llvm.ptr"]
         if i in backwards:  # (from its last element)
             lines += [f"    %last{i} = llvm.mlir.constant({n - 1} : i64) : i64",
-                      f"    %end{i} = llvm.getelementptr %p{i}[%last{i}] : (!llvm.ptr, i64) -> !llvm.ptr, "
-                      f"{ir.MemRefType(t).element_type}"]
-        # the lowering passes 0-d what NumPy's inner loop sees at stride 0 (primitives.scalar_to_loop)
-        steps.append(0 if not ir.MemRefType(t).shape else -itemsize if i in backwards else itemsize)
+                      f"    %end{i} = llvm.getelementptr %p{i}[%last{i}] : (!llvm.ptr, i64) -> !llvm.ptr, {element}"]
+    # the lowering passes 0-d what NumPy's inner loop sees at stride 0 (primitives.scalar_to_loop)
+    steps = [0 if i in per_row or not types[i].shape else -itemsize if i in backwards else itemsize
+             for i in range(len(memrefs))]
     lines += _pointer_arrays([f"%end{i}" if i in backwards else f"%p{i}" for i in range(len(memrefs))], steps)
+    return lines, n, element
+
+
+def _whole_array_body(name: str, memrefs: list, slot: int, backwards: set = frozenset()) -> str:
+    """``parity_numpy_ufunc_<n>`` as one call of its loop over every element (``_loop_operands``);
+    ``backwards``: the operands that hold their elements last to first, read from their end at a negative step,
+    as NumPy's loop reads a reversed view (``layout.loop_steps``)."""
+    lines, n, _ = _loop_operands(name, memrefs, backwards)
     lines += [f"    %slot = llvm.mlir.constant({slot} : i64) : i64", f"    %n = llvm.mlir.constant({n} : i64) : i64",
               "    func.call @parity_numpy_loop_call(%slot, %n, %data, %steps) : (i64, i64, !llvm.ptr, !llvm.ptr) -> ()",
               "    return", "  }"]
@@ -637,22 +646,9 @@ def _row_by_row_body(name: str, memrefs: list, slot: int, backwards: set, per_ro
     operands in ``per_row`` hold one element per row, read at step 0 by that row's call; the others and the
     destination hold the rows one after another (``backwards``: last to first, each row read from its end)."""
     from mlir import ir
-    types = [ir.MemRefType(t) for t in memrefs]
-    n = int(np.prod(types[-1].shape, dtype=np.int64))
-    rows = int(np.prod(types[min(per_row)].shape, dtype=np.int64))
-    element = types[-1].element_type
-    itemsize = {"f16": 2, "f32": 4, "f64": 8}[str(element)]
-    lines = [f"  func.func private @{name}({', '.join(f'%m{i}: {t}' for i, t in enumerate(memrefs))}) {{"]
-    for i, t in enumerate(memrefs):
-        lines += [f"    %index{i} = memref.extract_aligned_pointer_as_index %m{i} : {t} -> index",
-                  f"    %int{i} = arith.index_cast %index{i} : index to i64",
-                  f"    %p{i} = llvm.inttoptr %int{i} : i64 to !llvm.ptr"]
-        if i in backwards:
-            lines += [f"    %last{i} = llvm.mlir.constant({n - 1} : i64) : i64",
-                      f"    %end{i} = llvm.getelementptr %p{i}[%last{i}] : (!llvm.ptr, i64) -> !llvm.ptr, {element}"]
-    steps = [0 if i in per_row or not types[i].shape else -itemsize if i in backwards else itemsize
-             for i in range(len(memrefs))]
-    lines += _pointer_arrays([f"%end{i}" if i in backwards else f"%p{i}" for i in range(len(memrefs))], steps)
+    lines, n, element = _loop_operands(name, memrefs, backwards, per_row)
+    shapes = [ir.MemRefType(t).shape for t in memrefs]
+    rows = int(np.prod(shapes[min(per_row)], dtype=np.int64))
     lines += [f"    %slot = llvm.mlir.constant({slot} : i64) : i64", f"    %n = llvm.mlir.constant({n // rows} : i64) : i64",
               "    %zero = llvm.mlir.constant(0 : i64) : i64",
               "    %first = arith.constant 0 : index", f"    %rows = arith.constant {rows} : index",
@@ -661,8 +657,8 @@ def _row_by_row_body(name: str, memrefs: list, slot: int, backwards: set, per_ro
               "      %r = arith.index_cast %row : index to i64",
               "      %ahead = llvm.mul %r, %n : i64",
               "      %behind = llvm.sub %zero, %ahead : i64"]
-    for i, memref in enumerate(types):
-        if not memref.shape:
+    for i, shape in enumerate(shapes):
+        if not shape:
             continue  # one element for every call: stored once above
         base, offset = (f"%end{i}", "%behind") if i in backwards else (f"%p{i}", "%r" if i in per_row else "%ahead")
         lines += [f"      %at{i} = llvm.getelementptr {base}[{offset}] : (!llvm.ptr, i64) -> !llvm.ptr, {element}",

@@ -67,11 +67,6 @@ def _map(n: int, results: list[str]) -> str:
     return f"affine_map<({_dims(n)}) -> ({', '.join(results)})>"
 
 
-def _reversed_map(shape: tuple) -> str:
-    """The indexing map that reads an array of ``shape`` last element first (every axis reversed)."""
-    return _map(len(shape), [f"-d{i} + {n - 1}" for i, n in enumerate(shape)])
-
-
 def _loop_operand_indices(operand_shape: tuple, shape: tuple, axes: list, backwards: bool) -> list[str]:
     """The indices into an operand of ``operand_shape`` (broadcast onto ``shape``) of the element at the index
     ``d0, d1, ...`` of a tensor whose axes are ``shape``'s ``axes``, read last to first if ``backwards``: an axis
@@ -384,12 +379,11 @@ class Emitter:
         row_axes = steps.row_axes if "row" in kinds else ()
         axes = [d for d in range(len(shape)) if d not in row_axes] + list(row_axes)
         outer = axes[:len(axes) - len(row_axes)]
-        at_shape = {"scalar": (), "row": tuple(shape[d] for d in outer), "back": None, "fwd": None}
         call_shape = tuple(shape[d] for d in axes)
         written_back = steps is not None and backwards(steps.result)
         args, shapes = [], []
         for inp, operand, c, kind in zip(node.inputs, operands, compute, kinds):
-            at = call_shape if at_shape[kind] is None else at_shape[kind]
+            at = () if kind == "scalar" else call_shape[:len(outer)] if kind == "row" else call_shape
             if kind == "scalar" and inp.is_const():
                 args.append(self.filled((), loop, inp.value.reshape(()).astype(c), node.loc))
             elif kind == "fwd" and inp.dtype == loop and inp.shape == shape and axes == sorted(axes):

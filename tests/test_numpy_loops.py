@@ -257,10 +257,27 @@ def _converted_as_the_ufunc_does(arrays: list, loop) -> list:
     return handed
 
 
+def _numpys_inner_steps(inputs: list, out, mask, loop: np.dtype) -> list[int]:
+    """The steps, in elements, of the inputs and the result in the first call of NumPy's loop, from an
+    ``np.nditer`` built with the flags a ufunc builds its iterator with (ufunc_object.c's execute_ufunc_loop:
+    buffered, growing the inner loop, copying an out= that overlaps an input; ``out`` None: allocated)."""
+    masked = [] if mask is None else [mask]
+    written = ["writeonly", "allocate", "no_subtype"] if mask is None else ["readwrite", "writemasked"]
+    with np.nditer(inputs + [out] + masked, flags=["external_loop", "buffered", "growinner", "delay_bufalloc",
+                                                   "zerosize_ok", "refs_ok", "copy_if_overlap"],
+                   op_flags=[["readonly", "aligned", "overlap_assume_elementwise"]] * len(inputs) +
+                   [written + ["aligned", "no_broadcast", "overlap_assume_elementwise"]] +
+                   [["readonly", "arraymask"]] * len(masked),
+                   op_dtypes=[loop] * (len(inputs) + 1) + [np.bool_] * len(masked), casting="unsafe") as it:
+        it.reset()
+        views = it.value if isinstance(it.value, tuple) else (it.value,)
+        return [v.strides[0] // loop.itemsize for v in views[:len(inputs) + 1]]
+
+
 def test_loop_steps_are_the_steps_numpys_iterator_gives_the_loop():
     """``layout.loop_steps`` (the model of NumPy's ufunc iterator: axis order, flips, coalescing, and which
     operands it buffers for calls over several axes) against ``np.nditer`` under the flags a ufunc builds its
-    iterator with: the sign of every operand's inner step and the result's, on random layouts, broadcasts and
+    iterator with: every operand's inner step and the result's, on random layouts, broadcasts and
     converted operands, the result allocated or written into an out= view (where= a mask, or not)."""
     from compiler import layout
     from compiler.graph import topological
@@ -297,17 +314,8 @@ def test_loop_steps_are_the_steps_numpys_iterator_gives_the_loop():
         node, = [n for n in topological(outputs) if n.op == ufunc.__name__]
         masked = [] if mask is None else [mask]
         iterated = arrays if mask is not None else _converted_as_the_ufunc_does(arrays, loop)
-        it = np.nditer(iterated + [out] + masked, flags=["external_loop", "buffered", "growinner", "delay_bufalloc",
-                                                       "zerosize_ok", "refs_ok"],
-                       op_flags=[["readonly", "aligned"]] * nin +
-                       [["writeonly", "allocate", "no_subtype", "aligned", "no_broadcast"] if mask is None else
-                        ["readwrite", "writemasked", "aligned", "no_broadcast"]] + [["readonly", "arraymask"]] * len(masked),
-                       op_dtypes=[loop] * (nin + 1) + [np.bool_] * len(masked), casting="unsafe")
-        it.reset()
-        views = it.value if isinstance(it.value, tuple) else (it.value,)
-        expected = [v.strides[0] // loop.itemsize for v in views[:nin + 1]]  # (in elements)
         steps = layout.loop_steps(node, loop)
-        assert list(steps.steps) + [steps.result] == expected, \
+        assert list(steps.steps) + [steps.result] == _numpys_inner_steps(iterated, out, mask, loop), \
             (shape, [(a.shape, a.strides, a.dtype.name) for a in arrays + [out] + masked if a is not None])
         checked += 1
 
@@ -342,15 +350,8 @@ def test_loop_steps_where_out_overlaps_an_operand():
         node, = [x for x in topological(outputs) if x.op == ufunc.__name__]
         t = a.copy()
         arrays = [read(t)] + ([other[:read(t).shape[0], :read(t).shape[1]]] if binary else [])
-        with np.nditer(arrays + [written(t)], flags=["external_loop", "buffered", "growinner", "delay_bufalloc",
-                                                    "zerosize_ok", "refs_ok", "copy_if_overlap"],
-                       op_flags=[["readonly", "aligned", "overlap_assume_elementwise"]] * len(arrays) +
-                       [["writeonly", "aligned", "no_broadcast", "overlap_assume_elementwise"]],
-                       op_dtypes=[np.float32] * (len(arrays) + 1), casting="unsafe") as it:
-            it.reset()
-            got = it.value if isinstance(it.value, tuple) else (it.value,)
         steps = layout.loop_steps(node, np.dtype(np.float32))
-        assert list(steps.steps) + [steps.result] == [v.strides[0] // 4 for v in got], \
+        assert list(steps.steps) + [steps.result] == _numpys_inner_steps(arrays, written(t), None, np.dtype(np.float32)), \
             (square, [(x.shape, x.strides) for x in arrays + [written(t)]])
 
 
