@@ -139,8 +139,12 @@ def ordered(shape: tuple, order: str, like_shape: tuple, like_strides: tuple) ->
 def argument_strides(array) -> tuple | None:
     """The strides, in elements, of an argument NumPy holds otherwise than C-contiguously (a view the
     caller passes), for its input node; None for a C-contiguous one, a device array, or one whose
-    strides are no whole number of elements (NumPy copies that through its buffer anyway)."""
-    if not isinstance(array, np.ndarray) or array.flags.c_contiguous or any(s % array.itemsize for s in array.strides):
+    strides are no whole number of elements (NumPy copies that through its buffer anyway). A one-element
+    array of one axis is C-contiguous to NumPy whatever its stride, yet a ufunc's loop is called with that
+    stride (``_one_element_steps``): such a stride is kept too."""
+    if not isinstance(array, np.ndarray) or any(s % array.itemsize for s in array.strides):
+        return None
+    if array.flags.c_contiguous and not (array.shape == (1,) and array.strides[0] != array.itemsize):
         return None
     return tuple(s // array.itemsize for s in array.strides)
 
@@ -373,7 +377,9 @@ def loop_steps(node: Node, loop: np.dtype) -> LoopSteps:
     dtype goes through a buffer: forwards, or at step 0 where it is one element throughout. Checked against
     ``np.nditer``'s inner strides under the ufunc's flags in tests/test_numpy_loops.py."""
     shape, nin = node.shape, len(node.inputs)
-    if int(np.prod(shape, dtype=np.int64)) <= 1:  # one element, or none: scalar_to_loop's measured rule
+    if int(np.prod(shape, dtype=np.int64)) == 1:
+        return _one_element_steps(node, loop)
+    if 0 in shape:
         return LoopSteps((1,) * nin, ())
     # (strides in elements, as every operand's here: NumPy compares an operand's strides only with its own)
     strides = [_unit_axes_zero(_broadcast(op, as_read(op), shape), shape) for op in node.inputs]
@@ -406,6 +412,38 @@ def loop_steps(node: Node, loop: np.dtype) -> LoopSteps:
         steps.append(int(inner) if not buffered or (single[i] > best_dim and inner == 0) else 1)
     rows = tuple(sorted(d for _, _, axes in dims[:best_dim + 1] for d in axes if shape[d] != 1))
     return LoopSteps(tuple(steps[:nin]), rows, steps[nin])
+
+
+def _one_element_steps(node: Node, loop: np.dtype) -> LoopSteps:
+    """A call of one element. NumPy's ufunc tries its trivial loop first (ufunc_object.c's
+    ``try_trivial_single_output_loop``, after ``check_for_trivial_loop`` has copied converted inputs): where
+    every input of an axis has the result's shape, it passes an input of one axis at its own stride (so one
+    element read through ``x[::-1]`` is read backwards, and float32's and float64's loops leave their SIMD path
+    for it: ``np.sinh`` differs in the last bit), an input of more axes at its item size, a 0-d one at 0, and
+    out= of one axis at its stride too. Where it cannot (a mask, a converted input of several axes or cast
+    unsafely, inputs of other shapes, an out= that is converted, overlaps an input or steps backwards), NumPy's
+    iterator passes stride 0 to every operand (so power takes its fast paths, as ``primitives.scalar_to_loop``
+    has it, and float16's loops compute element by element)."""
+    nin, shape = len(node.inputs), node.shape
+    iterator = LoopSteps((0,) * nin, (), 0)
+    written = node.attrs.get("numpy_out")
+    if node.attrs.get("numpy_where") or written is not None and (
+            written[1] or len(shape) == 1 and written[0][0] < 0
+            or _written_over_an_operand(node, written[0], node.attrs["numpy_out_start"])):
+        return iterator
+    steps = []
+    for operand in node.inputs:
+        source = _loop_operand(operand)
+        if source.ndim and source.shape != shape:
+            return iterator
+        if source.dtype != loop:  # copied into a fresh array of the loop's type first, where it may be
+            if source.ndim > 1 or not np.can_cast(source.dtype, loop, "safe"):
+                return iterator
+            steps.append(source.ndim)
+        else:
+            steps.append(as_read(operand)[0] if source.ndim == 1 else int(source.ndim > 0))
+    result = written[0][0] if written is not None and len(shape) == 1 else 1
+    return LoopSteps(tuple(steps), (), result)
 
 
 def _converted_first(node: Node, strides: list, casts: list) -> None:

@@ -371,8 +371,10 @@ class Emitter:
             step = 1 if steps is None else steps.steps[i]
             if len(node.inputs) == 2 and scalar_to_loop(inp, [node.inputs[1 - i]], shape):
                 kinds.append("scalar")
-            elif step == 0 and inp.size > 1:  # (one element: scalar_to_loop's measured rule decides)
+            elif step == 0 and inp.size > 1:
                 kinds.append("row")
+            elif step == 0:  # one element the loop reads at stride 0 (a one-element call through NumPy's iterator)
+                kinds.append("scalar")
             else:
                 kinds.append("back" if backwards(step) else "fwd")
         # with rows, the rows' axes last (in order: which element a call meets first changes no value)
@@ -1584,12 +1586,16 @@ class Emitter:
         # NumPy's own loop, or the form in which its BLAS call reads each operand (CPU: ``_numpy_matmul_plan``)
         acc = dt.arithmetic_type(node.dtype)
         strides = [self.strides[inp.id] for inp in node.inputs] if self.numpy_sum_order else None
-        plan = _numpy_matmul_plan(node, strides) \
-            if self.numpy_sum_order and node.dtype.kind == "f" and node.dtype != np.float16 and \
-            all(layout.known(inp) for inp in node.inputs) else None  # (a guessed layout: as a fresh C array)
+        planned = self.numpy_sum_order and node.dtype.kind == "f" and node.dtype != np.float16 and \
+            all(layout.known(inp) for inp in node.inputs)  # (a guessed layout: as a fresh C array)
+        if planned and node.attrs.get("cblas") and _cblas_rule(node):
+            plan, strides, syrk = _numpy_dot_plan(node, strides)
+        else:
+            plan = _numpy_matmul_plan(node, strides) if planned else None
+            # NumPy's syrk (a matrix times its own transpose, one memory): the kernel hands both operands as one
+            # tensor
+            syrk = plan not in (None, "loop") and _numpy_syrk(node, strides)
         in_order = self.numpy_sum_order and (node.dtype == np.float16 or plan == "loop")
-        # NumPy's syrk (a matrix times its own transpose, one memory): the kernel hands both operands as one tensor
-        syrk = plan not in (None, "loop") and _numpy_syrk(node, strides)
         swapped = (1, 0) if node.ndim == 2 else (0, 2, 1)
         names, types, folded, views = [], [], [], []
         padded = {}  # (operand, view) -> its copy at NumPy's steps: a syrk's one memory stays one
@@ -1945,6 +1951,52 @@ def _numpy_matmul_plan(node: Node, strides: list):
         return ("C" if a_c else "F", None) if (a_c or a_f) and b_n >= 1 else "loop"
     return ("C" if a_c else "F" if a_f or abs(a_m) < abs(a_n) else "C",
             "C" if b_c else "F" if b_f or abs(b_n) < abs(b_p) else "C")
+
+
+def _cblas_rule(node: Node) -> bool:
+    """Whether np.dot's BLAS rule decides ``node`` (an np.dot-made matmul of matrices (m, k) @ (k, n)): where k > 1
+    and nothing is empty (a one-element operand is ``numpy_api._axpy_product``'s)."""
+    (m, k), n = node.inputs[0].shape, node.shape[-1]
+    return k > 1 and m > 0 and n > 0
+
+
+def _numpy_dot_plan(node: Node, strides: list) -> tuple:
+    """How np.dot multiplies ``node``'s float matrices (m, k) @ (k, n), by cblasfuncs.c's
+    ``cblas_matrixproduct`` (which np.inner and np.tensordot reach too), on the operands' strides (elements): an
+    operand with a negative step, or a zero one along an axis of more than one element, is first copied
+    C-contiguously; then a row times a column is its type's dot at the two increments; a matrix times a vector
+    a gemv, and two matrices a gemm (a syrk where they are one memory read as a matrix and its transpose); a
+    matrix is read as it lies where it is C- or Fortran-contiguous, and is else copied C-contiguously (np.dot
+    gives BLAS no leading dimension beyond a row, and runs no loop of its own, unlike matmul). Returns the
+    forms (as ``_numpy_matmul_plan``'s), the strides BLAS reads each operand at, and whether it is a syrk."""
+    (m, k), n = node.inputs[0].shape, node.shape[-1]
+    shapes = [(m, k), (k, n)]
+
+    def c_order(shape):
+        return (shape[1], 1)
+
+    def lies(shape, steps, wanted) -> bool:
+        return all(s == w for s, w, d in zip(steps, wanted, shape) if d > 1)
+
+    read, copied = [], []
+    for shape, steps in zip(shapes, strides):
+        steps = tuple(steps[-2:])
+        bad = any(s < 0 or s == 0 and d > 1 for s, d in zip(steps, shape))
+        read.append(c_order(shape) if bad else steps)
+        copied.append(bad)
+    if m == 1 and n == 1:
+        return (None, None), read, False
+    forms = []
+    for i, (shape, matrix) in enumerate(zip(shapes, (m > 1, n > 1))):
+        if not matrix:  # the vector of a gemv, at its increment
+            forms.append(None)
+            continue
+        if not lies(shape, read[i], c_order(shape)) and not lies(shape, read[i], (1, shape[0])):
+            read[i], copied[i] = c_order(shape), True
+        forms.append("C" if lies(shape, read[i], c_order(shape)) else "F")
+    syrk = (None not in forms and forms[0] != forms[1] and not any(copied) and m == n
+            and read[0] == read[1][::-1] and layout.memory_start(node.inputs[0]) == layout.memory_start(node.inputs[1]))
+    return tuple(forms), read, syrk
 
 
 def _readable_forms(node: Node, strides: list) -> tuple:

@@ -1641,7 +1641,7 @@ def _contract(x: P.Node, y: P.Node, axes_a: list, axes_b: list, cblas: bool = Fa
         return _axpy_product(x, y, out_shape)
     x2 = P.reshape(P.transpose(x, free_a + axes_a), (m, k))
     y2 = P.reshape(P.transpose(y, axes_b + free_b), (k, n))
-    return P.reshape(P.matmul(x2, y2), out_shape)
+    return P.reshape(P.matmul(x2, y2, cblas=cblas), out_shape)
 
 
 _BLAS_TYPES = (np.dtype(np.float32), np.dtype(np.float64))  # the common types NumPy's np.dot hands to BLAS
@@ -1656,19 +1656,54 @@ def _blas_typed(x: P.Node, y: P.Node) -> bool:
 def _axpy_product(x: P.Node, y: P.Node, out_shape: tuple) -> P.Node:
     """NumPy's BLAS np.dot where one operand holds one element (0-d, (1,), (1, 1)): NumPy reads it as a scalar
     s and, for a result of more than one element, calls BLAS's axpy over the other's elements into zeros --
-    out = s * other + 0.0, so a -0.0 product is +0.0, and for s == 0 axpy returns at once, leaving zeros even
-    against inf and NaN; a result of one element is s * other itself. The axis summed over has length 1, so
-    the other's elements are the result's in C order. (NumPy allocates the result C-contiguous.)"""
+    out = s * other + 0.0, and for s == 0 axpy returns at once, leaving zeros even against inf and NaN; a result
+    of one element is s * other itself. OpenBLAS's axpy adds with a fused multiply-add where it steps through
+    both arrays at unit increments, and in the last (length mod 4) elements of a call at any others, so a
+    product that underflows keeps its sign there (fma(-0.3, 1e-45, 0.0) is -0.0), and elsewhere multiplies,
+    then adds (+0.0): ``_axpy_fused``. The axis summed over has length 1, so the other's elements are the
+    result's in C order. (NumPy allocates the result C-contiguous.)"""
     dtype = np.result_type(x.dtype, y.dtype)
     s, other = (x, y) if x.size == 1 else (y, x)
     alpha = P.reshape(P.cast(s, dtype), ())
-    product = P.elementwise("multiply", [alpha, P.reshape(P.cast(other, dtype), out_shape)])
+    typed = P.cast(other, dtype)  # (converted in its memory order)
+    values = P.reshape(typed, out_shape)
+    product = P.elementwise("multiply", [alpha, values])
     if int(np.prod(out_shape, dtype=np.int64)) > 1:
         zero = const_node(np.zeros((), dtype))
-        product = P.where(P.elementwise("equal", [alpha, zero]), zero, P.elementwise("add", [product, dt.Weak(0)]))
+        rounded_zero = P.elementwise("add", [product, dt.Weak(0)])  # (-0.0 + 0.0 is +0.0)
+        fused = _axpy_fused(typed)
+        if fused.any():
+            kept = P.elementwise("logical_and", [const_node(fused.reshape(out_shape)),
+                                                 P.elementwise("not_equal", [values, zero])])
+            rounded_zero = P.where(kept, product, rounded_zero)
+        product = P.where(P.elementwise("equal", [alpha, zero]), zero, rounded_zero)
     return _fresh(Tensor(product)).node
 
 
+def _axpy_fused(other: P.Node) -> np.ndarray:
+    """For each of ``other``'s elements (C order), whether NumPy's axpy calls (cblasfuncs.c) reach it in
+    OpenBLAS's fused multiply-add: a vector (or row, or column) is one call over it at its increment; a matrix
+    one call per row or per column, whichever is longer, writing the result at that axis' step; an operand with
+    a negative step, or a zero one, is copied C-contiguously first. A call is fused throughout where both
+    increments are 1, else in its last (length mod 4) elements. Beyond two axes (np.tensordot's reshaped
+    operand) or where the layout is only guessed, a C-contiguous operand is assumed."""
+    shape = other.shape if other.ndim <= 2 else (math.prod(other.shape[:-1]), other.shape[-1])
+    strides = layout.strides_of(other) if other.ndim <= 2 and layout.known(other) else layout.contiguous_strides(shape)
+    if any(st < 0 or st == 0 and d > 1 for st, d in zip(strides, shape)):
+        strides = layout.contiguous_strides(shape)
+
+    def call(length: int, increment: int, out_step: int) -> np.ndarray:
+        if increment == 1 and out_step == 1:
+            return np.ones(length, bool)
+        return np.arange(length) >= length - length % 4
+
+    if len(shape) == 2 and min(shape) > 1:
+        along = 0 if shape[0] >= shape[1] else 1
+        fused = call(shape[along], strides[along], shape[1] if along == 0 else 1)
+        return np.broadcast_to(fused[:, None] if along == 0 else fused[None, :], shape).ravel()
+    vector = [(d, st) for d, st in zip(shape, strides) if d > 1]
+    length, increment = vector[0] if vector else (1, 1)
+    return call(length, increment, 1)
 def dot(a, b, out=None):
     if out is not None:
         return _dot_into(a, b, out)
@@ -1689,19 +1724,20 @@ def _dot_of_rows(x: P.Node, y: P.Node, axis_b: int) -> P.Node:
     """np.dot (and np.inner) of operands of more than two axes, as NumPy's PyArray_MatrixProduct2 computes it:
     each output element by its type's dot function, which for float32 and float64 is BLAS's ?dot at the
     operands' strides along the summed axis (x's last, y's ``axis_b``; an operand of another type is first
-    converted to a C-contiguous copy) -- OpenBLAS has one kernel for unit strides and another for any others,
+    converted to a copy laid out in its memory order, NumPy's K order) -- OpenBLAS has one kernel for unit strides and another for any others,
     and a stride BLAS cannot take (zero, negative) is NumPy's running sum from 0 (``P.row_dots``). Other types
     add each product in turn: the matmul's loop."""
     dtype = np.result_type(x.dtype, y.dtype)
     if dtype not in _BLAS_TYPES:
         return _contract(x, y, [x.ndim - 1], [axis_b])
-    increments = [max(layout.strides_of(v)[axis] if v.dtype == dtype else math.prod(v.shape[axis + 1:]), 0)
-                  for v, axis in ((x, x.ndim - 1), (y, axis_b))]  # (in elements; BLAS takes none below 1)
+    x_typed, y_typed = P.cast(x, dtype), P.cast(y, dtype)  # (a converted copy keeps the operand's K order)
+    increments = [max(layout.strides_of(v)[axis], 0)
+                  for v, axis in ((x_typed, x.ndim - 1), (y_typed, axis_b))]  # (in elements; BLAS takes none below 1)
     mode = "loop" if 0 in increments else "unit" if increments == [1, 1] else "strided"
     free_b = [i for i in range(y.ndim) if i != axis_b]
     k = x.shape[-1]
-    rows_x = P.reshape(P.cast(x, dtype), (math.prod(x.shape[:-1]), k))
-    rows_y = P.reshape(P.transpose(P.cast(y, dtype), free_b + [axis_b]), (math.prod(y.shape[i] for i in free_b), k))
+    rows_x = P.reshape(x_typed, (math.prod(x.shape[:-1]), k))
+    rows_y = P.reshape(P.transpose(y_typed, free_b + [axis_b]), (math.prod(y.shape[i] for i in free_b), k))
     return P.reshape(P.row_dots(rows_x, rows_y, mode), x.shape[:-1] + tuple(y.shape[i] for i in free_b))
 
 
@@ -4550,11 +4586,44 @@ def _vector_gufunc(name: str, x1, x2) -> Tensor:
     if name == "vecdot":
         product = P.matmul(P.reshape(a, a.shape[:-1] + (1, n_a)), P.reshape(b, b.shape + (1,)), gufunc=True)
         return Tensor(P.reshape(product, product.shape[:-2]), scalar=True)
+    if not _gemv_of_vector_gufunc(name, a, b):
+        # NumPy's loop takes its type's dot for each output element (BLAS's ?dot at the two increments, or a
+        # running sum where one is not positive): the vector and each row (column) of the matrix made a vecdot
+        matrix, vector = (a, b) if name == "matvec" else (P.transpose(b, _swap_last(b.ndim)), a)
+        rows = P.reshape(matrix, matrix.shape[:-1] + (1, n_a))
+        column = P.reshape(vector, vector.shape[:-1] + (1, n_a, 1))
+        product = P.matmul(rows, column, gufunc=True)  # (the products commute: x[i] * y[i] either way)
+        return Tensor(P.reshape(product, product.shape[:-2]), scalar=True)
     if name == "matvec":
         product = P.matmul(a, P.reshape(b, b.shape + (1,)), gufunc=True)
         return Tensor(P.reshape(product, product.shape[:-1]), scalar=True)
     product = P.matmul(P.reshape(a, a.shape[:-1] + (1, n_a)), b, gufunc=True)
     return Tensor(P.reshape(product, product.shape[:-2] + product.shape[-1:]), scalar=True)
+
+
+def _swap_last(ndim: int) -> list:
+    return list(range(ndim - 2)) + [ndim - 1, ndim - 2]
+
+
+def _gemv_of_vector_gufunc(name: str, a: P.Node, b: P.Node) -> bool:
+    """Whether NumPy's matvec (vecmat) loop multiplies by BLAS's gemv (matmul.c.src): for float32 and float64, a
+    matrix BLAS reads as it lies (unit steps along one axis, a leading dimension at least the other's extent),
+    a vector at a positive step, both core dimensions above 1. Else it takes a dot per output element, which
+    the matmul's plan for a vector does not (it runs matmul's own loop there). A layout the model only guesses
+    is taken as a gemv's."""
+    dtype = np.result_type(a.dtype, b.dtype)
+    matrix, vector = (a, b) if name == "matvec" else (b, a)
+    if dtype not in _BLAS_TYPES or not (layout.known(matrix) and layout.known(vector)):
+        return True
+
+    def core_strides(x: P.Node) -> tuple:  # (an operand of another type: the loop's C-contiguous copy)
+        return layout.contiguous_strides(x.shape) if x.dtype != dtype else layout.strides_of(x)
+
+    (rows, cols), (row_step, col_step) = matrix.shape[-2:], core_strides(matrix)[-2:]
+    if name == "vecmat":  # the matrix is (n, m): its rows' axis is the one summed
+        rows, cols, row_step, col_step = cols, rows, col_step, row_step
+    readable = col_step == 1 and row_step >= cols or row_step == 1 and col_step >= rows
+    return readable and core_strides(vector)[-1] >= 1 and rows > 1 and cols > 1
 
 
 def linalg_vector_norm(x, /, *, axis=None, keepdims=False, ord=2):

@@ -235,10 +235,17 @@ class OpInfo:
     # on the CPU the compiler makes NumPy's BLAS calls for it, with NumPy's arguments (backend._GEMM_SHIM):
     # bit for bit there too, whatever ``tolerance`` says for other targets
     numpy_blas: bool = False
+    # a sum or product the CPU computes in NumPy's order (compiler/layout.py, compiler/pairwise.py: pairwise
+    # where NumPy's inner loop runs along the reduced axis, in memory order, by its buffer's bufferfuls): bit
+    # for bit there too, the sign of a zero included where ``zero_sign``
+    numpy_order: bool = False
+    # its array operands may be any views (the fuzzer hands them over transposed, reversed, strided); False where
+    # the compiler refuses some layouts by name (``notes`` says which)
+    views: bool = True
 
     @property
     def exact_on_cpu(self) -> bool:
-        return self.numpy_loop or self.numpy_blas
+        return self.numpy_loop or self.numpy_blas or self.numpy_order
 
     def domain(self, i: int) -> Domain:
         return self.domains[min(i, len(self.domains) - 1)]
@@ -578,10 +585,11 @@ def _prod_scale(xs, p):
 
 
 def _reduction(name, call, dtypes, numpy_name, scale=None, extra=None, domain=None):
+    """A reduction along ``axis``; one with an error ``scale`` sums or multiplies (in NumPy's order on the CPU)."""
     params = _reduction_params(extra)
     register(OpInfo(name, call, 1, dtypes, "reduction", _unary_sample(params, 1), numpy_name=numpy_name,
                     domains=(domain or (MODERATE if scale else ANY),), tolerance=REDUCTION if scale else EXACT,
-                    exact=scale is None, params_for=params, scale=scale))
+                    exact=scale is None, params_for=params, scale=scale, numpy_order=scale is not None))
 
 
 def _axis(p):
@@ -698,8 +706,10 @@ def _reduce_where_scale_of_selection(xs, p):
     return np.reshape(scale, (1,) * (1 + np.ndim(xs[0]) - np.ndim(xs[1])) if axis is None else (1,) + np.shape(scale))
 
 
+# (max and min among their kinds: the sign of a zero maximum is NumPy's SIMD order's, zero_sign=False)
 register(OpInfo("reduce_where", _reduce_where, 2, NUMERIC, "reduction_masked", _reduce_where_sample,
-                domains=(PROD_DOMAIN,), tolerance=REDUCTION, exact=False, mixed_dtypes=True,
+                domains=(PROD_DOMAIN,), tolerance=REDUCTION, exact=False, mixed_dtypes=True, numpy_order=True,
+                zero_sign=False,
                 numpy_name="np.<reduction>(x, where=mask, initial=v)", scale=_reduce_where_scale,
                 notes="operand 1 is the boolean mask"))
 
@@ -732,8 +742,9 @@ def _selection_reduce(xs, p):
 
 register(OpInfo("selection_reduce", _selection_reduce, 2, NUMERIC, "reduction_masked", _selection_reduce_sample,
                 domains=(PROD_DOMAIN,), tolerance=REDUCTION, exact=False, mixed_dtypes=True,
-                numpy_name="x[mask].<reduction>()", scale=_reduce_where_scale_of_selection,
-                notes="operand 1 is the mask, over operand 0's leading axes"))
+                numpy_name="x[mask].<reduction>()", scale=_reduce_where_scale_of_selection, views=False,
+                notes="operand 1 is the mask, over operand 0's leading axes; x laid out otherwise than C-contiguously "
+                      "is refused (README, Known limitations)"))
 
 _NAN_KINDS = ("nansum", "nanprod", "nanmax", "nanmin", "nanmean", "nanvar", "nanstd", "nancumsum", "nancumprod")
 
@@ -774,7 +785,8 @@ def _nan_reduction_scale(xs, p):
 
 
 register(OpInfo("nan_reduction", _nan_reduction, 2, NUMERIC, "reduction_masked", _nan_reduction_sample,
-                domains=(PROD_DOMAIN,), tolerance=REDUCTION, exact=False, mixed_dtypes=True,
+                domains=(PROD_DOMAIN,), tolerance=REDUCTION, exact=False, mixed_dtypes=True, numpy_order=True,
+                zero_sign=False,
                 numpy_name="np.nansum/nanprod/nanmax/nanmin/nanmean/nanvar/nanstd/nancumsum/nancumprod",
                 scale=_nan_reduction_scale, notes="operand 1 marks the elements made NaN (float operands)"))
 
@@ -1733,7 +1745,7 @@ for _name, _dtypes in _REDUCING_UFUNCS.items():
             # maximum/minimum.reduce are np.max/np.min, whose zero of a +0.0/-0.0 mix NumPy's SIMD split decides
             tolerance=REDUCTION if _summing else EXACT, exact=not _summing,
             zero_sign=_name not in _C_ZERO_SIGN + ("maximum", "minimum"),
-            scale=(lambda xs, p, n=_name: _ufunc_reduce_scale(n, xs, p)) if _summing else None)
+            scale=(lambda xs, p, n=_name: _ufunc_reduce_scale(n, xs, p)) if _summing else None, numpy_order=_summing)
 
 
 def _axis_params(c, shape):
@@ -1975,10 +1987,10 @@ _single("method.diagonal", lambda xs, p: xs[0].diagonal(p["offset"], p["axis1"],
         "x.diagonal", min_rank=2)
 _single("trace", lambda xs, p: np.trace(xs[0], p["offset"], p["axis1"], p["axis2"], dtype=_acc(p)), _trace_params,
         "np.trace", min_rank=2, family="contraction", domains=(MODERATE,), tolerance=REDUCTION, exact=False,
-        scale=_trace_scale)
+        scale=_trace_scale, numpy_order=True)
 _single("method.trace", lambda xs, p: xs[0].trace(p["offset"], p["axis1"], p["axis2"], dtype=_acc(p)), _trace_params,
         "x.trace", min_rank=2, family="contraction", domains=(MODERATE,), tolerance=REDUCTION, exact=False,
-        scale=_trace_scale)
+        scale=_trace_scale, numpy_order=True)
 _single("diag", lambda xs, p: np.diag(xs[0], p["k"]), lambda c, s: {"k": c.integer(-3, 3)} if len(s) in (1, 2) else None,
         "np.diag",
         min_rank=1, max_rank=2)
@@ -2336,7 +2348,8 @@ def _average(xs, p):
 
 
 _single("average", _average, _average_params, "np.average", max_rank=3, family="reduction", domains=(MODERATE,),
-        tolerance=REDUCTION, exact=False, scale=lambda xs, p: 3 * _sum_scale(xs, p))  # weights are at most 3
+        tolerance=REDUCTION, exact=False, scale=lambda xs, p: 3 * _sum_scale(xs, p),  # weights are at most 3
+        numpy_order=True)
 # the mean of the middle one or two sorted values (signs of equal zeros in NumPy's partition order: not compared)
 _single("median", lambda xs, p: np.median(xs[0], axis=_axis(p), keepdims=p["keepdims"]), _ptp_params, "np.median",
         max_rank=3, family="sort")
@@ -3074,7 +3087,7 @@ def _ufunc_out(xs, p):
 
 _single("reduction_out", _reduction_out, _reduction_out_params, "np.<reduction>(x, axis, out=...)",
         family="reduction_out", max_rank=3, domains=(PROD_DOMAIN,), tolerance=REDUCTION, exact=False,
-        scale=_reduction_out_scale)
+        scale=_reduction_out_scale, numpy_order=True, zero_sign=False)
 
 
 # NumPy functions that write their result into out= by code of their own (not a ufunc's or a reduction's loop);

@@ -1842,9 +1842,10 @@ def _loop_axes_flattened(x: Node) -> Node:
                  loop_axes=x.ndim - 2)
 
 
-def matmul(a: Node, b: Node, gufunc: bool = False) -> Node:
+def matmul(a: Node, b: Node, gufunc: bool = False, cblas: bool = False) -> Node:
     """``a @ b`` (batched, a vector made a row or column); ``gufunc``: as NumPy's matmul gufunc converts its
-    operands (``_converted_operand``), not as np.dot (and what NumPy builds on it) does."""
+    operands (``_converted_operand``), not as np.dot (and what NumPy builds on it) does; ``cblas``: two matrices
+    that NumPy multiplies by np.dot's BLAS rule (cblasfuncs.c), not matmul's (attr ``cblas``)."""
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("matmul: input operand does not have enough dimensions (scalars are not allowed)")
     compute, out = dt.resolve_ufunc(np.matmul, [a.dtype, b.dtype])
@@ -1864,6 +1865,6 @@ def matmul(a: Node, b: Node, gufunc: bool = False) -> Node:
         b3 = _loop_axes_flattened(broadcast_to(b2, batch + (k, n)))
         r = reshape(_make("matmul", [a3, b3], (nb, m, n), out), batch + (m, n))
     else:
-        r = _make("matmul", [a2, b2], (m, n), out)
+        r = _make("matmul", [a2, b2], (m, n), out, **({"cblas": True} if cblas else {}))
     final = batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
     return reshape(r, final)

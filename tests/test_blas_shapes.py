@@ -239,3 +239,91 @@ def test_an_operand_numpy_converts_is_read_as_its_c_ordered_copy():
         expected, got = form(*args), jit(form)(*args)
         assert got.shape == expected.shape and got.dtype == expected.dtype
         assert got.tobytes() == expected.tobytes(), f"max err {np.abs(got - expected).max()}"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matvec_and_vecmat_take_a_dot_per_output_where_numpy_cannot_call_gemv(dtype):
+    """np.matvec's and np.vecmat's loops (matmul.c.src) call gemv only for a matrix BLAS reads as it lies and a
+    vector at a positive step; otherwise they take their type's dot for each output element: BLAS's ?dot at the
+    two increments where both are positive (OpenBLAS's strided kernel sums otherwise than matmul's own loop), a
+    running sum where one is not. The compiler ran matmul's loop for these (a fuzz sweep with view arguments:
+    7 of 500 matvec/vecmat cases differed)."""
+    rng = np.random.default_rng(8)
+    forms = {
+        "matvec, rows at step 3": lambda a, v: np.matvec(a[:, ::3], v[: a[:, ::3].shape[1]]),
+        "matvec, batched": lambda a, v: np.matvec(np.stack([a, a[::-1]])[:, :, ::3], v[: a[:, ::3].shape[1]]),
+        "matvec, a reversed vector (a running sum: guard)": lambda a, v: np.matvec(a[:, ::3], v[: a[:, ::3].shape[1]][::-1]),
+        "matvec, a transposed gapped matrix (gemv: guard)": lambda a, v: np.matvec(a[::2].T[:, :5], v[:5]),
+        "vecmat, columns at step 2": lambda a, v: np.vecmat(v[: a.shape[0] // 2], a[::2, ::2]),
+        "vecmat, a vector at step 3": lambda a, v: np.vecmat(v[::3][: a.shape[0] // 2], a[::2, ::-1]),
+        "vecmat (gemv: guard)": lambda a, v: np.vecmat(v[: a.shape[0]], a),
+        "matvec (gemv: guard)": lambda a, v: np.matvec(a, v[: a.shape[1]]),
+    }
+    for m, k in [(64, 33), (300, 9), (10, 16)]:
+        a, v = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal(3 * m + 1).astype(dtype)
+        for name, form in forms.items():
+            expected, got = form(a, v), jit(form)(a, v)
+            assert got.shape == expected.shape and got.dtype == expected.dtype, name
+            assert got.tobytes() == expected.tobytes(), f"{name} {m},{k}: max err {np.abs(got - expected).max()}"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_np_dot_of_views_follows_its_own_blas_rule_not_matmuls(dtype):
+    """np.dot (and np.inner, np.tensordot) multiply by cblasfuncs.c's rule, not matmul's: an operand with a
+    negative or zero step is first copied C-contiguously, a matrix neither C- nor Fortran-contiguous (gaps
+    between its rows) is copied too rather than read at a leading dimension, and a vector times a matrix it
+    cannot read is still a gemv (matmul runs its own loop there), so x[:, :-2] @ x[:, :-2].T is a gemm of two
+    copies, no syrk. An operand of another type is converted in its memory order (np.dot of a 3-d int8 view
+    reads the copy at the view's order's steps). The compiler used matmul's rule for these (a fuzz sweep with
+    view arguments: 3 of 500 np.dot cases differed)."""
+    rng = np.random.default_rng(9)
+    forms = {
+        "vector @ reversed columns (gemv of a copy)": lambda a, b, v: np.dot(v[: b.shape[0]], b[:, ::-1]),
+        "reversed rows @ matrix (gemm of a copy)": lambda a, b, v: np.dot(a[::-1], b),
+        "gapped rows @ vector (gemv of a copy)": lambda a, b, v: np.dot(a[:, :-3], v[: a.shape[1] - 3]),
+        "vector @ gapped rows": lambda a, b, v: np.dot(v[: b.shape[0]], b[:, 1:]),
+        "gapped rows @ gapped rows": lambda a, b, v: np.dot(a[:, :-3], b[:-3, 2:]),
+        "gapped x @ its transpose (gemm, no syrk)": lambda a, b, v: np.dot(a[:, :-2], a[:, :-2].T),
+        "inner of gapped rows": lambda a, b, v: np.inner(a[:, 1:], a[:, :-1]),
+        "tensordot of a reversed view": lambda a, b, v: np.tensordot(a[::-1], b, axes=1),
+        "3-d int8 view @ vector (K-order conversion)": lambda a, b, v: np.dot(
+            (a[: a.shape[0] // 2 * 2] * 9).astype(np.int8).reshape(2, -1, a.shape[1]).transpose(0, 2, 1)[:, ::-1],
+            v[: a.shape[0] // 2]),
+        "x @ x.T (syrk: guard)": lambda a, b, v: np.dot(a, a.T),
+        "fortran @ vector at step 2 (guard)": lambda a, b, v: np.dot(a.T.copy().T, v[: 2 * a.shape[1]: 2]),
+    }
+    for m, k, n in [(3, 64, 33), (40, 300, 9), (9, 5, 4)]:
+        a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+        v = rng.standard_normal(3 * k + 1).astype(dtype)
+        for name, form in forms.items():
+            expected, got = form(a, b, v), jit(form)(a, b, v)
+            assert got.shape == expected.shape and got.dtype == expected.dtype, name
+            assert got.tobytes() == expected.tobytes(), f"{name} m,k,n={m},{k},{n}: max err {np.abs(got - expected).max()}"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_dot_with_one_element_keeps_the_zero_signs_of_openblas_axpy(dtype):
+    """np.dot with a one-element operand is BLAS's axpy into zeros (cblasfuncs.c). OpenBLAS's axpy adds with a
+    fused multiply-add at unit increments, and in each call's last (length mod 4) elements at others, so a
+    product that underflows keeps its sign there (-0.0) and elsewhere is +0.0 (multiplied, then added to 0).
+    The compiler gave +0.0 everywhere (a fuzz case: np.dot(-0.146, x) of a view holding 4e-45)."""
+    rng = np.random.default_rng(10)
+    tiny = np.finfo(dtype).smallest_subnormal
+    forms = {
+        "vector": lambda s, x: np.dot(s, x),
+        "vector at step 2": lambda s, x: np.dot(s, x[::2]),
+        "reversed (a copy)": lambda s, x: np.dot(s, x[::-1]),
+        "row at step 3": lambda s, x: np.dot(s[None, None], x[None, ::3]),
+        "column at step 2": lambda s, x: np.dot(x[::2, None], s[None]),
+        "matrix, rows longer": lambda s, x: np.dot(s, x[: x.size // 3 * 3].reshape(3, -1)),
+        "matrix, columns longer": lambda s, x: np.dot(s, x[: x.size // 3 * 3].reshape(-1, 3)),
+        "matrix of a step-2 view": lambda s, x: np.dot(s, x[: x.size // 4 * 4].reshape(4, -1)[:, ::2]),
+    }
+    for n in (6, 13, 40, 101):
+        x = (rng.choice([-3.0, -1.0, 0.0, 1.0, 2.0], n) * tiny).astype(dtype)
+        x[rng.integers(0, n, 3)] = rng.standard_normal(3)
+        s = np.asarray(rng.choice([-0.3, 0.45]), dtype)
+        for name, form in forms.items():
+            expected, got = form(s, x), jit(form)(s, x)
+            assert got.shape == expected.shape and got.dtype == expected.dtype, name
+            assert got.tobytes() == expected.tobytes(), f"{name}, n={n}: signs {np.signbit(got)} where NumPy has {np.signbit(expected)}"

@@ -142,6 +142,55 @@ def test_operands_round_trip_through_json(value):
     assert a.tobytes() == b.tobytes()
 
 
+@pytest.mark.parametrize("layout, strides", [
+    ({"order": [1, 0], "steps": [1, 1]}, (1, 3)),        # a transpose's memory: Fortran order
+    ({"order": [0, 1], "steps": [-1, 2]}, (-4, 2)),      # rows from the end, every other column
+    ({"order": [1, 0], "steps": [3, -2]}, (3, -18)),
+])
+def test_an_array_is_decoded_laid_out_as_its_case_says(layout, strides):
+    """A case may hand its arrays over as views (``cases.laid_out``): the values and dtype are the encoded
+    ones, the strides (in elements) those of NumPy's own transpose and slices of that memory."""
+    a = np.arange(6, dtype=np.int16).reshape(3, 2) - 2
+    back = decode_operand(json.loads(json.dumps(encode_operand(a, layout))))
+    assert back.dtype == np.int16 and back.shape == (3, 2) and (back == a).all()
+    assert tuple(s // back.itemsize for s in back.strides) == strides
+    memory = np.empty([(3, 2)[i] * abs(layout["steps"][i]) for i in layout["order"]], np.int16)
+    numpys = memory.transpose(np.argsort(layout["order"]))[::layout["steps"][0], ::layout["steps"][1]]
+    assert back.strides == numpys.strides
+    with pytest.raises(ValueError, match="does not fit an array of 2 axes"):
+        decode_operand(encode_operand(a, {"order": [0], "steps": [1]}))
+
+
+def test_fuzz_cases_hand_over_views_as_well_as_fresh_arrays():
+    """Op and graph cases draw a layout for each array operand they pass as an argument (not for folded
+    ones, which are constants of the trace and C-contiguous), and the checkers compute NumPy's values and
+    the compiled ones from those views: a NumPy sum of a transposed float32 array adds in memory order."""
+    from harness.fuzzing.cases import decode_array
+    op_layouts, graph_layouts = set(), set()
+    for seed in range(40):
+        case = sample_op_case(oi.RandomChooser(seed), oi.REGISTRY["sum"])
+        for operand in map(decode_operand, case["operands"]):
+            if isinstance(operand, np.ndarray) and operand.ndim:
+                op_layouts.add(operand.flags.c_contiguous)
+        case = sample_graph_case(oi.RandomChooser(seed), 2, 6)
+        for a in case["inputs"]:
+            x = decode_array(a)
+            if x.ndim:
+                graph_layouts.add((bool(case.get("folded")), x.flags.c_contiguous))
+    assert op_layouts == {True, False}
+    assert graph_layouts == {(False, True), (False, False), (True, True)}
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((2000, 3)) * 1e4).astype(np.float32)
+    case = {"kind": "op", "op": "sum", "params": {"axis": 0, "dtype": None, "keepdims": False},
+            "operands": [encode_operand(x, {"order": [1, 0], "steps": [1, 1]})]}
+    transposed = np.ascontiguousarray(x.T).T
+    assert not (np.sum(transposed, axis=0) == np.sum(x, axis=0)).all()  # the layout decides NumPy's bits
+    fn, arguments, problems_of = check.op_case_parts(case)
+    assert arguments[0].strides == transposed.strides
+    assert not problems_of(np.sum(transposed, axis=0)) and problems_of(np.sum(x, axis=0))
+    check_case(case)
+
+
 def test_checker_catches_a_miscompiled_op():
     case = sample_op_case(oi.RandomChooser(0), oi.REGISTRY["exp"])
     case["operands"] = [encode_operand(np.linspace(-2, 2, 7, dtype=np.float32))]
@@ -303,16 +352,23 @@ def test_folded_cases_are_drawn_for_elementwise_ops_only_and_fold_to_constants()
 
 def test_graph_tolerance_of_a_variance_is_the_magnitude_of_what_it_sums():
     """Seed 1140: the variance of sixteen equal int64 values near 3.2e18 is 0 in NumPy (its pairwise sum is
-    exact), 512**2 in the compiler (a sequential sum leaves the mean one ulp off). A node's atol scales with
-    its registry scale (the squares a variance sums), not only the magnitudes on its path."""
+    exact), 512**2 from a sequential sum (the mean one ulp off). The CPU sums in NumPy's order, so of exact
+    inputs the variance is held to NumPy's bits; of inexact ones (logaddexp's: x + log 2, rounded) a node's atol
+    scales with its registry scale (the squares a variance sums), not only the magnitudes on its path."""
     x = np.full((4, 4), 3158848179424609119, np.int64)
-    case = {"kind": "graph", "inputs": [encode_operand(x)["array"]], "outputs": [0], "nodes": [
-        {"op": "method.var", "args": [{"input": 0}], "params": {"axis": None, "dtype": None, "keepdims": True},
-         "item": None}]}
+    var = {"op": "method.var", "args": [{"input": 0}], "params": {"axis": None, "dtype": None, "keepdims": True},
+           "item": None}
+    case = {"kind": "graph", "inputs": [encode_operand(x)["array"]], "outputs": [0], "nodes": [var]}
     _, _, problems_of = graph_case_parts(case)
+    assert problems_of([np.array([[512.0**2]])]) and not problems_of([np.array([[0.0]])])
+    check_case(case)
+    inexact = {"kind": "graph", "inputs": [encode_operand(x.astype(np.float64))["array"]], "outputs": [1], "nodes": [
+        {"op": "logaddexp", "args": [{"input": 0}, {"input": 0}], "params": {}, "item": None},
+        {**var, "args": [{"node": 0}]}]}
+    _, _, problems_of = graph_case_parts(inexact)
     assert not problems_of([np.array([[512.0**2]])])
     assert problems_of([np.array([[1e26]])])  # far beyond rounding of squares near 1e37
-    check_case(case)
+    check_case(inexact)
 
 
 def test_folded_programs_take_their_inputs_as_constants():

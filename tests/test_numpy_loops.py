@@ -82,6 +82,45 @@ def test_an_operand_numpys_loop_reads_backwards_is_read_backwards(name, dtype):
             _same_bits(jit(fn)(*args), fn(*args))
 
 
+def _one_element_views(memory: np.ndarray, step: int) -> np.ndarray:
+    """The one-element view of ``memory`` (of length ``abs(step)``) at ``step``: C-contiguous to NumPy's flags."""
+    view = memory[::step]
+    assert view.shape == (1,) and view.flags.c_contiguous
+    return view
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_a_one_element_operand_is_read_at_the_stride_numpys_trivial_loop_passes(dtype):
+    """NumPy calls a ufunc of one element without its iterator where the operands allow
+    (``try_trivial_single_output_loop``), passing an operand of one axis at its own stride, though its flags
+    call it C-contiguous: float32's and float64's loops leave their SIMD path at a negative one (``np.sinh``
+    of ``x[::-2]`` holding one element differs from that of ``[x]`` in a quarter of the values) and float16's at
+    any but 1 (a 0-d operand's is 0). Where the trivial loop is not taken (operands of other shapes, an out=
+    stepping backwards) every operand is read at stride 0. The compiler read every one-element operand
+    forwards at step 1, and each dtype's test failed."""
+    names = ("cbrt",) if dtype == np.float16 else ("sinh", "cbrt", "arctan", "exp")
+    values = np.random.default_rng(14).uniform(0.1, 3.0, 3000 if dtype == np.float16 else 300).astype(dtype)
+    steps = (3, -2) if dtype == np.float16 else (-1, -2, 2)
+    for name in names:
+        ufunc = getattr(np, name)
+        into_reversed = lambda a: (o := np.zeros_like(a, shape=2), ufunc(a[::-1], out=o[::-2]), o)[2]  # noqa: E731
+        programs = [(ufunc, step) for step in steps] + [
+            (lambda a: ufunc(a[::-1]), 1),                                  # reversed in the trace
+            (lambda a: ufunc(np.concatenate([a, a])[1:0:-1]), 1),           # a slice of a longer array
+            (lambda a: ufunc(a[::-1, None][:, ::-1]), 1),                   # two axes: contiguous
+            (lambda a: ufunc(a[0]), 1),                                     # no axis: at stride 0
+            (lambda a: np.arctan2(a[::-1], a[None, ::-1]), 1),             # shapes differ: the iterator
+            (into_reversed, 1),                                             # out= backwards: the iterator
+        ]
+        for program, step in programs:
+            memory = np.zeros(abs(step), dtype)
+            x, compiled = _one_element_views(memory, step), jit(program)
+            with np.errstate(all="ignore"):
+                for v in values:
+                    memory[...] = v
+                    _same_bits(compiled(x), program(x))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("exponent", [-1.0, 0.0, 0.5, 1.0, 2.0, 3.0, -2.0])
 def test_power_takes_numpys_fast_paths_exactly_where_numpy_does(exponent, dtype):

@@ -154,7 +154,7 @@ def op_rows(oi) -> list[dict]:
              "dtypes": [str(d) for d in o.dtypes],
              "domains": [{"lo": bound(d.lo), "hi": bound(d.hi), "finite_only": not d.special} for d in o.domains],
              "tolerance_ulps": o.tolerance.ulps,
-             "cpu_tolerance_ulps": 0.0 if o.exact_on_cpu else o.tolerance.ulps}  # (NumPy's loop or BLAS call)
+             "cpu_tolerance_ulps": 0.0 if o.exact_on_cpu else o.tolerance.ulps}  # (NumPy's loop, BLAS call or order)
             for o in oi.REGISTRY.values()]
 
 
@@ -169,7 +169,7 @@ def _list_ops(console, oi, as_json: bool) -> int:
                         + ("" if d.special else " finite") for d in o.domains)
         rows.append((o.name, o.numpy_name, o.family, str(o.arity), oi.describe_dtypes(o.dtypes), dom,
                      ("exact" if o.tolerance.ulps == 0 else f"{o.tolerance.ulps:g} ulp")
-                     + (" (CPU: exact)" if o.numpy_loop and o.tolerance.ulps else "")))
+                     + (" (CPU: exact)" if o.exact_on_cpu and o.tolerance.ulps else "")))
     if not console.is_terminal:
         # piped: rich would wrap the table to 80 columns and cut names short; tab-separated lines never are
         for row in (header, *rows):

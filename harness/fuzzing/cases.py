@@ -71,21 +71,81 @@ def make_values(rng: np.random.Generator, shape, dtype, domain: oi.Domain, profi
 # --------------------------------------------------------------------------- JSON encoding
 
 
-def encode_array(a) -> dict:
+def encode_array(a, layout: dict | None = None) -> dict:
+    """The array's values in C order; ``layout`` (see ``laid_out``) says how the decoded array is to lie in memory."""
     a = np.array(a, order="C", copy=True)  # (ascontiguousarray would turn 0-d into 1-d)
-    return {"dtype": str(a.dtype), "shape": list(a.shape),
-            "data": base64.b64encode(a.astype(a.dtype.newbyteorder("<")).tobytes()).decode("ascii")}
+    encoded = {"dtype": str(a.dtype), "shape": list(a.shape),
+               "data": base64.b64encode(a.astype(a.dtype.newbyteorder("<")).tobytes()).decode("ascii")}
+    if layout is not None:
+        encoded["layout"] = layout
+    return encoded
 
 
 def decode_array(d: dict) -> np.ndarray:
     dtype = np.dtype(d["dtype"]).newbyteorder("<")
     raw = base64.b64decode(d["data"])
-    return np.frombuffer(raw, dtype=dtype).astype(dtype.newbyteorder("="), copy=True).reshape(d["shape"])
+    a = np.frombuffer(raw, dtype=dtype).astype(dtype.newbyteorder("="), copy=True).reshape(d["shape"])
+    return laid_out(a, d["layout"]) if "layout" in d else a
 
 
-def encode_operand(x) -> dict:
+# --------------------------------------------------------------------------- caller layouts
+# A caller hands a compiled function views as often as fresh arrays: a transpose, a reversed or strided
+# slice. The compiler lays out every traced value as NumPy would from its arguments' strides (and NumPy's sums,
+# products and loops run in memory order), so cases also pass their arrays as such views.
+
+LAYOUT_STEPS = (1, 1, 1, -1, 2, -2, 3)
+
+
+def laid_out(a: np.ndarray, layout: dict) -> np.ndarray:
+    """``a``'s values in a view whose memory holds the axes in ``layout["order"]`` (outermost first), axis
+    ``i`` taken every ``layout["steps"][i]`` elements (a negative step: from the end); the elements between
+    are a distinctive filler no correct reader sees."""
+    order, steps = list(layout["order"]), list(layout["steps"])
+    if sorted(order) != list(range(a.ndim)) or len(steps) != a.ndim or 0 in steps:
+        raise ValueError(f"layout {layout} does not fit an array of {a.ndim} axes")
+    memory = np.full(tuple(a.shape[i] * abs(steps[i]) for i in order), _filler(a.dtype), a.dtype)
+    view = memory.transpose(np.argsort(order))[tuple(slice(None, None, s) for s in steps)]
+    view[...] = a
+    return view
+
+
+def _filler(dtype: np.dtype):
+    if dtype.kind == "f":
+        return np.nan
+    return True if dtype.kind == "b" else np.iinfo(dtype).max
+
+
+def random_layout(c: oi.Chooser, ndim: int) -> dict | None:
+    """Half the time None (a fresh C-contiguous array); else an axis order (C's, reversed or shuffled) and
+    steps, at most three axes strided, so that the memory stays within 27 times the array's."""
+    if ndim == 0 or c.pick((0, 1)):
+        return None
+    order = list(range(ndim))
+    arrangement = c.pick(("c", "reversed", "shuffled"))
+    if arrangement == "reversed":
+        order.reverse()
+    elif arrangement == "shuffled":
+        for i in range(ndim - 1, 0, -1):
+            j = c.integer(0, i)
+            order[i], order[j] = order[j], order[i]
+    steps = [c.pick(LAYOUT_STEPS) for _ in range(ndim)]
+    for i in [i for i, s in enumerate(steps) if abs(s) > 1][3:]:
+        steps[i] = 1
+    if order == list(range(ndim)) and steps == [1] * ndim:
+        return None
+    return {"order": order, "steps": steps}
+
+
+def describe_layout(x: np.ndarray) -> str:
+    """`` strides (e0, e1, ...)`` in elements where ``x`` is not C-contiguous, else nothing."""
+    if x.flags.c_contiguous or not x.itemsize:
+        return ""
+    return f" strides {tuple(s // x.itemsize for s in x.strides)}"
+
+
+def encode_operand(x, layout: dict | None = None) -> dict:
     if isinstance(x, np.ndarray):
-        return {"array": encode_array(x)}
+        return {"array": encode_array(x, layout)}
     if isinstance(x, np.generic):
         return {"numpy_scalar": encode_array(np.asarray(x))}
     if isinstance(x, bool):
@@ -112,7 +172,7 @@ def decode_operand(d: dict):
 
 def describe_operand(x) -> str:
     if isinstance(x, np.ndarray):
-        return f"array{tuple(x.shape)}:{x.dtype}"
+        return f"array{tuple(x.shape)}:{x.dtype}{describe_layout(x)}"
     if isinstance(x, np.generic):
         return f"np.{x.dtype}({x!r})"
     return f"{type(x).__name__}({x!r})"
@@ -152,8 +212,11 @@ def build_op_case(info: oi.OpInfo, call: oi.Call, dtypes: list, profile: str, se
             operands.append(scalar_value(rng, dtype, info.domain(i), profile, kind))
         else:
             operands.append(make_values(rng, shape, dtype, info.domain(i), profile))
+    # drawn after the values, from a chooser of its own, so a seed's values do not depend on it
+    layouts = oi.RandomChooser(seed + 1)
     return {"kind": "op", "op": info.name, "params": json.loads(json.dumps(call.params)),
-            "operands": [encode_operand(x) for x in operands]}
+            "operands": [encode_operand(x, random_layout(layouts, np.ndim(x))
+                                        if isinstance(x, np.ndarray) and info.views else None) for x in operands]}
 
 
 def _splat(x):

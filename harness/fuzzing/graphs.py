@@ -19,7 +19,7 @@ from compiler import dtypes as cdt
 from compiler import jit
 from compiler import opinfo as oi
 
-from .cases import FOLDED, decode_array, decode_operand, encode_array, encode_operand, make_values
+from .cases import FOLDED, decode_array, decode_operand, encode_array, encode_operand, make_values, random_layout
 from .check import ZERO_SIGN_UNDEFINED, Mismatch, compare_layout, compare_values, numpy_eval, with_constants
 
 MAX_ELEMENTS = 4096
@@ -95,14 +95,16 @@ def run_program(program: dict, inputs: list) -> list:
 
 
 def exact_node(info: oi.OpInfo, value, inputs_exact: bool) -> bool:
-    """Bit for bit NumPy's: a correctly rounded op (or one whose CPU kernel calls NumPy's own loop) of exact
+    """Bit for bit NumPy's: a correctly rounded op (or one whose CPU kernel calls NumPy's own loop or BLAS
+    routine, or sums in NumPy's order: ``OpInfo.exact_on_cpu``) of exact
     inputs whose float result also has a defined
     zero sign (signbit, copysign or 1/x of a max of +0.0 and -0.0 would otherwise see NumPy's SIMD order) and
     holds no NaN: a graph's inputs hold none, so a NaN is an invalid operation's, whose sign IEEE leaves open (x86's
     0/0 is -nan, the one MLIR folds from constants +nan: signbit(-((x != x) / False)) of integers, seed 1234)."""
     float_result = np.asarray(value).dtype.kind == "f"
-    return (info.exact or info.numpy_loop) and inputs_exact and not (
-        float_result and (info.family in ZERO_SIGN_UNDEFINED or not info.zero_sign or bool(np.isnan(value).any())))
+    zero_sign_open = info.family in ZERO_SIGN_UNDEFINED and not info.numpy_order
+    return (info.exact or info.exact_on_cpu) and inputs_exact and not (
+        float_result and (zero_sign_open or not info.zero_sign or bool(np.isnan(value).any())))
 
 
 def exactness(program: dict, values: list) -> list[bool]:
@@ -570,7 +572,12 @@ def sample_graph_case(c: oi.Chooser, min_nodes: int = 2, max_nodes: int = 30) ->
     renumber = {old: new for new, old in enumerate(read)}
     for n in b.nodes:
         n["args"] = [{"input": renumber[r["input"]]} if "input" in r else r for r in n["args"]]
-    case = {"kind": "graph", "inputs": [encode_array(b.inputs[i]) for i in read], "nodes": b.nodes, "outputs": outputs}
+    if profile == FOLDED:  # the inputs are given to the compiled program as constants, which lie C-contiguously
+        layouts = [None] * len(read)
+    else:
+        layouts = [random_layout(c, b.inputs[i].ndim) for i in read]
+    case = {"kind": "graph", "inputs": [encode_array(b.inputs[i], layout) for i, layout in zip(read, layouts)],
+            "nodes": b.nodes, "outputs": outputs}
     if profile == FOLDED:
-        case["folded"] = True  # the inputs are given to the compiled program as constants
+        case["folded"] = True
     return case
