@@ -4400,8 +4400,10 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     dtype = np.promote_types(x.dtype, y.dtype)
     x, y = x.astype(dtype), y.astype(dtype)
     a0, a1, b0, b1 = x[..., 0], x[..., 1], y[..., 0], y[..., 1]
+    # NumPy writes the components into an array it allocates C-contiguously (np.empty), whatever the operands'
+    # layouts (fuzz seed 1254: the product of a reversed view came back Fortran-ordered)
     if n == 2 and m == 2:
-        return Tensor((a0 * b1 - a1 * b0).node)  # NumPy's result is an array, even a 0-d one
+        return Tensor(_fresh(a0 * b1 - a1 * b0).node)  # NumPy's result is an array, even a 0-d one
     axisc = normalize(axisc, len(shape) + 1, msg_prefix="axisc")
     last = a0 * b1 - a1 * b0
     if n == 3 and m == 3:
@@ -4413,7 +4415,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     else:
         a2 = x[..., 2]
         parts = [-(a2 * b1), a2 * b0, last]
-    stacked = P.concat([P.reshape(p.node, shape + (1,)) for p in parts], len(shape))
+    stacked = _fresh(Tensor(P.concat([P.reshape(p.node, shape + (1,)) for p in parts], len(shape)))).node
     order = list(range(len(shape)))
     order.insert(axisc, len(shape))
     return Tensor(P.transpose(stacked, order))
