@@ -1,7 +1,8 @@
 """Fuzz cases as data: building op-level cases from the registry, encoding them
 (and their arrays) as JSON so that a failure is a reproducible file, and value
 generation per dtype and domain — ±0, subnormals, large magnitudes, ±inf and NaN
-where the op's domain says they are meaningful."""
+where the op's domain says they are meaningful — and the views (transposed, reversed,
+strided) arrays are handed over as."""
 
 from __future__ import annotations
 
