@@ -319,6 +319,18 @@ def _strides_of(node: Node, known: dict[int, tuple]) -> tuple:
     return fresh
 
 
+def blas_readable(outer: int, inner: int, inner_extent: int) -> bool:
+    """NumPy's ``is_blasable2d`` (matmul.c.src), in elements: whether BLAS reads a matrix of these steps as it
+    lies, with unit steps along its inner axis and a leading dimension at least that axis' extent."""
+    return inner == 1 and outer >= inner_extent
+
+
+def copied_for_cblas(shape: tuple, strides: tuple) -> bool:
+    """NumPy's ``_bad_strides`` (cblasfuncs.c): whether np.dot's BLAS path first copies an operand of these
+    strides C-contiguously (a negative step, or a zero one along an axis of more than one element)."""
+    return any(s < 0 or s == 0 and d > 1 for s, d in zip(strides, shape))
+
+
 def memory_start(node: Node) -> tuple:
     """Where NumPy's array ``node`` starts: (the id of the node whose memory it views, the element offset of its
     first element there). Transposes, slices (negative steps too), broadcasts and copy-free reshapes view their

@@ -1981,7 +1981,7 @@ def _numpy_dot_plan(node: Node, strides: list) -> tuple:
     read, copied = [], []
     for shape, steps in zip(shapes, strides):
         steps = tuple(steps[-2:])
-        bad = any(s < 0 or s == 0 and d > 1 for s, d in zip(steps, shape))
+        bad = layout.copied_for_cblas(shape, steps)
         read.append(c_order(shape) if bad else steps)
         copied.append(bad)
     if m == 1 and n == 1:
@@ -2005,10 +2005,7 @@ def _readable_forms(node: Node, strides: list) -> tuple:
     at least the other's extent)."""
     (dm, dn), dp = node.inputs[0].shape[-2:], node.shape[-1]
     (a_m, a_n), (b_n, b_p) = strides[0][-2:], strides[1][-2:]
-
-    def readable(outer: int, inner: int, inner_extent: int) -> bool:
-        return inner == 1 and outer >= inner_extent
-
+    readable = layout.blas_readable
     return readable(a_m, a_n, dn), readable(a_n, a_m, dm), readable(b_n, b_p, dp), readable(b_p, b_n, dn)
 
 

@@ -1689,7 +1689,7 @@ def _axpy_fused(other: P.Node) -> np.ndarray:
     operand) or where the layout is only guessed, a C-contiguous operand is assumed."""
     shape = other.shape if other.ndim <= 2 else (math.prod(other.shape[:-1]), other.shape[-1])
     strides = layout.strides_of(other) if other.ndim <= 2 and layout.known(other) else layout.contiguous_strides(shape)
-    if any(st < 0 or st == 0 and d > 1 for st, d in zip(strides, shape)):
+    if layout.copied_for_cblas(shape, strides):
         strides = layout.contiguous_strides(shape)
 
     def call(length: int, increment: int, out_step: int) -> np.ndarray:
@@ -1704,6 +1704,8 @@ def _axpy_fused(other: P.Node) -> np.ndarray:
     vector = [(d, st) for d, st in zip(shape, strides) if d > 1]
     length, increment = vector[0] if vector else (1, 1)
     return call(length, increment, 1)
+
+
 def dot(a, b, out=None):
     if out is not None:
         return _dot_into(a, b, out)
@@ -1724,9 +1726,9 @@ def _dot_of_rows(x: P.Node, y: P.Node, axis_b: int) -> P.Node:
     """np.dot (and np.inner) of operands of more than two axes, as NumPy's PyArray_MatrixProduct2 computes it:
     each output element by its type's dot function, which for float32 and float64 is BLAS's ?dot at the
     operands' strides along the summed axis (x's last, y's ``axis_b``; an operand of another type is first
-    converted to a copy laid out in its memory order, NumPy's K order) -- OpenBLAS has one kernel for unit strides and another for any others,
-    and a stride BLAS cannot take (zero, negative) is NumPy's running sum from 0 (``P.row_dots``). Other types
-    add each product in turn: the matmul's loop."""
+    converted to a copy laid out in its memory order, NumPy's K order) -- OpenBLAS has one kernel for unit
+    strides and another for any others, and a stride BLAS cannot take (zero, negative) is NumPy's running sum
+    from 0 (``P.row_dots``). Other types add each product in turn: the matmul's loop."""
     dtype = np.result_type(x.dtype, y.dtype)
     if dtype not in _BLAS_TYPES:
         return _contract(x, y, [x.ndim - 1], [axis_b])
@@ -4624,7 +4626,7 @@ def _gemv_of_vector_gufunc(name: str, a: P.Node, b: P.Node) -> bool:
     (rows, cols), (row_step, col_step) = matrix.shape[-2:], core_strides(matrix)[-2:]
     if name == "vecmat":  # the matrix is (n, m): its rows' axis is the one summed
         rows, cols, row_step, col_step = cols, rows, col_step, row_step
-    readable = col_step == 1 and row_step >= cols or row_step == 1 and col_step >= rows
+    readable = layout.blas_readable(row_step, col_step, cols) or layout.blas_readable(col_step, row_step, rows)
     return readable and core_strides(vector)[-1] >= 1 and rows > 1 and cols > 1
 
 

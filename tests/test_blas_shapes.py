@@ -162,6 +162,14 @@ def test_a_dot_of_vectors_at_other_steps_takes_openblas_kernel_for_them(dtype):
             assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes(), (n, np.abs(got - expected).max())
 
 
+def _agree_with_numpy(forms: dict, args: tuple, where: str) -> None:
+    """Each of ``forms``, compiled, gives NumPy's result on ``args``: its shape, dtype and every bit."""
+    for name, form in forms.items():
+        expected, got = form(*args), jit(form)(*args)
+        assert got.shape == expected.shape and got.dtype == expected.dtype, name
+        assert got.tobytes() == expected.tobytes(), f"{name} {where}: max err {np.abs(got - expected).max()}"
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_blas_reads_operands_at_numpys_leading_dimensions_and_increments(dtype):
     # NumPy hands BLAS a vector at its step and a matrix with gaps between its rows at its own leading dimension;
@@ -179,10 +187,7 @@ def test_blas_reads_operands_at_numpys_leading_dimensions_and_increments(dtype):
     for m, k, n in [(3, 64, 33), (40, 300, 9), (9, 5, 4)]:
         a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
         v = rng.standard_normal(3 * k + 1).astype(dtype)
-        for name, form in forms.items():
-            expected, got = form(a, b, v), jit(form)(a, b, v)
-            assert got.shape == expected.shape and got.dtype == expected.dtype, name
-            assert got.tobytes() == expected.tobytes(), f"{name} m,k,n={m},{k},{n}: max err {np.abs(got - expected).max()}"
+        _agree_with_numpy(forms, (a, b, v), f"m,k,n={m},{k},{n}")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -203,11 +208,7 @@ def test_syrk_exactly_where_numpy_multiplies_an_array_by_its_own_transpose(dtype
         "broadcast NumPy copies apart (gemm)": lambda x: np.broadcast_to(x[:1], x.shape) @ np.broadcast_to(x[:1], x.shape).T,
     }
     for shape in [(9, 300), (40, 300), (16, 5)]:
-        x = rng.standard_normal(shape).astype(dtype)
-        for name, form in forms.items():
-            expected, got = form(x), jit(form)(x)
-            assert got.shape == expected.shape and got.dtype == expected.dtype, name
-            assert got.tobytes() == expected.tobytes(), f"{name} {shape}: max err {np.abs(got - expected).max()}"
+        _agree_with_numpy(forms, (rng.standard_normal(shape).astype(dtype),), str(shape))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -220,10 +221,7 @@ def test_batches_keep_each_matrix_strides_through_the_loop_axes(dtype):
     forms["batch of a view times its transpose"] = lambda x, y: np.swapaxes(x, 0, 1) @ np.swapaxes(x, 0, 1).swapaxes(-1, -2)
     for shape in [(3, 4, 64), (2, 5, 40, 3)]:
         x, y = rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape).astype(dtype)
-        for name, form in forms.items():
-            expected, got = form(x, y), jit(form)(x, y)
-            assert got.shape == expected.shape and got.dtype == expected.dtype, name
-            assert got.tobytes() == expected.tobytes(), f"{name} {shape}: max err {np.abs(got - expected).max()}"
+        _agree_with_numpy(forms, (x, y), str(shape))
 
 
 def test_an_operand_numpy_converts_is_read_as_its_c_ordered_copy():
@@ -261,10 +259,7 @@ def test_matvec_and_vecmat_take_a_dot_per_output_where_numpy_cannot_call_gemv(dt
     }
     for m, k in [(64, 33), (300, 9), (10, 16)]:
         a, v = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal(3 * m + 1).astype(dtype)
-        for name, form in forms.items():
-            expected, got = form(a, v), jit(form)(a, v)
-            assert got.shape == expected.shape and got.dtype == expected.dtype, name
-            assert got.tobytes() == expected.tobytes(), f"{name} {m},{k}: max err {np.abs(got - expected).max()}"
+        _agree_with_numpy(forms, (a, v), f"{m},{k}")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -295,10 +290,7 @@ def test_np_dot_of_views_follows_its_own_blas_rule_not_matmuls(dtype):
     for m, k, n in [(3, 64, 33), (40, 300, 9), (9, 5, 4)]:
         a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
         v = rng.standard_normal(3 * k + 1).astype(dtype)
-        for name, form in forms.items():
-            expected, got = form(a, b, v), jit(form)(a, b, v)
-            assert got.shape == expected.shape and got.dtype == expected.dtype, name
-            assert got.tobytes() == expected.tobytes(), f"{name} m,k,n={m},{k},{n}: max err {np.abs(got - expected).max()}"
+        _agree_with_numpy(forms, (a, b, v), f"m,k,n={m},{k},{n}")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
