@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .lowering import NUMPY_LOOP_BACKWARDS_ATTR, NUMPY_LOOP_PER_ROW_ATTR, SYRK_ATTR, LoweredModule
+from .lowering import DOT_RULE_ATTR, NUMPY_LOOP_BACKWARDS_ATTR, NUMPY_LOOP_PER_ROW_ATTR, SYRK_ATTR, LoweredModule
 from .paths import STALE_AFTER_S, cache_root, remove_stale
 
 # The modules that turn lowered IR text into native code: pass pipelines, the BLAS and GPU
@@ -115,14 +115,17 @@ def _runtime_libraries() -> tuple[str, ...]:
 # times a column is a dot; a row times a matrix or a matrix times a column a gemv (NumPy's form: the
 # matrix read transposed, column-major where it lies row-major); a matrix times its own transpose (the
 # same memory, which the lowering marks: ``lowering.SYRK_ATTR``) a syrk of the upper triangle, mirrored; other
-# matrices a gemm. What NumPy multiplies
-# itself (k = 1 with a row or column result, operands BLAS cannot read) takes loops, in NumPy's order.
+# matrices a gemm. Like NumPy, they are called with beta = 0, although the result starts as zeros: OpenBLAS's
+# small-matrix kernels then store a sum as it is, so a sum of underflowed negative products stays -0.0 (beta = 1
+# adds it to +0.0). What NumPy multiplies itself (k = 1, operands BLAS cannot read) takes loops, in NumPy's
+# order -- but np.dot's rule (cblasfuncs.c, ``lowering.DOT_RULE_ATTR``) makes a gemm of two matrices for k = 1
+# too (an outer product).
 _GEMM_SHIM = """
   llvm.func @scipy_cblas_{p}gemm64_(i32, i32, i32, i64, i64, i64, {t}, !llvm.ptr, i64, !llvm.ptr, i64, {t}, !llvm.ptr, i64)
   llvm.func @scipy_cblas_{p}gemv64_(i32, i32, i64, i64, {t}, !llvm.ptr, i64, !llvm.ptr, i64, {t}, !llvm.ptr, i64)
   llvm.func @scipy_cblas_{p}dot64_(i64, !llvm.ptr, i64, !llvm.ptr, i64) -> {t}
   llvm.func @scipy_cblas_{p}syrk64_(i32, i32, i32, i64, i64, {t}, !llvm.ptr, i64, {t}, !llvm.ptr, i64)
-  func.func private @parity_gemm_{t}(%a: {m2}, %b: {m2}, %c: {m2}, %may_syrk: i1) {{
+  func.func private @parity_gemm_{t}(%a: {m2}, %b: {m2}, %c: {m2}, %may_syrk: i1, %dot_rule: i1) {{
     %c1 = arith.constant 1 : index
     %true = arith.constant true
     %ab, %ao, %am, %ak, %as0, %as1 = memref.extract_strided_metadata %a : {m2} -> memref<{t}>, index, index, index, index, index
@@ -146,7 +149,10 @@ _GEMM_SHIM = """
     %matrix_vector = arith.andi %col_k, %a_ok : i1
     %row_or_col = arith.ori %one_row, %one_col : i1
     %special = arith.ori %row_or_col, %one_k : i1
-    %general = arith.xori %special, %true : i1
+    %not_special = arith.xori %special, %true : i1
+    %matrices = arith.xori %row_or_col, %true : i1
+    %outer = arith.andi %matrices, %dot_rule : i1
+    %general = arith.ori %not_special, %outer : i1
     %ab_ok = arith.andi %a_ok, %b_ok : i1
     %all_ok = arith.andi %ab_ok, %c_c : i1
     %matrix_matrix = arith.andi %general, %all_ok : i1
@@ -193,7 +199,8 @@ _GEMM_SHIM = """
     %incx64 = arith.index_cast %incx : index to i64
     %incy64 = arith.index_cast %incy : index to i64
     %one = arith.constant 1.0 : {t}
-    llvm.call @scipy_cblas_{p}gemv64_(%order, %trans, %rows64, %cols64, %one, %p, %lda, %px, %incx64, %one, %py, %incy64) : (i32, i32, i64, i64, {t}, !llvm.ptr, i64, !llvm.ptr, i64, {t}, !llvm.ptr, i64) -> ()
+    %zero = arith.constant 0.0 : {t}
+    llvm.call @scipy_cblas_{p}gemv64_(%order, %trans, %rows64, %cols64, %one, %p, %lda, %px, %incx64, %zero, %py, %incy64) : (i32, i32, i64, i64, {t}, !llvm.ptr, i64, !llvm.ptr, i64, {t}, !llvm.ptr, i64) -> ()
     return
   }}
   func.func private @parity_gemm_blas_{t}(%a: {m2}, %b: {m2}, %c: {m2}, %pa: !llvm.ptr, %pb: !llvm.ptr, %pc: !llvm.ptr,
@@ -215,6 +222,7 @@ _GEMM_SHIM = """
     %n = arith.index_cast %bn : index to i64
     %k = arith.index_cast %ak : index to i64
     %one = arith.constant 1.0 : {t}
+    %zero = arith.constant 0.0 : {t}
     %ia = llvm.ptrtoint %pa : !llvm.ptr to i64
     %ib = llvm.ptrtoint %pb : !llvm.ptr to i64
     %same = arith.cmpi eq, %ia, %ib : i64
@@ -231,7 +239,7 @@ _GEMM_SHIM = """
       %upper = arith.constant 121 : i32
       %a_plain = arith.cmpi eq, %ta, %no : i32
       %lds = arith.select %a_plain, %lda, %ldb : i64
-      llvm.call @scipy_cblas_{p}syrk64_(%row_major, %upper, %ta, %n, %k, %one, %pa, %lds, %one, %pc, %ldc) : (i32, i32, i32, i64, i64, {t}, !llvm.ptr, i64, {t}, !llvm.ptr, i64) -> ()
+      llvm.call @scipy_cblas_{p}syrk64_(%row_major, %upper, %ta, %n, %k, %one, %pa, %lds, %zero, %pc, %ldc) : (i32, i32, i32, i64, i64, {t}, !llvm.ptr, i64, {t}, !llvm.ptr, i64) -> ()
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       scf.for %i = %c0 to %bn step %c1 {{
@@ -242,7 +250,7 @@ _GEMM_SHIM = """
         }}
       }}
     }} else {{
-      llvm.call @scipy_cblas_{p}gemm64_(%row_major, %ta, %tb, %m, %n, %k, %one, %pa, %lda, %pb, %ldb, %one, %pc, %ldc) : (i32, i32, i32, i64, i64, i64, {t}, !llvm.ptr, i64, !llvm.ptr, i64, {t}, !llvm.ptr, i64) -> ()
+      llvm.call @scipy_cblas_{p}gemm64_(%row_major, %ta, %tb, %m, %n, %k, %one, %pa, %lda, %pb, %ldb, %zero, %pc, %ldc) : (i32, i32, i32, i64, i64, i64, {t}, !llvm.ptr, i64, !llvm.ptr, i64, {t}, !llvm.ptr, i64) -> ()
     }}
     return
   }}
@@ -255,7 +263,7 @@ _GEMM_SHIM = """
     %q = llvm.getelementptr %ptr[%oi] : (!llvm.ptr, i64) -> !llvm.ptr, {t}
     return %q : !llvm.ptr
   }}
-  func.func private @parity_bgemm_{t}(%a: {m3}, %b: {m3}, %c: {m3}, %may_syrk: i1) {{
+  func.func private @parity_bgemm_{t}(%a: {m3}, %b: {m3}, %c: {m3}, %may_syrk: i1, %dot_rule: i1) {{
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c2 = arith.constant 2 : index
@@ -267,7 +275,7 @@ _GEMM_SHIM = """
       %sa = memref.subview %a[%i, 0, 0] [1, %m, %k] [1, 1, 1] : {m3} to {m2}
       %sb = memref.subview %b[%i, 0, 0] [1, %k, %n] [1, 1, 1] : {m3} to {m2}
       %sc = memref.subview %c[%i, 0, 0] [1, %m, %n] [1, 1, 1] : {m3} to {m2}
-      func.call @parity_gemm_{t}(%sa, %sb, %sc, %may_syrk) : ({m2}, {m2}, {m2}, i1) -> ()
+      func.call @parity_gemm_{t}(%sa, %sb, %sc, %may_syrk, %dot_rule) : ({m2}, {m2}, {m2}, i1, i1) -> ()
     }}
     return
   }}
@@ -847,14 +855,15 @@ def as_dynamic_operand(value, rank: int, transposed: bool):
     return value if value.type == dynamic else memref.CastOp(dynamic, value).result
 
 
-def _in_syrk_function(op) -> bool:
-    """Whether ``op`` lies in a function the lowering marked as NumPy's syrk (``lowering.SYRK_ATTR``): elsewhere
-    two operands that are one buffer (values the canonicalizer merged, a copy bufferization elided) were two
-    arrays to NumPy, which calls gemm for them."""
+def _in_marked_function(op, mark: str) -> bool:
+    """Whether ``op`` lies in a function carrying the unit attribute ``mark``, which the lowering sets on a
+    matmul's private function: ``lowering.SYRK_ATTR`` (NumPy's syrk; elsewhere two operands that are one buffer --
+    values the canonicalizer merged, a copy bufferization elided -- were two arrays to NumPy, which calls gemm
+    for them) or ``lowering.DOT_RULE_ATTR``."""
     parent = op.operation.parent
     while parent is not None and parent.name != "func.func":
         parent = parent.parent
-    return parent is not None and SYRK_ATTR in parent.attributes
+    return parent is not None and mark in parent.attributes
 
 
 def _substitute(module, targets) -> set:
@@ -870,9 +879,10 @@ def _substitute(module, targets) -> set:
         transposed = _transposed_operands(op)
         with ir.InsertionPoint(op), op.location:
             operands = [as_dynamic_operand(v, rank, t) for v, t in zip(op.operands, transposed)]
-            may_syrk = arith.ConstantOp(ir.IntegerType.get_signless(1), int(_in_syrk_function(op)))
+            may_syrk, dot_rule = (arith.ConstantOp(ir.IntegerType.get_signless(1), int(_in_marked_function(op, mark)))
+                                  for mark in (SYRK_ATTR, DOT_RULE_ATTR))
             func.CallOp([], ir.FlatSymbolRefAttr.get(f"parity_{'b' if rank == 3 else ''}gemm_{elem}"),
-                        operands + [may_syrk.result])
+                        operands + [may_syrk.result, dot_rule.result])
         op.erase()
         used.add(elem)
     return used

@@ -1588,7 +1588,8 @@ class Emitter:
         strides = [self.strides[inp.id] for inp in node.inputs] if self.numpy_sum_order else None
         planned = self.numpy_sum_order and node.dtype.kind == "f" and node.dtype != np.float16 and \
             all(layout.known(inp) for inp in node.inputs)  # (a guessed layout: as a fresh C array)
-        if planned and node.attrs.get("cblas") and _cblas_rule(node):
+        dot_rule = bool(planned and node.attrs.get("cblas") and _cblas_rule(node))
+        if dot_rule:
             plan, strides, syrk = _numpy_dot_plan(node, strides)
         else:
             plan = _numpy_matmul_plan(node, strides) if planned else None
@@ -1635,11 +1636,11 @@ class Emitter:
         arg_types = [t if v is None else v.spread_type for t, v in zip(types, views)]
         if plan is None and self.numpy_sum_order and not in_order:  # (a guessed layout: NumPy's syrk where the
             syrk = names[0] == names[1] and folded[0] != folded[1]      # operands are one array, as the trace has it)
-        signature = (op, maps, *arg_types, out_t, in_order, *views, syrk)  # (a private function: ``_contraction_function``)
+        signature = (op, maps, *arg_types, out_t, in_order, *views, syrk, dot_rule)  # (``_contraction_function``)
         callee = self._contraction_function(signature, "parity_matmul", node, types, out_t, lambda here: (
             _sequential_matmul(node.ndim, folded, types, out_t, here, dt.mlir_type(acc)) if in_order else
             f"    %r = {op}{maps} ins(%a, %b : {types[0]}, {types[1]}) outs(%init : {out_t}) -> {out_t} {here}\n"),
-            views, SYRK_ATTR if syrk else None)
+            views, ", ".join(a for a, on in ((SYRK_ATTR, syrk), (DOT_RULE_ATTR, dot_rule)) if on) or None)
         init = self.filled(node.shape, acc, 0, node.loc)
         result = self.assign(
             f"func.call @{callee}({names[0]}, {names[1]}, {init}) : ({arg_types[0]}, {arg_types[1]}, {out_t}) -> {out_t}",
@@ -1954,10 +1955,10 @@ def _numpy_matmul_plan(node: Node, strides: list):
 
 
 def _cblas_rule(node: Node) -> bool:
-    """Whether np.dot's BLAS rule decides ``node`` (an np.dot-made matmul of matrices (m, k) @ (k, n)): where k > 1
-    and nothing is empty (a one-element operand is ``numpy_api._axpy_product``'s)."""
+    """Whether np.dot's BLAS rule decides ``node`` (an np.dot-made matmul of matrices (m, k) @ (k, n)): where
+    nothing is empty (a one-element operand is ``numpy_api._axpy_product``'s, so k = 1 comes with m, n > 1)."""
     (m, k), n = node.inputs[0].shape, node.shape[-1]
-    return k > 1 and m > 0 and n > 0
+    return k > 0 and m > 0 and n > 0
 
 
 def _numpy_dot_plan(node: Node, strides: list) -> tuple:
@@ -1993,7 +1994,8 @@ def _numpy_dot_plan(node: Node, strides: list) -> tuple:
             continue
         if not lies(shape, read[i], c_order(shape)) and not lies(shape, read[i], (1, shape[0])):
             read[i], copied[i] = c_order(shape), True
-        forms.append("C" if lies(shape, read[i], c_order(shape)) else "F")
+        # NumPy asks Fortran order last, so a matrix both ways contiguous (one column, K = 1) is read transposed
+        forms.append("F" if lies(shape, read[i], (1, shape[0])) else "C")
     syrk = (None not in forms and forms[0] != forms[1] and not any(copied) and m == n
             and read[0] == read[1][::-1] and layout.memory_start(node.inputs[0]) == layout.memory_start(node.inputs[1]))
     return tuple(forms), read, syrk
@@ -2068,6 +2070,9 @@ NUMPY_LOOP_PER_ROW_ATTR = "parity.numpy_loop_per_row"
 # on a matmul's private function: NumPy computes it as a matrix times its own transpose (?syrk), and the kernel
 # passes both operands as one tensor; the BLAS shim calls syrk only there (``backend._GEMM_SHIM``)
 SYRK_ATTR = "parity.syrk"
+# on a matmul's private function: np.dot's BLAS rule decides it (cblasfuncs.c), which makes a gemm of two matrices
+# (m, 1) @ (1, n) where matmul's rule runs its own loop (``backend._GEMM_SHIM``)
+DOT_RULE_ATTR = "parity.dot_rule"
 # a pairwise sum's block table with more entries than this is computed from two numbers per leaf,
 # and a table this long is passed as a hidden argument rather than written into the IR
 LARGE_TABLE = 1 << 14

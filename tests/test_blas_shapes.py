@@ -319,3 +319,50 @@ def test_a_dot_with_one_element_keeps_the_zero_signs_of_openblas_axpy(dtype):
             expected, got = form(s, x), jit(form)(s, x)
             assert got.shape == expected.shape and got.dtype == expected.dtype, name
             assert got.tobytes() == expected.tobytes(), f"{name}, n={n}: signs {np.signbit(got)} where NumPy has {np.signbit(expected)}"
+
+
+def _underflowing(rng, shape, dtype) -> np.ndarray:
+    """Values whose products underflow to zeros of either sign (and some that do not), so that a sum of
+    products is -0.0 or +0.0 by how BLAS starts and stores it."""
+    t = np.sqrt(np.finfo(dtype).smallest_subnormal) / 8
+    return rng.choice(np.array([t, -t, 0.0, -0.0, 1e3 * t, -1e3 * t, 1.0, -2.0], dtype), size=shape)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_blas_products_store_their_sums_as_numpys_beta_zero_call_does(dtype):
+    """NumPy calls gemm and syrk with beta = 0: OpenBLAS's small-matrix kernels then store each sum as it is, so a
+    sum of underflowed negative products stays -0.0. The compiler called them with beta = 1 on zeros (-0.0 + 0.0
+    is +0.0): a fuzz case (seed 1257, matmul of 3x2 and 2x4 float32) and 221 of 700 small float32 products
+    differed in a zero's sign."""
+    rng = np.random.default_rng(11)
+    forms = {
+        "matmul": lambda a, b: a @ b,
+        "matmul, fortran operands": lambda a, b: a.copy(order="F") @ b.copy(order="F"),
+        "np.dot": np.dot,
+        "np.dot, a fortran copy": lambda a, b: np.dot(a.copy(order="F"), b),
+        "a @ a.T (syrk)": lambda a, b: a @ a.T,
+        "np.dot(b.T, b) (syrk)": lambda a, b: np.dot(b.T, b),
+    }
+    for m, k, n in [(2, 2, 2), (3, 2, 4), (5, 7, 9), (17, 3, 2), (9, 33, 5)]:
+        args = _underflowing(rng, (m, k), dtype), _underflowing(rng, (k, n), dtype)
+        _agree_with_numpy(forms, args, f"m,k,n={m},{k},{n}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_np_dot_of_a_column_and_a_row_is_a_gemm_where_matmul_runs_its_own_loop(dtype):
+    """A product over one element, (m, 1) @ (1, n): NumPy's matmul adds each product to 0.0 in its own loop, but
+    np.dot (cblasfuncs.c) calls gemm, reading both operands transposed (each is Fortran-contiguous too, which
+    it asks last) -- OpenBLAS then stores an underflowed negative product as -0.0 (dgemm's small kernel), where
+    the loop gives +0.0. The compiler ran matmul's loop for both."""
+    rng = np.random.default_rng(12)
+    forms = {
+        "matmul": lambda a, b: a @ b,
+        "np.dot": np.dot,
+        "np.dot of views": lambda a, b: np.dot(a[::2], b[:, ::-1]),
+        "np.inner": lambda a, b: np.inner(a, b.T),
+        "np.tensordot": lambda a, b: np.tensordot(a, b, 1),
+        "np.outer-like np.dot of reshaped vectors": lambda a, b: np.dot(a.ravel()[:, None], b.ravel()[None, :]),
+    }
+    for m, n in [(2, 2), (4, 9), (13, 3), (40, 17)]:
+        args = _underflowing(rng, (m, 1), dtype), _underflowing(rng, (1, n), dtype)
+        _agree_with_numpy(forms, args, f"m,n={m},{n}")
