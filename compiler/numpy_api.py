@@ -4984,7 +4984,25 @@ def _equal_bin_totals(x: Tensor, kept, edges: Tensor, w: Tensor | None) -> Tenso
     inside = inside if kept is True else kept[None, :] & inside
     if w is None:
         return sum_(inside, axis=1, dtype=np.intp)
-    return sum_(where(inside, w.astype(np.float64)[None, :], 0.0), axis=1).astype(w.dtype)
+    weighted = where(inside, w.astype(np.float64)[None, :], 0.0)
+    # NumPy's loop: n = zeros(w.dtype); n += np.bincount(block's bins, block's weights).astype(w.dtype) per block
+    totals = None
+    for i in range(0, weighted.shape[1], HISTOGRAM_BLOCK):
+        block = _bincount_sums(weighted[:, i:i + HISTOGRAM_BLOCK]).astype(w.dtype)
+        totals = block if totals is None else totals + block
+    return Tensor(const_node(np.zeros(weighted.shape[0], w.dtype))) if totals is None else totals
+
+
+HISTOGRAM_BLOCK = 65536  # np.histogram's BLOCK: it bins the data, and sums the weights, a block at a time
+
+
+def _bincount_sums(weighted: Tensor) -> Tensor:
+    """Each row's float64 sum as np.bincount's weighted loop makes it: from 0.0, adding each element in turn
+    (the last of a running sum: np.cumsum adds in turn too; + 0.0 for bincount's start, so that a row of -0.0
+    sums to +0.0). An element outside the bin is 0.0 there, which changes no sum but a -0.0."""
+    if weighted.shape[1] == 0:
+        return Tensor(const_node(np.zeros(weighted.shape[0], np.float64)))
+    return cumsum(weighted, axis=1)[:, -1] + 0.0
 
 
 def _histogram_result(counts: Tensor, edges: Tensor, density):
@@ -5093,7 +5111,7 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
     if w is None:
         hist = sum_(hit, axis=1, dtype=np.intp).astype(np.float64)
     else:
-        hist = sum_(where(hit, w[None, :], 0.0), axis=1)
+        hist = _bincount_sums(where(hit, w[None, :], 0.0))
     # NumPy counts into an array with an outlier bin at each end of every axis and returns the view of its
     # core, whose strides (``layout``) skip the outlier bins; the padding's zeros are never read
     hist = np.pad(reshape(hist, tuple(sizes)), 1)[(slice(1, -1),) * count]
