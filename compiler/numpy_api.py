@@ -2208,11 +2208,13 @@ def pad(array, pad_width, mode="constant", **kwargs):
     arguments = _pad_pairs(kwargs.get("end_values", 0), x.ndim) if mode == "linear_ramp" else \
         _pad_pairs(kwargs.get("stat_length"), x.ndim, as_index=True) if mode in _PAD_STATISTICS else [None] * x.ndim
     odd = mode in ("reflect", "symmetric") and kwargs.get("reflect_type", "even") == "odd"
+    # NumPy pads into np.empty(new shape, order="F" if array.flags.fnc else "C") and takes its statistics there
+    order = "F" if layout.known(x) and layout.fortran_only(x.shape, layout.strides_of(x)) else "C"
     for axis, ((before, after), argument) in enumerate(zip(widths, arguments)):
         if mode == "linear_ramp":
             t = _pad_linear_ramps(t, axis, before, after, argument)
         elif mode in _PAD_STATISTICS:
-            t = _pad_statistics(t, axis, before, after, argument, mode)
+            t = _pad_statistics(t, axis, before, after, argument, mode, order)
         elif odd and t.shape[axis] > 1:  # a length-1 axis takes its edge, as NumPy's legacy behaviour
             t = _pad_odd_reflection(t, axis, before, after, include_edge=mode == "symmetric")
         elif before or after:
@@ -2230,17 +2232,20 @@ def _pad_linear_ramps(t: Tensor, axis: int, before: int, after: int, end_values)
     return concatenate([ramps[0], t, right], axis)
 
 
-def _pad_statistics(t: Tensor, axis: int, before: int, after: int, lengths, mode: str) -> Tensor:
+def _pad_statistics(t: Tensor, axis: int, before: int, after: int, lengths, mode: str, order: str) -> Tensor:
     """NumPy's statistic of the first and last ``lengths`` (all, where None or longer) along the axis, taken
-    whatever the widths, rounded when the array is of integers, and converted to its dtype."""
+    whatever the widths, rounded when the array is of integers, and converted to its dtype. NumPy takes it in
+    its padded array, laid out in ``order``: a mean sums in that memory order (not the argument's, or a
+    concatenation's), so it reads a copy laid out so."""
     n = t.shape[axis]
     lengths = [n if length is None or length > n else int(length) for length in lengths]
     if 0 in lengths and mode in ("maximum", "minimum"):
         raise ValueError("stat_length of 0 yields no value for padding")
     statistic = {"maximum": amax, "minimum": amin, "mean": mean, "median": median}[mode]
+    source = t.copy(order=order) if mode == "mean" else t
     bands = []
     for (lo, hi), width in zip(((0, lengths[0]), (n - lengths[1], n)), (before, after)):
-        value = statistic(t[_along(axis, slice(lo, hi))], axis=axis, keepdims=True)
+        value = statistic(source[_along(axis, slice(lo, hi))], axis=axis, keepdims=True)
         if np.issubdtype(t.dtype, np.integer) and not np.issubdtype(value.dtype, np.integer):
             value = round_(value)
         shape = t.shape[:axis] + (width,) + t.shape[axis + 1:]

@@ -1526,9 +1526,10 @@ _single("diff", lambda xs, p: np.diff(xs[0], n=p["n"], axis=p["axis"],
                                       **({} if p["prepend"] is None else {"prepend": p["prepend"]})),
         _diff_params, "np.diff", min_rank=1, exact=True)
 _single("pad", _pad_call, _pad_params, "np.pad", max_rank=3)
-# a band's mean: summed in another order than NumPy's (float16 in float32, as NumPy; an integer array's mean rounded)
+# a band's mean: np.mean's sum in the memory order of the array NumPy pads into (float16 in float32, as NumPy; an
+# integer array's mean rounded): bit for bit on the CPU
 _single("pad_mean", _pad_call, _pad_mean_params, "np.pad(mode='mean')", max_rank=3,
-        domains=(MODERATE,), tolerance=REDUCTION, exact=False, scale=_pad_mean_scale)
+        domains=(MODERATE,), tolerance=REDUCTION, exact=False, scale=_pad_mean_scale, numpy_order=True)
 
 
 def _rollaxis_params(c, shape):

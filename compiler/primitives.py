@@ -1058,7 +1058,7 @@ def elementwise(name: str, operands: list, signature=None, casting=None, written
         return _laid_out_like(const_node(np.full(shape, _FLOAT_CLASS[name])), nodes[0])
     attrs = {}
     if name == "power" and compute[1].kind == "i" and int(np.prod(shape, dtype=np.int64)) and \
-            _checked_by_kernel(_exponent_source(nodes[1])) and \
+            _checked_by_kernel(_exponent_source(nodes[1], compute[1])) and \
             (safe := _checked_exponent(cast(nodes[1], compute[1]))) is not None:  # (the loop's exponent: dtype= picks it)
         nodes[1], attrs["exponent_checked_in_kernel"] = safe, True
     # float16's power loop (computed in float32) has no fast paths
@@ -1128,14 +1128,19 @@ _VALUE_PRESERVING = ("reshape", "transpose", "broadcast_to")  # every element of
 COMPUTED = "computed"  # a value only a kernel knows, neither a constant nor an argument's elements
 
 
-def _exponent_source(exponent: Node):
-    """What must be checked so an integer exponent is never negative: None (nothing: a constant,
-    checked here, or unsigned values), the function argument whose values the host checks, or
-    COMPUTED (only the kernel knows its values)."""
+def _exponent_source(exponent: Node, loop: np.dtype):
+    """What must be checked so an integer exponent, converted to the ``loop``'s exponent type, is never
+    negative: None (nothing: a constant, checked here, or unsigned values), the function argument whose
+    values the host checks, or COMPUTED (only the kernel knows its values -- also where the conversion may
+    change them: dtype= int8 makes 255 -1, which NumPy refuses)."""
     if exponent.is_const():
-        if (exponent.value < 0).any():
-            raise ValueError(f"{NEGATIVE_INTEGER_POWER}; the exponent holds {int(exponent.value.min())}")
+        with np.errstate(all="ignore"):
+            converted = exponent.value.astype(loop)
+        if (converted < 0).any():
+            raise ValueError(f"{NEGATIVE_INTEGER_POWER}; the exponent holds {int(converted.min())}")
         return None
+    if not np.can_cast(exponent.dtype, loop, "safe"):
+        return COMPUTED
     source = value_source(exponent)
     if source.dtype.kind in "ub" or (source.op == "cast" and source.inputs[0].dtype.kind in "ub"
                                      and source.inputs[0].dtype.itemsize < source.dtype.itemsize):
@@ -1173,7 +1178,7 @@ def integer_exponent_source(node: Node):
     if node.op != "power" or node.attrs["compute"][1].kind != "i" or node.size == 0 \
             or node.attrs.get("exponent_checked_in_kernel"):
         return None
-    source = _exponent_source(node.inputs[1])
+    source = _exponent_source(node.inputs[1], node.attrs["compute"][1])
     if source is COMPUTED:
         raise NotImplementedError(
             "np.power: an integer exponent computed outside a traced function must be a function argument, a "

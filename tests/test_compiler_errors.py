@@ -203,6 +203,30 @@ def test_an_exponent_cast_from_an_unsigned_type_of_the_same_width_is_not_assumed
         jit(lambda b, e: b ** e.astype(np.int8))(base.astype(np.int8), narrowed)
 
 
+def test_an_exponent_converted_by_the_loops_dtype_is_checked_as_the_loop_sees_it():
+    """np.power(..., dtype=) converts the exponent to the loop's type (same_kind narrows, unsafe anything), and
+    NumPy refuses an exponent negative there: int16 32767 is int8 -1, int32 65535 is int16 -1. The compiler
+    checked the argument as passed (a fuzz case: np.power(True, int16(32767), dtype=int8) returned 1)."""
+    cases = [
+        (lambda a, b: np.power(a, b, dtype=np.int8, casting="same_kind"), np.array(True), np.array(32767, np.int16)),
+        (lambda a, b: np.power(a, b, dtype=np.int16), np.array([2, 3], np.int32), np.array([2, 65535], np.int32)),
+        (lambda a, b: np.power(a, b, dtype=np.int8, casting="unsafe"), np.array([2, 3]), np.array([255, 2])),
+        (lambda a, b: np.power(a, b, dtype=np.int8, casting="unsafe"), np.array([2, 3]), np.array([1.0, -1.5])),
+    ]
+    for fn, base, exponent in cases:
+        with pytest.raises(ValueError, match="Integers to negative integer powers"):
+            fn(base, exponent)  # the independent source of the behaviour
+        with pytest.raises(ValueError, match=r"negative integer powers .* held -1 \(checked as the kernel ran\)"):
+            jit(fn)(base, exponent)
+    # the same conversions where every exponent stays non-negative: NumPy's values and dtypes
+    for fn, base, exponent in [(cases[0][0], np.array(True), np.array(127, np.int16)),
+                               (cases[1][0], np.array([2, 3], np.int32), np.array([2, 65537], np.int32)),
+                               (cases[3][0], np.array([2, 3]), np.array([1.0, 2.5]))]:
+        got, want = jit(fn)(base, exponent), fn(base, exponent)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
 def test_integer_exponents_that_need_no_check():
     base = np.array([2, 3], np.int32)
     unsigned = np.array([5, 0], np.uint8)

@@ -2404,3 +2404,23 @@ def test_ufunc_reduce_of_nothing_is_the_identity_or_numpys_error():
         jit(lambda a: np.subtract.reduce(a[:0], axis=0))(FOLD_X)
     with pytest.raises(ValueError, match="reduction operation 'subtract' is not reorderable"):
         jit(lambda a: np.subtract.reduce(a, axis=None))(FOLD_X)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["C", "F", "transposed"])
+def test_np_pad_takes_a_mean_in_the_padded_array_numpy_pads_into(dtype, layout):
+    """np.pad(mode="mean") computes each axis's mean in the array it pads into (np.empty of the padded shape, in
+    Fortran order only for a Fortran-only argument), so its sums run in that memory order. The compiler took the
+    mean of the padded-so-far concatenation, whose layout differed for unit axes: a fuzz case (pad of a
+    (1, 1, 16) float32 array by (1, 2)) came out in another rounding."""
+    rng = np.random.default_rng(14)
+    forms = {
+        "(1, 2) on every axis": lambda x: np.pad(x, [1, 2], mode="mean"),
+        "stat_length 5": lambda x: np.pad(x, 3, mode="mean", stat_length=5),
+        "before only": lambda x: np.pad(x, [(2, 0)] * x.ndim, mode="mean"),
+    }
+    for shape in [(1, 1, 16), (1, 19), (3, 4, 9)]:
+        x = (rng.standard_normal(shape) * np.exp(rng.uniform(-5, 5, shape))).astype(dtype)
+        x = {"C": x, "F": np.asfortranarray(x), "transposed": np.ascontiguousarray(x.T).T}[layout]
+        for form in forms.values():
+            assert_like_numpy(jit(form)(x), form(x))
