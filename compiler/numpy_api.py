@@ -2634,13 +2634,21 @@ def _check_unrolled_size(n: int, what: str) -> None:
 
 def _lapack_operand(a, what: str, square: bool = True) -> Tensor:
     """NumPy's checks of a linalg operand (at least 2-d, square last two dimensions unless ``square`` is
-    False), converted to the type its LAPACK loop takes: float32 and float64 as they are, integers and bools
-    to float64; float16 refused; larger than UNROLLED_LINALG_LIMIT refused by name."""
+    False), converted to the type its LAPACK loop takes: float64, whatever the operand's (NumPy's _commonType
+    computes float32 in double too, and converts the results: ``_linalg_result_type``); float16 refused;
+    larger than UNROLLED_LINALG_LIMIT refused by name."""
     x = _stacked_matrices(a, square)
     _check_unrolled_size(max(x.shape[-2:]), what)
     if x.dtype == np.float16:
         raise TypeError("array type float16 is unsupported in linalg")
-    return x if x.dtype.kind == "f" else x.astype(np.float64)
+    return x.astype(np.float64)
+
+
+def _linalg_result_type(*operands) -> np.dtype:
+    """The type NumPy's linalg functions return (_commonType's result type): float32 where every operand is
+    float32, else float64."""
+    single = all(_tensor(o).dtype == np.float32 for o in operands)
+    return np.dtype(np.float32 if single else np.float64)
 
 
 def _lu(x: Tensor):
@@ -2676,8 +2684,13 @@ def _diagonal_of(lu: Tensor) -> Tensor:
 
 def linalg_slogdet(a):
     """NumPy's slogdet from LU: the sign of the permutation times the signs of U's diagonal (0 with a zero
-    on it), and the sum of the logs of its magnitudes (-inf then)."""
-    x = _lapack_operand(a, "slogdet")
+    on it), and the sum of the logs of its magnitudes (-inf then), computed in float64 as NumPy does."""
+    sign, logdet = _slogdet(_lapack_operand(a, "slogdet"))
+    result_type = _linalg_result_type(a)
+    return np.linalg._linalg.SlogdetResult(sign.astype(result_type), logdet.astype(result_type))
+
+
+def _slogdet(x: Tensor) -> tuple:
     if x.shape[-1] == 0:  # the empty product and sum
         result = tuple(Tensor(const_node(np.full(x.shape[:-2], v, x.dtype)), scalar=True) for v in (1, 0))
     else:
@@ -2686,13 +2699,13 @@ def linalg_slogdet(a):
         zero = np.zeros((), x.dtype)  # +0.0 for a singular matrix, whatever the permutation's sign
         signs = np.where(np.any(diagonal == 0, axis=-1), zero, sign * np.prod(np.sign(diagonal), axis=-1))
         result = (Tensor(_node(signs), scalar=True), np.sum(np.log(abs(diagonal)), axis=-1))  # a scalar for one
-    return np.linalg._linalg.SlogdetResult(*result)
+    return result
 
 
 def linalg_det(a):
-    """NumPy's det as its umath_linalg computes it: sign * exp(logabsdet) of slogdet."""
-    sign, logdet = linalg_slogdet(a)
-    return sign * np.exp(logdet)
+    """NumPy's det as its umath_linalg computes it: sign * exp(logabsdet) of slogdet, in float64, converted."""
+    sign, logdet = _slogdet(_lapack_operand(a, "det"))
+    return (sign * np.exp(logdet)).astype(_linalg_result_type(a))
 
 
 def _linalg_error_at_run_time(bad, message: str) -> None:
@@ -2729,9 +2742,9 @@ def linalg_solve(a, b):
     y = _tensor(b)
     if y.dtype == np.float16:
         raise TypeError("array type float16 is unsupported in linalg")
-    dtype = np.result_type(x.dtype, y.dtype if y.dtype.kind == "f" else np.float64)
-    x, vector = x.astype(dtype), y.ndim == 1
-    y = y.astype(dtype)
+    result_type = _linalg_result_type(a, y)
+    vector = y.ndim == 1
+    y = y.astype(np.float64)
     n = x.shape[-1]
     if vector:
         if y.shape[0] != n:
@@ -2750,13 +2763,13 @@ def linalg_solve(a, b):
         lu, order, _ = _lu(x)
         _linalg_error_at_run_time(np.any(_diagonal_of(lu) == 0, axis=-1), "Singular matrix")  # gesv's zero pivot
         result = _lu_solve(lu, order, y)
-    return result[..., 0] if vector else result
+    return (result[..., 0] if vector else result).astype(result_type)
 
 
 def linalg_inv(a):
     """NumPy's inv: the solve of the matrix against the identity (LinAlgError for a singular one)."""
     x = _lapack_operand(a, "inv")
-    return linalg_solve(x, np.broadcast_to(np.eye(x.shape[-1], dtype=x.dtype), x.shape))
+    return linalg_solve(x, np.broadcast_to(np.eye(x.shape[-1], dtype=x.dtype), x.shape)).astype(_linalg_result_type(a))
 
 
 def linalg_cond(x, p=None):
@@ -2770,14 +2783,13 @@ def linalg_cond(x, p=None):
     if p is None or p in (2, -2):
         raise NotImplementedError(f"np.linalg.cond: p={p!r} needs singular values, which the compiler does not compute "
                                   "(1, -1, inf, -inf and 'fro' do not)")
-    matrices = _lapack_operand(a, "cond")
-    result_type = matrices.dtype
-    wide = matrices.astype(np.float64)
+    wide = _lapack_operand(a, "cond")
+    result_type = _linalg_result_type(a)
     lu, order, _ = _lu(wide)
     singular = np.any(_diagonal_of(lu) == 0, axis=-1)[..., None, None]
     inverse = np.where(singular, np.nan, _lu_solve(lu, order, np.broadcast_to(np.eye(wide.shape[-1]), wide.shape)))
     r = (linalg_norm(a, p, axis=(-2, -1)) * linalg_norm(inverse, p, axis=(-2, -1))).astype(result_type)
-    unexplained = np.isnan(r) & ~np.any(np.isnan(matrices), axis=(-2, -1))
+    unexplained = np.isnan(r) & ~np.any(np.isnan(wide), axis=(-2, -1))
     return Tensor(np.where(unexplained, np.inf, r).astype(result_type).node, scalar=True)
 
 
@@ -2806,20 +2818,40 @@ def linalg_cholesky(a, /, *, upper=False):
     factor = np.stack(columns, axis=-1) if n else x * 0
     if n:
         _linalg_error_at_run_time(np.any(np.stack(pivots, axis=-1) <= 0, axis=-1), "Matrix is not positive definite")
-    return _fresh(np.swapaxes(factor, -1, -2)) if upper else factor  # (NumPy's own upper gufunc: a fresh array)
+    factor = _fresh(np.swapaxes(factor, -1, -2)) if upper else factor  # (NumPy's own upper gufunc: a fresh array)
+    return factor.astype(_linalg_result_type(a))
 
 
 def _householder(alpha: Tensor, below: Tensor):
     """LAPACK dlarfg on a stack of columns: the reflector I - tau v v^T (v[0] = 1) taking [alpha, below] to
     [beta, 0], beta = -sign(alpha) * hypot(alpha, |below|); tau = 0 (no reflection) where below is all zero.
-    Returns (beta, tau, the rest of v)."""
-    norm = np.sqrt(np.sum(below * below, axis=-1)) if below.shape[-1] else np.zeros_like(alpha)
+    As dlarfg, where |beta| falls below its safe minimum (dlamch's "S" over "E") the column is first scaled up
+    by the inverse, a power of two (once is enough from any subnormal), and beta scaled back. Returns (beta,
+    tau, the rest of v)."""
+    info = np.finfo(alpha.dtype)
+    safe_min = info.tiny / (info.eps / 2)
+    norm = _scaled_norm(below, alpha)
     none = norm == 0
     beta = -np.copysign(np.hypot(alpha, norm), alpha)
+    rescale = np.where(np.abs(beta) < safe_min, 1 / safe_min, 1).astype(alpha.dtype)
+    up, below = alpha * rescale, below * rescale[..., None]
+    beta = -np.copysign(np.hypot(up, _scaled_norm(below, up)), up)
     safe_beta = np.where(none, np.ones_like(alpha), beta)
-    tau = np.where(none, np.zeros_like(alpha), (beta - alpha) / safe_beta)
-    scale = np.where(none, np.zeros_like(alpha), 1 / np.where(none, np.ones_like(alpha), alpha - beta))
-    return np.where(none, alpha, beta), tau, below * scale[..., None]
+    tau = np.where(none, np.zeros_like(alpha), (beta - up) / safe_beta)
+    scale = np.where(none, np.zeros_like(alpha), 1 / np.where(none, np.ones_like(alpha), up - beta))
+    return np.where(none, alpha, beta / rescale), tau, below * scale[..., None]
+
+
+def _scaled_norm(below: Tensor, alpha: Tensor) -> Tensor:
+    """The 2-norm of each column's ``below`` as BLAS's nrm2 gives it, safe from overflow and underflow: the
+    squares of [1e-300, 1e-300] or of a subnormal are 0.0 in float64, which would make dlarfg skip a reflection
+    LAPACK takes (and flip R's and Q's signs); scaled by the largest magnitude first (an infinite one is the norm)."""
+    if not below.shape[-1]:
+        return np.zeros_like(alpha)
+    big = np.max(np.abs(below), axis=-1)
+    finite = np.where(np.isinf(big) | (big == 0), np.ones_like(big), big)
+    scaled = below / finite[..., None]
+    return np.where(np.isinf(big), big, finite * np.sqrt(np.sum(scaled * scaled, axis=-1)) * (big != 0))
 
 
 def _reflected(block: Tensor, v: Tensor, tau: Tensor) -> Tensor:
@@ -2852,14 +2884,15 @@ def linalg_qr(a, mode="reduced"):
         work[..., j + 1:, j] = np.zeros_like(v_rest)
         reflectors.append((v, tau))
     rows = k if mode in ("reduced", "r") else m
-    r = work[..., :rows, :] * 1
+    result_type = _linalg_result_type(a)
+    r = (work[..., :rows, :] * 1).astype(result_type)
     if mode == "r":
         return r
     q = Tensor(const_node(np.broadcast_to(np.eye(m, rows, dtype=x.dtype), x.shape[:-2] + (m, rows)).copy()))
     for j in reversed(range(k)):
         v, tau = reflectors[j]
         q[..., j:, j:] = _reflected(q[..., j:, j:], v, tau)
-    return np.linalg._linalg.QRResult(q, r)
+    return np.linalg._linalg.QRResult(q.astype(result_type), r)
 
 
 def linalg_matrix_power(a, n):
