@@ -2646,7 +2646,7 @@ def _lapack_operand(a, what: str, square: bool = True) -> Tensor:
 
 def _linalg_result_type(*operands) -> np.dtype:
     """The type NumPy's linalg functions return (_commonType's result type): float32 where every operand is
-    float32, else float64."""
+    float32, else float64 (converted to as NumPy does, ``astype(..., copy=False)``: no copy of a float64 result)."""
     single = all(_tensor(o).dtype == np.float32 for o in operands)
     return np.dtype(np.float32 if single else np.float64)
 
@@ -2687,7 +2687,7 @@ def linalg_slogdet(a):
     on it), and the sum of the logs of its magnitudes (-inf then), computed in float64 as NumPy does."""
     sign, logdet = _slogdet(_lapack_operand(a, "slogdet"))
     result_type = _linalg_result_type(a)
-    return np.linalg._linalg.SlogdetResult(sign.astype(result_type), logdet.astype(result_type))
+    return np.linalg._linalg.SlogdetResult(sign.astype(result_type, copy=False), logdet.astype(result_type, copy=False))
 
 
 def _slogdet(x: Tensor) -> tuple:
@@ -2705,7 +2705,7 @@ def _slogdet(x: Tensor) -> tuple:
 def linalg_det(a):
     """NumPy's det as its umath_linalg computes it: sign * exp(logabsdet) of slogdet, in float64, converted."""
     sign, logdet = _slogdet(_lapack_operand(a, "det"))
-    return (sign * np.exp(logdet)).astype(_linalg_result_type(a))
+    return (sign * np.exp(logdet)).astype(_linalg_result_type(a), copy=False)
 
 
 def _linalg_error_at_run_time(bad, message: str) -> None:
@@ -2763,13 +2763,14 @@ def linalg_solve(a, b):
         lu, order, _ = _lu(x)
         _linalg_error_at_run_time(np.any(_diagonal_of(lu) == 0, axis=-1), "Singular matrix")  # gesv's zero pivot
         result = _lu_solve(lu, order, y)
-    return (result[..., 0] if vector else result).astype(result_type)
+    return (result[..., 0] if vector else result).astype(result_type, copy=False)
 
 
 def linalg_inv(a):
     """NumPy's inv: the solve of the matrix against the identity (LinAlgError for a singular one)."""
     x = _lapack_operand(a, "inv")
-    return linalg_solve(x, np.broadcast_to(np.eye(x.shape[-1], dtype=x.dtype), x.shape)).astype(_linalg_result_type(a))
+    inverse = linalg_solve(x, np.broadcast_to(np.eye(x.shape[-1], dtype=x.dtype), x.shape))
+    return inverse.astype(_linalg_result_type(a), copy=False)
 
 
 def linalg_cond(x, p=None):
@@ -2819,7 +2820,7 @@ def linalg_cholesky(a, /, *, upper=False):
     if n:
         _linalg_error_at_run_time(np.any(np.stack(pivots, axis=-1) <= 0, axis=-1), "Matrix is not positive definite")
     factor = _fresh(np.swapaxes(factor, -1, -2)) if upper else factor  # (NumPy's own upper gufunc: a fresh array)
-    return factor.astype(_linalg_result_type(a))
+    return factor.astype(_linalg_result_type(a), copy=False)
 
 
 def _householder(alpha: Tensor, below: Tensor):
@@ -2885,14 +2886,14 @@ def linalg_qr(a, mode="reduced"):
         reflectors.append((v, tau))
     rows = k if mode in ("reduced", "r") else m
     result_type = _linalg_result_type(a)
-    r = (work[..., :rows, :] * 1).astype(result_type)
+    r = (work[..., :rows, :] * 1).astype(result_type, copy=False)
     if mode == "r":
         return r
     q = Tensor(const_node(np.broadcast_to(np.eye(m, rows, dtype=x.dtype), x.shape[:-2] + (m, rows)).copy()))
     for j in reversed(range(k)):
         v, tau = reflectors[j]
         q[..., j:, j:] = _reflected(q[..., j:, j:], v, tau)
-    return np.linalg._linalg.QRResult(q.astype(result_type), r)
+    return np.linalg._linalg.QRResult(q.astype(result_type, copy=False), r)
 
 
 def linalg_matrix_power(a, n):
